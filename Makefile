@@ -1,0 +1,36 @@
+# Bullpen: `make run` brings everything up locally; `make test` runs the suite
+# against a real redis-server it starts itself.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test bench venv node-deps clean
+
+$(STAMP): requirements.txt requirements-test.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements-test.txt
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+# Node BullMQ for the interop tests and the benchmark (skipped without npm).
+node-deps:
+	@if command -v npm >/dev/null; then \
+	  for d in bench/node tests/interop; do \
+	    if [ -f $$d/package.json ]; then (cd $$d && npm ci --no-audit --no-fund --silent || npm install --no-audit --no-fund --silent); fi; \
+	  done; \
+	else echo "npm not found: Node BullMQ comparisons will be skipped"; fi
+
+test: $(STAMP) node-deps
+	$(PY) -m pytest
+
+bench: $(STAMP) node-deps
+	$(PY) bench/throughput.py
+
+run: $(STAMP)
+	$(PY) -m dashboard.run
+
+clean:
+	rm -rf $(VENV) bench/node/node_modules tests/interop/node_modules

@@ -1,0 +1,130 @@
+"""Following a queue's events stream (wire spec 5): `QueueEvents` (sync
+iterator) and `AsyncQueueEvents` (async iterator), yielding typed events."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import codec, defaults
+from .connection import ConnectionLike, async_client, sync_client
+from .keys import QueueKeys
+from .queue import check_queue_name
+
+
+@dataclass(frozen=True)
+class QueueEvent:
+    """One entry of the events stream: its stream id, event name and fields.
+
+    `progress.data` and `completed.returnvalue` are parsed from JSON and
+    `delayed.delay` is an int, as Node's QueueEvents does.
+    """
+
+    id: str
+    event: str
+    job_id: str | None = None
+    fields: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, stream_id: str, raw: dict[str, str]) -> QueueEvent:
+        """Build an event from a stream entry."""
+        fields: dict[str, Any] = dict(raw)
+        event = fields.pop("event", "")
+        job_id = fields.pop("jobId", None)
+        for name in ("data", "returnvalue"):
+            if name in fields and event in ("progress", "completed"):
+                try:
+                    fields[name] = codec.loads(fields[name])
+                except codec.JSONDecodeError:
+                    pass
+        for name in ("delay", "attemptsMade", "count"):
+            if name in fields:
+                try:
+                    fields[name] = int(float(fields[name]))
+                except ValueError:
+                    pass
+        return cls(stream_id, event, job_id, fields)
+
+
+def _connection_name(keys: QueueKeys) -> str:
+    import base64
+
+    encoded = base64.b64encode(keys.name.encode()).decode()
+    return f"{keys.prefix}:{encoded}:qe"
+
+
+class QueueEvents:
+    """Follow a queue's events from `last_id` ("$" = only new ones) as an iterator."""
+
+    def __init__(self, name: str, connection: ConnectionLike = None,
+                 prefix: str = defaults.PREFIX, last_id: str = "$",
+                 block_ms: int = defaults.EVENTS_BLOCK_MS) -> None:
+        self.keys = QueueKeys(check_queue_name(name), prefix)
+        self.client = sync_client(connection)
+        self.last_id = last_id
+        self.block_ms = block_ms
+        self._closed = False
+
+    def read(self, count: int = 100, block_ms: int | None = None) -> list[QueueEvent]:
+        """Read the events after `last_id` (blocking up to block_ms) and advance."""
+        if self.last_id == "$":
+            self.last_id = self._resolve_dollar()
+        reply = self.client.xread({self.keys.events: self.last_id}, count=count,
+                                  block=self.block_ms if block_ms is None else block_ms)
+        events = [QueueEvent.parse(i, f) for _, entries in reply or [] for i, f in entries]
+        if events:
+            self.last_id = events[-1].id
+        return events
+
+    def _resolve_dollar(self) -> str:
+        info = self.client.xinfo_stream(self.keys.events) if self.client.exists(
+            self.keys.events) else None
+        return info["last-generated-id"] if info else "0-0"
+
+    def __iter__(self) -> Iterator[QueueEvent]:
+        self.client.client_setname(_connection_name(self.keys))
+        while not self._closed:
+            yield from self.read()
+
+    def close(self) -> None:
+        """Stop iterating (after the current block) and close the connection."""
+        self._closed = True
+        self.client.close()
+
+
+class AsyncQueueEvents:
+    """Follow a queue's events from `last_id` as an async iterator."""
+
+    def __init__(self, name: str, connection: ConnectionLike = None,
+                 prefix: str = defaults.PREFIX, last_id: str = "$",
+                 block_ms: int = defaults.EVENTS_BLOCK_MS) -> None:
+        self.keys = QueueKeys(check_queue_name(name), prefix)
+        self.client = async_client(connection)
+        self.last_id = last_id
+        self.block_ms = block_ms
+        self._closed = False
+
+    async def read(self, count: int = 100, block_ms: int | None = None) -> list[QueueEvent]:
+        """Read the events after `last_id` (blocking up to block_ms) and advance."""
+        if self.last_id == "$":
+            exists = await self.client.exists(self.keys.events)
+            info = await self.client.xinfo_stream(self.keys.events) if exists else None
+            self.last_id = info["last-generated-id"] if info else "0-0"
+        reply = await self.client.xread({self.keys.events: self.last_id}, count=count,
+                                        block=self.block_ms if block_ms is None else block_ms)
+        events = [QueueEvent.parse(i, f) for _, entries in reply or [] for i, f in entries]
+        if events:
+            self.last_id = events[-1].id
+        return events
+
+    async def __aiter__(self) -> AsyncIterator[QueueEvent]:
+        await self.client.client_setname(_connection_name(self.keys))
+        while not self._closed:
+            for event in await self.read():
+                yield event
+
+    async def close(self) -> None:
+        """Stop iterating and close the connection."""
+        self._closed = True
+        await self.client.aclose()

@@ -1,0 +1,108 @@
+"""Errors raised by the queue core.
+
+QueueError
+ ├── JobNotFound
+ ├── JobNotInState
+ ├── JobLocked
+ ├── LockMismatch
+ ├── JobHasDependencies
+ ├── SchedulerIterationError
+ ├── QueueNotPaused
+ ├── QueueHasActiveJobs
+ ├── InvalidJobOptions
+ └── ScriptError
+UnrecoverableError      (raised by processors; not a QueueError)
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class QueueError(Exception):
+    """Base class of every error the queue core raises."""
+
+
+class JobNotFound(QueueError):
+    """Raised when a job id has no hash in Redis."""
+
+
+class JobNotInState(QueueError):
+    """Raised when a transition needs the job in a state it is not in."""
+
+
+class JobLocked(QueueError):
+    """Raised when a job is locked by a worker and cannot be removed."""
+
+
+class LockMismatch(QueueError):
+    """Raised when a worker's lock on a job is missing or held by another token."""
+
+
+class JobHasDependencies(QueueError):
+    """Raised when a parent job is completed while children are pending or failed."""
+
+
+class SchedulerIterationError(QueueError):
+    """Raised when removing the current iteration of a job scheduler."""
+
+
+class QueueNotPaused(QueueError):
+    """Raised when obliterating a queue that is not paused."""
+
+
+class QueueHasActiveJobs(QueueError):
+    """Raised when obliterating a queue with active jobs without force."""
+
+
+class InvalidJobOptions(QueueError, ValueError):
+    """Raised when job options are invalid (id, priority, delay, backoff, retention)."""
+
+
+class ScriptError(QueueError):
+    """Raised when a Lua script returns an error code that has no finer class."""
+
+
+class UnrecoverableError(Exception):
+    """Raised by a processor to fail its job at once, without retries."""
+
+
+class Code(IntEnum):
+    """Negative return codes shared by the Lua scripts."""
+
+    JOB_NOT_FOUND = -1
+    LOCK_MISSING = -2
+    NOT_IN_STATE = -3
+    PENDING_DEPENDENCIES = -4
+    PARENT_MISSING = -5
+    LOCK_MISMATCH = -6
+    PARENT_MISMATCH = -7
+    SCHEDULER_ITERATION = -8
+    FAILED_CHILDREN = -9
+
+
+_ERRORS: dict[int, tuple[type[QueueError], str]] = {
+    Code.JOB_NOT_FOUND: (JobNotFound, "job {job_id} does not exist"),
+    Code.LOCK_MISSING: (LockMismatch, "lock of job {job_id} is missing"),
+    Code.NOT_IN_STATE: (JobNotInState, "job {job_id} is not in the {state} state"),
+    Code.PENDING_DEPENDENCIES: (
+        JobHasDependencies,
+        "job {job_id} has pending dependencies",
+    ),
+    Code.PARENT_MISSING: (JobNotFound, "parent of job {job_id} does not exist"),
+    Code.LOCK_MISMATCH: (LockMismatch, "job {job_id} is locked by another worker"),
+    Code.PARENT_MISMATCH: (QueueError, "job {job_id} already has another parent"),
+    Code.SCHEDULER_ITERATION: (
+        SchedulerIterationError,
+        "job {job_id} is the current iteration of a job scheduler",
+    ),
+    Code.FAILED_CHILDREN: (JobHasDependencies, "job {job_id} has failed children"),
+}
+
+
+def raise_for_code(code: object, job_id: str = "", state: str = "") -> None:
+    """Raise the exception that a negative script return code stands for."""
+    if not isinstance(code, int) or code >= 0:
+        return
+    cls, message = _ERRORS.get(code, (ScriptError, "script error {code} on job {job_id}"))
+    raise cls(message.format(job_id=job_id, state=state or "expected", code=code))

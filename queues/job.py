@@ -1,0 +1,196 @@
+"""A job as read from its hash (wire spec 2), with the actions that act on it.
+
+A Job is bound to the queue that read it: with a `Queue` its methods return
+values; with an `AsyncQueue` they return awaitables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from . import codec
+from .options import decode_opts
+
+if TYPE_CHECKING:
+    from .queue import _QueueBase
+
+
+class MalformedJob(ValueError):
+    """Why a job hash written by another client cannot be run."""
+
+
+@dataclass(eq=False)
+class Job:
+    """One job: its fields and the actions on it (retry, remove, progress...)."""
+
+    queue: _QueueBase = field(repr=False)
+    id: str
+    name: str = ""
+    data: Any = None
+    opts: dict[str, Any] = field(default_factory=dict)
+    progress: Any = 0
+    returnvalue: Any = None
+    failed_reason: str | None = None
+    stacktrace: list[str] = field(default_factory=list)
+    attempts_made: int = 0
+    attempts_started: int = 0
+    stalled_counter: int = 0
+    timestamp: int = 0
+    delay: int = 0
+    priority: int = 0
+    processed_on: int | None = None
+    finished_on: int | None = None
+    processed_by: str | None = None
+    parent_key: str | None = None
+    parent: dict[str, Any] | None = None
+    repeat_job_key: str | None = None
+    deduplication_id: str | None = None
+    deferred_failure: str | None = None
+    #: Set when the hash cannot be run as written (bad JSON, missing fields).
+    malformed: str | None = None
+    #: The lock token of the worker running it (worker side only).
+    token: str | None = field(default=None, repr=False)
+    raw: dict[str, str] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_hash(cls, queue: _QueueBase, job_id: str, h: dict[str, str]) -> Job:
+        """Build a job from its hash; never raises on bad content, sets `malformed`."""
+        problems: list[str] = []
+        job = cls(queue, job_id, raw=h)
+        name = h.get("name")
+        if name is None:
+            problems.append("the job hash has no 'name' field")
+        job.name = name or ""
+        raw_data = h.get("data")
+        if raw_data is None:
+            problems.append("the job hash has no 'data' field")
+        else:
+            try:
+                job.data = codec.loads(raw_data)
+            except codec.JSONDecodeError as exc:
+                job.data = raw_data
+                problems.append(f"job data is not valid JSON ({exc})")
+        raw_opts = h.get("opts")
+        if raw_opts:
+            try:
+                opts = codec.loads(raw_opts)
+                if isinstance(opts, dict):
+                    job.opts = decode_opts(opts)
+                else:
+                    problems.append("job opts is not a JSON object")
+            except codec.JSONDecodeError as exc:
+                problems.append(f"job opts is not valid JSON ({exc})")
+        if "progress" in h:
+            job.progress = _json_or_text(h["progress"])
+        if "returnvalue" in h:
+            job.returnvalue = _json_or_text(h["returnvalue"])
+        job.failed_reason = h.get("failedReason")
+        if h.get("stacktrace"):
+            trace = _json_or_text(h["stacktrace"])
+            job.stacktrace = trace if isinstance(trace, list) else [str(trace)]
+        job.attempts_made = codec.to_int(h.get("atm", h.get("attemptsMade")), 0) or 0
+        job.attempts_started = codec.to_int(h.get("ats"), 0) or 0
+        job.stalled_counter = codec.to_int(h.get("stc"), 0) or 0
+        job.timestamp = codec.to_int(h.get("timestamp"), 0) or 0
+        job.delay = codec.to_int(h.get("delay"), 0) or 0
+        job.priority = codec.to_int(h.get("priority"), 0) or 0
+        job.processed_on = codec.to_int(h.get("processedOn"))
+        job.finished_on = codec.to_int(h.get("finishedOn"))
+        job.processed_by = h.get("pb")
+        job.parent_key = h.get("parentKey")
+        if h.get("parent"):
+            parent = _json_or_text(h["parent"])
+            job.parent = parent if isinstance(parent, dict) else None
+        job.repeat_job_key = h.get("rjk")
+        job.deduplication_id = h.get("deid")
+        job.deferred_failure = h.get("defa")
+        if problems:
+            job.malformed = "malformed job: " + "; ".join(problems)
+        return job
+
+    # --- derived values -------------------------------------------------
+    @property
+    def attempts(self) -> int:
+        """Allowed attempts (BullMQ: `opts.attempts`, 0 or missing means 1)."""
+        value = self.opts.get("attempts") or 1
+        return int(value) if isinstance(value, (int, float)) else 1
+
+    @property
+    def lifo(self) -> bool:
+        """Whether the job runs before older jobs of its priority."""
+        return bool(self.opts.get("lifo"))
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready view of the job's fields (for CLIs and APIs)."""
+        return {
+            "id": self.id,
+            "name": self.name,
+            "data": self.data,
+            "opts": self.opts,
+            "progress": self.progress,
+            "returnvalue": self.returnvalue,
+            "failedReason": self.failed_reason,
+            "stacktrace": self.stacktrace,
+            "attemptsMade": self.attempts_made,
+            "attemptsStarted": self.attempts_started,
+            "timestamp": self.timestamp,
+            "delay": self.delay,
+            "priority": self.priority,
+            "processedOn": self.processed_on,
+            "finishedOn": self.finished_on,
+            "processedBy": self.processed_by,
+        }
+
+    # --- actions: sync or awaitable, as the bound queue is ---------------
+    def get_state(self) -> Any:
+        """The job's current state (a JobState)."""
+        return self.queue.get_job_state(self.id)
+
+    def update_progress(self, progress: Any) -> Any:
+        """Store progress (a number or a JSON object) and emit `progress`."""
+        self.progress = progress
+        return self.queue._job_op("update_progress", self.id, progress)
+
+    def log(self, line: str) -> Any:
+        """Append a line to the job's log."""
+        return self.queue._job_op("add_log", self.id, str(line), self.opts.get("keepLogs"))
+
+    def get_logs(self, start: int = 0, end: int = -1, asc: bool = True) -> Any:
+        """The job's log lines and their total count."""
+        return self.queue.get_job_logs(self.id, start, end, asc)
+
+    def update_data(self, data: Any) -> Any:
+        """Replace the job's data."""
+        self.data = data
+        return self.queue._job_op("update_data", self.id, data)
+
+    def change_priority(self, priority: int = 0, lifo: bool = False) -> Any:
+        """Change the priority; a waiting job is re-queued under it."""
+        self.priority = priority
+        return self.queue._job_op("change_priority", self.id, priority, lifo)
+
+    def promote(self) -> Any:
+        """Move a delayed job to run now."""
+        return self.queue._job_op("promote", self.id)
+
+    def remove(self) -> Any:
+        """Delete the job (refused while a worker holds its lock)."""
+        return self.queue.remove_job(self.id)
+
+    def retry(
+        self, state: str = "failed", reset_attempts_made: bool = False,
+        reset_attempts_started: bool = False,
+    ) -> Any:
+        """Move a failed (or completed) job back to wait."""
+        return self.queue._job_op(
+            "reprocess", self.id, state, self.lifo, reset_attempts_made,
+            reset_attempts_started,
+        )
+
+
+def _json_or_text(value: str) -> Any:
+    try:
+        return codec.loads(value)
+    except codec.JSONDecodeError:
+        return value

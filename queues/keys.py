@@ -1,0 +1,92 @@
+"""Every Redis key of a queue, in one place (wire spec section 1)."""
+
+from __future__ import annotations
+
+from .state import JobState
+
+SUFFIXES = (
+    "wait",
+    "active",
+    "paused",
+    "id",
+    "delayed",
+    "prioritized",
+    "stalled-check",
+    "completed",
+    "failed",
+    "stalled",
+    "repeat",
+    "limiter",
+    "meta",
+    "events",
+    "pc",
+    "marker",
+    "waiting-children",
+)
+
+
+class QueueKeys:
+    """Key names of one queue: `{prefix}:{name}:{suffix}` and per-job keys."""
+
+    __slots__ = (
+        "prefix",
+        "name",
+        "base",
+        "wait",
+        "active",
+        "paused",
+        "id",
+        "delayed",
+        "prioritized",
+        "stalled_check",
+        "completed",
+        "failed",
+        "stalled",
+        "repeat",
+        "limiter",
+        "meta",
+        "events",
+        "pc",
+        "marker",
+        "waiting_children",
+    )
+
+    def __init__(self, name: str, prefix: str = "bull") -> None:
+        self.prefix = prefix
+        self.name = name
+        self.base = f"{prefix}:{name}:"
+        for suffix in SUFFIXES:
+            setattr(self, suffix.replace("-", "_"), self.base + suffix)
+
+    @property
+    def qualified_name(self) -> str:
+        """`{prefix}:{name}`, as BullMQ stores it in a child's `parent.queueKey`."""
+        return self.base[:-1]
+
+    def job(self, job_id: str) -> str:
+        """The job hash."""
+        return self.base + job_id
+
+    def lock(self, job_id: str) -> str:
+        """The job's lock string."""
+        return f"{self.base}{job_id}:lock"
+
+    def logs(self, job_id: str) -> str:
+        """The job's log list."""
+        return f"{self.base}{job_id}:logs"
+
+    def dependencies(self, job_id: str) -> str:
+        """A parent's set of pending child job keys."""
+        return f"{self.base}{job_id}:dependencies"
+
+    def processed(self, job_id: str) -> str:
+        """A parent's hash of child job key to return value."""
+        return f"{self.base}{job_id}:processed"
+
+    def dedup(self, dedup_id: str) -> str:
+        """The deduplication owner key."""
+        return f"{self.base}de:{dedup_id}"
+
+    def state(self, state: JobState) -> str:
+        """The key that holds jobs in a state."""
+        return self.base + state.key_suffix

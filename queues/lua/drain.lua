@@ -1,0 +1,59 @@
+--[[
+  Delete every job waiting to run (wire spec 4.20): `wait`, `paused`,
+  `prioritized` and, when asked, `delayed`; the current iteration of each job
+  scheduler is kept. No events.
+
+  KEYS[1] wait
+  KEYS[2] paused
+  KEYS[3] prioritized
+  KEYS[4] delayed
+  KEYS[5] pc
+
+  ARGV[1] key prefix
+  ARGV[2] "1" to drain delayed jobs too
+
+  Returns the number of jobs removed.
+]]
+--- @include "base"
+--- @include "remove"
+
+local prefix = ARGV[1]
+local removed = 0
+
+local function drainIds(ids)
+  local kept = {}
+  for _, jobId in ipairs(ids) do
+    if isCurrentSchedulerIteration(prefix, prefix .. jobId, jobId) then
+      kept[#kept + 1] = jobId
+    else
+      removeJob(prefix, jobId)
+      removed = removed + 1
+    end
+  end
+  return kept
+end
+
+for _, listKey in ipairs({KEYS[1], KEYS[2]}) do
+  local kept = drainIds(rcall("LRANGE", listKey, 0, -1))
+  rcall("DEL", listKey)
+  for i = 1, #kept, 7000 do
+    rcall("LPUSH", listKey, unpack(kept, i, math.min(i + 6999, #kept)))
+  end
+end
+local setKeys = {KEYS[3]}
+if ARGV[2] == "1" then
+  setKeys[2] = KEYS[4]
+end
+for _, setKey in ipairs(setKeys) do
+  local ids = rcall("ZRANGE", setKey, 0, -1)
+  drainIds(ids)
+  for _, jobId in ipairs(ids) do
+    if rcall("EXISTS", prefix .. jobId) == 0 then
+      rcall("ZREM", setKey, jobId)
+    end
+  end
+end
+if rcall("ZCARD", KEYS[3]) == 0 then
+  rcall("DEL", KEYS[5])
+end
+return removed

@@ -1,0 +1,29 @@
+--[[
+  Count jobs per state (wire spec 4.18): LLEN for lists (a legacy "0:" tail
+  marker is discounted), ZCARD for sorted sets.
+
+  KEYS[i] the key of each requested state
+
+  ARGV[i] the state name of KEYS[i] (wait, paused, active, or a set name)
+
+  Returns one count per key.
+]]
+--- @include "base"
+
+local counts = {}
+for i, key in ipairs(KEYS) do
+  local state = ARGV[i]
+  if state == "wait" or state == "paused" or state == "active" then
+    local n = rcall("LLEN", key)
+    if n > 0 and state ~= "active" then
+      local tail = rcall("LINDEX", key, -1)
+      if tail and string.sub(tail, 1, 2) == "0:" then
+        n = n - 1
+      end
+    end
+    counts[i] = n
+  else
+    counts[i] = rcall("ZCARD", key)
+  end
+end
+return counts

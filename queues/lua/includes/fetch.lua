@@ -1,0 +1,83 @@
+--[[
+  Claim up to `count` jobs for a worker (wire spec 4.5 steps 1-9), the body
+  shared by move_to_active and the fetch-next path of move_to_finished.
+  `q` is a table of queue keys: wait, active, prioritized, events, limiter,
+  delayed, meta, pc, marker. `opts`: token (prefix; each job's lock token is
+  token .. ":" .. (seq + i - 1)), seq, lockDuration, limiter {max,duration},
+  name (worker name, written as `pb`).
+  Returns {jobs, rateLimitTtl, nextDelayedMs} where jobs is a flat array of
+  (jobId, token, hashArray) triples.
+  Requires: base, markers, metadata, scores, promote.
+]]
+local function claimJobs(q, prefix, now, opts, count)
+  local isPausedOrMaxed, metaMax, metaDuration = getQueueMetadata(q.meta, q.active)
+  promoteDelayedJobs(q.delayed, q.marker, q.wait, q.prioritized, q.events, prefix,
+                     now, q.pc, isPausedOrMaxed)
+  local limiter = opts["limiter"]
+  local maxJobs = tonumber(metaMax or (limiter and limiter["max"]))
+  local duration = (limiter and limiter["duration"]) or metaDuration
+  local concurrency = tonumber(rcall("HGET", q.meta, "concurrency"))
+  local jobs = {}
+  local claimed = 0
+  while claimed < count do
+    if maxJobs then
+      if maxJobs <= tonumber(rcall("GET", q.limiter) or 0) then
+        local pttl = rcall("PTTL", q.limiter)
+        if pttl == 0 then
+          rcall("DEL", q.limiter)
+        end
+        if pttl > 0 then
+          return {jobs, pttl, 0}
+        end
+      end
+    end
+    if isPausedOrMaxed then
+      break
+    end
+    local jobId = rcall("RPOPLPUSH", q.wait, q.active)
+    if jobId and string.sub(jobId, 1, 2) == "0:" then
+      rcall("LREM", q.active, 1, jobId)
+      jobId = rcall("RPOPLPUSH", q.wait, q.active)
+    end
+    if not jobId then
+      local popped = rcall("ZPOPMIN", q.prioritized)
+      if #popped > 0 then
+        jobId = popped[1]
+        rcall("LPUSH", q.active, jobId)
+      else
+        rcall("DEL", q.pc)
+      end
+    end
+    if not jobId then
+      break
+    end
+    if maxJobs then
+      if rcall("INCR", q.limiter) == 1 then
+        rcall("PEXPIRE", q.limiter, math.floor(math.abs(tonumber(duration) or 0)))
+      end
+    end
+    local jobKey = prefix .. jobId
+    local token = opts["token"] .. ":" .. (opts["seq"] + claimed)
+    rcall("SET", jobKey .. ":lock", token, "PX", opts["lockDuration"])
+    rcall("XADD", q.events, "*", "event", "active", "jobId", jobId, "prev", "waiting")
+    if opts["name"] then
+      rcall("HSET", jobKey, "processedOn", now, "pb", opts["name"])
+    else
+      rcall("HSET", jobKey, "processedOn", now)
+    end
+    rcall("HINCRBY", jobKey, "ats", 1)
+    claimed = claimed + 1
+    jobs[#jobs + 1] = jobId
+    jobs[#jobs + 1] = token
+    jobs[#jobs + 1] = rcall("HGETALL", jobKey)
+    if concurrency and rcall("LLEN", q.active) >= concurrency then
+      isPausedOrMaxed = true
+    end
+  end
+  if claimed > 0 then
+    -- Wake another idle worker so a backlog fans out (wire spec 4.5 step 8.5).
+    addBaseMarkerIfNeeded(q.marker, false)
+    return {jobs, 0, 0}
+  end
+  return {jobs, 0, getNextDelayedTimestamp(q.delayed) or 0}
+end

@@ -1,0 +1,103 @@
+--[[
+  Flow bookkeeping when a child finishes (wire spec 4.7 step 9) and
+  deduplication-key cleanup (step 8). A parent lives in its own queue, whose
+  keys are derived from the `parent` JSON ({id, queueKey, fpof?, cpof?,
+  idof?, rdof?}) or from `parentKey`.
+  Requires: base, markers, metadata, scores.
+]]
+local function removeDeduplicationKeyOnFinish(prefix, jobKey, jobId)
+  local deid = rcall("HGET", jobKey, "deid")
+  if deid then
+    local deKey = prefix .. "de:" .. deid
+    local pttl = rcall("PTTL", deKey)
+    if pttl == 0 or (pttl == -1 and rcall("GET", deKey) == jobId) then
+      rcall("DEL", deKey)
+    end
+  end
+end
+
+-- Release a parent from waiting-children to delayed, wait or prioritized,
+-- by its own delay and priority.
+local function moveParentToWait(parentQueueKey, parentKey, parentId, now)
+  local eventsKey = parentQueueKey .. ":events"
+  local markerKey = parentQueueKey .. ":marker"
+  local attrs = rcall("HMGET", parentKey, "priority", "delay")
+  local priority = tonumber(attrs[1]) or 0
+  local delay = tonumber(attrs[2]) or 0
+  if delay > 0 then
+    local due = now + delay
+    local delayedKey = parentQueueKey .. ":delayed"
+    rcall("ZADD", delayedKey, due * 0x1000, parentId)
+    rcall("XADD", eventsKey, "*", "event", "delayed", "jobId", parentId, "delay", due)
+    addDelayMarkerIfNeeded(markerKey, delayedKey)
+    return
+  end
+  local isPausedOrMaxed = isQueuePausedOrMaxed(parentQueueKey .. ":meta",
+    parentQueueKey .. ":active")
+  if priority == 0 then
+    rcall("RPUSH", parentQueueKey .. ":wait", parentId)
+  else
+    addJobWithPriority(parentQueueKey .. ":prioritized", priority, parentId,
+      parentQueueKey .. ":pc", false)
+  end
+  addBaseMarkerIfNeeded(markerKey, isPausedOrMaxed)
+  rcall("XADD", eventsKey, "*", "event", "waiting", "jobId", parentId,
+    "prev", "waiting-children")
+end
+
+local function releaseParentIfReady(parentQueueKey, parentKey, parentId, now, force)
+  local waitingChildrenKey = parentQueueKey .. ":waiting-children"
+  if (force or rcall("SCARD", parentKey .. ":dependencies") == 0) and
+     rcall("ZSCORE", waitingChildrenKey, parentId) then
+    rcall("ZREM", waitingChildrenKey, parentId)
+    moveParentToWait(parentQueueKey, parentKey, parentId, now)
+  end
+end
+
+local function onChildFinished(prefix, jobKey, target, value, now)
+  local attrs = rcall("HMGET", jobKey, "parentKey", "parent")
+  local parentKey = attrs[1]
+  local parent = {}
+  if attrs[2] then
+    parent = cjson.decode(attrs[2])
+  end
+  if not parentKey and parent["queueKey"] then
+    parentKey = parent["queueKey"] .. ":" .. parent["id"]
+  end
+  if not parentKey then
+    return
+  end
+  local parentId = parent["id"]
+  local parentQueueKey = parent["queueKey"]
+  if not parentId then
+    parentId = string.match(parentKey, ".*:(.*)$")
+    parentQueueKey = string.sub(parentKey, 1, #parentKey - #parentId - 1)
+  end
+  local depsKey = parentKey .. ":dependencies"
+  if target == "completed" then
+    if rcall("SREM", depsKey, jobKey) == 1 then
+      rcall("HSET", parentKey .. ":processed", jobKey, value)
+      releaseParentIfReady(parentQueueKey, parentKey, parentId, now, false)
+    end
+    return
+  end
+  if parent["fpof"] then
+    if rcall("SREM", depsKey, jobKey) == 1 then
+      rcall("ZADD", parentKey .. ":unsuccessful", now, jobKey)
+      rcall("HSET", parentKey, "defa", "child " .. jobKey .. " failed")
+      releaseParentIfReady(parentQueueKey, parentKey, parentId, now, true)
+    end
+  elseif parent["cpof"] then
+    if rcall("SREM", depsKey, jobKey) == 1 then
+      rcall("HSET", parentKey .. ":failed", jobKey, value)
+      releaseParentIfReady(parentQueueKey, parentKey, parentId, now, true)
+    end
+  elseif parent["idof"] or parent["rdof"] then
+    if rcall("SREM", depsKey, jobKey) == 1 then
+      if parent["idof"] then
+        rcall("HSET", parentKey .. ":failed", jobKey, value)
+      end
+      releaseParentIfReady(parentQueueKey, parentKey, parentId, now, false)
+    end
+  end
+end

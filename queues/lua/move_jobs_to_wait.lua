@@ -1,0 +1,49 @@
+--[[
+  Bulk move of finished or delayed jobs back to `wait` (wire spec 4.12 bulk,
+  Queue.retryJobs and Queue.promoteJobs): up to `count` ids of the state set
+  with score <= timestamp are cleared of their result fields, LPUSHed to
+  `wait`, and announced with `waiting {prev=<state>}`.
+
+  KEYS[1] events
+  KEYS[2] state set (completed, failed or delayed)
+  KEYS[3] wait
+  KEYS[4] meta
+  KEYS[5] marker
+  KEYS[6] active
+
+  ARGV[1] key prefix
+  ARGV[2] count
+  ARGV[3] max score (ms for finished sets; "+inf" for delayed)
+  ARGV[4] state name ("completed", "failed" or "delayed")
+
+  Returns 1 when more jobs may remain, 0 when done.
+]]
+--- @include "base"
+--- @include "markers"
+--- @include "metadata"
+
+local maxEvents = getOrSetMaxEvents(KEYS[4])
+local count = tonumber(ARGV[2])
+local jobIds = rcall("ZRANGEBYSCORE", KEYS[2], 0, ARGV[3], "LIMIT", 0, count)
+if #jobIds == 0 then
+  return 0
+end
+for _, jobId in ipairs(jobIds) do
+  local jobKey = ARGV[1] .. jobId
+  if ARGV[4] == "failed" then
+    rcall("HDEL", jobKey, "finishedOn", "processedOn", "failedReason")
+  elseif ARGV[4] == "completed" then
+    rcall("HDEL", jobKey, "finishedOn", "processedOn", "returnvalue")
+  end
+  emitTrimmed(KEYS[1], maxEvents, "event", "waiting", "jobId", jobId, "prev", ARGV[4])
+end
+for i = 1, #jobIds, 7000 do
+  local last = math.min(i + 6999, #jobIds)
+  rcall("ZREM", KEYS[2], unpack(jobIds, i, last))
+  rcall("LPUSH", KEYS[3], unpack(jobIds, i, last))
+end
+addBaseMarkerIfNeeded(KEYS[5], isQueuePausedOrMaxed(KEYS[4], KEYS[6]))
+if #jobIds < count then
+  return 0
+end
+return 1

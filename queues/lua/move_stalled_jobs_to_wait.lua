@@ -1,0 +1,68 @@
+--[[
+  The stalled-job check (wire spec 4.9). At most once per stalledInterval
+  across all workers (mutex `stalled-check`): every id still in `stalled`
+  whose lock has expired is taken out of `active`, its `stc` incremented,
+  marked with `defa` once stc > maxStalledCount (unless it belongs to a live
+  job scheduler), pushed to the tail of `wait` to run next, with `waiting
+  {prev=active}` and `stalled` emitted. Then every id in `active` becomes a
+  candidate for the next check.
+
+  KEYS[1] stalled
+  KEYS[2] wait
+  KEYS[3] active
+  KEYS[4] stalled-check
+  KEYS[5] meta
+  KEYS[6] events
+  KEYS[7] marker
+
+  ARGV[1] key prefix
+  ARGV[2] now (ms)
+  ARGV[3] maxStalledCount
+  ARGV[4] stalledInterval (ms)
+
+  Returns the ids moved back to wait.
+]]
+--- @include "base"
+--- @include "markers"
+--- @include "metadata"
+
+local prefix = ARGV[1]
+if rcall("EXISTS", KEYS[4]) == 1 then
+  return {}
+end
+rcall("SET", KEYS[4], ARGV[2], "PX", ARGV[4])
+trimEvents(KEYS[5], KEYS[6])
+local maxStalledCount = tonumber(ARGV[3])
+local stalledIds = rcall("SMEMBERS", KEYS[1])
+local moved = {}
+if #stalledIds > 0 then
+  rcall("DEL", KEYS[1])
+  for _, jobId in ipairs(stalledIds) do
+    if string.sub(jobId, 1, 2) == "0:" then
+      rcall("LREM", KEYS[3], 1, jobId)
+    else
+      local jobKey = prefix .. jobId
+      if rcall("EXISTS", jobKey .. ":lock") == 0 and rcall("LREM", KEYS[3], 1, jobId) > 0 then
+        local stalledCount = rcall("HINCRBY", jobKey, "stc", 1)
+        if stalledCount > maxStalledCount then
+          local rjk = rcall("HGET", jobKey, "rjk")
+          local liveScheduler = rjk and (rcall("EXISTS", prefix .. "repeat:" .. rjk) == 1 or
+            rcall("ZSCORE", prefix .. "repeat", rjk))
+          if not liveScheduler then
+            rcall("HSET", jobKey, "defa", "job stalled more than allowable limit")
+          end
+        end
+        rcall("RPUSH", KEYS[2], jobId)
+        addBaseMarkerIfNeeded(KEYS[7], isQueuePausedOrMaxed(KEYS[5], KEYS[3]))
+        rcall("XADD", KEYS[6], "*", "event", "waiting", "jobId", jobId, "prev", "active")
+        rcall("XADD", KEYS[6], "*", "event", "stalled", "jobId", jobId)
+        moved[#moved + 1] = jobId
+      end
+    end
+  end
+end
+local active = rcall("LRANGE", KEYS[3], 0, -1)
+for i = 1, #active, 7000 do
+  rcall("SADD", KEYS[1], unpack(active, i, math.min(i + 6999, #active)))
+end
+return moved

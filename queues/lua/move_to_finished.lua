@@ -1,0 +1,143 @@
+--[[
+  Finish a batch of active jobs (wire spec 4.7 and the final-failure path of
+  4.8), then optionally claim the next jobs in the same call. For each job:
+  check the lock, write its fields, LREM it from `active`, add it to
+  `completed`/`failed` with finishedOn (or delete it when retention keeps
+  none), apply retention by age and count, emit `completed`/`failed` (and
+  `retries-exhausted`), and release a parent whose last dependency finished.
+
+  KEYS[1] wait
+  KEYS[2] active
+  KEYS[3] prioritized
+  KEYS[4] events
+  KEYS[5] limiter
+  KEYS[6] delayed
+  KEYS[7] meta
+  KEYS[8] pc
+  KEYS[9] marker
+  KEYS[10] stalled
+  KEYS[11] completed
+  KEYS[12] failed
+
+  ARGV[1] key prefix
+  ARGV[2] now (ms)
+  ARGV[3] JSON worker opts (as move_to_active), plus `fetch`: jobs to claim
+  ARGV[4] JSON array of entries {id, token, target ("completed"|"failed"),
+          value (returnvalue JSON or raw failedReason), fields (flat array or
+          absent), keep {count, age?, limit?}, attempts}
+
+  Returns {codes, jobs, rateLimitTtl, nextDelayedMs}: one code per entry
+  (0 done, -1 missing job, -2 lock missing, -3 not in active, -4 pending
+  dependencies, -6 lock held by another token, -9 failed children), then the
+  claimed jobs as in move_to_active.
+]]
+--- @include "base"
+--- @include "markers"
+--- @include "metadata"
+--- @include "scores"
+--- @include "promote_delayed"
+--- @include "fetch"
+--- @include "lock"
+--- @include "remove"
+--- @include "retention"
+--- @include "parents"
+
+local q = {wait = KEYS[1], active = KEYS[2], prioritized = KEYS[3], events = KEYS[4],
+  limiter = KEYS[5], delayed = KEYS[6], meta = KEYS[7], pc = KEYS[8], marker = KEYS[9]}
+local prefix = ARGV[1]
+local now = tonumber(ARGV[2])
+local opts = cjson.decode(ARGV[3])
+local entries = cjson.decode(ARGV[4])
+local codes = {}
+local trimmed = false
+
+local function finishOne(e)
+  local jobId = e["id"]
+  local jobKey = prefix .. jobId
+  if rcall("EXISTS", jobKey) == 0 then
+    return -1
+  end
+  local target = e["target"]
+  if target == "completed" then
+    if rcall("SCARD", jobKey .. ":dependencies") ~= 0 then
+      return -4
+    end
+    if rcall("ZCARD", jobKey .. ":unsuccessful") ~= 0 then
+      return -9
+    end
+  end
+  local code = removeLock(jobKey, KEYS[10], e["token"], jobId)
+  if code < 0 then
+    return code
+  end
+  updateJobFields(jobKey, e["fields"])
+  if rcall("LREM", q.active, -1, jobId) < 1 then
+    return -3
+  end
+  if not trimmed then
+    trimEvents(q.meta, q.events)
+    trimmed = true
+  end
+  removeDeduplicationKeyOnFinish(prefix, jobKey, jobId)
+  local field = "returnvalue"
+  if target == "failed" then
+    field = "failedReason"
+  end
+  onChildFinished(prefix, jobKey, target, e["value"], now)
+  local attemptsMade = rcall("HINCRBY", jobKey, "atm", 1)
+  local keep = e["keep"] or {}
+  local maxCount = keep["count"] or -1
+  if maxCount ~= 0 then
+    local targetSet = KEYS[11]
+    if target == "failed" then
+      targetSet = KEYS[12]
+    end
+    rcall("ZADD", targetSet, now, jobId)
+    rcall("HSET", jobKey, field, e["value"], "finishedOn", now)
+    if target == "failed" then
+      rcall("HDEL", jobKey, "defa")
+    end
+    if keep["age"] then
+      removeJobsByMaxAge(now, keep["age"], targetSet, prefix, keep["limit"] or 1000)
+    end
+    if maxCount > 0 then
+      removeJobsByMaxCount(maxCount, targetSet, prefix)
+    end
+  else
+    removeJob(prefix, jobId)
+  end
+  rcall("XADD", q.events, "*", "event", target, "jobId", jobId, field, e["value"],
+    "prev", "active")
+  if target == "failed" and attemptsMade >= (tonumber(e["attempts"]) or 0) then
+    rcall("XADD", q.events, "*", "event", "retries-exhausted", "jobId", jobId,
+      "attemptsMade", attemptsMade)
+  end
+  return 0
+end
+
+for i, e in ipairs(entries) do
+  codes[i] = finishOne(e)
+end
+
+-- BullMQ never re-adds a marker when a globally limited queue drops below
+-- its concurrency; do it here so idle workers of any client wake up.
+local concurrency = rcall("HGET", q.meta, "concurrency")
+if concurrency and rcall("HEXISTS", q.meta, "paused") == 0 then
+  if rcall("LLEN", q.active) < tonumber(concurrency) and
+     (rcall("LLEN", q.wait) > 0 or rcall("ZCARD", q.prioritized) > 0) then
+    addBaseMarkerIfNeeded(q.marker, false)
+  end
+end
+
+local fetchCount = tonumber(opts["fetch"]) or 0
+if fetchCount > 0 then
+  local claimed = claimJobs(q, prefix, now, opts, fetchCount)
+  if #claimed[1] > 0 or claimed[2] > 0 then
+    return {codes, claimed[1], claimed[2], claimed[3]}
+  end
+end
+if rcall("LLEN", q.wait) == 0 and rcall("LLEN", q.active) == 0 and
+   rcall("ZCARD", q.prioritized) == 0 then
+  rcall("XADD", q.events, "*", "event", "drained")
+end
+return {codes, {}, 0, getNextDelayedTimestamp(q.delayed) or 0}

@@ -1,0 +1,80 @@
+--[[
+  Delete a paused queue and all its jobs, up to `count` jobs per call (wire
+  spec 4.17). Order: active (with locks), delayed, repeat (with scheduler
+  hashes), completed, wait, paused, prioritized, failed, waiting-children;
+  then the queue-level keys.
+
+  KEYS[1] meta
+  KEYS[2] base key ("bull:name:")
+
+  ARGV[1] count (jobs per call)
+  ARGV[2] "force" to proceed with active jobs
+
+  Returns 1 while work remains, 0 when done, -1 not paused, -2 active jobs
+  without force.
+]]
+--- @include "base"
+--- @include "remove"
+
+local base = KEYS[2]
+local budget = tonumber(ARGV[1])
+if rcall("HEXISTS", KEYS[1], "paused") == 0 then
+  return -1
+end
+if ARGV[2] ~= "force" and rcall("LLEN", base .. "active") > 0 then
+  return -2
+end
+
+local function deleteIds(ids, withLocks)
+  for _, jobId in ipairs(ids) do
+    local jobKey = base .. jobId
+    removeDeduplicationKey(base, jobKey, jobId)
+    removeJobKeys(jobKey)
+    if withLocks then
+      rcall("DEL", jobKey .. ":lock")
+    end
+  end
+end
+
+local function obliterateList(key, withLocks)
+  local ids = rcall("LRANGE", key, -budget, -1)
+  deleteIds(ids, withLocks)
+  rcall("LTRIM", key, 0, -(#ids + 1))
+  budget = budget - #ids
+end
+
+local function obliterateSet(key)
+  local ids = rcall("ZRANGE", key, 0, budget - 1)
+  deleteIds(ids, false)
+  if #ids > 0 then
+    rcall("ZREMRANGEBYRANK", key, 0, #ids - 1)
+  end
+  budget = budget - #ids
+end
+
+obliterateList(base .. "active", true)
+if budget > 0 then obliterateSet(base .. "delayed") end
+if budget > 0 then
+  local ids = rcall("ZRANGE", base .. "repeat", 0, budget - 1)
+  for _, id in ipairs(ids) do
+    rcall("DEL", base .. "repeat:" .. id)
+  end
+  if #ids > 0 then
+    rcall("ZREMRANGEBYRANK", base .. "repeat", 0, #ids - 1)
+  end
+  budget = budget - #ids
+end
+if budget > 0 then obliterateSet(base .. "completed") end
+if budget > 0 then obliterateList(base .. "wait", false) end
+if budget > 0 then obliterateList(base .. "paused", false) end
+if budget > 0 then obliterateSet(base .. "prioritized") end
+if budget > 0 then obliterateSet(base .. "failed") end
+if budget > 0 then obliterateSet(base .. "waiting-children") end
+if budget <= 0 then
+  return 1
+end
+rcall("DEL", base .. "events", base .. "delay", base .. "priority", base .. "stalled-check",
+  base .. "stalled", base .. "id", base .. "pc", base .. "marker", base .. "limiter",
+  base .. "metrics:completed", base .. "metrics:completed:data",
+  base .. "metrics:failed", base .. "metrics:failed:data", KEYS[1])
+return 0

@@ -1,0 +1,270 @@
+"""Queue and job operations written once, without I/O.
+
+Each operation is a generator that yields Redis requests (`Cmd`, `Eval`, or a
+list of them to send as one pipeline) and receives their replies; the sync
+and asyncio queues drive the same generators (see `queue.py`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Generator, Iterable, Sequence
+from typing import Any, NamedTuple, Union
+
+from . import codec, defaults
+from .exceptions import JobLocked, QueueHasActiveJobs, QueueNotPaused, raise_for_code
+from .keys import QueueKeys
+from .state import JobState, parse_state
+
+
+class Cmd(NamedTuple):
+    """A plain Redis command."""
+
+    args: tuple[Any, ...]
+
+
+class Eval(NamedTuple):
+    """A call of one of the registered Lua scripts."""
+
+    name: str
+    keys: Sequence[str]
+    args: Sequence[Any]
+
+
+Request = Union[Cmd, Eval, list[Union[Cmd, Eval]]]
+Op = Generator[Request, Any, Any]
+
+#: Default states of get_counts / get_jobs, as Node's getJobCounts.
+DEFAULT_STATES = (
+    JobState.ACTIVE,
+    JobState.COMPLETED,
+    JobState.DELAYED,
+    JobState.FAILED,
+    JobState.PRIORITIZED,
+    JobState.WAITING,
+    JobState.WAITING_CHILDREN,
+)
+_LIST_STATES = (JobState.WAITING, JobState.ACTIVE, JobState.PAUSED)
+
+
+def now_ms() -> int:
+    """Wall-clock time in ms since the epoch."""
+    return int(time.time() * 1000)
+
+
+def add_call(keys: QueueKeys, name: str, data_json: str, opts: dict[str, Any],
+             timestamp: int, extra: dict[str, Any] | None = None) -> Eval:
+    """The script call that stores one job (wire spec 4.1-4.3)."""
+    args: dict[str, Any] = {
+        "name": name,
+        "opts": codec.dumps(opts),
+        "timestamp": str(timestamp),
+        "delay": str(opts.get("delay", 0)),
+        "priority": str(opts.get("priority", 0)),
+    }
+    if "jobId" in opts:
+        args["id"] = opts["jobId"]
+    if opts.get("lifo"):
+        args["lifo"] = True
+    if extra:
+        args.update(extra)
+    packed = (keys.base, codec.dumps(args), data_json)
+    if opts.get("delay", 0) > 0:
+        return Eval("add_delayed_job",
+                    (keys.delayed, keys.meta, keys.id, keys.events, keys.marker), packed)
+    if opts.get("priority"):
+        return Eval("add_prioritized_job",
+                    (keys.prioritized, keys.meta, keys.id, keys.events, keys.marker,
+                     keys.active, keys.pc), packed)
+    return Eval("add_standard_job",
+                (keys.wait, keys.meta, keys.id, keys.events, keys.marker, keys.active),
+                packed)
+
+
+def get_counts(keys: QueueKeys, states: Iterable[str | JobState]) -> Op:
+    """Counts per state name (`waiting` includes a legacy `paused` list)."""
+    wanted = [parse_state(s) for s in states] or list(DEFAULT_STATES)
+    script_keys: list[str] = []
+    names: list[str] = []
+    for state in wanted:
+        script_keys.append(keys.state(state))
+        names.append(state.key_suffix)
+        if state is JobState.WAITING:
+            script_keys.append(keys.paused)
+            names.append("paused")
+    counts = yield Eval("get_counts", script_keys, names)
+    result: dict[str, int] = {}
+    i = 0
+    for state in wanted:
+        n = int(counts[i])
+        i += 1
+        if state is JobState.WAITING:
+            n += int(counts[i])
+            i += 1
+        result[state.value] = n
+    return result
+
+
+def get_state(keys: QueueKeys, job_id: str) -> Op:
+    """The state that holds a job."""
+    state = yield Eval(
+        "get_state",
+        (keys.completed, keys.failed, keys.delayed, keys.prioritized, keys.active,
+         keys.wait, keys.paused, keys.waiting_children),
+        (job_id,),
+    )
+    return JobState(state)
+
+
+def page_ids(keys: QueueKeys, states: Sequence[str | JobState], start: int, end: int,
+             asc: bool) -> Op:
+    """Ids of one page across states in order, reading O(page) entries.
+
+    Lists are newest-first at the head (`asc` reads from the tail); sorted
+    sets are oldest-first by score.
+    """
+    wanted = [parse_state(s) for s in states] or list(DEFAULT_STATES)
+    sources: list[tuple[JobState, str]] = []
+    for state in wanted:
+        sources.append((state, keys.state(state)))
+        if state is JobState.WAITING:
+            sources.append((JobState.PAUSED, keys.paused))
+    sizes = yield [
+        Cmd(("LLEN" if st in _LIST_STATES else "ZCARD", key)) for st, key in sources
+    ]
+    total = sum(int(n) for n in sizes)
+    if end < 0:
+        end = total + end
+    end = min(end, total - 1)
+    if start < 0 or start > end:
+        return []
+    requests: list[Cmd | Eval] = []
+    offset = 0
+    for (state, key), size in zip(sources, sizes):
+        size = int(size)
+        lo, hi = max(start - offset, 0), min(end - offset, size - 1)
+        offset += size
+        if lo > hi:
+            continue
+        if state in _LIST_STATES:
+            if asc:
+                requests.append(Cmd(("LRANGE", key, -hi - 1, -lo - 1)))
+            else:
+                requests.append(Cmd(("LRANGE", key, lo, hi)))
+        elif asc:
+            requests.append(Cmd(("ZRANGE", key, lo, hi)))
+        else:
+            requests.append(Cmd(("ZREVRANGE", key, lo, hi)))
+    if not requests:
+        return []
+    ranges = yield requests
+    ids: list[str] = []
+    for request, found in zip(requests, ranges):
+        if request.args[0] == "LRANGE" and asc:
+            found = list(reversed(found))
+        ids.extend(i for i in found if not i.startswith("0:"))
+    return ids
+
+
+def pause(keys: QueueKeys, paused: bool) -> Op:
+    """Pause, or resume and migrate a legacy `paused` list in chunks."""
+    pause_keys = (keys.wait, keys.paused, keys.meta, keys.prioritized, keys.events,
+                  keys.delayed, keys.marker)
+    remaining = yield Eval("pause", pause_keys, ("paused" if paused else "resumed", "1"))
+    while int(remaining) > 0:
+        remaining = yield Eval("pause", pause_keys, ("resumed", "0"))
+    return None
+
+
+def clean(keys: QueueKeys, grace_ms: int, limit: int, state: str | JobState) -> Op:
+    """Remove jobs of a state older than `grace_ms`; returns the removed ids."""
+    st = parse_state(state)
+    key = keys.state(st)
+    cutoff = now_ms() - grace_ms
+    removed: list[str] = []
+    while True:
+        batch = defaults.CLEAN_BATCH if not limit else min(limit - len(removed),
+                                                           defaults.CLEAN_BATCH)
+        ids = yield Eval("clean_jobs_in_set", (key, keys.events, keys.repeat),
+                         (keys.base, cutoff, batch, st.key_suffix))
+        removed.extend(ids)
+        if len(ids) < batch or (limit and len(removed) >= limit):
+            return removed
+
+
+def obliterate(keys: QueueKeys, force: bool) -> Op:
+    """Pause the queue, then delete it and all its jobs in batches."""
+    yield from pause(keys, True)
+    while True:
+        code = yield Eval("obliterate", (keys.meta, keys.base),
+                          (defaults.OBLITERATE_BATCH, "force" if force else ""))
+        if code == -1:
+            raise QueueNotPaused(f"queue {keys.name} must be paused to obliterate it")
+        if code == -2:
+            raise QueueHasActiveJobs(
+                f"queue {keys.name} has active jobs; pass force=True to obliterate it"
+            )
+        if code == 0:
+            return None
+
+
+def move_jobs_to_wait(keys: QueueKeys, state: str, count: int, max_score: Any) -> Op:
+    """Bulk retry (finished states) or promote (delayed), batch after batch."""
+    st = parse_state(state)
+    while True:
+        more = yield Eval("move_jobs_to_wait",
+                          (keys.events, keys.state(st), keys.wait, keys.meta, keys.marker,
+                           keys.active),
+                          (keys.base, count, max_score, st.value))
+        if not int(more):
+            return None
+
+
+def remove(keys: QueueKeys, job_id: str) -> Op:
+    """Remove a job from any state; False when it did not exist."""
+    code = yield Eval("remove_job", (keys.job(job_id), keys.events, keys.meta),
+                      (keys.base, job_id, now_ms()))
+    if code == 0:
+        raise JobLocked(f"job {job_id} is locked by a worker and cannot be removed")
+    if code == -1:
+        return False
+    raise_for_code(code, job_id)
+    return True
+
+
+def job_op(keys: QueueKeys, kind: str, job_id: str, *a: Any) -> Op:
+    """Single-job transitions used by `Job` methods."""
+    if kind == "update_progress":
+        code = yield Eval("update_progress", (keys.job(job_id), keys.events, keys.meta),
+                          (job_id, codec.dumps(a[0])))
+    elif kind == "add_log":
+        keep = "" if a[1] is None else str(a[1])
+        code = yield Eval("add_log", (keys.job(job_id), keys.logs(job_id)), (a[0], keep))
+    elif kind == "update_data":
+        code = yield Eval("update_data", (keys.job(job_id),), (codec.dumps(a[0]),))
+    elif kind == "change_priority":
+        priority, lifo = a
+        code = yield Eval("change_priority",
+                          (keys.wait, keys.prioritized, keys.meta, keys.marker, keys.pc,
+                           keys.active, keys.job(job_id)),
+                          (int(priority), job_id, "1" if lifo else "0"))
+    elif kind == "promote":
+        code = yield Eval("promote",
+                          (keys.delayed, keys.wait, keys.prioritized, keys.events,
+                           keys.meta, keys.pc, keys.marker, keys.active),
+                          (keys.base, job_id))
+        raise_for_code(code, job_id, "delayed")
+    elif kind == "reprocess":
+        state, lifo, reset_atm, reset_ats = a
+        st = parse_state(state)
+        code = yield Eval("reprocess_job",
+                          (keys.job(job_id), keys.events, keys.state(st), keys.wait,
+                           keys.meta, keys.marker, keys.active),
+                          (job_id, "1" if lifo else "0",
+                           "failedReason" if st is JobState.FAILED else "returnvalue",
+                           st.value, "1" if reset_atm else "0", "1" if reset_ats else "0"))
+        raise_for_code(code, job_id, st.value)
+    else:  # pragma: no cover - programming error
+        raise ValueError(kind)
+    raise_for_code(code, job_id)
+    return code

@@ -1,0 +1,215 @@
+"""Job options: validation, BullMQ's stored `opts` JSON (short keys), backoff
+and retention (wire spec 2.1)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Union
+
+from . import defaults
+from .exceptions import InvalidJobOptions
+
+#: Long public names and the short keys BullMQ stores them under.
+SHORT_KEYS = {
+    "deduplication": "de",
+    "failParentOnFailure": "fpof",
+    "continueParentOnFailure": "cpof",
+    "ignoreDependencyOnFailure": "idof",
+    "removeDependencyOnFailure": "rdof",
+    "keepLogs": "kl",
+}
+LONG_KEYS = {v: k for k, v in SHORT_KEYS.items()}
+
+#: Python keyword arguments of `add` and the BullMQ option names they map to.
+PY_TO_BULLMQ = {
+    "job_id": "jobId",
+    "priority": "priority",
+    "delay": "delay",
+    "lifo": "lifo",
+    "attempts": "attempts",
+    "backoff": "backoff",
+    "remove_on_complete": "removeOnComplete",
+    "remove_on_fail": "removeOnFail",
+    "timestamp": "timestamp",
+    "stack_trace_limit": "stackTraceLimit",
+    "keep_logs": "keepLogs",
+    "size_limit": "sizeLimit",
+    "deduplication": "deduplication",
+    "fail_parent_on_failure": "failParentOnFailure",
+    "continue_parent_on_failure": "continueParentOnFailure",
+    "ignore_dependency_on_failure": "ignoreDependencyOnFailure",
+    "remove_dependency_on_failure": "removeDependencyOnFailure",
+}
+
+KeepJobs = Union[bool, int, Mapping[str, int], None]
+BackoffSpec = Union[int, Mapping[str, Any], None]
+#: A custom strategy: (attempts_made, type, error, job) -> delay ms; -1 = no retry.
+BackoffStrategy = Callable[[int, str, BaseException, Any], "int | float | None"]
+
+
+def validate_job_id(job_id: str) -> str:
+    """Check a custom id by BullMQ's client rules (wire spec 7)."""
+    if not isinstance(job_id, str) or job_id == "":
+        raise InvalidJobOptions("job_id must be a non-empty string")
+    if job_id.isdigit():
+        raise InvalidJobOptions(f"custom job id {job_id!r} cannot be an integer")
+    if job_id.startswith("0:"):
+        raise InvalidJobOptions(f"custom job id {job_id!r} cannot start with '0:'")
+    if ":" in job_id and len(job_id.split(":")) != 3:
+        raise InvalidJobOptions(
+            f"custom job id {job_id!r} cannot contain ':' (except repeat:id:millis)"
+        )
+    return job_id
+
+
+def normalize_backoff(backoff: BackoffSpec) -> dict[str, Any] | None:
+    """A bare number n becomes {type: fixed, delay: n}; dicts are checked."""
+    if backoff is None:
+        return None
+    if isinstance(backoff, bool):
+        raise InvalidJobOptions("backoff must be a number of ms or a dict")
+    if isinstance(backoff, (int, float)):
+        return {"type": "fixed", "delay": int(backoff)}
+    if isinstance(backoff, Mapping):
+        spec = dict(backoff)
+        if not isinstance(spec.get("type"), str):
+            raise InvalidJobOptions("backoff needs a 'type' (fixed, exponential or custom)")
+        delay = spec.get("delay", 0)
+        if not isinstance(delay, (int, float)) or delay < 0:
+            raise InvalidJobOptions("backoff 'delay' must be a number of ms >= 0")
+        jitter = spec.get("jitter")
+        if jitter is not None and not (isinstance(jitter, (int, float)) and 0 <= jitter <= 1):
+            raise InvalidJobOptions("backoff 'jitter' must be between 0 and 1")
+        return spec
+    raise InvalidJobOptions("backoff must be a number of ms or a dict")
+
+
+def _check_keep(name: str, value: KeepJobs) -> None:
+    if value is None or isinstance(value, bool):
+        return
+    if isinstance(value, int):
+        if value < 0:
+            raise InvalidJobOptions(f"{name} count must be >= 0")
+        return
+    if isinstance(value, Mapping):
+        unknown = set(value) - {"count", "age", "limit"}
+        if unknown:
+            raise InvalidJobOptions(f"{name} has unknown keys {sorted(unknown)}")
+        for k, v in value.items():
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise InvalidJobOptions(f"{name}.{k} must be an integer >= 0")
+        return
+    raise InvalidJobOptions(f"{name} must be a bool, a count or {{count, age, limit}}")
+
+
+def build_opts(**kwargs: Any) -> dict[str, Any]:
+    """Turn `add` keyword arguments into BullMQ's stored opts (short keys)."""
+    unknown = set(kwargs) - set(PY_TO_BULLMQ)
+    if unknown:
+        raise InvalidJobOptions(f"unknown job options: {', '.join(sorted(unknown))}")
+    opts: dict[str, Any] = {"attempts": 1, "delay": 0}
+    for py_name, value in kwargs.items():
+        if value is None:
+            continue
+        opts[PY_TO_BULLMQ[py_name]] = value
+    attempts = opts["attempts"]
+    if not isinstance(attempts, int) or isinstance(attempts, bool) or attempts < 0:
+        raise InvalidJobOptions("attempts must be an integer >= 0")
+    delay = opts["delay"]
+    if not isinstance(delay, (int, float)) or isinstance(delay, bool) or delay < 0:
+        raise InvalidJobOptions("delay must be a number of ms >= 0")
+    opts["delay"] = int(delay)
+    priority = opts.get("priority", 0)
+    if (
+        not isinstance(priority, int)
+        or isinstance(priority, bool)
+        or not 0 <= priority <= defaults.PRIORITY_LIMIT
+    ):
+        raise InvalidJobOptions(
+            f"priority must be an integer between 0 and {defaults.PRIORITY_LIMIT}"
+        )
+    if not priority:
+        opts.pop("priority", None)
+    if "jobId" in opts:
+        validate_job_id(opts["jobId"])
+    if opts.get("lifo") is False:
+        del opts["lifo"]
+    if "backoff" in opts:
+        opts["backoff"] = normalize_backoff(opts["backoff"])
+    for name in ("removeOnComplete", "removeOnFail"):
+        if name in opts:
+            if opts[name] is False:
+                del opts[name]
+            else:
+                _check_keep(name, opts[name])
+    for long, short in SHORT_KEYS.items():
+        if long in opts:
+            opts[short] = opts.pop(long)
+    return opts
+
+
+def decode_opts(stored: Mapping[str, Any]) -> dict[str, Any]:
+    """Stored opts with short keys expanded to BullMQ's long names."""
+    return {LONG_KEYS.get(k, k): v for k, v in stored.items()}
+
+
+def keep_jobs(value: Any, fallback: Any = None) -> dict[str, int]:
+    """BullMQ `getKeepJobs`: true -> count 0, false/unset -> count -1 (keep all)."""
+    if value is None:
+        value = fallback
+    if value is True:
+        return {"count": 0}
+    if value is None or value is False:
+        return {"count": -1}
+    if isinstance(value, (int, float)):
+        return {"count": int(value)}
+    if isinstance(value, Mapping):
+        keep: dict[str, int] = {"count": int(value.get("count", -1))}
+        if value.get("age") is not None:
+            keep["age"] = int(value["age"])
+        if value.get("limit") is not None:
+            keep["limit"] = int(value["limit"])
+        return keep
+    return {"count": -1}
+
+
+@dataclass(frozen=True)
+class RetryDecision:
+    """What to do with a failed attempt: retry after `delay_ms`, or fail."""
+
+    retry: bool
+    delay_ms: int = 0
+
+
+def backoff_delay(
+    spec: Mapping[str, Any] | None,
+    attempts_made: int,
+    error: BaseException,
+    job: Any,
+    custom: BackoffStrategy | None = None,
+) -> int:
+    """The delay before the next attempt; -1 means "do not retry".
+
+    `attempts_made` counts this failed attempt (BullMQ's n = atm + 1).
+    """
+    if spec is None:
+        return 0
+    kind = spec.get("type", "fixed")
+    delay = float(spec.get("delay") or 0)
+    if kind == "fixed":
+        value = delay
+    elif kind == "exponential":
+        value = float(round(2 ** (attempts_made - 1) * delay))
+    elif custom is not None:
+        result = custom(attempts_made, kind, error, job)
+        return -1 if result is None else int(result)
+    else:
+        raise InvalidJobOptions(
+            f"unknown backoff type {kind!r}: give the worker a backoff_strategy"
+        )
+    jitter = spec.get("jitter")
+    if jitter:
+        value = random.uniform(value * (1 - float(jitter)), value)
+    return int(value)

@@ -1,0 +1,44 @@
+"""Fixtures shared by every test: a real redis-server started for the session."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from tests.redis_server import RedisServer
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    """One redis-server for the whole run, on a free port, no persistence."""
+    server = RedisServer().start()
+    os.environ["BULLPEN_TEST_REDIS_URL"] = server.url
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def redis_url(redis_server: RedisServer) -> str:
+    """The session server's URL, its db flushed before the test."""
+    client = redis.Redis.from_url(redis_server.url)
+    client.flushall()
+    client.close()
+    return redis_server.url
+
+
+@pytest.fixture
+def r(redis_url: str) -> Iterator[redis.Redis]:
+    """A decoding client on the flushed test server."""
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def qname() -> str:
+    """A fresh queue name per test."""
+    return f"q{uuid.uuid4().hex[:10]}"
