@@ -1,0 +1,1 @@
+"""Bullpen's operator dashboard: the Django project and app."""

@@ -1,0 +1,10 @@
+"""ASGI entry point, served by daphne."""
+
+from __future__ import annotations
+
+import os
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+application = get_asgi_application()

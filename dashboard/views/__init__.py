@@ -1,0 +1,1 @@
+"""Dashboard views, one module per page."""
