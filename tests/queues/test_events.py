@@ -1,0 +1,78 @@
+"""QueueEvents: typed events from the stream, from an id or only new ones."""
+
+from __future__ import annotations
+
+import asyncio
+
+from queues import AsyncQueueEvents, AsyncWorker, Queue, QueueEvents
+from queues.exceptions import UnrecoverableError
+
+
+def _run_worker(redis_url: str, qname: str, expected: int) -> None:
+    async def proc(job):  # type: ignore[no-untyped-def]
+        await job.update_progress(50)
+        await job.update_progress({"step": 2, "of": 3})
+        if job.name == "bad":
+            raise UnrecoverableError("bad input: 'x' & <y>")
+        return {"ok": job.data}
+
+    async def main() -> None:
+        w = AsyncWorker(qname, proc, connection=redis_url)
+        task = asyncio.create_task(w.run(install_signals=False))
+        q = Queue(qname, redis_url)
+        for _ in range(300):
+            c = q.get_counts("completed", "failed")
+            if c["completed"] + c["failed"] >= expected:
+                break
+            await asyncio.sleep(0.01)
+        w.close()
+        await task
+
+    asyncio.run(main())
+
+
+def test_events_from_start_are_typed(redis_url: str, qname: str) -> None:
+    """Reading from 0 yields added/waiting/active/progress/completed/failed in order,
+    with progress data and return values parsed and failedReason as raw text."""
+    q = Queue(qname, redis_url)
+    q.add("good", 7)
+    q.add("bad", None)
+    q.add("later", {}, delay=5000)
+    _run_worker(redis_url, qname, 2)
+    ev = QueueEvents(qname, redis_url, last_id="0", block_ms=100)
+    events = ev.read(count=1000)
+    names = [(e.event, e.job_id) for e in events]
+    assert names[:4] == [("added", "1"), ("waiting", "1"), ("added", "2"), ("waiting", "2")]
+    assert ("delayed", "3") in names
+    delayed = next(e for e in events if e.event == "delayed")
+    assert isinstance(delayed.fields["delay"], int) and delayed.fields["delay"] > 0
+    progress = [e.fields["data"] for e in events if e.event == "progress" and e.job_id == "1"]
+    assert progress == [50, {"step": 2, "of": 3}]
+    done = next(e for e in events if e.event == "completed")
+    assert done.job_id == "1" and done.fields["returnvalue"] == {"ok": 7}
+    assert done.fields["prev"] == "active"
+    failed = next(e for e in events if e.event == "failed")
+    assert failed.job_id == "2" and failed.fields["failedReason"] == "bad input: 'x' & <y>"
+    assert [e.event for e in events].index("active") < [e.event for e in events].index(
+        "completed")
+    assert ev.last_id == events[-1].id
+    assert ev.read(block_ms=50) == []
+    ev.close()
+
+
+def test_dollar_means_only_new_events(redis_url: str, qname: str) -> None:
+    """Starting at "$" skips history and sees each later event exactly once."""
+    q = Queue(qname, redis_url)
+    q.add("old", {})
+
+    async def main() -> list[str]:
+        ev = AsyncQueueEvents(qname, redis_url, block_ms=200)
+        first = await ev.read()
+        assert first == []
+        q.add("new", {})
+        got = [e.event for e in await ev.read()]
+        got += [e.event for e in await ev.read(block_ms=50)]
+        await ev.close()
+        return got
+
+    assert asyncio.run(main()) == ["added", "waiting"]
