@@ -54,9 +54,24 @@ class QueueKeys:
     def __init__(self, name: str, prefix: str = "bull") -> None:
         self.prefix = prefix
         self.name = name
-        self.base = f"{prefix}:{name}:"
-        for suffix in SUFFIXES:
-            setattr(self, suffix.replace("-", "_"), self.base + suffix)
+        base = self.base = f"{prefix}:{name}:"
+        self.wait = base + "wait"
+        self.active = base + "active"
+        self.paused = base + "paused"
+        self.id = base + "id"
+        self.delayed = base + "delayed"
+        self.prioritized = base + "prioritized"
+        self.stalled_check = base + "stalled-check"
+        self.completed = base + "completed"
+        self.failed = base + "failed"
+        self.stalled = base + "stalled"
+        self.repeat = base + "repeat"
+        self.limiter = base + "limiter"
+        self.meta = base + "meta"
+        self.events = base + "events"
+        self.pc = base + "pc"
+        self.marker = base + "marker"
+        self.waiting_children = base + "waiting-children"
 
     @property
     def qualified_name(self) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Union
 
 from . import defaults
@@ -109,7 +108,9 @@ def build_opts(**kwargs: Any) -> dict[str, Any]:
     unknown = set(kwargs) - set(PY_TO_BULLMQ)
     if unknown:
         raise InvalidJobOptions(f"unknown job options: {', '.join(sorted(unknown))}")
-    opts: dict[str, Any] = {"attempts": 1, "delay": 0}
+    # Unset attempts is stored as 0, as Node and Python BullMQ write it (both mean
+    # "one attempt").
+    opts: dict[str, Any] = {"attempts": 0, "delay": 0}
     for py_name, value in kwargs.items():
         if value is None:
             continue
@@ -173,14 +174,6 @@ def keep_jobs(value: Any, fallback: Any = None) -> dict[str, int]:
             keep["limit"] = int(value["limit"])
         return keep
     return {"count": -1}
-
-
-@dataclass(frozen=True)
-class RetryDecision:
-    """What to do with a failed attempt: retry after `delay_ms`, or fail."""
-
-    retry: bool
-    delay_ms: int = 0
 
 
 def backoff_delay(

@@ -18,7 +18,7 @@ from .connection import ConnectionLike, async_client, sync_client
 from .exceptions import InvalidJobOptions
 from .job import Job
 from .keys import QueueKeys
-from .options import build_opts
+from .options import build_opts, decode_opts
 from .scripts import Scripts
 from .state import JobState, parse_state
 
@@ -63,8 +63,10 @@ class _QueueBase:
             )
         timestamp = int(opts.get("timestamp") or ops.now_ms())
         call = ops.add_call(self.keys, name, data_json, opts, timestamp)
-        job = Job(self, "", name=name, data=data, opts=opts, timestamp=timestamp,
-                  delay=opts.get("delay", 0), priority=opts.get("priority", 0))
+        # The Job holds long option names, as Job.from_hash decodes them.
+        job = Job(self, "", name=name, data=data, opts=decode_opts(opts),
+                  timestamp=timestamp, delay=opts.get("delay", 0),
+                  priority=opts.get("priority", 0))
         return call, job
 
     def add(self, name: str, data: Any = None, **options: Any) -> Any:

@@ -36,8 +36,9 @@ end
 for _, listKey in ipairs({KEYS[1], KEYS[2]}) do
   local kept = drainIds(rcall("LRANGE", listKey, 0, -1))
   rcall("DEL", listKey)
+  -- `kept` is in head-to-tail order; RPUSH keeps it.
   for i = 1, #kept, 7000 do
-    rcall("LPUSH", listKey, unpack(kept, i, math.min(i + 6999, #kept)))
+    rcall("RPUSH", listKey, unpack(kept, i, math.min(i + 6999, #kept)))
   end
 end
 local setKeys = {KEYS[3]}

@@ -1,6 +1,7 @@
 --[[
   Count jobs per state (wire spec 4.18): LLEN for lists (a legacy "0:" tail
-  marker is discounted), ZCARD for sorted sets.
+  marker of wait/paused is discounted and popped, as BullMQ's getCounts
+  does), ZCARD for sorted sets.
 
   KEYS[i] the key of each requested state
 
@@ -18,6 +19,9 @@ for i, key in ipairs(KEYS) do
     if n > 0 and state ~= "active" then
       local tail = rcall("LINDEX", key, -1)
       if tail and string.sub(tail, 1, 2) == "0:" then
+        if n > 1 then
+          rcall("RPOP", key)
+        end
         n = n - 1
       end
     end

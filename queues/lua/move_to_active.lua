@@ -31,4 +31,6 @@
 
 local q = {wait = KEYS[1], active = KEYS[2], prioritized = KEYS[3], events = KEYS[4],
   limiter = KEYS[5], delayed = KEYS[6], meta = KEYS[7], pc = KEYS[8], marker = KEYS[9]}
-return claimJobs(q, ARGV[1], tonumber(ARGV[2]), cjson.decode(ARGV[3]), tonumber(ARGV[4]))
+local claimed = claimJobs(q, ARGV[1], tonumber(ARGV[2]), cjson.decode(ARGV[3]),
+  tonumber(ARGV[4]))
+return claimed

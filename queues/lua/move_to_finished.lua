@@ -39,8 +39,8 @@
 --- @include "fetch"
 --- @include "lock"
 --- @include "remove"
---- @include "retention"
 --- @include "parents"
+--- @include "retention"
 
 local q = {wait = KEYS[1], active = KEYS[2], prioritized = KEYS[3], events = KEYS[4],
   limiter = KEYS[5], delayed = KEYS[6], meta = KEYS[7], pc = KEYS[8], marker = KEYS[9]}
@@ -101,10 +101,10 @@ local function finishOne(e)
       removeJobsByMaxAge(now, keep["age"], targetSet, prefix, keep["limit"] or 1000)
     end
     if maxCount > 0 then
-      removeJobsByMaxCount(maxCount, targetSet, prefix)
+      removeJobsByMaxCount(now, maxCount, targetSet, prefix)
     end
   else
-    removeJob(prefix, jobId)
+    removeFinishedJob(prefix, jobId, now)
   end
   rcall("XADD", q.events, "*", "event", target, "jobId", jobId, field, e["value"],
     "prev", "active")
@@ -131,8 +131,10 @@ end
 
 local fetchCount = tonumber(opts["fetch"]) or 0
 if fetchCount > 0 then
-  local claimed = claimJobs(q, prefix, now, opts, fetchCount)
-  if #claimed[1] > 0 or claimed[2] > 0 then
+  local claimed, held = claimJobs(q, prefix, now, opts, fetchCount)
+  -- As BullMQ's fetchNextJob: a claim, a rate limit, a paused or maxed queue
+  -- or a pending delayed job answers the fetch, and no `drained` follows.
+  if #claimed[1] > 0 or claimed[2] > 0 or claimed[3] > 0 or held then
     return {codes, claimed[1], claimed[2], claimed[3]}
   end
 end

@@ -1,7 +1,8 @@
 --[[
   Promote one delayed job to run now (wire spec 4.13): ZREM from `delayed`,
-  to `wait` (LPUSH) or `prioritized`, base marker unless paused or maxed,
-  `waiting {prev=delayed}`, hash `delay` = 0.
+  drop a legacy "0:" marker from the head of `wait`, to `wait` (LPUSH) or
+  `prioritized`, base marker unless paused or maxed, `waiting {prev=delayed}`,
+  hash `delay` = 0.
 
   KEYS[1] delayed
   KEYS[2] wait
@@ -28,6 +29,10 @@ if rcall("ZREM", KEYS[1], jobId) == 0 then
 end
 local jobKey = ARGV[1] .. jobId
 local priority = tonumber(rcall("HGET", jobKey, "priority")) or 0
+local head = rcall("LINDEX", KEYS[2], 0)
+if head and string.sub(head, 1, 2) == "0:" then
+  rcall("LPOP", KEYS[2])
+end
 if priority == 0 then
   rcall("LPUSH", KEYS[2], jobId)
 else

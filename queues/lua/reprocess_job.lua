@@ -46,12 +46,20 @@ else
   rcall("LPUSH", KEYS[4], ARGV[1])
 end
 addBaseMarkerIfNeeded(KEYS[6], isQueuePausedOrMaxed(KEYS[5], KEYS[7]))
+-- Only a child whose result the parent recorded becomes pending again; one
+-- dropped from the dependencies (rdof) stays dropped, as in BullMQ.
 local parentKey = rcall("HGET", jobKey, "parentKey")
 if parentKey and rcall("EXISTS", parentKey) == 1 then
-  rcall("HDEL", parentKey .. ":processed", jobKey)
-  rcall("HDEL", parentKey .. ":failed", jobKey)
-  rcall("ZREM", parentKey .. ":unsuccessful", jobKey)
-  rcall("SADD", parentKey .. ":dependencies", jobKey)
+  local recorded
+  if ARGV[4] == "failed" then
+    recorded = rcall("ZREM", parentKey .. ":unsuccessful", jobKey) == 1 or
+      rcall("HDEL", parentKey .. ":failed", jobKey) == 1
+  else
+    recorded = rcall("HDEL", parentKey .. ":processed", jobKey) == 1
+  end
+  if recorded then
+    rcall("SADD", parentKey .. ":dependencies", jobKey)
+  end
 end
 emitTrimmed(KEYS[2], getOrSetMaxEvents(KEYS[5]), "event", "waiting", "jobId", ARGV[1],
   "prev", ARGV[4])

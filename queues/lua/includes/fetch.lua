@@ -6,7 +6,8 @@
   token .. ":" .. (seq + i - 1)), seq, lockDuration, limiter {max,duration},
   name (worker name, written as `pb`).
   Returns {jobs, rateLimitTtl, nextDelayedMs} where jobs is a flat array of
-  (jobId, token, hashArray) triples.
+  (jobId, token, hashArray) triples, and as a second value `true` when the
+  queue was paused or maxed before any job was claimed.
   Requires: base, markers, metadata, scores, promote.
 ]]
 local function claimJobs(q, prefix, now, opts, count)
@@ -27,11 +28,18 @@ local function claimJobs(q, prefix, now, opts, count)
           rcall("DEL", q.limiter)
         end
         if pttl > 0 then
+          if claimed > 0 then
+            addBaseMarkerIfNeeded(q.marker, false)
+          end
           return {jobs, pttl, 0}
         end
       end
     end
     if isPausedOrMaxed then
+      if claimed == 0 then
+        -- BullMQ answers a paused or maxed queue with no next-delay hint.
+        return {jobs, 0, 0}, true
+      end
       break
     end
     local jobId = rcall("RPOPLPUSH", q.wait, q.active)
