@@ -24,7 +24,7 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
-from redis.exceptions import BusyLoadingError
+from redis.exceptions import BusyLoadingError, ResponseError
 
 from . import codec, defaults
 from .connection import ConnectionLike, async_client, sibling_async_client
@@ -37,6 +37,20 @@ log = logging.getLogger("queues.worker")
 
 Processor = Callable[[Job], Any]
 _TRANSIENT = (RedisConnectionError, RedisTimeoutError, BusyLoadingError, OSError)
+
+
+def _transient(exc: BaseException) -> bool:
+    """Whether a Redis error means "not now": the server is unreachable, or
+    answers BUSY while another client's script runs too long."""
+    if isinstance(exc, _TRANSIENT):
+        return True
+    return isinstance(exc, ResponseError) and str(exc).startswith("BUSY ")
+
+
+def _text(value: str) -> str:
+    """`value` made encodable as UTF-8 (a lone surrogate, as from undecodable
+    bytes, becomes a \\udcxx escape), so the failure it describes can be saved."""
+    return value.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def blocking_connection_name(prefix: str, queue: str, worker_name: str | None) -> str:
@@ -115,6 +129,16 @@ class AsyncWorker:
         """Jobs this worker is processing now."""
         return list(self._running.values())
 
+    def claim_capacity(self) -> int:
+        """How many more jobs may be claimed now; override to gate claims
+        (the GPU worker admits by VRAM budget). Re-asked whenever a job ends."""
+        return self.concurrency - len(self._running)
+
+    def wake(self) -> None:
+        """Make the loop re-check `claim_capacity()` (call after freeing capacity)."""
+        if self._wake is not None:
+            self._wake.set()
+
     async def run(self, install_signals: bool = True) -> None:
         """Process jobs until `close()` (or SIGTERM/SIGINT when installed)."""
         loop = asyncio.get_running_loop()
@@ -134,6 +158,12 @@ class AsyncWorker:
         helpers = [asyncio.create_task(self._lock_renewal_loop()),
                    asyncio.create_task(self._stalled_check_loop())]
         try:
+            try:
+                # Open the named connection now: Node's getWorkers() lists
+                # connections, and a busy worker may not block for a long time.
+                await self._bclient.ping()
+            except _TRANSIENT:
+                pass
             await self._main_loop()
             await self._drain_running()
         finally:
@@ -177,7 +207,7 @@ class AsyncWorker:
                 try:
                     if self._finished:
                         await self._flush()
-                    elif len(self._running) >= self.concurrency:
+                    elif self.claim_capacity() <= 0:
                         await self._wake.wait()
                     elif self._limited_until > time.time() * 1000:
                         await self._sleep_or_wake(self._limited_until / 1000 - time.time())
@@ -186,7 +216,9 @@ class AsyncWorker:
                     else:
                         block_task = await self._wait_for_job(block_task)
                     failures = 0
-                except _TRANSIENT as exc:
+                except Exception as exc:
+                    if not _transient(exc):
+                        raise
                     failures += 1
                     delay = min(0.1 * 2 ** min(failures, 6), defaults.RECONNECT_DELAY_MAX_S)
                     log.warning("worker %s: redis unavailable (%s); retrying in %.1fs",
@@ -247,14 +279,17 @@ class AsyncWorker:
         ttl = int(ttl or 0)
         if ttl > 0:
             self._limited_until = time.time() * 1000 + min(ttl, defaults.RATE_LIMIT_MAX_DELAY_MS)
-        if not flat:
+            # Rate limited, not drained: claim directly once the window ends,
+            # as no marker is written when it does.
+            self._drained = False
+        elif not flat:
             self._drained = True
             next_delay = float(next_delay or 0)
             if next_delay > 0:
                 self._block_until = next_delay
 
     async def _fetch(self) -> None:
-        count = min(self.concurrency - len(self._running), defaults.FETCH_BATCH_MAX)
+        count = min(self.claim_capacity(), defaults.FETCH_BATCH_MAX)
         flat, ttl, next_delay = await self.queue.scripts.move_to_active(
             self._claim_keys(),
             (self.keys.base, int(time.time() * 1000), self._worker_opts(), count))
@@ -264,14 +299,14 @@ class AsyncWorker:
         entries, self._finished = self._finished, []
         fetch = 0
         if not self._closing and self._limited_until <= time.time() * 1000:
-            fetch = min(self.concurrency - len(self._running), defaults.FETCH_BATCH_MAX)
+            fetch = max(min(self.claim_capacity(), defaults.FETCH_BATCH_MAX), 0)
         k = self.keys
         try:
             codes, flat, ttl, next_delay = await self.queue.scripts.move_to_finished(
                 self._claim_keys() + (k.stalled, k.completed, k.failed),
                 (k.base, int(time.time() * 1000), self._worker_opts(fetch),
                  codec.dumps(entries)))
-        except _TRANSIENT:
+        except Exception:
             self._finished = entries + self._finished
             raise
         for entry, code in zip(entries, codes):
@@ -300,6 +335,8 @@ class AsyncWorker:
         entry: dict[str, Any] | None = None
         try:
             try:
+                if job.repeat_job_key:
+                    await self._schedule_next_iteration(job)
                 if job.deferred_failure:
                     raise UnrecoverableError(job.deferred_failure)
                 if job.malformed:
@@ -328,14 +365,26 @@ class AsyncWorker:
             if self._wake is not None:
                 self._wake.set()
 
+    async def _schedule_next_iteration(self, job: Job) -> None:
+        """A job scheduler's iteration was taken: add the next one, as Node's
+        worker does, so a schedule keeps running with any mix of workers."""
+        try:
+            await self.queue.schedule_next_iteration(job)
+        except Exception as exc:  # noqa: BLE001 - the current iteration still runs
+            log.warning("worker %s: next iteration of job scheduler %s not added (%s)",
+                        self.name, job.repeat_job_key, exc)
+
     async def _on_failure(self, job: Job, exc: BaseException) -> dict[str, Any] | None:
         """Retry the job (now or after backoff) or return its final failure entry."""
         self.failed += 1
-        reason = str(exc) or type(exc).__name__
+        reason = _text(str(exc) or type(exc).__name__)
         limit = job.opts.get("stackTraceLimit", defaults.STACKTRACE_LIMIT)
         trace = job.stacktrace + ["".join(traceback.format_exception(exc))]
         trace = trace[-limit:] if limit else []
+        trace = [_text(t) if isinstance(t, str) else t for t in trace]
         fields = ["failedReason", reason, "stacktrace", codec.dumps(trace)]
+        if job.malformed:
+            fields += job.repair_fields()
         attempts_made = job.attempts_made + 1
         if not isinstance(exc, UnrecoverableError) and attempts_made < job.attempts:
             try:
@@ -343,7 +392,7 @@ class AsyncWorker:
                                       self.backoff_strategy)
             except Exception as backoff_exc:  # noqa: BLE001 - a broken strategy fails the job
                 delay = -1
-                reason = f"{reason} (backoff failed: {backoff_exc})"
+                reason = _text(f"{reason} (backoff failed: {backoff_exc})")
                 fields[1] = reason
             if delay != -1:
                 await self._retry(job, delay, fields)
@@ -371,7 +420,9 @@ class AsyncWorker:
                     log.warning("worker %s: retry of job %s not saved (code %s)",
                                 self.name, job.id, code)
                 return
-            except _TRANSIENT as exc:
+            except Exception as exc:
+                if not _transient(exc):
+                    raise
                 log.warning("worker %s: retry of job %s failed (%s)", self.name, job.id, exc)
                 await asyncio.sleep(min(0.2 * 2**attempt, 2))
         # Left in active: the stalled check will return it to wait.
@@ -388,12 +439,17 @@ class AsyncWorker:
                 break
             try:
                 await self._flush()
-            except _TRANSIENT:
+            except Exception as exc:
+                if not _transient(exc):
+                    raise
                 await asyncio.sleep(0.5)
 
     # --- locks and stalled jobs ----------------------------------------------
     async def _lock_renewal_loop(self) -> None:
-        interval = self.lock_duration / 2 / 1000
+        # A quarter of the lock duration, like BullMQ's timer (lockRenewTime/2):
+        # a renewal that fails (Redis busy or unreachable) is retried while
+        # the locks still have half their time left.
+        interval = self.lock_duration / 4 / 1000
         while True:
             await asyncio.sleep(interval)
             if not self._running:
@@ -404,7 +460,9 @@ class AsyncWorker:
                     (self.keys.stalled,),
                     (self.keys.base, self.lock_duration, codec.dumps([j.id for j in jobs]),
                      codec.dumps([j.token for j in jobs])))
-            except _TRANSIENT as exc:
+            except Exception as exc:
+                if not _transient(exc):
+                    raise
                 log.warning("worker %s: lock renewal failed (%s)", self.name, exc)
                 continue
             for job_id in lost:
@@ -424,7 +482,9 @@ class AsyncWorker:
                     self._drained = False
                     if self._wake is not None:
                         self._wake.set()
-            except _TRANSIENT as exc:
+            except Exception as exc:
+                if not _transient(exc):
+                    raise
                 log.warning("worker %s: stalled check failed (%s)", self.name, exc)
             await asyncio.sleep(self.stalled_interval / 1000)
 

@@ -1,0 +1,83 @@
+"""Delayed jobs on an idle worker start no earlier than their due time
+(timestamp + delay) and at most 50 ms after it, measured from the job's
+processedOn and from the processor's own clock."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from queues import Job, Queue
+from tests.queues.worker.helpers import now_ms, wait_until, worker_thread
+
+LATENESS_MS = 50
+
+
+def _check_lateness(q: Queue, seen: dict[str, float], delays: dict[str, int]) -> None:
+    for job_id, delay in delays.items():
+        job = q.get_job(job_id)
+        due = job.timestamp + delay
+        assert job.finished_on is not None, job_id
+        late_redis = job.processed_on - due
+        late_clock = seen[job_id] - due
+        assert 0 <= late_redis <= LATENESS_MS, (job_id, delay, late_redis)
+        assert 0 <= late_clock <= LATENESS_MS, (job_id, delay, late_clock)
+
+
+def test_delayed_jobs_start_on_time(redis_url: str, q: Queue) -> None:
+    """Several delays added at once to an idle worker, each on time."""
+    seen: dict[str, float] = {}
+
+    def processor(job: Job) -> Any:
+        seen[job.id] = time.time() * 1000
+
+    with worker_thread(q.name, processor, redis_url, concurrency=4):
+        time.sleep(0.2)  # the worker is idle, blocked on the marker
+        delays = {}
+        for delay in (150, 300, 300, 450, 600, 800):
+            delays[q.add("d", None, delay=delay).id] = delay
+        wait_until(lambda: len(seen) == len(delays), 5, what="the delayed jobs")
+        wait_until(
+            lambda: q.get_counts("completed")["completed"] == len(delays),
+            5,
+            what="completion",
+        )
+    _check_lateness(q, seen, delays)
+
+
+def test_earlier_delayed_job_wakes_a_worker_waiting_for_a_later_one(
+    redis_url: str, q: Queue
+) -> None:
+    """A worker sleeping until a far due time still runs a nearer job added
+    later on time, and then the far one too."""
+    seen: dict[str, float] = {}
+
+    def processor(job: Job) -> Any:
+        seen[job.id] = time.time() * 1000
+
+    with worker_thread(q.name, processor, redis_url):
+        time.sleep(0.2)
+        delays = {q.add("far", None, delay=1200).id: 1200}
+        time.sleep(0.2)  # the worker now waits for `far`
+        delays[q.add("near", None, delay=250).id] = 250
+        time.sleep(0.1)
+        delays[q.add("mid", None, delay=400).id] = 400
+        wait_until(lambda: len(seen) == 3, 5, what="the delayed jobs")
+        wait_until(
+            lambda: q.get_counts("completed")["completed"] == 3, 5, what="completion"
+        )
+    _check_lateness(q, seen, delays)
+
+
+def test_delayed_job_added_before_the_worker_starts(redis_url: str, q: Queue) -> None:
+    """A delayed job already in `delayed` when the worker starts waits for its time."""
+    seen: dict[str, float] = {}
+
+    def processor(job: Job) -> Any:
+        seen[job.id] = time.time() * 1000
+
+    job = q.add("d", None, delay=500)
+    assert now_ms() - job.timestamp < 100
+    with worker_thread(q.name, processor, redis_url):
+        wait_until(lambda: seen, 5, what="the delayed job")
+    _check_lateness(q, seen, {job.id: 500})
