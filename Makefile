@@ -34,3 +34,11 @@ run: $(STAMP)
 
 clean:
 	rm -rf $(VENV) bench/node/node_modules tests/interop/node_modules
+
+# Real-GPU check of the GPU workers (needs only Python, redis-py, orjson and a
+# redis-server; no Django): uses the venv when there is one, else $(PYTHON).
+# `make gpu-check GPU_CHECK_ARGS=--simulate` is a dry run without a GPU.
+.PHONY: gpu-check
+GPU_CHECK_PY = $(if $(wildcard $(PY)),$(PY),$(PYTHON))
+gpu-check:
+	$(GPU_CHECK_PY) bench/gpu_check.py $(GPU_CHECK_ARGS)

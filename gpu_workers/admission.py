@@ -1,0 +1,117 @@
+"""VRAM admission: a worker process's budget and what its running jobs commit.
+
+The invariant: the sum of the declared needs of admitted jobs never exceeds
+the budget. Claims are gated one at a time: a job is claimed only with a free
+slot and some uncommitted budget, and while a claimed job waits for budget
+(holding its slot) nothing else is claimed, so a large job cannot be starved
+by a stream of small ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Callable
+
+from .exceptions import AdmissionInvariantError, ConfigError, JobTooLarge
+from .units import format_bytes
+
+
+def compute_budget(
+    total_bytes: int,
+    reserve_bytes: int,
+    context_bytes: int,
+    margin_bytes: int,
+    processes: int = 1,
+    share: float = 1.0,
+) -> int:
+    """One worker process's budget on a GPU: (total - driver reserve - margin -
+    one CUDA context per process on the GPU) x this process's share."""
+    if processes < 1:
+        raise ConfigError("a GPU budget needs at least one process")
+    if not 0 < share <= 1:
+        raise ConfigError(f"a VRAM share must be in (0, 1], not {share}")
+    usable = total_bytes - reserve_bytes - margin_bytes - context_bytes * processes
+    return max(0, math.floor(usable * share))
+
+
+def too_large_reason(need: int, budget: int, gpu: str) -> str:
+    """Why a job can never run here, naming both numbers."""
+    return (
+        f"job needs {format_bytes(need)} ({need} bytes) of VRAM, more than this "
+        f"worker's whole budget of {format_bytes(budget)} ({budget} bytes) on "
+        f"GPU {gpu}"
+    )
+
+
+class VramAdmission:
+    """Slots and VRAM budget of one worker process (its event loop only)."""
+
+    def __init__(self, budget_bytes: int, slots: int, gpu: str = "?") -> None:
+        if budget_bytes < 0:
+            raise ConfigError("a VRAM budget cannot be negative")
+        self.budget_bytes = budget_bytes
+        self.slots = slots
+        self.gpu = gpu
+        #: job id -> declared bytes of admitted (running) jobs.
+        self.admitted: dict[str, int] = {}
+        self._changed: asyncio.Condition | None = None
+        self.max_committed_bytes = 0
+
+    @property
+    def committed_bytes(self) -> int:
+        """Declared needs of the admitted jobs."""
+        return sum(self.admitted.values())
+
+    @property
+    def free_bytes(self) -> int:
+        """Budget not committed."""
+        return self.budget_bytes - self.committed_bytes
+
+    def claim_capacity(self, claimed: int, waiting: int) -> int:
+        """How many jobs to claim now: one, given a free slot, some free budget
+        and no claimed job still waiting for budget; else none."""
+        if waiting or claimed >= self.slots or self.free_bytes <= 0:
+            return 0
+        return 1
+
+    def check_fits_at_all(self, need: int) -> None:
+        """JobTooLarge (unrecoverable) when the job exceeds the whole budget."""
+        if need > self.budget_bytes:
+            raise JobTooLarge(too_large_reason(need, self.budget_bytes, self.gpu))
+
+    async def admit(
+        self, job_id: str, need: int, abort: Callable[[], bool] = lambda: False
+    ) -> bool:
+        """Wait until `need` fits in the uncommitted budget, then commit it and
+        return True; return False without committing if `abort()` turns true
+        first (re-checked on release() and poke())."""
+        self.check_fits_at_all(need)
+        if self._changed is None:
+            self._changed = asyncio.Condition()
+        async with self._changed:
+            await self._changed.wait_for(lambda: abort() or need <= self.free_bytes)
+            if abort():
+                return False
+            self.admitted[job_id] = need
+            committed = self.committed_bytes
+            if committed > self.budget_bytes:  # pragma: no cover - guarded above
+                del self.admitted[job_id]
+                raise AdmissionInvariantError(
+                    f"committing {need} bytes would reach {committed} of "
+                    f"{self.budget_bytes}"
+                )
+            self.max_committed_bytes = max(self.max_committed_bytes, committed)
+            return True
+
+    async def release(self, job_id: str) -> None:
+        """Uncommit a finished job's need and let a waiting job re-check."""
+        if self.admitted.pop(job_id, None) is not None:
+            await self.poke()
+
+    async def poke(self) -> None:
+        """Wake waiting jobs to re-check (budget freed or a cancel arrived)."""
+        if self._changed is None:
+            return
+        async with self._changed:
+            self._changed.notify_all()

@@ -1,0 +1,141 @@
+"""One managed worker process of a supervisor: its state, restart history,
+how it is started, and the record shown while it has no live process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections import deque
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from .config import QueueConfig, SupervisorConfig, WorkerSpec, worker_id
+from .probe import GpuInfo
+from .registry import now_ms
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class ChildState(str, Enum):  # noqa: UP042 - house style (JobState)
+    """Where one managed worker process is."""
+
+    RUNNING = "running"
+    BACKOFF = "backoff"
+    DRAINING = "draining"
+    STOPPED = "stopped"
+    FAILED = "failed"
+
+
+@dataclass
+class Child:
+    """One (queue, GPU) worker process and its restart history."""
+
+    queue: QueueConfig
+    gpu: GpuInfo
+    budget_bytes: int
+    state: ChildState = ChildState.STOPPED
+    proc: subprocess.Popen[bytes] | None = None
+    crashes: deque[float] = field(default_factory=deque)
+    restarts: int = 0
+    restart_at: float = 0.0
+    drain_deadline: float = 0.0
+    last_exit: int | None = None
+    reason: str = ""
+
+    @property
+    def slot(self) -> tuple[str, str]:
+        """(prefix:queue, GPU uuid)."""
+        return (self.queue.key, self.gpu.uuid)
+
+    @property
+    def pid(self) -> int | None:
+        """The live process id."""
+        return self.proc.pid if self.proc is not None else None
+
+    def worker_id(self, host: str) -> str:
+        """The id its heartbeats are published under."""
+        return worker_id(host, self.queue.prefix, self.queue.queue, self.gpu.uuid)
+
+
+def spawn(child: Child, cfg: SupervisorConfig, slots: int) -> None:
+    """Start the worker process of a (queue, GPU), pinned with
+    CUDA_VISIBLE_DEVICES=<uuid>; `child` becomes RUNNING."""
+    q = child.queue
+    spec = WorkerSpec(
+        redis_url=cfg.redis_url,
+        host=cfg.host,
+        queue=q.queue,
+        prefix=q.prefix,
+        gpu_uuid=child.gpu.uuid,
+        gpus=cfg.gpus,
+        budget_bytes=child.budget_bytes,
+        slots=min(slots, q.max_slots),
+        max_slots=q.max_slots,
+        handler_modules=list(cfg.handler_modules),
+        namespace=cfg.namespace,
+        context_bytes=cfg.context_bytes,
+        heartbeat_interval_s=cfg.heartbeat_interval_s,
+        heartbeat_ttl_s=cfg.heartbeat_ttl_s,
+        control_interval_s=cfg.control_interval_s,
+        lock_duration_ms=q.lock_duration_ms,
+        stalled_interval_ms=q.stalled_interval_ms,
+        max_stalled_count=q.max_stalled_count,
+        drain_timeout_s=cfg.drain_timeout_s,
+        restarts=child.restarts,
+        log_level=cfg.log_level,
+    )
+    env = dict(os.environ, **cfg.child_env)
+    env["CUDA_VISIBLE_DEVICES"] = child.gpu.uuid
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p
+    )
+    out: Any = None
+    if cfg.log_dir:
+        Path(cfg.log_dir).mkdir(parents=True, exist_ok=True)
+        name = spec.worker_id.replace(":", "_") + ".log"
+        out = open(Path(cfg.log_dir) / name, "ab")  # noqa: SIM115 - child owns it
+    try:
+        child.proc = subprocess.Popen(
+            [cfg.python, "-m", "gpu_workers.child", spec.to_json()],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT if out is not None else None,
+        )
+    finally:
+        if out is not None:
+            out.close()
+    child.state = ChildState.RUNNING
+
+
+def child_record(child: Child, host: str) -> dict[str, Any]:
+    """The record published for a child without a live process (restarting
+    or failed), shaped like a worker heartbeat."""
+    state = "failed" if child.state is ChildState.FAILED else "starting"
+    return {
+        "id": child.worker_id(host),
+        "host": host,
+        "pid": None,
+        "queue": child.queue.queue,
+        "prefix": child.queue.prefix,
+        "gpu": {
+            "uuid": child.gpu.uuid,
+            "index": child.gpu.index,
+            "name": child.gpu.name,
+            "simulated": child.gpu.simulated,
+        },
+        "simulated": child.gpu.simulated,
+        "slots": 0,
+        "budget_bytes": child.budget_bytes,
+        "committed_bytes": 0,
+        "free_bytes": child.budget_bytes,
+        "running": [],
+        "counters": {},
+        "restarts": child.restarts,
+        "state": state,
+        "reason": child.reason,
+        "last_exit": child.last_exit,
+        "ts_ms": now_ms(),
+    }

@@ -1,0 +1,215 @@
+"""Configuration handed to gpu_workers: per-queue worker settings, the
+supervisor's settings, and the spec a supervisor gives each worker process.
+
+Everything arrives as arguments (from `manage.py runworkers`, the
+`python -m gpu_workers` CLI, or tests); nothing here reads the environment.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import sys
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from . import defaults
+from .exceptions import ConfigError
+from .units import parse_bytes
+
+_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
+
+
+def check_name(value: Any, what: str) -> str:
+    """Host, queue and prefix names: letters, digits, `_ . -` (no colons)."""
+    if not isinstance(value, str) or not _NAME.match(value) or len(value) > 200:
+        raise ConfigError(
+            f"{what} must be letters, digits, '_', '.' or '-', not {value!r}"
+        )
+    return value
+
+
+@dataclass
+class QueueConfig:
+    """How one queue is worked on this host: one process per GPU it may use."""
+
+    queue: str
+    prefix: str = defaults.QUEUE_PREFIX
+    #: Jobs one worker process may hold at once (its slots).
+    slots: int = defaults.SLOTS
+    #: The most slots set_desired() may ask for.
+    max_slots: int = defaults.MAX_SLOTS
+    #: Worker processes to run at first (one per GPU); None = every GPU listed.
+    workers: int | None = None
+    #: GPUs this queue may use, by UUID or index, in placement order; None = all.
+    gpus: list[str | int] | None = None
+    #: Fraction of each GPU's budget for this queue; None = an equal split among
+    #: the queues sharing the GPU that set none.
+    vram_share: float | None = None
+    lock_duration_ms: int = defaults.LOCK_DURATION_MS
+    stalled_interval_ms: int = defaults.STALLED_INTERVAL_MS
+    max_stalled_count: int = defaults.MAX_STALLED_COUNT
+
+    def __post_init__(self) -> None:
+        check_name(self.queue, "a queue name")
+        check_name(self.prefix, "a queue prefix")
+        if not isinstance(self.slots, int) or not 1 <= self.slots <= self.max_slots:
+            raise ConfigError(
+                f"queue {self.queue}: slots must be 1..{self.max_slots}, "
+                f"not {self.slots!r}"
+            )
+        if self.workers is not None and (
+            not isinstance(self.workers, int) or self.workers < 0
+        ):
+            raise ConfigError(f"queue {self.queue}: workers must be >= 0")
+        if self.vram_share is not None and not 0 < self.vram_share <= 1:
+            raise ConfigError(f"queue {self.queue}: vram_share must be in (0, 1]")
+
+    @property
+    def key(self) -> str:
+        """`prefix:queue`, the field naming it in desired-count hashes."""
+        return f"{self.prefix}:{self.queue}"
+
+
+@dataclass
+class SupervisorConfig:
+    """Everything a supervisor needs; see dashboard/settings.py for the env vars."""
+
+    redis_url: str
+    queues: list[QueueConfig]
+    host: str = field(default_factory=socket.gethostname)
+    #: auto | nvml | none | sim:2x24GiB
+    gpus: str = "auto"
+    handler_modules: list[str] = field(
+        default_factory=lambda: ["gpu_workers.demo_handlers"]
+    )
+    namespace: str = defaults.NAMESPACE
+    reserve_bytes: int = defaults.DRIVER_RESERVE_BYTES
+    context_bytes: int = defaults.CUDA_CONTEXT_BYTES
+    margin_bytes: int = defaults.SAFETY_MARGIN_BYTES
+    max_restarts: int = defaults.MAX_RESTARTS
+    restart_window_s: float = defaults.RESTART_WINDOW_S
+    backoff_initial_s: float = defaults.RESTART_BACKOFF_INITIAL_S
+    backoff_max_s: float = defaults.RESTART_BACKOFF_MAX_S
+    drain_timeout_s: float = defaults.DRAIN_TIMEOUT_S
+    heartbeat_interval_s: float = defaults.HEARTBEAT_INTERVAL_S
+    heartbeat_ttl_s: float = defaults.HEARTBEAT_TTL_S
+    reconcile_interval_s: float = defaults.RECONCILE_INTERVAL_S
+    control_interval_s: float = defaults.CONTROL_INTERVAL_S
+    python: str = sys.executable
+    #: Extra environment for worker processes.
+    child_env: dict[str, str] = field(default_factory=dict)
+    #: Write each worker process's output to <log_dir>/<worker>.log (else inherit).
+    log_dir: str | None = None
+    log_level: str = "INFO"
+
+    def __post_init__(self) -> None:
+        self.host = check_name(self.host, "a host name")
+        check_name(self.namespace, "the Bullpen namespace")
+        for q in self.queues:
+            if q.prefix == self.namespace:
+                raise ConfigError(
+                    f"queue prefix {q.prefix!r} equals Bullpen's namespace; "
+                    "Bullpen's keys must never live inside a queue's"
+                )
+        keys = [q.key for q in self.queues]
+        if len(keys) != len(set(keys)):
+            raise ConfigError(f"a queue is configured twice: {keys}")
+        for name in ("reserve_bytes", "context_bytes", "margin_bytes"):
+            setattr(self, name, parse_bytes(getattr(self, name)))
+        if self.max_restarts < 0 or self.restart_window_s <= 0:
+            raise ConfigError("max_restarts must be >= 0 and restart_window_s > 0")
+        if self.heartbeat_ttl_s <= self.heartbeat_interval_s:
+            raise ConfigError(
+                "heartbeat_ttl_s must be longer than heartbeat_interval_s"
+            )
+
+
+@dataclass
+class WorkerSpec:
+    """What a supervisor hands one worker process (as JSON on its command line)."""
+
+    redis_url: str
+    host: str
+    queue: str
+    prefix: str
+    gpu_uuid: str
+    gpus: str
+    budget_bytes: int
+    slots: int
+    max_slots: int
+    handler_modules: list[str]
+    namespace: str = defaults.NAMESPACE
+    context_bytes: int = defaults.CUDA_CONTEXT_BYTES
+    heartbeat_interval_s: float = defaults.HEARTBEAT_INTERVAL_S
+    heartbeat_ttl_s: float = defaults.HEARTBEAT_TTL_S
+    control_interval_s: float = defaults.CONTROL_INTERVAL_S
+    lock_duration_ms: int = defaults.LOCK_DURATION_MS
+    stalled_interval_ms: int = defaults.STALLED_INTERVAL_MS
+    max_stalled_count: int = defaults.MAX_STALLED_COUNT
+    drain_timeout_s: float = defaults.DRAIN_TIMEOUT_S
+    restarts: int = 0
+    log_level: str = "INFO"
+
+    @property
+    def worker_id(self) -> str:
+        """Stable across restarts: host, queue and GPU."""
+        return worker_id(self.host, self.prefix, self.queue, self.gpu_uuid)
+
+    def to_json(self) -> str:
+        """The command-line form."""
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> WorkerSpec:
+        """Parse the command-line form (unknown keys are a ConfigError)."""
+        data = json.loads(text)
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ConfigError(f"unknown worker spec keys: {sorted(unknown)}")
+        return cls(**data)
+
+
+def worker_id(host: str, prefix: str, queue: str, gpu_uuid: str) -> str:
+    """The id of the worker process of one queue on one GPU of one host."""
+    return f"{host}:{prefix}:{queue}:{gpu_uuid}"
+
+
+def parse_workers(value: str | list[dict[str, Any]]) -> list[QueueConfig]:
+    """BULLPEN_WORKERS: JSON (a list of QueueConfig objects) or the short form
+    `queue:slots[,queue:slots...]`, e.g. `txt2img:3,video:1`."""
+    if isinstance(value, list):
+        items = value
+    else:
+        text = value.strip()
+        if not text:
+            return []
+        if text.startswith("["):
+            try:
+                items = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"BULLPEN_WORKERS is not valid JSON: {exc}") from exc
+        else:
+            items = []
+            for part in text.split(","):
+                name, _, slots = part.strip().partition(":")
+                try:
+                    items.append(
+                        {"queue": name, **({"slots": int(slots)} if slots else {})}
+                    )
+                except ValueError:
+                    raise ConfigError(
+                        f"bad BULLPEN_WORKERS entry {part!r} (expected queue:slots)"
+                    ) from None
+    known = {f.name for f in fields(QueueConfig)}
+    result = []
+    for item in items:
+        if not isinstance(item, dict) or set(item) - known:
+            raise ConfigError(f"bad worker config {item!r}; keys: {sorted(known)}")
+        try:
+            result.append(QueueConfig(**item))
+        except TypeError as exc:
+            raise ConfigError(f"bad worker config {item!r}: {exc}") from exc
+    return result

@@ -1,0 +1,62 @@
+"""Tunables of the GPU worker layer, with their units in their names."""
+
+from __future__ import annotations
+
+#: Bullpen's own Redis namespace (never a queue prefix).
+NAMESPACE = "bullpen"
+#: Queue prefix when a worker config names none (BullMQ's default).
+QUEUE_PREFIX = "bull"
+
+# --- VRAM budget: total - driver reserve - CUDA context - safety margin ---
+DRIVER_RESERVE_BYTES = 1 << 30
+CUDA_CONTEXT_BYTES = 512 << 20
+SAFETY_MARGIN_BYTES = 1 << 30
+#: Jobs a worker process may hold at once (claimed + running).
+SLOTS = 3
+#: Upper limit on slots that set_desired() accepts.
+MAX_SLOTS = 16
+
+# --- heartbeats, control and reconciling ---
+HEARTBEAT_INTERVAL_S = 2.0
+#: A record without a fresh heartbeat disappears after this (3 missed beats).
+HEARTBEAT_TTL_S = 6.0
+#: How often a worker looks at cancel flags, its slot target and its parent.
+CONTROL_INTERVAL_S = 0.25
+#: How often the supervisor re-reads desired counts (the spec wants <= 2 s).
+RECONCILE_INTERVAL_S = 0.5
+#: How often the supervisor's reap loop polls its children.
+REAP_INTERVAL_S = 0.1
+#: How often a worker samples NVML per-process memory while jobs run.
+PEAK_SAMPLE_INTERVAL_S = 0.2
+#: Entries kept in the workers stream (heartbeats and state changes).
+STREAM_MAXLEN = 10_000
+
+# --- restarts and draining ---
+MAX_RESTARTS = 5
+RESTART_WINDOW_S = 60.0
+RESTART_BACKOFF_INITIAL_S = 0.5
+RESTART_BACKOFF_MAX_S = 30.0
+#: How long draining workers may finish running jobs before they are killed.
+DRAIN_TIMEOUT_S = 60.0
+#: Extra time the supervisor grants a draining child past its drain timeout.
+DRAIN_KILL_GRACE_S = 5.0
+#: How long a worker whose CUDA is broken waits for its other jobs.
+BROKEN_CLOSE_TIMEOUT_S = 5.0
+
+# --- bookkeeping kept in Redis ---
+#: How long per-job VRAM records (declared vs measured peak) are kept.
+JOB_RECORD_TTL_S = 7 * 24 * 3600
+#: How long a cancel request waits for a worker to see it.
+CANCEL_TTL_S = 24 * 3600
+#: A job's progress writes from a sync handler wait at most this long.
+PROGRESS_WRITE_TIMEOUT_S = 10.0
+
+# --- queue worker settings handed to queues.AsyncWorker ---
+LOCK_DURATION_MS = 30_000
+STALLED_INTERVAL_MS = 30_000
+MAX_STALLED_COUNT = 1
+
+#: Exit status of a worker process whose CUDA state is broken (restart it).
+EXIT_CUDA_BROKEN = 70
+#: Exit status of a worker process that cannot start (bad config, handler import).
+EXIT_CONFIG = 78

@@ -1,0 +1,280 @@
+"""Job handlers: a registry from job names to functions, with the VRAM each
+declares, and the context a handler runs with.
+
+    from gpu_workers.handlers import handler
+
+    @handler("txt2img", vram="10GiB")             # or vram=lambda data: ...
+    def txt2img(ctx):                              # plain def: runs in a thread
+        for step in range(30):
+            if ctx.should_stop():                  # an operator cancelled it
+                return None
+            ...
+            ctx.report_progress(100 * (step + 1) // 30)
+        return {"ok": True}
+
+Modules holding handlers are named in settings (BULLPEN_HANDLER_MODULES) and
+imported by each worker process; `async def` handlers run on the worker's
+event loop and may `await ctx.report_progress(...)`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import logging
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from queues import Job, UnrecoverableError
+
+from . import defaults
+from .exceptions import ConfigError, HandlerNotFound, UnitError
+from .probe import SimulatedMemory
+from .units import format_bytes, parse_bytes
+
+log = logging.getLogger("gpu_workers.handlers")
+
+VramSpec = int | str | Callable[[Any], int | str]
+
+
+@dataclass(frozen=True)
+class Handler:
+    """A registered handler: its job name, function and declared VRAM."""
+
+    name: str
+    fn: Callable[[JobContext], Any]
+    vram: VramSpec = 0
+
+    @property
+    def is_async(self) -> bool:
+        """Whether it runs on the event loop (else in a thread)."""
+        return inspect.iscoroutinefunction(self.fn)
+
+    def declared_bytes(self, data: Any) -> int:
+        """The VRAM this job needs, from the constant or the function of its data."""
+        try:
+            value = self.vram(data) if callable(self.vram) else self.vram
+            return parse_bytes(value)
+        except (UnitError, TypeError, ValueError, KeyError, AttributeError) as exc:
+            raise UnrecoverableError(
+                f"cannot work out the VRAM need of a {self.name!r} job: {exc}"
+            ) from exc
+
+
+class HandlerRegistry:
+    """Job name -> Handler."""
+
+    def __init__(self) -> None:
+        self._handlers: dict[str, Handler] = {}
+
+    def register(
+        self, name: str, fn: Callable[[JobContext], Any], vram: VramSpec = 0
+    ) -> Handler:
+        """Add a handler; a name taken by another function is a ConfigError."""
+        if not isinstance(name, str) or not name:
+            raise ConfigError("a handler needs a non-empty job name")
+        if not callable(fn):
+            raise ConfigError(f"handler {name!r} is not callable")
+        if not callable(vram):
+            parse_bytes(vram)
+        old = self._handlers.get(name)
+        if old is not None and _qualname(old.fn) != _qualname(fn):
+            raise ConfigError(
+                f"job name {name!r} already has handler "
+                f"{_qualname(old.fn)}; cannot also register {_qualname(fn)}"
+            )
+        entry = Handler(name, fn, vram)
+        self._handlers[name] = entry
+        return entry
+
+    def handler(
+        self, name: str, vram: VramSpec = 0
+    ) -> Callable[[Callable[[JobContext], Any]], Callable[[JobContext], Any]]:
+        """Decorator form of register()."""
+
+        def decorate(fn: Callable[[JobContext], Any]) -> Callable[[JobContext], Any]:
+            self.register(name, fn, vram)
+            return fn
+
+        return decorate
+
+    def get(self, name: str) -> Handler:
+        """The handler of a job name, or HandlerNotFound (fails the job at once)."""
+        try:
+            return self._handlers[name]
+        except KeyError:
+            known = ", ".join(sorted(self._handlers)) or "none"
+            raise HandlerNotFound(
+                f"no handler for job name {name!r} (registered: {known})"
+            ) from None
+
+    def names(self) -> list[str]:
+        """Registered job names."""
+        return sorted(self._handlers)
+
+
+def _qualname(fn: Callable[..., Any]) -> str:
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+
+
+#: The registry that `@handler` fills and worker processes read.
+REGISTRY = HandlerRegistry()
+handler = REGISTRY.handler
+
+
+def load_handler_modules(modules: Iterable[str]) -> None:
+    """Import each module so its `@handler`s register (ConfigError if one fails)."""
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception as exc:
+            raise ConfigError(
+                f"cannot import handler module {name!r}: {exc!r}"
+            ) from exc
+
+
+@dataclass
+class Device:
+    """The GPU a worker process is pinned to. With CUDA_VISIBLE_DEVICES=<uuid>
+    the process sees it as CUDA device 0 (`torch_device`)."""
+
+    uuid: str
+    index: int
+    name: str
+    memory_total_bytes: int
+    simulated: bool
+    #: This process's simulated memory (simulated devices only).
+    memory: SimulatedMemory | None = None
+    torch_device: str = "cuda:0"
+
+
+@dataclass
+class JobMeter:
+    """What a worker knows about one claimed job while it runs."""
+
+    job_id: str
+    name: str
+    declared_bytes: int = 0
+    admitted: bool = False
+    claimed_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+    started_ms: int | None = None
+    #: Wall-clock microseconds of admission and release (for overlap checks).
+    admitted_us: int | None = None
+    released_us: int | None = None
+    progress: Any = 0
+    #: Peak the handler reported (record_peak), e.g. from its own tensors.
+    handler_peak_bytes: int | None = None
+    #: Peak of simulated memory this job held.
+    sim_peak_bytes: int | None = None
+    sim_held_bytes: int = 0
+    #: Peak of the whole process on the GPU while this job ran (NVML by pid).
+    process_peak_bytes: int | None = None
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+    def best_peak(self) -> tuple[int | None, str | None]:
+        """The best per-job peak and where it came from."""
+        if self.handler_peak_bytes is not None:
+            return self.handler_peak_bytes, "handler"
+        if self.sim_peak_bytes is not None:
+            return self.sim_peak_bytes, "simulated"
+        if self.process_peak_bytes is not None:
+            return self.process_peak_bytes, "nvml-process"
+        return None, None
+
+    def summary(self) -> dict[str, Any]:
+        """The job as a heartbeat lists it."""
+        return {
+            "id": self.job_id,
+            "name": self.name,
+            "declared_bytes": self.declared_bytes,
+            "admitted": self.admitted,
+            "state": "running" if self.admitted else "waiting-for-vram",
+            "progress": self.progress,
+            "claimed_ms": self.claimed_ms,
+            "started_ms": self.started_ms,
+        }
+
+
+class JobContext:
+    """What a handler receives: the job, its device, progress, log, cancel."""
+
+    def __init__(
+        self, job: Job, device: Device, meter: JobMeter, loop: asyncio.AbstractEventLoop
+    ) -> None:
+        self.job = job
+        self.device = device
+        self.meter = meter
+        self._loop = loop
+
+    @property
+    def declared_bytes(self) -> int:
+        """The VRAM this job was admitted with."""
+        return self.meter.declared_bytes
+
+    @property
+    def data(self) -> Any:
+        """The job's data."""
+        return self.job.data
+
+    def should_stop(self) -> bool:
+        """True once an operator asked to cancel this job: return soon."""
+        return self.meter.cancel.is_set()
+
+    def report_progress(self, value: Any) -> Awaitable[Any] | None:
+        """Store progress (a number or a JSON object). From a thread it waits for
+        the write; on the event loop it returns a task you may await."""
+        self.meter.progress = value
+        return self._call(self.job.update_progress(value))
+
+    def log(self, line: str) -> Awaitable[Any] | None:
+        """Append a line to the job's log (same calling rules as report_progress)."""
+        return self._call(self.job.log(str(line)))
+
+    def record_peak(self, nbytes: int) -> None:
+        """Report this job's own measured peak VRAM (e.g. from its tensors)."""
+        current = self.meter.handler_peak_bytes or 0
+        self.meter.handler_peak_bytes = max(current, int(nbytes))
+
+    def sim_allocate(self, nbytes: int) -> None:
+        """Hold simulated VRAM (SimulatedOutOfMemory past the device's capacity)."""
+        if self.device.memory is not None:
+            self.device.memory.allocate(nbytes)
+        self.meter.sim_held_bytes += nbytes
+        self.meter.sim_peak_bytes = max(
+            self.meter.sim_peak_bytes or 0, self.meter.sim_held_bytes
+        )
+
+    def sim_free(self, nbytes: int | None = None) -> None:
+        """Give simulated VRAM back (all this job holds by default)."""
+        amount = (
+            self.meter.sim_held_bytes
+            if nbytes is None
+            else min(nbytes, self.meter.sim_held_bytes)
+        )
+        if self.device.memory is not None:
+            self.device.memory.free(amount)
+        self.meter.sim_held_bytes -= amount
+
+    def _call(self, coro: Any) -> Awaitable[Any] | None:
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self._loop:
+            return self._loop.create_task(coro)
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        try:
+            future.result(defaults.PROGRESS_WRITE_TIMEOUT_S)
+        except Exception as exc:  # noqa: BLE001 - progress must not fail the job
+            log.warning("job %s: progress/log write failed: %r", self.job.id, exc)
+        return None
+
+    def __repr__(self) -> str:
+        return (
+            f"<JobContext job={self.job.id} name={self.job.name!r} "
+            f"declared={format_bytes(self.declared_bytes)} gpu={self.device.uuid}>"
+        )

@@ -1,0 +1,58 @@
+"""Every Redis key of Bullpen's own namespace, in one place.
+
+Bullpen's data never lives inside a queue's keys (`{prefix}:{queue}:...`), so
+BullMQ clients ignore it. With the default namespace `bullpen`:
+
+- `bullpen:hosts` (zset): host -> expiry (ms) of its last heartbeat
+- `bullpen:host:{host}` (string, TTL): supervisor heartbeat, JSON: state,
+  GPU snapshots, per-queue limits, children
+- `bullpen:workers` (zset): worker id -> expiry (ms) of its last heartbeat
+- `bullpen:worker:{host}:{prefix}:{queue}:{gpu uuid}` (string, TTL): worker
+  heartbeat, JSON (see registry.py)
+- `bullpen:desired:{host}` (hash): `{prefix}:{queue}` -> {"workers", "slots"}
+- `bullpen:cancel:{prefix}:{queue}:{job id}` (string, TTL): cancel request
+- `bullpen:job:{prefix}:{queue}:{job id}` (hash, TTL 7 days): declared vs
+  measured VRAM of a job (see worker.py)
+- `bullpen:gpu:{uuid}:counters` (hash): oom_total per GPU
+- `bullpen:stream:workers` (stream, capped): heartbeats and state changes
+"""
+
+from __future__ import annotations
+
+from . import defaults
+
+
+class BullpenKeys:
+    """Key names under one namespace."""
+
+    __slots__ = ("ns", "hosts", "workers", "stream")
+
+    def __init__(self, namespace: str = defaults.NAMESPACE) -> None:
+        self.ns = namespace
+        self.hosts = f"{namespace}:hosts"
+        self.workers = f"{namespace}:workers"
+        self.stream = f"{namespace}:stream:workers"
+
+    def host(self, host: str) -> str:
+        """A supervisor's heartbeat record."""
+        return f"{self.ns}:host:{host}"
+
+    def worker(self, worker_id: str) -> str:
+        """A worker's heartbeat record."""
+        return f"{self.ns}:worker:{worker_id}"
+
+    def desired(self, host: str) -> str:
+        """A host's desired worker counts and slots per queue."""
+        return f"{self.ns}:desired:{host}"
+
+    def cancel(self, prefix: str, queue: str, job_id: str) -> str:
+        """A request to cancel a job."""
+        return f"{self.ns}:cancel:{prefix}:{queue}:{job_id}"
+
+    def job(self, prefix: str, queue: str, job_id: str) -> str:
+        """A job's declared and measured VRAM."""
+        return f"{self.ns}:job:{prefix}:{queue}:{job_id}"
+
+    def gpu_counters(self, uuid: str) -> str:
+        """Counters of one GPU (oom_total)."""
+        return f"{self.ns}:gpu:{uuid}:counters"

@@ -1,0 +1,277 @@
+"""Bullpen's worker registry in Redis: heartbeats written by workers and
+supervisors, and the small read/write API the dashboard calls.
+
+    fleet = Fleet("redis://...")
+    fleet.list_workers()          # live worker processes (and failed ones)
+    fleet.list_gpus()             # every host's GPUs with budget and use
+    fleet.set_desired("host-a", "txt2img", workers=2, slots=3)
+    fleet.request_cancel("txt2img", job_id)
+    fleet.job_vram("txt2img", job_id)   # declared vs measured peak
+
+A heartbeat is a JSON string with a TTL plus an entry in an index zset
+scored by its expiry, so a dead host's records vanish on their own and a
+listing never scans the keyspace. Worker records (keys.py) hold: id, host,
+pid, queue, prefix, gpu (a snapshot), simulated, slots, budget_bytes,
+committed_bytes, free_bytes, running [{id, name, declared_bytes, admitted,
+state, progress, ...}], counters {processed, failed, oom, cancelled,
+too_big}, restarts, state (starting|idle|busy|draining|failed), ts_ms.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import redis
+
+from queues import Queue, codec
+from queues.connection import sync_client
+from queues.state import TERMINAL
+
+from . import defaults
+from .config import check_name
+from .exceptions import ConfigError, ValidationError
+from .keys import BullpenKeys
+
+
+def now_ms() -> int:
+    """Wall-clock milliseconds (heartbeat expiries are compared across hosts)."""
+    return int(time.time() * 1000)
+
+
+def queue_heartbeat(
+    pipe: Any,
+    keys: BullpenKeys,
+    kind: str,
+    ident: str,
+    record: dict[str, Any],
+    ttl_s: float,
+    stream: bool = True,
+) -> None:
+    """Queue the commands writing one heartbeat on a (sync or async) pipeline."""
+    ttl_ms = max(int(ttl_s * 1000), 1)
+    payload = codec.dumps(record)
+    if kind == "host":
+        pipe.set(keys.host(ident), payload, px=ttl_ms)
+        pipe.zadd(keys.hosts, {ident: now_ms() + ttl_ms})
+    else:
+        pipe.set(keys.worker(ident), payload, px=ttl_ms)
+        pipe.zadd(keys.workers, {ident: now_ms() + ttl_ms})
+    if stream:
+        pipe.xadd(
+            keys.stream,
+            {"kind": kind, "id": ident, "record": payload},
+            maxlen=defaults.STREAM_MAXLEN,
+            approximate=True,
+        )
+
+
+def queue_removal(
+    pipe: Any, keys: BullpenKeys, kind: str, ident: str, state: str = "stopped"
+) -> None:
+    """Queue the commands deleting a record (a clean stop) and announcing it."""
+    if kind == "host":
+        pipe.delete(keys.host(ident))
+        pipe.zrem(keys.hosts, ident)
+    else:
+        pipe.delete(keys.worker(ident))
+        pipe.zrem(keys.workers, ident)
+    pipe.xadd(
+        keys.stream,
+        {
+            "kind": kind,
+            "id": ident,
+            "record": codec.dumps({"id": ident, "state": state}),
+        },
+        maxlen=defaults.STREAM_MAXLEN,
+        approximate=True,
+    )
+
+
+def parse_desired(raw: str | None) -> dict[str, int]:
+    """A desired-count hash field: {"workers": n, "slots": s} (either may be absent)."""
+    if not raw:
+        return {}
+    try:
+        value = codec.loads(raw)
+    except codec.JSONDecodeError:
+        return {}
+    if not isinstance(value, dict):
+        return {}
+    return {
+        k: int(v)
+        for k, v in value.items()
+        if k in ("workers", "slots") and isinstance(v, int) and v >= 0
+    }
+
+
+class Fleet:
+    """Read model and write API over every host's supervisors and workers."""
+
+    def __init__(
+        self, connection: str | redis.Redis, namespace: str = defaults.NAMESPACE
+    ) -> None:
+        # A decoding client (replies are str), the given one when it decodes.
+        self.client: Any = sync_client(connection)
+        self.keys = BullpenKeys(namespace)
+
+    def close(self) -> None:
+        """Close the client."""
+        self.client.close()
+
+    # --- reading ------------------------------------------------------------
+    def _live(self, index: str, key_of: Any) -> list[dict[str, Any]]:
+        now = now_ms()
+        self.client.zremrangebyscore(index, "-inf", now)
+        idents = self.client.zrangebyscore(index, now, "+inf")
+        if not idents:
+            return []
+        values = self.client.mget([key_of(i) for i in idents])
+        records = []
+        for value in values:
+            if value:
+                try:
+                    records.append(codec.loads(value))
+                except codec.JSONDecodeError:
+                    continue
+        return records
+
+    def list_hosts(self) -> list[dict[str, Any]]:
+        """Supervisors with a fresh heartbeat, by host name."""
+        hosts = self._live(self.keys.hosts, self.keys.host)
+        return sorted(hosts, key=lambda h: h.get("host", ""))
+
+    def list_workers(self, host: str | None = None) -> list[dict[str, Any]]:
+        """Worker records with a fresh heartbeat (failed ones included), sorted."""
+        workers = self._live(self.keys.workers, self.keys.worker)
+        if host is not None:
+            workers = [w for w in workers if w.get("host") == host]
+        return sorted(workers, key=lambda w: w.get("id", ""))
+
+    def list_gpus(self) -> list[dict[str, Any]]:
+        """Every live host's GPUs: the probe's reading, the budget and committed
+        VRAM of the workers on it, their ids, and the GPU's OOM count."""
+        workers = self.list_workers()
+        gpus = []
+        for host in self.list_hosts():
+            for gpu in host.get("gpus", []):
+                on_it = [
+                    w
+                    for w in workers
+                    if w.get("host") == host["host"]
+                    and (w.get("gpu") or {}).get("uuid") == gpu["uuid"]
+                ]
+                row = dict(gpu)
+                row["host"] = host["host"]
+                row["workers"] = [w["id"] for w in on_it]
+                row["budget_bytes"] = sum(w.get("budget_bytes", 0) for w in on_it)
+                row["committed_bytes"] = sum(w.get("committed_bytes", 0) for w in on_it)
+                if gpu.get("simulated"):
+                    # Only the worker processes hold simulated memory.
+                    used = sum(
+                        (w.get("gpu") or {}).get("memory_used_bytes", 0)
+                        for w in on_it
+                        if w.get("state") != "failed"
+                    )
+                    row["memory_used_bytes"] = used
+                    row["memory_free_bytes"] = gpu["memory_total_bytes"] - used
+                counters = self.client.hgetall(self.keys.gpu_counters(gpu["uuid"]))
+                row["oom_total"] = int(counters.get("oom_total", 0))
+                gpus.append(row)
+        return gpus
+
+    def get_desired(self, host: str) -> dict[str, dict[str, int]]:
+        """`prefix:queue` -> {"workers": n, "slots": s} for one host."""
+        raw = self.client.hgetall(self.keys.desired(host))
+        return {k: parse_desired(v) for k, v in raw.items()}
+
+    def job_vram(
+        self, queue: str, job_id: str, prefix: str = defaults.QUEUE_PREFIX
+    ) -> dict[str, Any] | None:
+        """A job's declared VRAM beside its measured peak (None if not recorded)."""
+        raw = self.client.hgetall(self.keys.job(prefix, queue, job_id))
+        if not raw:
+            return None
+        out: dict[str, Any] = {}
+        for k, v in raw.items():
+            out[k] = int(v) if v.lstrip("-").isdigit() else v
+        return out
+
+    # --- writing --------------------------------------------------------------
+    def set_desired(
+        self,
+        host: str,
+        queue: str,
+        workers: int | None = None,
+        slots: int | None = None,
+        prefix: str = defaults.QUEUE_PREFIX,
+    ) -> dict[str, int]:
+        """Set how many worker processes (and slots each) a host runs for a
+        queue; the host's supervisor converges within about 2 s. Validated
+        against the limits the live host publishes."""
+        try:
+            check_name(host, "a host name")
+            check_name(queue, "a queue name")
+            check_name(prefix, "a queue prefix")
+        except ConfigError as exc:
+            raise ValidationError(str(exc)) from None
+        if workers is None and slots is None:
+            raise ValidationError("give workers, slots or both")
+        for name, value, low in (("workers", workers, 0), ("slots", slots, 1)):
+            if value is not None and (
+                not isinstance(value, int) or isinstance(value, bool) or value < low
+            ):
+                raise ValidationError(
+                    f"{name} must be an integer >= {low}, not {value!r}"
+                )
+        raw_host = self.client.get(self.keys.host(host))
+        if not raw_host:
+            raise ValidationError(f"no live supervisor on host {host!r}")
+        limits = codec.loads(raw_host).get("queues", {}).get(f"{prefix}:{queue}")
+        if limits is None:
+            raise ValidationError(
+                f"host {host!r} does not serve queue {prefix}:{queue}"
+            )
+        if workers is not None and workers > limits["max_workers"]:
+            raise ValidationError(
+                f"host {host!r} can run at most {limits['max_workers']} worker(s) for "
+                f"{queue} (one per GPU it may use), not {workers}"
+            )
+        if slots is not None and slots > limits["max_slots"]:
+            raise ValidationError(
+                f"at most {limits['max_slots']} slots per worker "
+                f"for {queue}, not {slots}"
+            )
+        field = f"{prefix}:{queue}"
+        key = self.keys.desired(host)
+        current = parse_desired(self.client.hget(key, field))
+        if workers is not None:
+            current["workers"] = workers
+        if slots is not None:
+            current["slots"] = slots
+        self.client.hset(key, field, codec.dumps(current))
+        return current
+
+    def request_cancel(
+        self, queue: str, job_id: str, prefix: str = defaults.QUEUE_PREFIX
+    ) -> None:
+        """Ask the worker running (or about to run) a job to stop it; the job
+        ends failed with reason "cancelled by operator"."""
+        if not isinstance(job_id, str) or not job_id or len(job_id) > 200:
+            raise ValidationError(f"bad job id {job_id!r}")
+        try:
+            check_name(queue, "a queue name")
+            check_name(prefix, "a queue prefix")
+        except ConfigError as exc:
+            raise ValidationError(str(exc)) from None
+        q = Queue(queue, self.client, prefix)
+        state = q.get_job_state(job_id)
+        if state.value == "unknown":
+            raise ValidationError(f"job {job_id} does not exist in {prefix}:{queue}")
+        if state in TERMINAL:
+            raise ValidationError(f"job {job_id} already {state.value}")
+        self.client.set(
+            self.keys.cancel(prefix, queue, job_id),
+            codec.dumps({"ts_ms": now_ms()}),
+            ex=defaults.CANCEL_TTL_S,
+        )

@@ -1,0 +1,453 @@
+"""`GpuWorker`: a queue worker that owns one GPU and admits jobs by VRAM.
+
+Claims go through `claim_capacity()`: one job at a time, only with a free
+slot and some uncommitted budget, and none while a claimed job still waits
+for budget (it holds its slot until running jobs release enough). A job
+larger than the whole budget fails at once (JobTooLarge, unrecoverable).
+
+Each job's declared need and measured peak are written, before the job
+finishes, to the hash `bullpen:job:{prefix}:{queue}:{id}` (see keys.py and
+Fleet.job_vram) and as a line of the job's log: declared_bytes, peak_bytes
+and peak_source (handler | simulated | nvml-process), process_peak_bytes
+(NVML's reading of this whole process by pid while the job ran; an upper
+bound when jobs overlap), gpu, host, worker, outcome, timestamps.
+
+A CUDA OOM becomes the retryable reason "CUDA out of memory", counts
+against the GPU, empties the cache and runs a tiny self-check; if CUDA is
+broken the process closes quickly and exits with EXIT_CUDA_BROKEN so the
+supervisor restarts it (the stalled check recovers what it left).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import redis.asyncio as aioredis
+
+from queues import Job
+from queues.worker import AsyncWorker
+
+from . import defaults
+from .admission import VramAdmission
+from .config import WorkerSpec
+from .exceptions import (
+    CudaOutOfMemory,
+    JobCancelled,
+    JobTooLarge,
+    ProbeError,
+    SimulatedOutOfMemory,
+)
+from .handlers import REGISTRY, Device, HandlerRegistry, JobContext, JobMeter
+from .keys import BullpenKeys
+from .probe import GpuProbe, SimulatedProbe
+from .registry import now_ms, parse_desired, queue_heartbeat, queue_removal
+from .units import format_bytes
+
+log = logging.getLogger("gpu_workers.worker")
+
+
+def is_cuda_oom(exc: BaseException | None) -> bool:
+    """torch.OutOfMemoryError, a simulated OOM, or any error (or its cause)
+    whose message says CUDA ran out of memory."""
+    seen = 0
+    while exc is not None and seen < 10:
+        if isinstance(exc, SimulatedOutOfMemory):
+            return True
+        if type(exc).__name__ == "OutOfMemoryError" and type(exc).__module__.startswith(
+            "torch"
+        ):
+            return True
+        text = str(exc)
+        if "CUDA out of memory" in text or "CUDA error: out of memory" in text:
+            return True
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return False
+
+
+def cuda_self_check(device: Device) -> bool:
+    """After an OOM: free cached blocks and run a tiny kernel; False = broken."""
+    if device.memory is not None:
+        return not device.memory.broken
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_initialized():
+        return True
+    try:
+        torch.cuda.empty_cache()
+        x = torch.ones(256, device=device.torch_device)
+        ok = float(x.sum().item()) == 256.0
+        torch.cuda.synchronize()
+        del x
+        return ok
+    except Exception:  # noqa: BLE001 - any failure here means CUDA is unusable
+        log.exception("CUDA self-check failed")
+        return False
+
+
+class GpuWorker(AsyncWorker):
+    """A worker process's queue worker pinned to one GPU with a VRAM budget."""
+
+    def __init__(
+        self, spec: WorkerSpec, probe: GpuProbe, registry: HandlerRegistry = REGISTRY
+    ) -> None:
+        info = next((d for d in probe.devices() if d.uuid == spec.gpu_uuid), None)
+        if info is None:
+            raise ProbeError(f"GPU {spec.gpu_uuid} is not visible to the probe")
+        memory = None
+        if isinstance(probe, SimulatedProbe):
+            memory = probe.open(spec.gpu_uuid, spec.context_bytes)
+        self.spec = spec
+        self.probe = probe
+        self.registry = registry
+        self.device = Device(
+            uuid=info.uuid,
+            index=info.index,
+            name=info.name,
+            memory_total_bytes=info.memory_total_bytes,
+            simulated=info.simulated,
+            memory=memory,
+        )
+        self.admission = VramAdmission(spec.budget_bytes, spec.slots, spec.gpu_uuid)
+        self.bkeys = BullpenKeys(spec.namespace)
+        super().__init__(
+            spec.queue,
+            self._process_job,
+            connection=spec.redis_url,
+            prefix=spec.prefix,
+            concurrency=spec.max_slots,
+            lock_duration=spec.lock_duration_ms,
+            stalled_interval=spec.stalled_interval_ms,
+            max_stalled_count=spec.max_stalled_count,
+            worker_name=f"{spec.host}.{spec.queue}.gpu{info.index}",
+            close_timeout=spec.drain_timeout_s,
+        )
+        self.meters: dict[str, JobMeter] = {}
+        self.counters = {
+            "processed": 0,
+            "failed": 0,
+            "oom": 0,
+            "cancelled": 0,
+            "too_big": 0,
+        }
+        self.exit_code = 0
+        self.started_ms = now_ms()
+        self._state = "starting"
+        self._ppid = os.getppid()
+        self._helpers_stop = asyncio.Event()
+        self._pool = ThreadPoolExecutor(spec.max_slots, thread_name_prefix="handler")
+        # Bullpen's own keys; decode_responses, so replies are str.
+        self._bp: Any = aioredis.Redis.from_url(spec.redis_url, decode_responses=True)
+
+    # --- admission hooks --------------------------------------------------------------
+    def claim_capacity(self) -> int:
+        """One more job, given a free slot, free budget and nobody waiting."""
+        if self._closing:
+            return 0
+        claimed = len(self.running_jobs)
+        waiting = claimed - len(self.admission.admitted)
+        return self.admission.claim_capacity(claimed, waiting)
+
+    def close(self) -> None:
+        """Drain: stop claiming; running jobs finish (up to drain_timeout_s)."""
+        if not self._closing:
+            log.info("worker %s: draining", self.spec.worker_id)
+        super().close()
+
+    @property
+    def state(self) -> str:
+        """starting | idle | busy | draining."""
+        if self._closing:
+            return "draining"
+        if self._state == "starting":
+            return "starting"
+        return "busy" if self.meters else "idle"
+
+    # --- running ----------------------------------------------------------------------
+    async def run(self, install_signals: bool = True) -> None:
+        """Process jobs, heartbeat and watch cancel flags until closed."""
+        self._helpers_stop = asyncio.Event()
+        await self._heartbeat()
+        helpers = [
+            asyncio.create_task(self._heartbeat_loop()),
+            asyncio.create_task(self._control_loop()),
+            asyncio.create_task(self._peak_loop()),
+        ]
+        self._state = "running"
+        try:
+            await super().run(install_signals)
+        finally:
+            # A stop flag, not only cancel(): redis-py's asyncio client can
+            # swallow a CancelledError that lands mid-command (redis-py #2028).
+            self._helpers_stop.set()
+            for task in helpers:
+                task.cancel()
+            await asyncio.wait(helpers, timeout=5)
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            try:
+                pipe = self._bp.pipeline(transaction=False)
+                queue_removal(pipe, self.bkeys, "worker", self.spec.worker_id)
+                await pipe.execute()
+            except Exception as exc:  # noqa: BLE001 - the TTL removes it anyway
+                log.warning("could not remove the heartbeat record: %r", exc)
+            await self._bp.aclose()
+
+    async def _process_job(self, job: Job) -> Any:
+        meter = JobMeter(job.id, job.name)
+        self.meters[job.id] = meter
+        loop = asyncio.get_running_loop()
+        ctx = JobContext(job, self.device, meter, loop)
+        admitted = False
+        outcome = "failed"
+        try:
+            if await self._cancel_requested(job.id):
+                meter.cancel.set()
+                raise JobCancelled()
+            entry = self.registry.get(job.name)
+            meter.declared_bytes = entry.declared_bytes(job.data)
+            try:
+                admitted = await self.admission.admit(
+                    job.id, meter.declared_bytes, abort=meter.cancel.is_set
+                )
+            except JobTooLarge:
+                self.counters["too_big"] += 1
+                raise
+            if not admitted:
+                raise JobCancelled()
+            meter.admitted = True
+            self._sample_peaks()
+            meter.admitted_us = time.time_ns() // 1000
+            meter.started_ms = meter.admitted_us // 1000
+            self.wake()
+            try:
+                if entry.is_async:
+                    result = await entry.fn(ctx)
+                else:
+                    result = await loop.run_in_executor(self._pool, entry.fn, ctx)
+            except Exception as exc:
+                if is_cuda_oom(exc):
+                    await self._on_oom(job, exc)
+                    raise CudaOutOfMemory() from exc
+                if meter.cancel.is_set():
+                    raise JobCancelled() from exc
+                raise
+            if meter.cancel.is_set():
+                raise JobCancelled()
+            outcome = "completed"
+            self.counters["processed"] += 1
+            return result
+        except JobCancelled:
+            outcome = "cancelled"
+            self.counters["cancelled"] += 1
+            raise
+        except BaseException:
+            self.counters["failed"] += 1
+            raise
+        finally:
+            if admitted:
+                self._sample_peaks()
+            if meter.sim_held_bytes:
+                ctx.sim_free()
+            if admitted:
+                meter.released_us = time.time_ns() // 1000
+                await self.admission.release(job.id)
+            self.meters.pop(job.id, None)
+            await self._record_job(job, meter, outcome)
+
+    async def _cancel_requested(self, job_id: str) -> bool:
+        """Whether an operator asked to cancel the job (False if Redis is down;
+        the control loop keeps looking while the job runs)."""
+        try:
+            key = self.bkeys.cancel(self.spec.prefix, self.name, job_id)
+            return bool(await self._bp.exists(key))
+        except Exception as exc:  # noqa: BLE001 - a Redis blip must not fail the job
+            log.warning("job %s: cannot read its cancel flag: %r", job_id, exc)
+            return False
+
+    async def _on_oom(self, job: Job, exc: BaseException) -> None:
+        self.counters["oom"] += 1
+        log.warning(
+            "job %s: CUDA out of memory on GPU %s (%s)",
+            job.id,
+            self.device.uuid,
+            str(exc).splitlines()[0][:300],
+        )
+        try:
+            await self._bp.hincrby(
+                self.bkeys.gpu_counters(self.device.uuid), "oom_total", 1
+            )
+        except Exception as err:  # noqa: BLE001 - counting must not mask the OOM
+            log.warning("could not count the OOM: %r", err)
+        loop = asyncio.get_running_loop()
+        healthy = await loop.run_in_executor(None, cuda_self_check, self.device)
+        if not healthy:
+            log.error(
+                "CUDA is broken on GPU %s after an OOM: closing this worker "
+                "process so the supervisor restarts it",
+                self.device.uuid,
+            )
+            self.exit_code = defaults.EXIT_CUDA_BROKEN
+            self.close_timeout = defaults.BROKEN_CLOSE_TIMEOUT_S
+            self.close()
+
+    async def _record_job(self, job: Job, meter: JobMeter, outcome: str) -> None:
+        """Store declared vs measured VRAM beside the job, before it finishes."""
+        peak, source = meter.best_peak()
+        fields: dict[str, Any] = {
+            "declared_bytes": meter.declared_bytes,
+            "outcome": outcome,
+            "gpu": self.device.uuid,
+            "simulated": int(self.device.simulated),
+            "host": self.spec.host,
+            "worker": self.spec.worker_id,
+            "pid": os.getpid(),
+            "claimed_ms": meter.claimed_ms,
+            "finished_ms": now_ms(),
+            "budget_bytes": self.admission.budget_bytes,
+        }
+        if meter.started_ms is not None:
+            fields["started_ms"] = meter.started_ms
+        if meter.admitted_us is not None and meter.released_us is not None:
+            fields["admitted_us"] = meter.admitted_us
+            fields["released_us"] = meter.released_us
+        if peak is not None:
+            fields["peak_bytes"] = peak
+            fields["peak_source"] = source
+        if meter.process_peak_bytes is not None:
+            fields["process_peak_bytes"] = meter.process_peak_bytes
+        key = self.bkeys.job(self.spec.prefix, self.name, job.id)
+        try:
+            pipe = self._bp.pipeline(transaction=False)
+            pipe.delete(key)
+            pipe.hset(key, mapping=fields)
+            pipe.expire(key, defaults.JOB_RECORD_TTL_S)
+            await pipe.execute()
+            if meter.declared_bytes or peak is not None:
+                await job.log(
+                    f"vram: declared {format_bytes(meter.declared_bytes)}, "
+                    f"peak {format_bytes(peak) if peak is not None else 'n/a'}"
+                    f" ({source or 'not measured'}) on {self.device.uuid}"
+                )
+        except Exception as exc:  # noqa: BLE001 - bookkeeping must not fail the job
+            log.warning("job %s: could not record VRAM use: %r", job.id, exc)
+
+    # --- heartbeats, control, peaks ---------------------------------------------------
+    def heartbeat_record(self) -> dict[str, Any]:
+        """What this worker publishes every heartbeat."""
+        try:
+            gpu = self.probe.snapshot(self.device.uuid).to_dict()
+        except Exception as exc:  # noqa: BLE001 - a failing reading is reported, not fatal
+            gpu = {
+                "uuid": self.device.uuid,
+                "name": self.device.name,
+                "simulated": self.device.simulated,
+                "error": str(exc),
+            }
+        adm = self.admission
+        return {
+            "id": self.spec.worker_id,
+            "host": self.spec.host,
+            "pid": os.getpid(),
+            "queue": self.name,
+            "prefix": self.spec.prefix,
+            "gpu": gpu,
+            "simulated": self.device.simulated,
+            "slots": adm.slots,
+            "max_slots": self.spec.max_slots,
+            "budget_bytes": adm.budget_bytes,
+            "committed_bytes": adm.committed_bytes,
+            "free_bytes": adm.free_bytes,
+            "max_committed_bytes": adm.max_committed_bytes,
+            "running": [m.summary() for m in self.meters.values()],
+            "counters": dict(self.counters),
+            "restarts": self.spec.restarts,
+            "state": self.state,
+            "started_ms": self.started_ms,
+            "ts_ms": now_ms(),
+        }
+
+    async def _heartbeat(self) -> None:
+        pipe = self._bp.pipeline(transaction=False)
+        queue_heartbeat(
+            pipe,
+            self.bkeys,
+            "worker",
+            self.spec.worker_id,
+            self.heartbeat_record(),
+            self.spec.heartbeat_ttl_s,
+        )
+        await pipe.execute()
+
+    async def _pause(self, seconds: float) -> bool:
+        """Sleep; False once the helpers are told to stop."""
+        try:
+            await asyncio.wait_for(self._helpers_stop.wait(), seconds)
+        except TimeoutError:
+            pass
+        return not self._helpers_stop.is_set()
+
+    async def _heartbeat_loop(self) -> None:
+        while await self._pause(self.spec.heartbeat_interval_s):
+            try:
+                await self._heartbeat()
+            except Exception as exc:  # noqa: BLE001 - keep beating after Redis blips
+                log.warning("heartbeat failed: %r", exc)
+
+    async def _control_loop(self) -> None:
+        """Cancel flags of claimed jobs, the slot target, and the parent's life."""
+        desired_key = self.bkeys.desired(self.spec.host)
+        field = f"{self.spec.prefix}:{self.name}"
+        while await self._pause(self.spec.control_interval_s):
+            if os.getppid() != self._ppid and not self._closing:
+                log.warning(
+                    "worker %s: supervisor is gone; draining", self.spec.worker_id
+                )
+                self.close()
+            try:
+                ids = list(self.meters)
+                if ids:
+                    flags = await self._bp.mget(
+                        [self.bkeys.cancel(self.spec.prefix, self.name, i) for i in ids]
+                    )
+                    poke = False
+                    for job_id, flag in zip(ids, flags, strict=True):
+                        meter = self.meters.get(job_id)
+                        if flag and meter is not None and not meter.cancel.is_set():
+                            log.info("job %s: cancel requested", job_id)
+                            meter.cancel.set()
+                            poke = True
+                    if poke:
+                        await self.admission.poke()
+                slots = parse_desired(await self._bp.hget(desired_key, field)).get(
+                    "slots"
+                )
+                if slots and slots != self.admission.slots:
+                    self.admission.slots = min(slots, self.spec.max_slots)
+                    self.wake()
+            except Exception as exc:  # noqa: BLE001 - keep watching after Redis blips
+                log.warning("control loop: %r", exc)
+
+    async def _peak_loop(self) -> None:
+        """Sample this process's VRAM (NVML by pid, or simulated) while jobs run."""
+        while await self._pause(defaults.PEAK_SAMPLE_INTERVAL_S):
+            self._sample_peaks()
+
+    def _sample_peaks(self) -> None:
+        """One sample of this process's VRAM, credited to every running job
+        (also taken at each admission and at each job's end)."""
+        running = [m for m in self.meters.values() if m.admitted]
+        if not running:
+            return
+        try:
+            used = self.probe.process_memory(self.device.uuid).get(os.getpid())
+        except Exception:  # noqa: BLE001 - a missing sample is not an error
+            return
+        if used is None:
+            return
+        for meter in running:
+            meter.process_peak_bytes = max(meter.process_peak_bytes or 0, used)

@@ -1,0 +1,122 @@
+"""GPU probes: NVML on recorded readings (a fake pynvml injected into
+NvmlProbe), simulated devices, and the CPU-only fallback."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from gpu_workers.exceptions import ConfigError, ProbeError, SimulatedOutOfMemory
+from gpu_workers.probe import (
+    CpuOnlyProbe,
+    GpuProbe,
+    NvmlProbe,
+    SimulatedProbe,
+    make_probe,
+    parse_sim_spec,
+)
+from tests.gpu_workers.fake_nvml import FakeNvml
+
+H200_UUID = "GPU-00000000-0000-0000-0000-0000000000h2"
+
+
+def test_nvml_probe_reads_recorded_h200() -> None:
+    """Every reading of the recorded H200 comes through, in base units."""
+    probe = NvmlProbe(FakeNvml("nvml_h200.json"))
+    assert isinstance(probe, GpuProbe)
+    assert probe.driver_version == "580.159.04"
+    [info] = probe.devices()
+    assert (info.index, info.uuid, info.name) == (0, H200_UUID, "NVIDIA H200")
+    assert info.pci_bus_id == "00000000:19:00.0"
+    assert info.memory_total_bytes == 150_754_820_096 and not info.simulated
+    snap = probe.snapshot(H200_UUID)
+    assert snap.memory_used_bytes == 1_203_765_248
+    assert snap.memory_reserved_bytes == 645_005_312
+    assert snap.temperature_c == 39
+    assert snap.power_w == pytest.approx(88.145)
+    assert snap.power_limit_w == pytest.approx(700.0)
+    assert snap.sm_clock_mhz == 1980
+    assert snap.utilization_gpu_pct == 0 and snap.ecc_uncorrected_volatile == 0
+    assert snap.processes == {41001: 22_000_000_000, 41002: 22_000_000_000}
+    assert snap.xid_count == 0 and snap.xid_last is None
+    assert snap.to_dict()["processes"] == {
+        "41001": 22_000_000_000,
+        "41002": 22_000_000_000,
+    }
+
+
+def test_nvml_probe_per_process_memory_by_pid() -> None:
+    """Per-process memory is read by pid (how workers measure job peaks)."""
+    nvml = FakeNvml("nvml_h200.json")
+    probe = NvmlProbe(nvml)
+    nvml.set_process_memory(0, 777, 5 * 2**30)
+    assert probe.process_memory(H200_UUID)[777] == 5 * 2**30
+
+
+def test_nvml_probe_xid_events() -> None:
+    """Pending XID critical events are collected at each snapshot."""
+    nvml = FakeNvml("nvml_h200.json")
+    probe = NvmlProbe(nvml)
+    nvml.xid_events.extend([(0, 79), (0, 48)])
+    snap = probe.snapshot(H200_UUID)
+    assert (snap.xid_last, snap.xid_count) == (48, 2)
+
+
+def test_nvml_probe_falls_back_on_old_driver() -> None:
+    """Without memory v2, utilisation, ECC or per-process memory the reading
+    has None there instead of failing."""
+    probe = NvmlProbe(FakeNvml("nvml_old_driver_2gpu.json"))
+    first, second = probe.devices()
+    assert second.index == 1 and second.uuid.startswith("GPU-6666")
+    snap = probe.snapshot(first.uuid)
+    assert snap.memory_reserved_bytes is None
+    assert snap.utilization_gpu_pct is None and snap.ecc_uncorrected_volatile is None
+    assert snap.processes == {5150: None}
+    assert snap.temperature_c == 45
+    with pytest.raises(ProbeError):
+        probe.snapshot("GPU-not-here")
+
+
+def test_make_probe_without_driver_is_cpu_only(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """No driver and no simulation configured: CPU-only with a clear log line."""
+    with caplog.at_level(logging.WARNING, logger="gpu_workers.probe"):
+        probe = make_probe("auto", nvml=FakeNvml("nvml_h200.json", fail_init=True))
+    assert isinstance(probe, CpuOnlyProbe) and probe.devices() == []
+    assert "running CPU-only" in caplog.text and "BULLPEN_GPUS=sim" in caplog.text
+
+
+def test_make_probe_with_driver_uses_nvml() -> None:
+    """`auto` with a working driver is NVML."""
+    probe = make_probe("auto", nvml=FakeNvml("nvml_h200.json"))
+    assert probe.kind == "nvml" and len(probe.devices()) == 1
+
+
+def test_simulated_probe_is_marked_and_tracks_memory() -> None:
+    """`sim:2x24GiB` gives two devices, marked simulated, named per host."""
+    probe = make_probe("sim:2x24GiB", host="node-a")
+    assert isinstance(probe, SimulatedProbe) and probe.simulated
+    devices = probe.devices()
+    assert [d.uuid for d in devices] == ["SIM-node-a-0", "SIM-node-a-1"]
+    assert all(d.simulated and d.memory_total_bytes == 24 * 2**30 for d in devices)
+    mem = probe.open("SIM-node-a-0", context_bytes=512 * 2**20)
+    mem.allocate(10 * 2**30)
+    snap = probe.snapshot("SIM-node-a-0")
+    assert snap.simulated and snap.memory_used_bytes == 10 * 2**30 + 512 * 2**20
+    with pytest.raises(SimulatedOutOfMemory, match="CUDA out of memory"):
+        mem.allocate(20 * 2**30)
+    mem.free(10 * 2**30)
+    assert probe.snapshot("SIM-node-a-0").memory_used_bytes == 512 * 2**20
+
+
+def test_sim_spec_parsing() -> None:
+    """Counts, lists and mixes; nonsense is a ConfigError."""
+    assert parse_sim_spec("sim:24GiB,80GiB") == [24 * 2**30, 80 * 2**30]
+    assert parse_sim_spec("sim:1x24GiB,2x80GiB") == [24 * 2**30] + [80 * 2**30] * 2
+    for bad in ("sim:", "sim:0x24GiB", "sim:2xlots", "24GiB"):
+        with pytest.raises(ConfigError):
+            parse_sim_spec(bad)
+    with pytest.raises(ConfigError):
+        make_probe("cuda-please")

@@ -1,0 +1,95 @@
+"""The registry: heartbeat records with TTLs, Bullpen's own namespace, and
+the read model's merging of hosts, GPUs and workers."""
+
+from __future__ import annotations
+
+import time
+
+import redis
+
+import gpu_workers.demo_handlers  # noqa: F401,E402 - registers `demo`
+from gpu_workers.keys import BullpenKeys
+from gpu_workers.registry import Fleet, queue_heartbeat, queue_removal
+from queues import Queue
+from tests.gpu_workers.helpers import WorkerThread, make_spec, wait_until
+
+GiB = 2**30
+
+
+def beat(r: redis.Redis, kind: str, ident: str, record: dict, ttl_s: float) -> None:
+    pipe = r.pipeline(transaction=False)
+    queue_heartbeat(pipe, BullpenKeys(), kind, ident, record, ttl_s)
+    pipe.execute()
+
+
+def test_heartbeat_records_expire_on_their_own(r: redis.Redis, fleet: Fleet) -> None:
+    """A record lives for its TTL after its last heartbeat; listings skip and
+    prune expired index entries."""
+    beat(r, "worker", "h:bull:q:G0", {"id": "h:bull:q:G0", "host": "h"}, 0.3)
+    beat(r, "host", "h", {"host": "h", "gpus": []}, 0.3)
+    assert [w["id"] for w in fleet.list_workers()] == ["h:bull:q:G0"]
+    assert [h["host"] for h in fleet.list_hosts()] == ["h"]
+    time.sleep(0.4)
+    assert fleet.list_workers() == [] and fleet.list_hosts() == []
+    assert r.zcard("bullpen:workers") == 0 and r.zcard("bullpen:hosts") == 0
+
+
+def test_removal_is_announced_on_the_stream(r: redis.Redis, fleet: Fleet) -> None:
+    """A clean stop deletes the record and says so on the workers stream."""
+    beat(r, "worker", "w1", {"id": "w1"}, 5)
+    pipe = r.pipeline(transaction=False)
+    queue_removal(pipe, BullpenKeys(), "worker", "w1")
+    pipe.execute()
+    assert fleet.list_workers() == []
+    last = r.xrevrange("bullpen:stream:workers", count=1)[0][1]
+    assert last["kind"] == "worker" and '"state":"stopped"' in last["record"]
+
+
+def test_list_gpus_merges_host_readings_with_workers(
+    r: redis.Redis, fleet: Fleet
+) -> None:
+    """Each GPU row: the host's reading, budget and committed VRAM summed over
+    its workers, their ids, and its OOM count; simulated use comes from the
+    workers (only they hold simulated memory)."""
+    gpu = {
+        "uuid": "SIM-a-0",
+        "index": 0,
+        "simulated": True,
+        "memory_total_bytes": 24 * GiB,
+        "memory_used_bytes": 0,
+    }
+    beat(r, "host", "a", {"host": "a", "gpus": [gpu]}, 5)
+    beat(
+        r,
+        "worker",
+        "a:bull:q:SIM-a-0",
+        {
+            "id": "a:bull:q:SIM-a-0",
+            "host": "a",
+            "state": "busy",
+            "gpu": {"uuid": "SIM-a-0", "memory_used_bytes": 5 * GiB},
+            "budget_bytes": 20 * GiB,
+            "committed_bytes": 6 * GiB,
+        },
+        5,
+    )
+    r.hincrby("bullpen:gpu:SIM-a-0:counters", "oom_total", 2)
+    [row] = fleet.list_gpus()
+    assert row["host"] == "a" and row["workers"] == ["a:bull:q:SIM-a-0"]
+    assert (row["budget_bytes"], row["committed_bytes"]) == (20 * GiB, 6 * GiB)
+    assert row["memory_used_bytes"] == 5 * GiB
+    assert row["memory_free_bytes"] == 19 * GiB and row["oom_total"] == 2
+
+
+def test_bullpen_keys_never_live_inside_queue_keys(
+    redis_url: str, qname: str, q: Queue, r: redis.Redis
+) -> None:
+    """After a worker ran jobs, every key is either the queue's own
+    (`bull:{queue}:...`) or under Bullpen's namespace (`bullpen:...`)."""
+    worker = WorkerThread(make_spec(redis_url, qname))
+    job = q.add("demo", {"vram": "2GiB", "steps": 1, "step_s": 0.01})
+    wait_until(lambda: q.get_job_state(job.id).value == "completed", what="the job")
+    worker.stop()
+    keys = r.keys("*")
+    assert any(k.startswith("bullpen:job:") for k in keys)
+    assert all(k.startswith((f"bull:{qname}:", "bullpen:")) for k in keys), keys
