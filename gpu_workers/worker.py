@@ -147,7 +147,7 @@ class GpuWorker(AsyncWorker):
     # --- admission hooks --------------------------------------------------------------
     def claim_capacity(self) -> int:
         """One more job, given a free slot, free budget and nobody waiting."""
-        if self._closing:
+        if self.closing:
             return 0
         claimed = len(self.running_jobs)
         waiting = claimed - len(self.admission.admitted)
@@ -155,14 +155,14 @@ class GpuWorker(AsyncWorker):
 
     def close(self) -> None:
         """Drain: stop claiming; running jobs finish (up to drain_timeout_s)."""
-        if not self._closing:
+        if not self.closing:
             log.info("worker %s: draining", self.spec.worker_id)
         super().close()
 
     @property
     def state(self) -> str:
         """starting | idle | busy | draining."""
-        if self._closing:
+        if self.closing:
             return "draining"
         if self._state == "starting":
             return "starting"
@@ -403,7 +403,7 @@ class GpuWorker(AsyncWorker):
         desired_key = self.bkeys.desired(self.spec.host)
         field = f"{self.spec.prefix}:{self.name}"
         while await self._pause(self.spec.control_interval_s):
-            if os.getppid() != self._ppid and not self._closing:
+            if os.getppid() != self._ppid and not self.closing:
                 log.warning(
                     "worker %s: supervisor is gone; draining", self.spec.worker_id
                 )

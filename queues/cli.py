@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import inspect
 import logging
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
@@ -101,39 +101,6 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def _report_failure(job: Job, exc: Exception) -> None:
-    attempt = f"{job.attempts_made + 1} of {job.attempts}"
-    reason = f"{type(exc).__name__}: {_one_line(str(exc))}"
-    log.warning(
-        "job %s (%s) failed on attempt %s: %s", job.id, job.name, attempt, reason
-    )
-
-
-def logging_failures(processor: Processor) -> Processor:
-    """Wrap a processor so each failed attempt logs one line; sync stays sync."""
-    call = getattr(processor, "__call__", None)  # noqa: B004 - AsyncWorker's own test
-    if inspect.iscoroutinefunction(processor) or inspect.iscoroutinefunction(call):
-
-        async def run_async(job: Job) -> Any:
-            try:
-                return await processor(job)
-            except Exception as exc:
-                _report_failure(job, exc)
-                raise
-
-        return run_async
-
-    def run(job: Job) -> Any:
-        try:
-            return processor(job)
-        except Exception as exc:
-            _report_failure(job, exc)
-            raise
-
-    return run
-
-
-# --- commands ----------------------------------------------------------------
 def _json_option(option: str, text: str) -> Any:
     try:
         return codec.loads(text)
@@ -157,7 +124,7 @@ def cmd_worker(queue: Queue, args: argparse.Namespace) -> None:
     """Process jobs until SIGTERM/SIGINT, then let running jobs finish."""
     worker = Worker(
         queue.name,
-        logging_failures(args.loaded_processor),
+        args.loaded_processor,
         connection=queue.client,
         prefix=queue.prefix,
         concurrency=args.concurrency,
@@ -169,6 +136,12 @@ def cmd_worker(queue: Queue, args: argparse.Namespace) -> None:
     worker.run()
     done, failed = worker.processed, worker.failed
     log.info("worker stopped: %d jobs completed, %d attempts failed", done, failed)
+    if any(t.name.startswith("worker-") and t.is_alive() for t in threading.enumerate()):
+        # A plain def job outlived close_timeout; Python would join its thread
+        # at exit. Its lock expires and the stalled check requeues the job.
+        log.warning("a job is still running after the close timeout; exiting anyway")
+        logging.shutdown()
+        os._exit(0)
 
 
 def cmd_add(queue: Queue, args: argparse.Namespace) -> None:

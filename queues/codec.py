@@ -5,19 +5,35 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
+try:
+    import orjson
+except ImportError:  # a bare GPU host may have only redis-py: fall back to json
+    orjson = None  # type: ignore[assignment]
 
-JSONDecodeError = orjson.JSONDecodeError
+if orjson is not None:
+    JSONDecodeError: type[ValueError] = orjson.JSONDecodeError
 
+    def dumps(value: Any) -> str:
+        """Compact JSON text, as Node's JSON.stringify writes it."""
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
 
-def dumps(value: Any) -> str:
-    """Compact JSON text, as Node's JSON.stringify writes it."""
-    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    def loads(text: str | bytes) -> Any:
+        """Parse JSON text."""
+        return orjson.loads(text)
 
+else:
+    import json
 
-def loads(text: str | bytes) -> Any:
-    """Parse JSON text."""
-    return orjson.loads(text)
+    JSONDecodeError = ValueError
+
+    def dumps(value: Any) -> str:
+        """Compact JSON text, as Node's JSON.stringify writes it."""
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False,
+                          allow_nan=False)
+
+    def loads(text: str | bytes) -> Any:
+        """Parse JSON text."""
+        return json.loads(text)
 
 
 def to_int(value: str | None, default: int | None = None) -> int | None:

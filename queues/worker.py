@@ -125,6 +125,11 @@ class AsyncWorker:
 
     # --- public -----------------------------------------------------------
     @property
+    def closing(self) -> bool:
+        """Whether close() was called (the worker no longer claims jobs)."""
+        return self._closing
+
+    @property
     def running_jobs(self) -> list[Job]:
         """Jobs this worker is processing now."""
         return list(self._running.values())
@@ -155,6 +160,7 @@ class AsyncWorker:
             self.queue.client, socket_timeout=None,
             client_name=blocking_connection_name(self.keys.prefix, self.name,
                                                  self.worker_name))
+        self._stopping = asyncio.Event()
         helpers = [asyncio.create_task(self._lock_renewal_loop()),
                    asyncio.create_task(self._stalled_check_loop())]
         try:
@@ -167,9 +173,12 @@ class AsyncWorker:
             await self._main_loop()
             await self._drain_running()
         finally:
-            for task in helpers:
+            # Helpers stop at their next tick; a cancellation that redis-py
+            # loses mid-command must not hang close(), so waits are bounded.
+            self._stopping.set()
+            _, pending = await asyncio.wait(helpers, timeout=defaults.HELPER_STOP_S)
+            for task in pending:
                 task.cancel()
-            await asyncio.gather(*helpers, return_exceptions=True)
             if install_signals and threading.current_thread() is threading.main_thread():
                 for sig in (signal.SIGTERM, signal.SIGINT):
                     loop.remove_signal_handler(sig)
@@ -231,7 +240,7 @@ class AsyncWorker:
         finally:
             if block_task is not None:
                 block_task.cancel()
-                await asyncio.gather(block_task, return_exceptions=True)
+                await asyncio.wait([block_task], timeout=defaults.HELPER_STOP_S)
 
     async def _sleep_or_wake(self, seconds: float) -> None:
         assert self._wake is not None
@@ -386,6 +395,9 @@ class AsyncWorker:
         if job.malformed:
             fields += job.repair_fields()
         attempts_made = job.attempts_made + 1
+        first_line = " ".join(str(exc).split()) or "-"
+        log.warning("job %s (%s) failed on attempt %d of %d: %s: %s", job.id, job.name,
+                    attempts_made, job.attempts, type(exc).__name__, first_line)
         if not isinstance(exc, UnrecoverableError) and attempts_made < job.attempts:
             try:
                 delay = backoff_delay(job.opts.get("backoff"), attempts_made, exc, job,
@@ -450,8 +462,7 @@ class AsyncWorker:
         # a renewal that fails (Redis busy or unreachable) is retried while
         # the locks still have half their time left.
         interval = self.lock_duration / 4 / 1000
-        while True:
-            await asyncio.sleep(interval)
+        while not await self._stop_within(interval):
             if not self._running:
                 continue
             jobs = list(self._running.values())
@@ -460,17 +471,23 @@ class AsyncWorker:
                     (self.keys.stalled,),
                     (self.keys.base, self.lock_duration, codec.dumps([j.id for j in jobs]),
                      codec.dumps([j.token for j in jobs])))
-            except Exception as exc:
-                if not _transient(exc):
-                    raise
+            except Exception as exc:  # noqa: BLE001 - renewal must outlive any error
                 log.warning("worker %s: lock renewal failed (%s)", self.name, exc)
                 continue
             for job_id in lost:
                 log.warning("worker %s: lost the lock of job %s", self.name, job_id)
 
+    async def _stop_within(self, seconds: float) -> bool:
+        """Sleep up to `seconds`; True as soon as the worker is shutting down."""
+        try:
+            await asyncio.wait_for(self._stopping.wait(), seconds)
+        except asyncio.TimeoutError:
+            return False
+        return True
+
     async def _stalled_check_loop(self) -> None:
         k = self.keys
-        while True:
+        while not self._stopping.is_set():
             try:
                 moved = await self.queue.scripts.move_stalled_jobs_to_wait(
                     (k.stalled, k.wait, k.active, k.stalled_check, k.meta, k.events, k.marker),
@@ -482,11 +499,9 @@ class AsyncWorker:
                     self._drained = False
                     if self._wake is not None:
                         self._wake.set()
-            except Exception as exc:
-                if not _transient(exc):
-                    raise
+            except Exception as exc:  # noqa: BLE001 - the check must outlive any error
                 log.warning("worker %s: stalled check failed (%s)", self.name, exc)
-            await asyncio.sleep(self.stalled_interval / 1000)
+            await self._stop_within(self.stalled_interval / 1000)
 
     async def _shutdown_clients(self) -> None:
         if self._bclient is not None:
