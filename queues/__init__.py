@@ -4,17 +4,23 @@ from __future__ import annotations
 
 from .events import AsyncQueueEvents, QueueEvent, QueueEvents
 from .exceptions import QueueError, UnrecoverableError
+from .flow import AsyncFlowProducer, FlowProducer, JobNode
 from .job import Job
 from .keys import QueueKeys
 from .queue import AsyncQueue, Queue
+from .scheduler import JobScheduler
 from .state import JobState
 from .worker import AsyncWorker, Worker
 
 __all__ = [
+    "AsyncFlowProducer",
     "AsyncQueue",
     "AsyncQueueEvents",
     "AsyncWorker",
+    "FlowProducer",
     "Job",
+    "JobNode",
+    "JobScheduler",
     "JobState",
     "Queue",
     "QueueError",

@@ -7,6 +7,7 @@ QueueError
  ├── LockMismatch
  ├── JobHasDependencies
  ├── SchedulerIterationError
+ ├── SchedulerConflict
  ├── QueueNotPaused
  ├── QueueHasActiveJobs
  ├── InvalidJobOptions
@@ -47,6 +48,10 @@ class SchedulerIterationError(QueueError):
     """Raised when removing the current iteration of a job scheduler."""
 
 
+class SchedulerConflict(QueueError):
+    """Raised when a job scheduler's next iteration id is taken by another job."""
+
+
 class QueueNotPaused(QueueError):
     """Raised when obliterating a queue that is not paused."""
 
@@ -79,6 +84,8 @@ class Code(IntEnum):
     PARENT_MISMATCH = -7
     SCHEDULER_ITERATION = -8
     FAILED_CHILDREN = -9
+    SCHEDULER_JOB_ID_COLLISION = -10
+    SCHEDULER_SLOTS_BUSY = -11
 
 
 _ERRORS: dict[int, tuple[type[QueueError], str]] = {
@@ -97,6 +104,14 @@ _ERRORS: dict[int, tuple[type[QueueError], str]] = {
         "job {job_id} is the current iteration of a job scheduler",
     ),
     Code.FAILED_CHILDREN: (JobHasDependencies, "job {job_id} has failed children"),
+    Code.SCHEDULER_JOB_ID_COLLISION: (
+        SchedulerConflict,
+        "job scheduler {job_id}: its next iteration id is taken by another job",
+    ),
+    Code.SCHEDULER_SLOTS_BUSY: (
+        SchedulerConflict,
+        "job scheduler {job_id}: every scanned slot for its next iteration is taken",
+    ),
 }
 
 

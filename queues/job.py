@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from . import codec
+from . import codec, ops
 from .options import decode_opts
 
 if TYPE_CHECKING:
@@ -142,6 +142,22 @@ class Job:
             "processedBy": self.processed_by,
         }
 
+    def repair_fields(self) -> list[str]:
+        """Hash field updates that let every client read a malformed job after
+        it fails. Data that is not JSON is stored as a JSON string of its text
+        (bytes that are not UTF-8 become U+FFFD): Node's Job.fromJSON parses
+        data unguarded, so one such job would break getJobs for its whole
+        state. Opts that are not a JSON object become `{}`, the text kept in
+        `rawOpts`."""
+        fields: list[str] = []
+        raw_data = self.raw.get("data")
+        if raw_data is not None and not _is_json(raw_data):
+            fields += ["data", codec.dumps(_valid_text(raw_data))]
+        raw_opts = self.raw.get("opts")
+        if raw_opts and not (_is_json(raw_opts) and raw_opts.lstrip()[:1] == "{"):
+            fields += ["opts", "{}", "rawOpts", _valid_text(raw_opts)]
+        return fields
+
     # --- actions: sync or awaitable, as the bound queue is ---------------
     def get_state(self) -> Any:
         """The job's current state (a JobState)."""
@@ -178,6 +194,16 @@ class Job:
         """Delete the job (refused while a worker holds its lock)."""
         return self.queue.remove_job(self.id)
 
+    # --- flows ----------------------------------------------------------------
+    def get_children_values(self) -> Any:
+        """{child job key: return value} of this parent's completed children."""
+        return self.queue._run(ops.children_values(self.queue.keys, self.id))
+
+    def get_dependencies(self) -> Any:
+        """This parent's children by outcome: {processed: {key: value},
+        unprocessed: [key], failed: [key], ignored: {key: failedReason}}."""
+        return self.queue._run(ops.dependencies(self.queue.keys, self.id))
+
     def retry(
         self, state: str = "failed", reset_attempts_made: bool = False,
         reset_attempts_started: bool = False,
@@ -187,6 +213,20 @@ class Job:
             "reprocess", self.id, state, self.lifo, reset_attempts_made,
             reset_attempts_started,
         )
+
+
+def _valid_text(value: str) -> str:
+    """Text that can be sent back to Redis: bytes that were not UTF-8 (read
+    with surrogateescape) become U+FFFD."""
+    return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def _is_json(value: str) -> bool:
+    try:
+        codec.loads(value)
+    except codec.JSONDecodeError:
+        return False
+    return True
 
 
 def _json_or_text(value: str) -> Any:

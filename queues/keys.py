@@ -98,9 +98,25 @@ class QueueKeys:
         """A parent's hash of child job key to return value."""
         return f"{self.base}{job_id}:processed"
 
+    def failed_children(self, job_id: str) -> str:
+        """A parent's hash of child job key to failedReason (idof/cpof children)."""
+        return f"{self.base}{job_id}:failed"
+
+    def unsuccessful(self, job_id: str) -> str:
+        """A parent's ZSET of failed fpof child job keys."""
+        return f"{self.base}{job_id}:unsuccessful"
+
     def dedup(self, dedup_id: str) -> str:
         """The deduplication owner key."""
         return f"{self.base}de:{dedup_id}"
+
+    def dedup_next(self, dedup_id: str) -> str:
+        """The "next job" a keepLastIfActive window keeps while its owner runs."""
+        return f"{self.base}dn:{dedup_id}"
+
+    def scheduler(self, scheduler_id: str) -> str:
+        """A job scheduler's definition hash."""
+        return f"{self.repeat}:{scheduler_id}"
 
     def state(self, state: JobState) -> str:
         """The key that holds jobs in a state."""

@@ -31,7 +31,13 @@ class Eval(NamedTuple):
     args: Sequence[Any]
 
 
-Request = Union[Cmd, Eval, list[Union[Cmd, Eval]]]
+class Atomic(NamedTuple):
+    """Requests sent as one MULTI/EXEC transaction (a flow insert)."""
+
+    requests: list[Cmd | Eval]
+
+
+Request = Union[Cmd, Eval, Atomic, list[Union[Cmd, Eval]]]
 Op = Generator[Request, Any, Any]
 
 #: Default states of get_counts / get_jobs, as Node's getJobCounts.
@@ -53,8 +59,13 @@ def now_ms() -> int:
 
 
 def add_call(keys: QueueKeys, name: str, data_json: str, opts: dict[str, Any],
-             timestamp: int, extra: dict[str, Any] | None = None) -> Eval:
-    """The script call that stores one job (wire spec 4.1-4.3)."""
+             timestamp: int, extra: dict[str, Any] | None = None,
+             waiting_children: bool = False) -> Eval:
+    """The script call that stores one job (wire spec 4.1-4.4).
+
+    `extra` adds script arguments: `id` (a flow node's id), `parentKey`,
+    `parent` (JSON text) and `flow`; `waiting_children` adds a flow parent.
+    """
     args: dict[str, Any] = {
         "name": name,
         "opts": codec.dumps(opts),
@@ -66,9 +77,16 @@ def add_call(keys: QueueKeys, name: str, data_json: str, opts: dict[str, Any],
         args["id"] = opts["jobId"]
     if opts.get("lifo"):
         args["lifo"] = True
+    de = opts.get("de")
+    if de:
+        args["de"] = de
+        args["deid"] = de["id"]
     if extra:
         args.update(extra)
     packed = (keys.base, codec.dumps(args), data_json)
+    if waiting_children:
+        return Eval("add_parent_job",
+                    (keys.meta, keys.id, keys.events, keys.waiting_children), packed)
     if opts.get("delay", 0) > 0:
         return Eval("add_delayed_job",
                     (keys.delayed, keys.meta, keys.id, keys.events, keys.marker), packed)
@@ -230,6 +248,36 @@ def remove(keys: QueueKeys, job_id: str) -> Op:
         return False
     raise_for_code(code, job_id)
     return True
+
+
+def dependencies(keys: QueueKeys, job_id: str) -> Op:
+    """A parent's children by outcome: processed {key: returnvalue},
+    unprocessed [key], failed [key] (fpof), ignored {key: failedReason}."""
+    processed, pending, failed, ignored = yield [
+        Cmd(("HGETALL", keys.processed(job_id))),
+        Cmd(("SMEMBERS", keys.dependencies(job_id))),
+        Cmd(("ZRANGE", keys.unsuccessful(job_id), 0, -1)),
+        Cmd(("HGETALL", keys.failed_children(job_id))),
+    ]
+    return {
+        "processed": {k: _json_or_text(v) for k, v in processed.items()},
+        "unprocessed": sorted(pending),
+        "failed": list(failed),
+        "ignored": dict(ignored),
+    }
+
+
+def children_values(keys: QueueKeys, job_id: str) -> Op:
+    """{child job key: return value} of a parent's completed children."""
+    processed = yield Cmd(("HGETALL", keys.processed(job_id)))
+    return {k: _json_or_text(v) for k, v in processed.items()}
+
+
+def _json_or_text(value: str) -> Any:
+    try:
+        return codec.loads(value)
+    except codec.JSONDecodeError:
+        return value
 
 
 def job_op(keys: QueueKeys, kind: str, job_id: str, *a: Any) -> Op:

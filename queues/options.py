@@ -85,6 +85,46 @@ def normalize_backoff(backoff: BackoffSpec) -> dict[str, Any] | None:
     raise InvalidJobOptions("backoff must be a number of ms or a dict")
 
 
+#: BullMQ allows at most one of these per job (`Job.validateOptions`).
+FAILURE_OPTIONS = (
+    "failParentOnFailure",
+    "continueParentOnFailure",
+    "ignoreDependencyOnFailure",
+    "removeDependencyOnFailure",
+)
+_DEDUP_KEYS = {
+    "id": "id",
+    "ttl": "ttl",
+    "extend": "extend",
+    "replace": "replace",
+    "reschedule": "reschedule",
+    "keep_last_if_active": "keepLastIfActive",
+    "keepLastIfActive": "keepLastIfActive",
+}
+
+
+def normalize_deduplication(spec: Any) -> dict[str, Any]:
+    """`{id, ttl?, extend?, replace?, reschedule?, keep_last_if_active?}` as
+    BullMQ stores `de`."""
+    if not isinstance(spec, Mapping):
+        raise InvalidJobOptions("deduplication must be a dict with an 'id'")
+    unknown = set(spec) - set(_DEDUP_KEYS)
+    if unknown:
+        raise InvalidJobOptions(f"deduplication has unknown keys {sorted(unknown)}")
+    de = {_DEDUP_KEYS[k]: v for k, v in spec.items() if v not in (None, False)}
+    if not isinstance(de.get("id"), str) or not de["id"]:
+        raise InvalidJobOptions("deduplication id must be a non-empty string")
+    ttl = de.get("ttl")
+    if ttl is not None and (
+        not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 0
+    ):
+        raise InvalidJobOptions("deduplication ttl must be an integer of ms >= 0")
+    for flag in ("extend", "replace", "reschedule", "keepLastIfActive"):
+        if flag in de and de[flag] is not True:
+            raise InvalidJobOptions(f"deduplication {flag} must be a bool")
+    return de
+
+
 def _check_keep(name: str, value: KeepJobs) -> None:
     if value is None or isinstance(value, bool):
         return
@@ -145,6 +185,16 @@ def build_opts(**kwargs: Any) -> dict[str, Any]:
                 del opts[name]
             else:
                 _check_keep(name, opts[name])
+    failure = [name for name in FAILURE_OPTIONS if opts.get(name)]
+    if len(failure) > 1:
+        raise InvalidJobOptions(
+            f"the following options cannot be used together: {', '.join(failure)}"
+        )
+    for name in FAILURE_OPTIONS:
+        if name in opts and not opts[name]:
+            del opts[name]
+    if "deduplication" in opts:
+        opts["deduplication"] = normalize_deduplication(opts["deduplication"])
     for long, short in SHORT_KEYS.items():
         if long in opts:
             opts[short] = opts.pop(long)

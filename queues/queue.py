@@ -13,7 +13,7 @@ from typing import Any
 import redis
 import redis.asyncio as aioredis
 
-from . import codec, defaults, ops
+from . import codec, defaults, ops, scheduler
 from .connection import ConnectionLike, async_client, sync_client
 from .exceptions import InvalidJobOptions
 from .job import Job
@@ -72,7 +72,9 @@ class _QueueBase:
     def add(self, name: str, data: Any = None, **options: Any) -> Any:
         """Add a job; options: job_id, priority, delay, lifo, attempts, backoff,
         remove_on_complete, remove_on_fail, timestamp, stack_trace_limit,
-        keep_logs, size_limit. Returns the Job."""
+        keep_logs, size_limit, deduplication={id, ttl?, extend?, replace?,
+        keep_last_if_active?}, and the flow failure flags. Returns the Job (a
+        deduplicated add returns the Job with the owner's id)."""
         call, job = self._prepare(name, data, options)
 
         def op() -> ops.Op:
@@ -234,8 +236,57 @@ class _QueueBase:
         """Lift the global rate limit."""
         return self._meta_op("HDEL", self.keys.meta, "max", "duration")
 
+    # --- job schedulers ---------------------------------------------------
+    def upsert_job_scheduler(self, scheduler_id: str, *, every_ms: int | None = None,
+                             cron: str | None = None, tz: str | None = None,
+                             limit: int | None = None, start_date: Any = None,
+                             end_date: Any = None, offset_ms: int | None = None,
+                             template: Mapping[str, Any] | None = None) -> Any:
+        """Create or replace a job scheduler (every `every_ms` or on a `cron`
+        pattern) from a template {name, data, opts}; returns its next
+        iteration's Job, or None when `limit` allows none."""
+        now = ops.now_ms()
+
+        def op() -> ops.Op:
+            added = yield from scheduler.upsert(
+                self.keys, scheduler_id, now, every_ms=every_ms, cron=cron, tz=tz,
+                limit=limit, start_date=start_date, end_date=end_date,
+                offset_ms=offset_ms, template=dict(template or {}))
+            if added is None:
+                return None
+            h = yield ops.Cmd(("HGETALL", self.keys.job(added[0])))
+            return self._job(added[0], h) if h else None
+
+        return self._run(op())
+
+    def remove_job_scheduler(self, scheduler_id: str) -> Any:
+        """Delete a job scheduler and its delayed next iteration; False if unknown."""
+        return self._run(scheduler.remove(self.keys, scheduler_id))
+
+    def get_job_scheduler(self, scheduler_id: str) -> Any:
+        """One JobScheduler, or None."""
+        return self._run(scheduler.get_one(self.keys, scheduler_id))
+
+    def get_job_schedulers(self, start: int = 0, end: int = -1,
+                           asc: bool = False) -> Any:
+        """JobSchedulers ordered by their next run (latest first unless asc)."""
+        return self._run(scheduler.get_many(self.keys, start, end, asc))
+
+    def schedule_next_iteration(self, job: Job) -> Any:
+        """Add the iteration after a scheduler's job (workers call this when they
+        take one, as Node's worker does); returns the new id or None."""
+        if not job.repeat_job_key:
+            return self._run(_nothing())
+        return self._run(scheduler.next_iteration(
+            self.keys, job.id, job.repeat_job_key, job.raw.get("opts"), ops.now_ms()))
+
     def _job_op(self, kind: str, job_id: str, *args: Any) -> Any:
         return self._run(ops.job_op(self.keys, kind, job_id, *args))
+
+
+def _nothing() -> ops.Op:
+    return None
+    yield  # pragma: no cover - makes this a generator
 
 
 class Queue(_QueueBase):
@@ -248,9 +299,10 @@ class Queue(_QueueBase):
         self.scripts = Scripts(self.client)
 
     def _send(self, request: ops.Request) -> Any:
-        if isinstance(request, list):
-            pipe = self.client.pipeline(transaction=False)
-            for r in request:
+        if isinstance(request, (list, ops.Atomic)):
+            batch = request.requests if isinstance(request, ops.Atomic) else request
+            pipe = self.client.pipeline(transaction=isinstance(request, ops.Atomic))
+            for r in batch:
                 if isinstance(r, ops.Eval):
                     getattr(self.scripts, r.name)(r.keys, r.args, client=pipe)
                 else:
@@ -289,9 +341,10 @@ class AsyncQueue(_QueueBase):
         self.scripts = Scripts(self.client)
 
     async def _send(self, request: ops.Request) -> Any:
-        if isinstance(request, list):
-            pipe = self.client.pipeline(transaction=False)
-            for r in request:
+        if isinstance(request, (list, ops.Atomic)):
+            batch = request.requests if isinstance(request, ops.Atomic) else request
+            pipe = self.client.pipeline(transaction=isinstance(request, ops.Atomic))
+            for r in batch:
                 if isinstance(r, ops.Eval):
                     await getattr(self.scripts, r.name)(r.keys, r.args, client=pipe)
                 else:

@@ -15,7 +15,9 @@ _INCLUDE = re.compile(r'^--- @include "([a-z_]+)"\s*$', re.MULTILINE)
 
 NAMES = (
     "add_delayed_job",
+    "add_job_scheduler",
     "add_log",
+    "add_parent_job",
     "add_prioritized_job",
     "add_standard_job",
     "change_priority",
@@ -32,10 +34,13 @@ NAMES = (
     "obliterate",
     "pause",
     "promote",
+    "release_parent",
     "remove_job",
+    "remove_job_scheduler",
     "reprocess_job",
     "retry_job",
     "update_data",
+    "update_job_scheduler",
     "update_progress",
 )
 

@@ -366,7 +366,14 @@ class AsyncWorker:
                          "keep": keep_jobs(job.opts.get("removeOnComplete"),
                                            self.remove_on_complete)}
             except Exception as exc:  # noqa: BLE001 - any processor error fails the job
-                entry = await self._on_failure(job, exc)
+                try:
+                    entry = await self._on_failure(job, exc)
+                except Exception as bug:  # noqa: BLE001 - never strand a job in active
+                    log.exception("worker %s: handling the failure of job %s failed",
+                                  self.name, job.id)
+                    entry = {"id": job.id, "token": job.token, "target": "failed",
+                             "value": _text(f"{exc} (and then: {bug})"),
+                             "attempts": 0, "keep": {"count": -1}}
         finally:
             self._running.pop(job.id, None)
             if entry is not None:

@@ -13,11 +13,16 @@
   ARGV[2] JSON job arguments (see includes/store.lua), with `lifo`
   ARGV[3] data JSON
 
-  Returns the job id (the existing one for a duplicate custom id).
+  Returns the job id (the existing one for a duplicate custom id, the owner's
+  for a deduplicated add), or -5 (flow parent missing) or -7 (the existing
+  job belongs to another live parent).
 ]]
 --- @include "base"
 --- @include "markers"
 --- @include "metadata"
+--- @include "scores"
+--- @include "remove"
+--- @include "dedup"
 --- @include "store"
 
 local args = cjson.decode(ARGV[2])

@@ -4,7 +4,8 @@
   check the lock, write its fields, LREM it from `active`, add it to
   `completed`/`failed` with finishedOn (or delete it when retention keeps
   none), apply retention by age and count, emit `completed`/`failed` (and
-  `retries-exhausted`), and release a parent whose last dependency finished.
+  `retries-exhausted`), release a parent whose last dependency finished,
+  and turn a deduplicated "next job" (keepLastIfActive) into a job.
 
   KEYS[1] wait
   KEYS[2] active
@@ -41,6 +42,10 @@
 --- @include "remove"
 --- @include "parents"
 --- @include "retention"
+--- @include "dedup"
+--- @include "store"
+--- @include "enqueue"
+--- @include "dedup_next"
 
 local q = {wait = KEYS[1], active = KEYS[2], prioritized = KEYS[3], events = KEYS[4],
   limiter = KEYS[5], delayed = KEYS[6], meta = KEYS[7], pc = KEYS[8], marker = KEYS[9]}
@@ -79,6 +84,10 @@ local function finishOne(e)
     trimmed = true
   end
   removeDeduplicationKeyOnFinish(prefix, jobKey, jobId)
+  local deid = rcall("HGET", jobKey, "deid")
+  if deid then
+    requeueDeduplicatedJob(prefix, deid, now, getOrSetMaxEvents(q.meta))
+  end
   local field = "returnvalue"
   if target == "failed" then
     field = "failedReason"

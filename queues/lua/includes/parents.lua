@@ -54,6 +54,30 @@ local function releaseParentIfReady(parentQueueKey, parentKey, parentId, now, fo
   end
 end
 
+-- fpof: a parent still waiting (for children, or delayed) is released with
+-- `defa`, so the next worker fails it; one already past that point only gets
+-- `defa` unless it has failed already.
+local function failParentOfChild(parentQueueKey, parentKey, parentId, childKey, now)
+  if rcall("EXISTS", parentKey) == 0 then
+    return
+  end
+  local reason = "child " .. childKey .. " failed"
+  local from
+  if rcall("ZSCORE", parentQueueKey .. ":waiting-children", parentId) then
+    from = parentQueueKey .. ":waiting-children"
+  elseif rcall("ZSCORE", parentQueueKey .. ":delayed", parentId) then
+    from = parentQueueKey .. ":delayed"
+    rcall("HSET", parentKey, "delay", 0)
+  end
+  if from then
+    rcall("ZREM", from, parentId)
+    rcall("HSET", parentKey, "defa", reason)
+    moveParentToWait(parentQueueKey, parentKey, parentId, now)
+  elseif not rcall("ZSCORE", parentQueueKey .. ":failed", parentId) then
+    rcall("HSET", parentKey, "defa", reason)
+  end
+end
+
 local function onChildFinished(prefix, jobKey, target, value, now)
   local attrs = rcall("HMGET", jobKey, "parentKey", "parent")
   local parentKey = attrs[1]
@@ -84,8 +108,7 @@ local function onChildFinished(prefix, jobKey, target, value, now)
   if parent["fpof"] then
     if rcall("SREM", depsKey, jobKey) == 1 then
       rcall("ZADD", parentKey .. ":unsuccessful", now, jobKey)
-      rcall("HSET", parentKey, "defa", "child " .. jobKey .. " failed")
-      releaseParentIfReady(parentQueueKey, parentKey, parentId, now, true)
+      failParentOfChild(parentQueueKey, parentKey, parentId, jobKey, now)
     end
   elseif parent["cpof"] then
     if rcall("SREM", depsKey, jobKey) == 1 then

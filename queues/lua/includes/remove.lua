@@ -14,6 +14,8 @@ local function removeDeduplicationKey(prefix, jobKey, jobId)
     local deKey = prefix .. "de:" .. deid
     if rcall("GET", deKey) == jobId then
       rcall("DEL", deKey)
+      -- A "next job" stored for this owner (keepLastIfActive) goes with it.
+      rcall("DEL", prefix .. "dn:" .. deid)
     end
   end
 end
