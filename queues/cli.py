@@ -136,7 +136,9 @@ def cmd_worker(queue: Queue, args: argparse.Namespace) -> None:
     worker.run()
     done, failed = worker.processed, worker.failed
     log.info("worker stopped: %d jobs completed, %d attempts failed", done, failed)
-    if any(t.name.startswith("worker-") and t.is_alive() for t in threading.enumerate()):
+    if any(
+        t.name.startswith("worker-") and t.is_alive() for t in threading.enumerate()
+    ):
         # A plain def job outlived close_timeout; Python would join its thread
         # at exit. Its lock expires and the stalled check requeues the job.
         log.warning("a job is still running after the close timeout; exiting anyway")

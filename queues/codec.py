@@ -28,8 +28,9 @@ else:
 
     def dumps(value: Any) -> str:
         """Compact JSON text, as Node's JSON.stringify writes it."""
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False,
-                          allow_nan=False)
+        return json.dumps(
+            value, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        )
 
     def loads(text: str | bytes) -> Any:
         """Parse JSON text."""

@@ -15,7 +15,10 @@ import redis.asyncio as aioredis
 
 ConnectionLike = Union[str, redis.Redis, aioredis.Redis, None]
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
-_DECODING = {"decode_responses": True, "encoding_errors": "surrogateescape"}
+_DECODING: dict[str, Any] = {
+    "decode_responses": True,
+    "encoding_errors": "surrogateescape",
+}
 #: Connection settings that belong to one flavour (sync or asyncio) only.
 _FLAVOUR_BOUND = {"retry", "redis_connect_func", "connection_pool", "event_dispatcher"}
 
@@ -29,7 +32,7 @@ def _ours(client: Any) -> bool:
 
 def _kwargs_of(client: Any, target: type, **overrides: Any) -> dict[str, Any]:
     """The client's connection settings as keyword arguments of `target`."""
-    accepted = set(inspect.signature(target.__init__).parameters)
+    accepted = set(inspect.signature(target).parameters)
     source = dict(client.connection_pool.connection_kwargs)
     if "path" in source:
         source["unix_socket_path"] = source.pop("path")
@@ -54,7 +57,9 @@ def sync_client(connection: ConnectionLike) -> redis.Redis:
         return connection
     if isinstance(connection, (redis.Redis, aioredis.Redis)):
         return redis.Redis(**_kwargs_of(connection, redis.Redis))
-    raise TypeError(f"connection must be a redis URL or client, not {type(connection)!r}")
+    raise TypeError(
+        f"connection must be a redis URL or client, not {type(connection)!r}"
+    )
 
 
 def async_client(connection: ConnectionLike) -> aioredis.Redis:
@@ -65,7 +70,9 @@ def async_client(connection: ConnectionLike) -> aioredis.Redis:
         return connection
     if isinstance(connection, (redis.Redis, aioredis.Redis)):
         return aioredis.Redis(**_kwargs_of(connection, aioredis.Redis))
-    raise TypeError(f"connection must be a redis URL or client, not {type(connection)!r}")
+    raise TypeError(
+        f"connection must be a redis URL or client, not {type(connection)!r}"
+    )
 
 
 def sibling_async_client(client: aioredis.Redis, **overrides: Any) -> aioredis.Redis:

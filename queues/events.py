@@ -57,9 +57,14 @@ def _connection_name(keys: QueueKeys) -> str:
 class QueueEvents:
     """Follow a queue's events from `last_id` ("$" = only new ones) as an iterator."""
 
-    def __init__(self, name: str, connection: ConnectionLike = None,
-                 prefix: str = defaults.PREFIX, last_id: str = "$",
-                 block_ms: int = defaults.EVENTS_BLOCK_MS) -> None:
+    def __init__(
+        self,
+        name: str,
+        connection: ConnectionLike = None,
+        prefix: str = defaults.PREFIX,
+        last_id: str = "$",
+        block_ms: int = defaults.EVENTS_BLOCK_MS,
+    ) -> None:
         self.keys = QueueKeys(check_queue_name(name), prefix)
         self.client = sync_client(connection)
         self.last_id = last_id
@@ -70,16 +75,24 @@ class QueueEvents:
         """Read the events after `last_id` (blocking up to block_ms) and advance."""
         if self.last_id == "$":
             self.last_id = self._resolve_dollar()
-        reply = self.client.xread({self.keys.events: self.last_id}, count=count,
-                                  block=self.block_ms if block_ms is None else block_ms)
-        events = [QueueEvent.parse(i, f) for _, entries in reply or [] for i, f in entries]
+        reply: Any = self.client.xread(
+            {self.keys.events: self.last_id},
+            count=count,
+            block=self.block_ms if block_ms is None else block_ms,
+        )
+        events = [
+            QueueEvent.parse(i, f) for _, entries in reply or [] for i, f in entries
+        ]
         if events:
             self.last_id = events[-1].id
         return events
 
     def _resolve_dollar(self) -> str:
-        info = self.client.xinfo_stream(self.keys.events) if self.client.exists(
-            self.keys.events) else None
+        info = (
+            self.client.xinfo_stream(self.keys.events)
+            if self.client.exists(self.keys.events)
+            else None
+        )
         return info["last-generated-id"] if info else "0-0"
 
     def __iter__(self) -> Iterator[QueueEvent]:
@@ -96,24 +109,36 @@ class QueueEvents:
 class AsyncQueueEvents:
     """Follow a queue's events from `last_id` as an async iterator."""
 
-    def __init__(self, name: str, connection: ConnectionLike = None,
-                 prefix: str = defaults.PREFIX, last_id: str = "$",
-                 block_ms: int = defaults.EVENTS_BLOCK_MS) -> None:
+    def __init__(
+        self,
+        name: str,
+        connection: ConnectionLike = None,
+        prefix: str = defaults.PREFIX,
+        last_id: str = "$",
+        block_ms: int = defaults.EVENTS_BLOCK_MS,
+    ) -> None:
         self.keys = QueueKeys(check_queue_name(name), prefix)
         self.client = async_client(connection)
         self.last_id = last_id
         self.block_ms = block_ms
         self._closed = False
 
-    async def read(self, count: int = 100, block_ms: int | None = None) -> list[QueueEvent]:
+    async def read(
+        self, count: int = 100, block_ms: int | None = None
+    ) -> list[QueueEvent]:
         """Read the events after `last_id` (blocking up to block_ms) and advance."""
         if self.last_id == "$":
             exists = await self.client.exists(self.keys.events)
             info = await self.client.xinfo_stream(self.keys.events) if exists else None
             self.last_id = info["last-generated-id"] if info else "0-0"
-        reply = await self.client.xread({self.keys.events: self.last_id}, count=count,
-                                        block=self.block_ms if block_ms is None else block_ms)
-        events = [QueueEvent.parse(i, f) for _, entries in reply or [] for i, f in entries]
+        reply: Any = await self.client.xread(
+            {self.keys.events: self.last_id},
+            count=count,
+            block=self.block_ms if block_ms is None else block_ms,
+        )
+        events = [
+            QueueEvent.parse(i, f) for _, entries in reply or [] for i, f in entries
+        ]
         if events:
             self.last_id = events[-1].id
         return events

@@ -119,5 +119,7 @@ def raise_for_code(code: object, job_id: str = "", state: str = "") -> None:
     """Raise the exception that a negative script return code stands for."""
     if not isinstance(code, int) or code >= 0:
         return
-    cls, message = _ERRORS.get(code, (ScriptError, "script error {code} on job {job_id}"))
+    cls, message = _ERRORS.get(
+        code, (ScriptError, "script error {code} on job {job_id}")
+    )
     raise cls(message.format(job_id=job_id, state=state or "expected", code=code))

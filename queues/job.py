@@ -170,7 +170,9 @@ class Job:
 
     def log(self, line: str) -> Any:
         """Append a line to the job's log."""
-        return self.queue._job_op("add_log", self.id, str(line), self.opts.get("keepLogs"))
+        return self.queue._job_op(
+            "add_log", self.id, str(line), self.opts.get("keepLogs")
+        )
 
     def get_logs(self, start: int = 0, end: int = -1, asc: bool = True) -> Any:
         """The job's log lines and their total count."""
@@ -205,12 +207,18 @@ class Job:
         return self.queue._run(ops.dependencies(self.queue.keys, self.id))
 
     def retry(
-        self, state: str = "failed", reset_attempts_made: bool = False,
+        self,
+        state: str = "failed",
+        reset_attempts_made: bool = False,
         reset_attempts_started: bool = False,
     ) -> Any:
         """Move a failed (or completed) job back to wait."""
         return self.queue._job_op(
-            "reprocess", self.id, state, self.lifo, reset_attempts_made,
+            "reprocess",
+            self.id,
+            state,
+            self.lifo,
+            reset_attempts_made,
             reset_attempts_started,
         )
 

@@ -37,7 +37,7 @@ class Atomic(NamedTuple):
     requests: list[Cmd | Eval]
 
 
-Request = Union[Cmd, Eval, Atomic, list[Union[Cmd, Eval]]]
+Request = Union[Cmd, Eval, Atomic, list[Cmd | Eval]]
 Op = Generator[Request, Any, Any]
 
 #: Default states of get_counts / get_jobs, as Node's getJobCounts.
@@ -58,9 +58,15 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def add_call(keys: QueueKeys, name: str, data_json: str, opts: dict[str, Any],
-             timestamp: int, extra: dict[str, Any] | None = None,
-             waiting_children: bool = False) -> Eval:
+def add_call(
+    keys: QueueKeys,
+    name: str,
+    data_json: str,
+    opts: dict[str, Any],
+    timestamp: int,
+    extra: dict[str, Any] | None = None,
+    waiting_children: bool = False,
+) -> Eval:
     """The script call that stores one job (wire spec 4.1-4.4).
 
     `extra` adds script arguments: `id` (a flow node's id), `parentKey`,
@@ -85,18 +91,36 @@ def add_call(keys: QueueKeys, name: str, data_json: str, opts: dict[str, Any],
         args.update(extra)
     packed = (keys.base, codec.dumps(args), data_json)
     if waiting_children:
-        return Eval("add_parent_job",
-                    (keys.meta, keys.id, keys.events, keys.waiting_children), packed)
+        return Eval(
+            "add_parent_job",
+            (keys.meta, keys.id, keys.events, keys.waiting_children),
+            packed,
+        )
     if opts.get("delay", 0) > 0:
-        return Eval("add_delayed_job",
-                    (keys.delayed, keys.meta, keys.id, keys.events, keys.marker), packed)
+        return Eval(
+            "add_delayed_job",
+            (keys.delayed, keys.meta, keys.id, keys.events, keys.marker),
+            packed,
+        )
     if opts.get("priority"):
-        return Eval("add_prioritized_job",
-                    (keys.prioritized, keys.meta, keys.id, keys.events, keys.marker,
-                     keys.active, keys.pc), packed)
-    return Eval("add_standard_job",
-                (keys.wait, keys.meta, keys.id, keys.events, keys.marker, keys.active),
-                packed)
+        return Eval(
+            "add_prioritized_job",
+            (
+                keys.prioritized,
+                keys.meta,
+                keys.id,
+                keys.events,
+                keys.marker,
+                keys.active,
+                keys.pc,
+            ),
+            packed,
+        )
+    return Eval(
+        "add_standard_job",
+        (keys.wait, keys.meta, keys.id, keys.events, keys.marker, keys.active),
+        packed,
+    )
 
 
 def get_counts(keys: QueueKeys, states: Iterable[str | JobState]) -> Op:
@@ -127,15 +151,24 @@ def get_state(keys: QueueKeys, job_id: str) -> Op:
     """The state that holds a job."""
     state = yield Eval(
         "get_state",
-        (keys.completed, keys.failed, keys.delayed, keys.prioritized, keys.active,
-         keys.wait, keys.paused, keys.waiting_children),
+        (
+            keys.completed,
+            keys.failed,
+            keys.delayed,
+            keys.prioritized,
+            keys.active,
+            keys.wait,
+            keys.paused,
+            keys.waiting_children,
+        ),
         (job_id,),
     )
     return JobState(state)
 
 
-def page_ids(keys: QueueKeys, states: Sequence[str | JobState], start: int, end: int,
-             asc: bool) -> Op:
+def page_ids(
+    keys: QueueKeys, states: Sequence[str | JobState], start: int, end: int, asc: bool
+) -> Op:
     """Ids of one page across states in order, reading O(page) entries.
 
     Lists are newest-first at the head (`asc` reads from the tail); sorted
@@ -186,9 +219,18 @@ def page_ids(keys: QueueKeys, states: Sequence[str | JobState], start: int, end:
 
 def pause(keys: QueueKeys, paused: bool) -> Op:
     """Pause, or resume and migrate a legacy `paused` list in chunks."""
-    pause_keys = (keys.wait, keys.paused, keys.meta, keys.prioritized, keys.events,
-                  keys.delayed, keys.marker)
-    remaining = yield Eval("pause", pause_keys, ("paused" if paused else "resumed", "1"))
+    pause_keys = (
+        keys.wait,
+        keys.paused,
+        keys.meta,
+        keys.prioritized,
+        keys.events,
+        keys.delayed,
+        keys.marker,
+    )
+    remaining = yield Eval(
+        "pause", pause_keys, ("paused" if paused else "resumed", "1")
+    )
     while int(remaining) > 0:
         remaining = yield Eval("pause", pause_keys, ("resumed", "0"))
     return None
@@ -201,10 +243,16 @@ def clean(keys: QueueKeys, grace_ms: int, limit: int, state: str | JobState) -> 
     cutoff = now_ms() - grace_ms
     removed: list[str] = []
     while True:
-        batch = defaults.CLEAN_BATCH if not limit else min(limit - len(removed),
-                                                           defaults.CLEAN_BATCH)
-        ids = yield Eval("clean_jobs_in_set", (key, keys.events, keys.repeat),
-                         (keys.base, cutoff, batch, st.key_suffix))
+        batch = (
+            defaults.CLEAN_BATCH
+            if not limit
+            else min(limit - len(removed), defaults.CLEAN_BATCH)
+        )
+        ids = yield Eval(
+            "clean_jobs_in_set",
+            (key, keys.events, keys.repeat),
+            (keys.base, cutoff, batch, st.key_suffix),
+        )
         removed.extend(ids)
         if len(ids) < batch or (limit and len(removed) >= limit):
             return removed
@@ -214,8 +262,11 @@ def obliterate(keys: QueueKeys, force: bool) -> Op:
     """Pause the queue, then delete it and all its jobs in batches."""
     yield from pause(keys, True)
     while True:
-        code = yield Eval("obliterate", (keys.meta, keys.base),
-                          (defaults.OBLITERATE_BATCH, "force" if force else ""))
+        code = yield Eval(
+            "obliterate",
+            (keys.meta, keys.base),
+            (defaults.OBLITERATE_BATCH, "force" if force else ""),
+        )
         if code == -1:
             raise QueueNotPaused(f"queue {keys.name} must be paused to obliterate it")
         if code == -2:
@@ -230,18 +281,29 @@ def move_jobs_to_wait(keys: QueueKeys, state: str, count: int, max_score: Any) -
     """Bulk retry (finished states) or promote (delayed), batch after batch."""
     st = parse_state(state)
     while True:
-        more = yield Eval("move_jobs_to_wait",
-                          (keys.events, keys.state(st), keys.wait, keys.meta, keys.marker,
-                           keys.active),
-                          (keys.base, count, max_score, st.value))
+        more = yield Eval(
+            "move_jobs_to_wait",
+            (
+                keys.events,
+                keys.state(st),
+                keys.wait,
+                keys.meta,
+                keys.marker,
+                keys.active,
+            ),
+            (keys.base, count, max_score, st.value),
+        )
         if not int(more):
             return None
 
 
 def remove(keys: QueueKeys, job_id: str) -> Op:
     """Remove a job from any state; False when it did not exist."""
-    code = yield Eval("remove_job", (keys.job(job_id), keys.events, keys.meta),
-                      (keys.base, job_id, now_ms()))
+    code = yield Eval(
+        "remove_job",
+        (keys.job(job_id), keys.events, keys.meta),
+        (keys.base, job_id, now_ms()),
+    )
     if code == 0:
         raise JobLocked(f"job {job_id} is locked by a worker and cannot be removed")
     if code == -1:
@@ -283,34 +345,72 @@ def _json_or_text(value: str) -> Any:
 def job_op(keys: QueueKeys, kind: str, job_id: str, *a: Any) -> Op:
     """Single-job transitions used by `Job` methods."""
     if kind == "update_progress":
-        code = yield Eval("update_progress", (keys.job(job_id), keys.events, keys.meta),
-                          (job_id, codec.dumps(a[0])))
+        code = yield Eval(
+            "update_progress",
+            (keys.job(job_id), keys.events, keys.meta),
+            (job_id, codec.dumps(a[0])),
+        )
     elif kind == "add_log":
         keep = "" if a[1] is None else str(a[1])
-        code = yield Eval("add_log", (keys.job(job_id), keys.logs(job_id)), (a[0], keep))
+        code = yield Eval(
+            "add_log", (keys.job(job_id), keys.logs(job_id)), (a[0], keep)
+        )
     elif kind == "update_data":
         code = yield Eval("update_data", (keys.job(job_id),), (codec.dumps(a[0]),))
     elif kind == "change_priority":
         priority, lifo = a
-        code = yield Eval("change_priority",
-                          (keys.wait, keys.prioritized, keys.meta, keys.marker, keys.pc,
-                           keys.active, keys.job(job_id)),
-                          (int(priority), job_id, "1" if lifo else "0"))
+        code = yield Eval(
+            "change_priority",
+            (
+                keys.wait,
+                keys.prioritized,
+                keys.meta,
+                keys.marker,
+                keys.pc,
+                keys.active,
+                keys.job(job_id),
+            ),
+            (int(priority), job_id, "1" if lifo else "0"),
+        )
     elif kind == "promote":
-        code = yield Eval("promote",
-                          (keys.delayed, keys.wait, keys.prioritized, keys.events,
-                           keys.meta, keys.pc, keys.marker, keys.active),
-                          (keys.base, job_id))
+        code = yield Eval(
+            "promote",
+            (
+                keys.delayed,
+                keys.wait,
+                keys.prioritized,
+                keys.events,
+                keys.meta,
+                keys.pc,
+                keys.marker,
+                keys.active,
+            ),
+            (keys.base, job_id),
+        )
         raise_for_code(code, job_id, "delayed")
     elif kind == "reprocess":
         state, lifo, reset_atm, reset_ats = a
         st = parse_state(state)
-        code = yield Eval("reprocess_job",
-                          (keys.job(job_id), keys.events, keys.state(st), keys.wait,
-                           keys.meta, keys.marker, keys.active),
-                          (job_id, "1" if lifo else "0",
-                           "failedReason" if st is JobState.FAILED else "returnvalue",
-                           st.value, "1" if reset_atm else "0", "1" if reset_ats else "0"))
+        code = yield Eval(
+            "reprocess_job",
+            (
+                keys.job(job_id),
+                keys.events,
+                keys.state(st),
+                keys.wait,
+                keys.meta,
+                keys.marker,
+                keys.active,
+            ),
+            (
+                job_id,
+                "1" if lifo else "0",
+                "failedReason" if st is JobState.FAILED else "returnvalue",
+                st.value,
+                "1" if reset_atm else "0",
+                "1" if reset_ats else "0",
+            ),
+        )
         raise_for_code(code, job_id, st.value)
     else:  # pragma: no cover - programming error
         raise ValueError(kind)

@@ -74,12 +74,16 @@ def normalize_backoff(backoff: BackoffSpec) -> dict[str, Any] | None:
     if isinstance(backoff, Mapping):
         spec = dict(backoff)
         if not isinstance(spec.get("type"), str):
-            raise InvalidJobOptions("backoff needs a 'type' (fixed, exponential or custom)")
+            raise InvalidJobOptions(
+                "backoff needs a 'type' (fixed, exponential or custom)"
+            )
         delay = spec.get("delay", 0)
         if not isinstance(delay, (int, float)) or delay < 0:
             raise InvalidJobOptions("backoff 'delay' must be a number of ms >= 0")
         jitter = spec.get("jitter")
-        if jitter is not None and not (isinstance(jitter, (int, float)) and 0 <= jitter <= 1):
+        if jitter is not None and not (
+            isinstance(jitter, (int, float)) and 0 <= jitter <= 1
+        ):
             raise InvalidJobOptions("backoff 'jitter' must be between 0 and 1")
         return spec
     raise InvalidJobOptions("backoff must be a number of ms or a dict")

@@ -50,7 +50,9 @@ class _QueueBase:
         return Job.from_hash(self, job_id, dict(h))
 
     # --- adding ---------------------------------------------------------
-    def _prepare(self, name: str, data: Any, options: dict[str, Any]) -> tuple[ops.Eval, Job]:
+    def _prepare(
+        self, name: str, data: Any, options: dict[str, Any]
+    ) -> tuple[ops.Eval, Job]:
         if not isinstance(name, str):
             raise InvalidJobOptions("job name must be a string")
         size_limit = options.get("size_limit")
@@ -64,9 +66,16 @@ class _QueueBase:
         timestamp = int(opts.get("timestamp") or ops.now_ms())
         call = ops.add_call(self.keys, name, data_json, opts, timestamp)
         # The Job holds long option names, as Job.from_hash decodes them.
-        job = Job(self, "", name=name, data=data, opts=decode_opts(opts),
-                  timestamp=timestamp, delay=opts.get("delay", 0),
-                  priority=opts.get("priority", 0))
+        job = Job(
+            self,
+            "",
+            name=name,
+            data=data,
+            opts=decode_opts(opts),
+            timestamp=timestamp,
+            delay=opts.get("delay", 0),
+            priority=opts.get("priority", 0),
+        )
         return call, job
 
     def add(self, name: str, data: Any = None, **options: Any) -> Any:
@@ -86,7 +95,8 @@ class _QueueBase:
     def add_bulk(self, jobs: Iterable[Mapping[str, Any]]) -> Any:
         """Add many jobs in one round trip; each item is {name, data, opts?}."""
         prepared = [
-            self._prepare(j["name"], j.get("data"), dict(j.get("opts") or {})) for j in jobs
+            self._prepare(j["name"], j.get("data"), dict(j.get("opts") or {}))
+            for j in jobs
         ]
 
         def op() -> ops.Op:
@@ -109,8 +119,13 @@ class _QueueBase:
 
         return self._run(op())
 
-    def get_jobs(self, states: Sequence[str | JobState] | str | JobState = (),
-                 start: int = 0, end: int = -1, asc: bool = False) -> Any:
+    def get_jobs(
+        self,
+        states: Sequence[str | JobState] | str | JobState = (),
+        start: int = 0,
+        end: int = -1,
+        asc: bool = False,
+    ) -> Any:
         """One page of jobs across states, reading only that page from Redis."""
         if isinstance(states, (str, JobState)):
             states = [states]
@@ -125,25 +140,30 @@ class _QueueBase:
         return self._run(op())
 
     def get_counts(self, *states: str | JobState) -> Any:
-        """Counts per state ({"waiting": n, ...}); all default states when none given."""
+        """Counts per state ({"waiting": n, ...}); default states when none given."""
         return self._run(ops.get_counts(self.keys, states))
 
     def get_job_state(self, job_id: str) -> Any:
         """The JobState of a job (UNKNOWN when it is nowhere)."""
         return self._run(ops.get_state(self.keys, job_id))
 
-    def get_job_logs(self, job_id: str, start: int = 0, end: int = -1,
-                     asc: bool = True) -> Any:
+    def get_job_logs(
+        self, job_id: str, start: int = 0, end: int = -1, asc: bool = True
+    ) -> Any:
         """(lines, total count) of a job's log."""
         key = self.keys.logs(job_id)
 
         def op() -> ops.Op:
             if asc:
-                lines, count = yield [ops.Cmd(("LRANGE", key, start, end)),
-                                      ops.Cmd(("LLEN", key))]
+                lines, count = yield [
+                    ops.Cmd(("LRANGE", key, start, end)),
+                    ops.Cmd(("LLEN", key)),
+                ]
             else:
-                lines, count = yield [ops.Cmd(("LRANGE", key, -end - 1, -start - 1)),
-                                      ops.Cmd(("LLEN", key))]
+                lines, count = yield [
+                    ops.Cmd(("LRANGE", key, -end - 1, -start - 1)),
+                    ops.Cmd(("LLEN", key)),
+                ]
                 lines = list(reversed(lines))
             return lines, int(count)
 
@@ -179,12 +199,19 @@ class _QueueBase:
 
         def op() -> ops.Op:
             k = self.keys
-            return (yield ops.Eval("drain", (k.wait, k.paused, k.prioritized, k.delayed, k.pc),
-                                   (k.base, "1" if delayed else "0")))
+            return (
+                yield ops.Eval(
+                    "drain",
+                    (k.wait, k.paused, k.prioritized, k.delayed, k.pc),
+                    (k.base, "1" if delayed else "0"),
+                )
+            )
 
         return self._run(op())
 
-    def clean(self, grace_ms: int, limit: int = 0, state: str | JobState = "completed") -> Any:
+    def clean(
+        self, grace_ms: int, limit: int = 0, state: str | JobState = "completed"
+    ) -> Any:
         """Delete jobs of a state older than grace_ms; returns their ids."""
         return self._run(ops.clean(self.keys, grace_ms, limit, state))
 
@@ -192,13 +219,18 @@ class _QueueBase:
         """Delete the queue and every job in it (force: even with active jobs)."""
         return self._run(ops.obliterate(self.keys, force))
 
-    def retry_jobs(self, state: str = "failed", count: int = defaults.RETRY_BATCH,
-                   timestamp: int | None = None) -> Any:
-        """Move every failed (or completed) job finished before timestamp back to wait."""
+    def retry_jobs(
+        self,
+        state: str = "failed",
+        count: int = defaults.RETRY_BATCH,
+        timestamp: int | None = None,
+    ) -> Any:
+        """Move failed (or completed) jobs finished before timestamp back to wait."""
         if parse_state(state) not in (JobState.FAILED, JobState.COMPLETED):
             raise ValueError("retry_jobs state must be 'failed' or 'completed'")
-        return self._run(ops.move_jobs_to_wait(self.keys, state, count,
-                                               timestamp or ops.now_ms()))
+        return self._run(
+            ops.move_jobs_to_wait(self.keys, state, count, timestamp or ops.now_ms())
+        )
 
     def promote_jobs(self, count: int = defaults.RETRY_BATCH) -> Any:
         """Move every delayed job to wait."""
@@ -229,19 +261,28 @@ class _QueueBase:
         """At most max_jobs jobs started per duration_ms, across all workers."""
         if max_jobs < 1 or duration_ms < 1:
             raise ValueError("rate limit max and duration must be >= 1")
-        return self._meta_op("HSET", self.keys.meta, "max", max_jobs,
-                             "duration", duration_ms)
+        return self._meta_op(
+            "HSET", self.keys.meta, "max", max_jobs, "duration", duration_ms
+        )
 
     def remove_global_rate_limit(self) -> Any:
         """Lift the global rate limit."""
         return self._meta_op("HDEL", self.keys.meta, "max", "duration")
 
     # --- job schedulers ---------------------------------------------------
-    def upsert_job_scheduler(self, scheduler_id: str, *, every_ms: int | None = None,
-                             cron: str | None = None, tz: str | None = None,
-                             limit: int | None = None, start_date: Any = None,
-                             end_date: Any = None, offset_ms: int | None = None,
-                             template: Mapping[str, Any] | None = None) -> Any:
+    def upsert_job_scheduler(
+        self,
+        scheduler_id: str,
+        *,
+        every_ms: int | None = None,
+        cron: str | None = None,
+        tz: str | None = None,
+        limit: int | None = None,
+        start_date: Any = None,
+        end_date: Any = None,
+        offset_ms: int | None = None,
+        template: Mapping[str, Any] | None = None,
+    ) -> Any:
         """Create or replace a job scheduler (every `every_ms` or on a `cron`
         pattern) from a template {name, data, opts}; returns its next
         iteration's Job, or None when `limit` allows none."""
@@ -249,9 +290,18 @@ class _QueueBase:
 
         def op() -> ops.Op:
             added = yield from scheduler.upsert(
-                self.keys, scheduler_id, now, every_ms=every_ms, cron=cron, tz=tz,
-                limit=limit, start_date=start_date, end_date=end_date,
-                offset_ms=offset_ms, template=dict(template or {}))
+                self.keys,
+                scheduler_id,
+                now,
+                every_ms=every_ms,
+                cron=cron,
+                tz=tz,
+                limit=limit,
+                start_date=start_date,
+                end_date=end_date,
+                offset_ms=offset_ms,
+                template=dict(template or {}),
+            )
             if added is None:
                 return None
             h = yield ops.Cmd(("HGETALL", self.keys.job(added[0])))
@@ -267,8 +317,9 @@ class _QueueBase:
         """One JobScheduler, or None."""
         return self._run(scheduler.get_one(self.keys, scheduler_id))
 
-    def get_job_schedulers(self, start: int = 0, end: int = -1,
-                           asc: bool = False) -> Any:
+    def get_job_schedulers(
+        self, start: int = 0, end: int = -1, asc: bool = False
+    ) -> Any:
         """JobSchedulers ordered by their next run (latest first unless asc)."""
         return self._run(scheduler.get_many(self.keys, start, end, asc))
 
@@ -277,8 +328,11 @@ class _QueueBase:
         take one, as Node's worker does); returns the new id or None."""
         if not job.repeat_job_key:
             return self._run(_nothing())
-        return self._run(scheduler.next_iteration(
-            self.keys, job.id, job.repeat_job_key, job.raw.get("opts"), ops.now_ms()))
+        return self._run(
+            scheduler.next_iteration(
+                self.keys, job.id, job.repeat_job_key, job.raw.get("opts"), ops.now_ms()
+            )
+        )
 
     def _job_op(self, kind: str, job_id: str, *args: Any) -> Any:
         return self._run(ops.job_op(self.keys, kind, job_id, *args))
@@ -292,8 +346,12 @@ def _nothing() -> ops.Op:
 class Queue(_QueueBase):
     """A BullMQ-compatible queue on a sync redis-py client."""
 
-    def __init__(self, name: str, connection: ConnectionLike = None,
-                 prefix: str = defaults.PREFIX) -> None:
+    def __init__(
+        self,
+        name: str,
+        connection: ConnectionLike = None,
+        prefix: str = defaults.PREFIX,
+    ) -> None:
         super().__init__(name, prefix)
         self.client: redis.Redis = sync_client(connection)
         self.scripts = Scripts(self.client)
@@ -306,11 +364,12 @@ class Queue(_QueueBase):
                 if isinstance(r, ops.Eval):
                     getattr(self.scripts, r.name)(r.keys, r.args, client=pipe)
                 else:
-                    pipe.execute_command(*r.args)
+                    pipe.execute_command(*r.args)  # type: ignore[no-untyped-call]
             return pipe.execute()
         if isinstance(request, ops.Eval):
             return getattr(self.scripts, request.name)(request.keys, request.args)
-        return self.client.execute_command(*request.args)
+        command = self.client.execute_command
+        return command(*request.args)  # type: ignore[no-untyped-call]
 
     def _run(self, op: ops.Op) -> Any:
         try:
@@ -334,8 +393,12 @@ class Queue(_QueueBase):
 class AsyncQueue(_QueueBase):
     """A BullMQ-compatible queue on an asyncio redis-py client; await its methods."""
 
-    def __init__(self, name: str, connection: ConnectionLike = None,
-                 prefix: str = defaults.PREFIX) -> None:
+    def __init__(
+        self,
+        name: str,
+        connection: ConnectionLike = None,
+        prefix: str = defaults.PREFIX,
+    ) -> None:
         super().__init__(name, prefix)
         self.client: aioredis.Redis = async_client(connection)
         self.scripts = Scripts(self.client)
@@ -352,7 +415,8 @@ class AsyncQueue(_QueueBase):
             return await pipe.execute()
         if isinstance(request, ops.Eval):
             return await getattr(self.scripts, request.name)(request.keys, request.args)
-        return await self.client.execute_command(*request.args)
+        command = self.client.execute_command
+        return await command(*request.args)  # type: ignore[no-untyped-call]
 
     async def _drive(self, op: ops.Op) -> Any:
         try:

@@ -81,5 +81,7 @@ class Scripts:
         for name in NAMES:
             setattr(self, name, client.register_script(source(name)))
 
-    def __getattr__(self, name: str) -> Any:  # for type checkers: attributes are set above
+    def __getattr__(
+        self, name: str
+    ) -> Any:  # for type checkers: attributes are set above
         raise AttributeError(name)

@@ -47,4 +47,6 @@ def parse_state(value: str | JobState) -> JobState:
         return JobState(value)
     except ValueError:
         names = ", ".join(s.value for s in JobState if s is not JobState.UNKNOWN)
-        raise ValueError(f"unknown job state {value!r}; expected one of {names}") from None
+        raise ValueError(
+            f"unknown job state {value!r}; expected one of {names}"
+        ) from None

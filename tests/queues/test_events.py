@@ -42,19 +42,29 @@ def test_events_from_start_are_typed(redis_url: str, qname: str) -> None:
     ev = QueueEvents(qname, redis_url, last_id="0", block_ms=100)
     events = ev.read(count=1000)
     names = [(e.event, e.job_id) for e in events]
-    assert names[:4] == [("added", "1"), ("waiting", "1"), ("added", "2"), ("waiting", "2")]
+    assert names[:4] == [
+        ("added", "1"),
+        ("waiting", "1"),
+        ("added", "2"),
+        ("waiting", "2"),
+    ]
     assert ("delayed", "3") in names
     delayed = next(e for e in events if e.event == "delayed")
     assert isinstance(delayed.fields["delay"], int) and delayed.fields["delay"] > 0
-    progress = [e.fields["data"] for e in events if e.event == "progress" and e.job_id == "1"]
+    progress = [
+        e.fields["data"] for e in events if e.event == "progress" and e.job_id == "1"
+    ]
     assert progress == [50, {"step": 2, "of": 3}]
     done = next(e for e in events if e.event == "completed")
     assert done.job_id == "1" and done.fields["returnvalue"] == {"ok": 7}
     assert done.fields["prev"] == "active"
     failed = next(e for e in events if e.event == "failed")
-    assert failed.job_id == "2" and failed.fields["failedReason"] == "bad input: 'x' & <y>"
+    assert (
+        failed.job_id == "2" and failed.fields["failedReason"] == "bad input: 'x' & <y>"
+    )
     assert [e.event for e in events].index("active") < [e.event for e in events].index(
-        "completed")
+        "completed"
+    )
     assert ev.last_id == events[-1].id
     assert ev.read(block_ms=50) == []
     ev.close()

@@ -36,7 +36,12 @@ def test_get_jobs_pages_across_states_in_order(redis_url: str, qname: str) -> No
     assert [j.name for j in q.get_jobs("waiting", 0, 2, asc=True)] == ["w0", "w1", "w2"]
     # prioritized and delayed by score (ascending = next to run first)
     assert [j.name for j in q.get_jobs("prioritized", asc=True)] == [
-        "p0", "p1", "p2", "p3", "p4"]
+        "p0",
+        "p1",
+        "p2",
+        "p3",
+        "p4",
+    ]
     assert [j.name for j in q.get_jobs("delayed", 0, 1, asc=True)] == ["d0", "d1"]
     assert q.get_jobs("waiting", 100, 200) == []
 
@@ -71,7 +76,9 @@ def test_get_jobs_reads_only_the_page(redis_url: str, qname: str) -> None:
     assert ranges == [f"LRANGE {q.keys.wait} 4990 4999"]
 
 
-def test_counts_include_legacy_paused_list(redis_url: str, qname: str, r: redis.Redis) -> None:
+def test_counts_include_legacy_paused_list(
+    redis_url: str, qname: str, r: redis.Redis
+) -> None:
     """`waiting` counts a v5 `paused` list too; unknown state names are refused."""
     q = Queue(qname, redis_url)
     q.add("a", {})
@@ -84,20 +91,36 @@ def test_counts_include_legacy_paused_list(redis_url: str, qname: str, r: redis.
 def test_add_validates_options(redis_url: str, qname: str) -> None:
     """Bad ids, priorities, delays and unknown options fail before touching Redis."""
     q = Queue(qname, redis_url)
-    for bad in [dict(job_id="123"), dict(job_id="a:b"), dict(job_id="0:x"),
-                dict(priority=-1), dict(priority=2**21), dict(delay=-5),
-                dict(attempts=-1), dict(backoff="soon"), dict(frobnicate=True),
-                dict(remove_on_complete={"cnt": 1})]:
+    for bad in [
+        dict(job_id="123"),
+        dict(job_id="a:b"),
+        dict(job_id="0:x"),
+        dict(priority=-1),
+        dict(priority=2**21),
+        dict(delay=-5),
+        dict(attempts=-1),
+        dict(backoff="soon"),
+        dict(frobnicate=True),
+        dict(remove_on_complete={"cnt": 1}),
+    ]:
         with pytest.raises(InvalidJobOptions):
             q.add("x", {}, **bad)
     with pytest.raises(InvalidJobOptions, match="size_limit"):
         q.add("x", {"blob": "a" * 100}, size_limit=50)
     with pytest.raises(ValueError, match="queue name"):
         Queue("bad:name", redis_url)
-    assert q.get_counts() == {s.value: 0 for s in
-                              [JobState.ACTIVE, JobState.COMPLETED, JobState.DELAYED,
-                               JobState.FAILED, JobState.PRIORITIZED, JobState.WAITING,
-                               JobState.WAITING_CHILDREN]}
+    assert q.get_counts() == {
+        s.value: 0
+        for s in [
+            JobState.ACTIVE,
+            JobState.COMPLETED,
+            JobState.DELAYED,
+            JobState.FAILED,
+            JobState.PRIORITIZED,
+            JobState.WAITING,
+            JobState.WAITING_CHILDREN,
+        ]
+    }
 
 
 def test_custom_id_duplicate_returns_existing(redis_url: str, qname: str) -> None:
@@ -126,12 +149,18 @@ def test_async_queue_has_the_same_api(redis_url: str, qname: str) -> None:
         bulk = await aq.add_bulk([{"name": "b", "data": i} for i in range(3)])
         assert len(bulk) == 3
         assert (await aq.get_counts("prioritized", "waiting")) == {
-            "prioritized": 1, "waiting": 3}
+            "prioritized": 1,
+            "waiting": 3,
+        }
         await aq.pause()
         assert await aq.is_paused()
         await aq.resume()
         assert not await aq.is_paused()
-        assert [j.id for j in await aq.get_jobs(["waiting"], asc=True)] == ["2", "3", "4"]
+        assert [j.id for j in await aq.get_jobs(["waiting"], asc=True)] == [
+            "2",
+            "3",
+            "4",
+        ]
         await aq.close()
 
     asyncio.run(main())

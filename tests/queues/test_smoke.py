@@ -30,6 +30,9 @@ def test_add_and_process(redis_url: str, qname: str) -> None:
 
     asyncio.run(main())
     assert q.get_counts("completed", "waiting", "active") == {
-        "completed": 20, "waiting": 0, "active": 0}
+        "completed": 20,
+        "waiting": 0,
+        "active": 0,
+    }
     job = q.get_job("3")
     assert job is not None and job.returnvalue == 4 and job.attempts_made == 1

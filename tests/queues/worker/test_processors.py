@@ -9,7 +9,6 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-import pytest
 import redis
 import redis.asyncio as aioredis
 

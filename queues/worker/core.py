@@ -1,4 +1,4 @@
-"""Workers: `AsyncWorker` (the asyncio core) and `Worker` (its blocking twin).
+"""`AsyncWorker`: the asyncio core of a worker.
 
 One event loop runs everything: claiming jobs (BZPOPMIN on the marker, no
 polling), finishing them in batches that also claim the next ones, renewing
@@ -9,58 +9,36 @@ runs in a thread pool so it never starves lock renewal.
 from __future__ import annotations
 
 import asyncio
-import base64
 import inspect
-import logging
 import signal
 import threading
 import time
-import traceback
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import redis.asyncio as aioredis
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
-from redis.exceptions import BusyLoadingError, ResponseError
 
-from . import codec, defaults
-from .connection import ConnectionLike, async_client, sibling_async_client
-from .exceptions import UnrecoverableError
-from .job import Job
-from .options import BackoffStrategy, backoff_delay, keep_jobs
-from .queue import AsyncQueue, Queue
-
-log = logging.getLogger("queues.worker")
-
-Processor = Callable[[Job], Any]
-_TRANSIENT = (RedisConnectionError, RedisTimeoutError, BusyLoadingError, OSError)
-
-
-def _transient(exc: BaseException) -> bool:
-    """Whether a Redis error means "not now": the server is unreachable, or
-    answers BUSY while another client's script runs too long."""
-    if isinstance(exc, _TRANSIENT):
-        return True
-    return isinstance(exc, ResponseError) and str(exc).startswith("BUSY ")
+from .. import codec, defaults
+from ..connection import ConnectionLike, async_client, sibling_async_client
+from ..exceptions import UnrecoverableError
+from ..job import Job
+from ..options import BackoffStrategy, keep_jobs
+from ..queue import AsyncQueue, Queue
+from .failures import FailureHandling
+from .maintenance import Maintenance
+from .support import (
+    _TRANSIENT,
+    Processor,
+    _text,
+    _transient,
+    blocking_connection_name,
+    log,
+)
 
 
-def _text(value: str) -> str:
-    """`value` made encodable as UTF-8 (a lone surrogate, as from undecodable
-    bytes, becomes a \\udcxx escape), so the failure it describes can be saved."""
-    return value.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-def blocking_connection_name(prefix: str, queue: str, worker_name: str | None) -> str:
-    """BullMQ's name for a worker connection, which Node's getWorkers() lists."""
-    encoded = base64.b64encode(queue.encode()).decode()
-    name = f"{prefix}:{encoded}"
-    return f"{name}:w:{worker_name}" if worker_name else name
-
-
-class AsyncWorker:
+class AsyncWorker(FailureHandling, Maintenance):
     """Process jobs of one queue with an asyncio event loop."""
 
     def __init__(
@@ -85,13 +63,16 @@ class AsyncWorker:
             raise TypeError("processor must be callable")
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
-        if limiter is not None and not (limiter.get("max", 0) >= 1
-                                        and limiter.get("duration", 0) >= 1):
+        if limiter is not None and not (
+            limiter.get("max", 0) >= 1 and limiter.get("duration", 0) >= 1
+        ):
             raise ValueError("limiter needs max >= 1 and duration >= 1 (ms)")
         self.name = name
         self.processor = processor
-        self.is_async = inspect.iscoroutinefunction(processor) or inspect.iscoroutinefunction(
-            getattr(processor, "__call__", None))
+        # An async def, or an object whose __call__ is one.
+        self.is_async = inspect.iscoroutinefunction(
+            processor
+        ) or inspect.iscoroutinefunction(type(processor).__call__)
         self.connection = connection
         self.concurrency = concurrency
         self.limiter = dict(limiter) if limiter else None
@@ -154,15 +135,21 @@ class AsyncWorker:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, self.close)
         if not self.is_async:
-            self._executor = ThreadPoolExecutor(self.concurrency,
-                                                thread_name_prefix=f"worker-{self.name}")
+            self._executor = ThreadPoolExecutor(
+                self.concurrency, thread_name_prefix=f"worker-{self.name}"
+            )
         self._bclient = sibling_async_client(
-            self.queue.client, socket_timeout=None,
-            client_name=blocking_connection_name(self.keys.prefix, self.name,
-                                                 self.worker_name))
+            self.queue.client,
+            socket_timeout=None,
+            client_name=blocking_connection_name(
+                self.keys.prefix, self.name, self.worker_name
+            ),
+        )
         self._stopping = asyncio.Event()
-        helpers = [asyncio.create_task(self._lock_renewal_loop()),
-                   asyncio.create_task(self._stalled_check_loop())]
+        helpers = [
+            asyncio.create_task(self._lock_renewal_loop()),
+            asyncio.create_task(self._stalled_check_loop()),
+        ]
         try:
             try:
                 # Open the named connection now: Node's getWorkers() lists
@@ -179,22 +166,29 @@ class AsyncWorker:
             _, pending = await asyncio.wait(helpers, timeout=defaults.HELPER_STOP_S)
             for task in pending:
                 task.cancel()
-            if install_signals and threading.current_thread() is threading.main_thread():
+            if (
+                install_signals
+                and threading.current_thread() is threading.main_thread()
+            ):
                 for sig in (signal.SIGTERM, signal.SIGINT):
                     loop.remove_signal_handler(sig)
             await self._shutdown_clients()
             self._closed.set()
 
     def close(self) -> None:
-        """Stop taking jobs; running jobs finish (up to close_timeout), then run() returns."""
+        """Stop claiming; running jobs finish (up to close_timeout); run() returns."""
         self._closing = True
         if self._wake is not None:
             self._wake.set()
 
     # --- the loop -------------------------------------------------------------
     def _worker_opts(self, fetch: int = 0) -> str:
-        opts: dict[str, Any] = {"token": self.id, "seq": self._seq,
-                                "lockDuration": self.lock_duration, "fetch": fetch}
+        opts: dict[str, Any] = {
+            "token": self.id,
+            "seq": self._seq,
+            "lockDuration": self.lock_duration,
+            "fetch": fetch,
+        }
         if self.limiter:
             opts["limiter"] = self.limiter
         if self.worker_name:
@@ -203,8 +197,17 @@ class AsyncWorker:
 
     def _claim_keys(self) -> tuple[str, ...]:
         k = self.keys
-        return (k.wait, k.active, k.prioritized, k.events, k.limiter, k.delayed, k.meta,
-                k.pc, k.marker)
+        return (
+            k.wait,
+            k.active,
+            k.prioritized,
+            k.events,
+            k.limiter,
+            k.delayed,
+            k.meta,
+            k.pc,
+            k.marker,
+        )
 
     async def _main_loop(self) -> None:
         assert self._wake is not None
@@ -219,7 +222,9 @@ class AsyncWorker:
                     elif self.claim_capacity() <= 0:
                         await self._wake.wait()
                     elif self._limited_until > time.time() * 1000:
-                        await self._sleep_or_wake(self._limited_until / 1000 - time.time())
+                        await self._sleep_or_wake(
+                            self._limited_until / 1000 - time.time()
+                        )
                     elif not self._drained:
                         await self._fetch()
                     else:
@@ -229,9 +234,15 @@ class AsyncWorker:
                     if not _transient(exc):
                         raise
                     failures += 1
-                    delay = min(0.1 * 2 ** min(failures, 6), defaults.RECONNECT_DELAY_MAX_S)
-                    log.warning("worker %s: redis unavailable (%s); retrying in %.1fs",
-                                self.name, exc, delay)
+                    delay = min(
+                        0.1 * 2 ** min(failures, 6), defaults.RECONNECT_DELAY_MAX_S
+                    )
+                    log.warning(
+                        "worker %s: redis unavailable (%s); retrying in %.1fs",
+                        self.name,
+                        exc,
+                        delay,
+                    )
                     if block_task is not None:
                         block_task.cancel()
                         block_task = None
@@ -246,7 +257,7 @@ class AsyncWorker:
         assert self._wake is not None
         try:
             await asyncio.wait_for(self._wake.wait(), max(seconds, 0))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
 
     async def _wait_for_job(self, block_task: asyncio.Task[Any] | None) -> Any:
@@ -258,12 +269,14 @@ class AsyncWorker:
             self._drained = False
             return block_task
         if block_task is None:
-            block_task = asyncio.create_task(
-                self._bclient.bzpopmin(self.keys.marker, self.drain_delay))
+            block_task = asyncio.ensure_future(
+                self._bclient.bzpopmin(self.keys.marker, self.drain_delay)
+            )
         wake = asyncio.create_task(self._wake.wait())
         timeout = (self._block_until - now) / 1000 if self._block_until else None
-        done, _ = await asyncio.wait({block_task, wake}, timeout=timeout,
-                                     return_when=asyncio.FIRST_COMPLETED)
+        done, _ = await asyncio.wait(
+            {block_task, wake}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+        )
         wake.cancel()
         if block_task in done:
             popped = block_task.result()
@@ -287,7 +300,9 @@ class AsyncWorker:
             self._start(job)
         ttl = int(ttl or 0)
         if ttl > 0:
-            self._limited_until = time.time() * 1000 + min(ttl, defaults.RATE_LIMIT_MAX_DELAY_MS)
+            self._limited_until = time.time() * 1000 + min(
+                ttl, defaults.RATE_LIMIT_MAX_DELAY_MS
+            )
             # Rate limited, not drained: claim directly once the window ends,
             # as no marker is written when it does.
             self._drained = False
@@ -301,7 +316,8 @@ class AsyncWorker:
         count = min(self.claim_capacity(), defaults.FETCH_BATCH_MAX)
         flat, ttl, next_delay = await self.queue.scripts.move_to_active(
             self._claim_keys(),
-            (self.keys.base, int(time.time() * 1000), self._worker_opts(), count))
+            (self.keys.base, int(time.time() * 1000), self._worker_opts(), count),
+        )
         self._take_claimed(flat, ttl, next_delay)
 
     async def _flush(self) -> None:
@@ -313,16 +329,26 @@ class AsyncWorker:
         try:
             codes, flat, ttl, next_delay = await self.queue.scripts.move_to_finished(
                 self._claim_keys() + (k.stalled, k.completed, k.failed),
-                (k.base, int(time.time() * 1000), self._worker_opts(fetch),
-                 codec.dumps(entries)))
+                (
+                    k.base,
+                    int(time.time() * 1000),
+                    self._worker_opts(fetch),
+                    codec.dumps(entries),
+                ),
+            )
         except Exception:
             self._finished = entries + self._finished
             raise
         for entry, code in zip(entries, codes):
             if code != 0:
-                log.warning("worker %s: job %s finished as %s but was not saved "
-                            "(code %s: its lock was lost or it was moved)",
-                            self.name, entry["id"], entry["target"], code)
+                log.warning(
+                    "worker %s: job %s finished as %s but was not saved "
+                    "(code %s: its lock was lost or it was moved)",
+                    self.name,
+                    entry["id"],
+                    entry["target"],
+                    code,
+                )
         if fetch:
             self._take_claimed(flat, ttl, next_delay)
 
@@ -354,26 +380,43 @@ class AsyncWorker:
                     result = await self.processor(job)
                 else:
                     loop = asyncio.get_running_loop()
-                    result = await loop.run_in_executor(self._executor, self.processor, job)
+                    result = await loop.run_in_executor(
+                        self._executor, self.processor, job
+                    )
                 try:
                     value = codec.dumps(result)
                 except TypeError as exc:
                     raise UnrecoverableError(
-                        f"return value is not JSON serializable: {exc}") from exc
+                        f"return value is not JSON serializable: {exc}"
+                    ) from exc
                 self.processed += 1
-                entry = {"id": job.id, "token": job.token, "target": "completed",
-                         "value": value, "attempts": job.opts.get("attempts", 0),
-                         "keep": keep_jobs(job.opts.get("removeOnComplete"),
-                                           self.remove_on_complete)}
+                entry = {
+                    "id": job.id,
+                    "token": job.token,
+                    "target": "completed",
+                    "value": value,
+                    "attempts": job.opts.get("attempts", 0),
+                    "keep": keep_jobs(
+                        job.opts.get("removeOnComplete"), self.remove_on_complete
+                    ),
+                }
             except Exception as exc:  # noqa: BLE001 - any processor error fails the job
                 try:
                     entry = await self._on_failure(job, exc)
                 except Exception as bug:  # noqa: BLE001 - never strand a job in active
-                    log.exception("worker %s: handling the failure of job %s failed",
-                                  self.name, job.id)
-                    entry = {"id": job.id, "token": job.token, "target": "failed",
-                             "value": _text(f"{exc} (and then: {bug})"),
-                             "attempts": 0, "keep": {"count": -1}}
+                    log.exception(
+                        "worker %s: handling the failure of job %s failed",
+                        self.name,
+                        job.id,
+                    )
+                    entry = {
+                        "id": job.id,
+                        "token": job.token,
+                        "target": "failed",
+                        "value": _text(f"{exc} (and then: {bug})"),
+                        "attempts": 0,
+                        "keep": {"count": -1},
+                    }
         finally:
             self._running.pop(job.id, None)
             if entry is not None:
@@ -387,64 +430,12 @@ class AsyncWorker:
         try:
             await self.queue.schedule_next_iteration(job)
         except Exception as exc:  # noqa: BLE001 - the current iteration still runs
-            log.warning("worker %s: next iteration of job scheduler %s not added (%s)",
-                        self.name, job.repeat_job_key, exc)
-
-    async def _on_failure(self, job: Job, exc: BaseException) -> dict[str, Any] | None:
-        """Retry the job (now or after backoff) or return its final failure entry."""
-        self.failed += 1
-        reason = _text(str(exc) or type(exc).__name__)
-        limit = job.opts.get("stackTraceLimit", defaults.STACKTRACE_LIMIT)
-        trace = job.stacktrace + ["".join(traceback.format_exception(exc))]
-        trace = trace[-limit:] if limit else []
-        trace = [_text(t) if isinstance(t, str) else t for t in trace]
-        fields = ["failedReason", reason, "stacktrace", codec.dumps(trace)]
-        if job.malformed:
-            fields += job.repair_fields()
-        attempts_made = job.attempts_made + 1
-        first_line = " ".join(str(exc).split()) or "-"
-        log.warning("job %s (%s) failed on attempt %d of %d: %s: %s", job.id, job.name,
-                    attempts_made, job.attempts, type(exc).__name__, first_line)
-        if not isinstance(exc, UnrecoverableError) and attempts_made < job.attempts:
-            try:
-                delay = backoff_delay(job.opts.get("backoff"), attempts_made, exc, job,
-                                      self.backoff_strategy)
-            except Exception as backoff_exc:  # noqa: BLE001 - a broken strategy fails the job
-                delay = -1
-                reason = _text(f"{reason} (backoff failed: {backoff_exc})")
-                fields[1] = reason
-            if delay != -1:
-                await self._retry(job, delay, fields)
-                return None
-        return {"id": job.id, "token": job.token, "target": "failed", "value": reason,
-                "fields": fields, "attempts": job.opts.get("attempts", 0),
-                "keep": keep_jobs(job.opts.get("removeOnFail"), self.remove_on_fail)}
-
-    async def _retry(self, job: Job, delay: int, fields: list[str]) -> None:
-        k = self.keys
-        now = int(time.time() * 1000)
-        for attempt in range(5):
-            try:
-                if delay > 0:
-                    code = await self.queue.scripts.move_to_delayed(
-                        (k.active, k.delayed, k.events, k.meta, k.marker, k.stalled),
-                        (k.base, now, job.id, job.token, delay, codec.dumps(fields), "0"))
-                else:
-                    code = await self.queue.scripts.retry_job(
-                        (k.wait, k.active, k.prioritized, k.events, k.delayed, k.meta, k.pc,
-                         k.marker, k.stalled),
-                        (k.base, now, job.id, job.token, codec.dumps(fields),
-                         "1" if job.lifo else "0"))
-                if code != 0:
-                    log.warning("worker %s: retry of job %s not saved (code %s)",
-                                self.name, job.id, code)
-                return
-            except Exception as exc:
-                if not _transient(exc):
-                    raise
-                log.warning("worker %s: retry of job %s failed (%s)", self.name, job.id, exc)
-                await asyncio.sleep(min(0.2 * 2**attempt, 2))
-        # Left in active: the stalled check will return it to wait.
+            log.warning(
+                "worker %s: next iteration of job scheduler %s not added (%s)",
+                self.name,
+                job.repeat_job_key,
+                exc,
+            )
 
     async def _drain_running(self) -> None:
         """After close(): wait for running jobs (up to close_timeout), then flush."""
@@ -453,7 +444,7 @@ class AsyncWorker:
             await asyncio.wait(set(self._tasks), timeout=deadline - time.monotonic())
         for task in list(self._tasks):
             task.cancel()
-        for attempt in range(3):
+        for _ in range(3):
             if not self._finished:
                 break
             try:
@@ -463,53 +454,6 @@ class AsyncWorker:
                     raise
                 await asyncio.sleep(0.5)
 
-    # --- locks and stalled jobs ----------------------------------------------
-    async def _lock_renewal_loop(self) -> None:
-        # A quarter of the lock duration, like BullMQ's timer (lockRenewTime/2):
-        # a renewal that fails (Redis busy or unreachable) is retried while
-        # the locks still have half their time left.
-        interval = self.lock_duration / 4 / 1000
-        while not await self._stop_within(interval):
-            if not self._running:
-                continue
-            jobs = list(self._running.values())
-            try:
-                lost = await self.queue.scripts.extend_locks(
-                    (self.keys.stalled,),
-                    (self.keys.base, self.lock_duration, codec.dumps([j.id for j in jobs]),
-                     codec.dumps([j.token for j in jobs])))
-            except Exception as exc:  # noqa: BLE001 - renewal must outlive any error
-                log.warning("worker %s: lock renewal failed (%s)", self.name, exc)
-                continue
-            for job_id in lost:
-                log.warning("worker %s: lost the lock of job %s", self.name, job_id)
-
-    async def _stop_within(self, seconds: float) -> bool:
-        """Sleep up to `seconds`; True as soon as the worker is shutting down."""
-        try:
-            await asyncio.wait_for(self._stopping.wait(), seconds)
-        except asyncio.TimeoutError:
-            return False
-        return True
-
-    async def _stalled_check_loop(self) -> None:
-        k = self.keys
-        while not self._stopping.is_set():
-            try:
-                moved = await self.queue.scripts.move_stalled_jobs_to_wait(
-                    (k.stalled, k.wait, k.active, k.stalled_check, k.meta, k.events, k.marker),
-                    (k.base, int(time.time() * 1000), self.max_stalled_count,
-                     self.stalled_interval))
-                if moved:
-                    log.warning("worker %s: moved stalled jobs back to wait: %s",
-                                self.name, ", ".join(moved))
-                    self._drained = False
-                    if self._wake is not None:
-                        self._wake.set()
-            except Exception as exc:  # noqa: BLE001 - the check must outlive any error
-                log.warning("worker %s: stalled check failed (%s)", self.name, exc)
-            await self._stop_within(self.stalled_interval / 1000)
-
     async def _shutdown_clients(self) -> None:
         if self._bclient is not None:
             await self._bclient.aclose()
@@ -518,34 +462,3 @@ class AsyncWorker:
         if self._sync_queue is not None:
             self._sync_queue.close()
         await self.queue.close()
-
-
-class Worker:
-    """A worker whose `run()` blocks until `close()` or SIGTERM/SIGINT."""
-
-    def __init__(self, name: str, processor: Processor, **options: Any) -> None:
-        self._core = AsyncWorker(name, processor, **options)
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._started = threading.Event()
-
-    def __getattr__(self, attr: str) -> Any:
-        return getattr(self._core, attr)
-
-    def run(self) -> None:
-        """Process jobs until closed."""
-        async def main() -> None:
-            self._loop = asyncio.get_running_loop()
-            self._started.set()
-            await self._core.run()
-
-        asyncio.run(main())
-
-    def close(self) -> None:
-        """Ask the worker to stop (safe from any thread)."""
-        if self._loop is not None and self._loop.is_running():
-            self._loop.call_soon_threadsafe(self._core.close)
-        else:
-            self._core._closing = True
-
-
-__all__ = ["AsyncWorker", "Worker", "Processor"]

@@ -1,0 +1,135 @@
+"""Failed attempts: retry now, retry after backoff, or fail for good."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import traceback
+from typing import TYPE_CHECKING, Any
+
+from .. import codec, defaults
+from ..exceptions import UnrecoverableError
+from ..job import Job
+from ..options import backoff_delay, keep_jobs
+from .support import _text, _transient, log
+
+if TYPE_CHECKING:
+    from ..keys import QueueKeys
+    from ..options import BackoffStrategy
+    from ..queue import AsyncQueue
+
+
+class FailureHandling:
+    """Mixin of AsyncWorker: what happens when a processor raises."""
+
+    name: str
+    keys: QueueKeys
+    queue: AsyncQueue
+    failed: int
+    backoff_strategy: BackoffStrategy | None
+    remove_on_fail: Any
+
+    async def _on_failure(self, job: Job, exc: BaseException) -> dict[str, Any] | None:
+        """Retry the job (now or after backoff) or return its final failure entry."""
+        self.failed += 1
+        reason = _text(str(exc) or type(exc).__name__)
+        limit = job.opts.get("stackTraceLimit", defaults.STACKTRACE_LIMIT)
+        trace = job.stacktrace + ["".join(traceback.format_exception(exc))]
+        trace = trace[-limit:] if limit else []
+        trace = [_text(t) if isinstance(t, str) else t for t in trace]
+        fields = ["failedReason", reason, "stacktrace", codec.dumps(trace)]
+        if job.malformed:
+            fields += job.repair_fields()
+        attempts_made = job.attempts_made + 1
+        first_line = " ".join(str(exc).split()) or "-"
+        log.warning(
+            "job %s (%s) failed on attempt %d of %d: %s: %s",
+            job.id,
+            job.name,
+            attempts_made,
+            job.attempts,
+            type(exc).__name__,
+            first_line,
+        )
+        if not isinstance(exc, UnrecoverableError) and attempts_made < job.attempts:
+            try:
+                delay = backoff_delay(
+                    job.opts.get("backoff"),
+                    attempts_made,
+                    exc,
+                    job,
+                    self.backoff_strategy,
+                )
+            except Exception as backoff_exc:  # noqa: BLE001 - a broken strategy fails the job
+                delay = -1
+                reason = _text(f"{reason} (backoff failed: {backoff_exc})")
+                fields[1] = reason
+            if delay != -1:
+                await self._retry(job, delay, fields)
+                return None
+        return {
+            "id": job.id,
+            "token": job.token,
+            "target": "failed",
+            "value": reason,
+            "fields": fields,
+            "attempts": job.opts.get("attempts", 0),
+            "keep": keep_jobs(job.opts.get("removeOnFail"), self.remove_on_fail),
+        }
+
+    async def _retry(self, job: Job, delay: int, fields: list[str]) -> None:
+        k = self.keys
+        now = int(time.time() * 1000)
+        for attempt in range(5):
+            try:
+                if delay > 0:
+                    code = await self.queue.scripts.move_to_delayed(
+                        (k.active, k.delayed, k.events, k.meta, k.marker, k.stalled),
+                        (
+                            k.base,
+                            now,
+                            job.id,
+                            job.token,
+                            delay,
+                            codec.dumps(fields),
+                            "0",
+                        ),
+                    )
+                else:
+                    code = await self.queue.scripts.retry_job(
+                        (
+                            k.wait,
+                            k.active,
+                            k.prioritized,
+                            k.events,
+                            k.delayed,
+                            k.meta,
+                            k.pc,
+                            k.marker,
+                            k.stalled,
+                        ),
+                        (
+                            k.base,
+                            now,
+                            job.id,
+                            job.token,
+                            codec.dumps(fields),
+                            "1" if job.lifo else "0",
+                        ),
+                    )
+                if code != 0:
+                    log.warning(
+                        "worker %s: retry of job %s not saved (code %s)",
+                        self.name,
+                        job.id,
+                        code,
+                    )
+                return
+            except Exception as exc:
+                if not _transient(exc):
+                    raise
+                log.warning(
+                    "worker %s: retry of job %s failed (%s)", self.name, job.id, exc
+                )
+                await asyncio.sleep(min(0.2 * 2**attempt, 2))
+        # Left in active: the stalled check will return it to wait.

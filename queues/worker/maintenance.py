@@ -1,0 +1,97 @@
+"""Background duties of a worker: batched lock renewal and the stalled check."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING
+
+from .. import codec
+from .support import log
+
+if TYPE_CHECKING:
+    from ..job import Job
+    from ..keys import QueueKeys
+    from ..queue import AsyncQueue
+
+
+class Maintenance:
+    """Mixin of AsyncWorker: lock renewal and stalled-job recovery loops."""
+
+    name: str
+    keys: QueueKeys
+    queue: AsyncQueue
+    lock_duration: int
+    stalled_interval: int
+    max_stalled_count: int
+    _running: dict[str, Job]
+    _stopping: asyncio.Event
+    _drained: bool
+    _wake: asyncio.Event | None
+
+    async def _lock_renewal_loop(self) -> None:
+        # A quarter of the lock duration, like BullMQ's timer (lockRenewTime/2):
+        # a renewal that fails (Redis busy or unreachable) is retried while
+        # the locks still have half their time left.
+        interval = self.lock_duration / 4 / 1000
+        while not await self._stop_within(interval):
+            if not self._running:
+                continue
+            jobs = list(self._running.values())
+            try:
+                lost = await self.queue.scripts.extend_locks(
+                    (self.keys.stalled,),
+                    (
+                        self.keys.base,
+                        self.lock_duration,
+                        codec.dumps([j.id for j in jobs]),
+                        codec.dumps([j.token for j in jobs]),
+                    ),
+                )
+            except Exception as exc:  # noqa: BLE001 - renewal must outlive any error
+                log.warning("worker %s: lock renewal failed (%s)", self.name, exc)
+                continue
+            for job_id in lost:
+                log.warning("worker %s: lost the lock of job %s", self.name, job_id)
+
+    async def _stop_within(self, seconds: float) -> bool:
+        """Sleep up to `seconds`; True as soon as the worker is shutting down."""
+        try:
+            await asyncio.wait_for(self._stopping.wait(), seconds)
+        except TimeoutError:
+            return False
+        return True
+
+    async def _stalled_check_loop(self) -> None:
+        k = self.keys
+        while not self._stopping.is_set():
+            try:
+                moved = await self.queue.scripts.move_stalled_jobs_to_wait(
+                    (
+                        k.stalled,
+                        k.wait,
+                        k.active,
+                        k.stalled_check,
+                        k.meta,
+                        k.events,
+                        k.marker,
+                    ),
+                    (
+                        k.base,
+                        int(time.time() * 1000),
+                        self.max_stalled_count,
+                        self.stalled_interval,
+                    ),
+                )
+                if moved:
+                    log.warning(
+                        "worker %s: moved stalled jobs back to wait: %s",
+                        self.name,
+                        ", ".join(moved),
+                    )
+                    self._drained = False
+                    if self._wake is not None:
+                        self._wake.set()
+            except Exception as exc:  # noqa: BLE001 - the check must outlive any error
+                log.warning("worker %s: stalled check failed (%s)", self.name, exc)
+            await self._stop_within(self.stalled_interval / 1000)

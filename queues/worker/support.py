@@ -1,0 +1,40 @@
+"""What the worker's parts share: transient-error test, safe text, naming."""
+
+from __future__ import annotations
+
+import base64
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from redis.exceptions import BusyLoadingError, ResponseError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from ..job import Job
+
+log = logging.getLogger("queues.worker")
+
+Processor = Callable[[Job], Any]
+_TRANSIENT = (RedisConnectionError, RedisTimeoutError, BusyLoadingError, OSError)
+
+
+def _transient(exc: BaseException) -> bool:
+    """Whether a Redis error means "not now": the server is unreachable, or
+    answers BUSY while another client's script runs too long."""
+    if isinstance(exc, _TRANSIENT):
+        return True
+    return isinstance(exc, ResponseError) and str(exc).startswith("BUSY ")
+
+
+def _text(value: str) -> str:
+    """`value` made encodable as UTF-8 (a lone surrogate, as from undecodable
+    bytes, becomes a \\udcxx escape), so the failure it describes can be saved."""
+    return value.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def blocking_connection_name(prefix: str, queue: str, worker_name: str | None) -> str:
+    """BullMQ's name for a worker connection, which Node's getWorkers() lists."""
+    encoded = base64.b64encode(queue.encode()).decode()
+    name = f"{prefix}:{encoded}"
+    return f"{name}:w:{worker_name}" if worker_name else name
