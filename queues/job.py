@@ -20,7 +20,7 @@ class MalformedJob(ValueError):
     """Why a job hash written by another client cannot be run."""
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Job:
     """One job: its fields and the actions on it (retry, remove, progress...)."""
 
@@ -89,14 +89,17 @@ class Job:
         if h.get("stacktrace"):
             trace = _json_or_text(h["stacktrace"])
             job.stacktrace = trace if isinstance(trace, list) else [str(trace)]
-        job.attempts_made = codec.to_int(h.get("atm", h.get("attemptsMade")), 0) or 0
-        job.attempts_started = codec.to_int(h.get("ats"), 0) or 0
-        job.stalled_counter = codec.to_int(h.get("stc"), 0) or 0
-        job.timestamp = codec.to_int(h.get("timestamp"), 0) or 0
-        job.delay = codec.to_int(h.get("delay"), 0) or 0
-        job.priority = codec.to_int(h.get("priority"), 0) or 0
-        job.processed_on = codec.to_int(h.get("processedOn"))
-        job.finished_on = codec.to_int(h.get("finishedOn"))
+        get = h.get
+        job.attempts_made = _int(get("atm") or get("attemptsMade"))
+        job.attempts_started = _int(get("ats"))
+        job.stalled_counter = _int(get("stc"))
+        job.timestamp = _int(get("timestamp"))
+        job.delay = _int(get("delay"))
+        job.priority = _int(get("priority"))
+        processed_on = get("processedOn")
+        job.processed_on = None if processed_on is None else _int(processed_on)
+        finished_on = get("finishedOn")
+        job.finished_on = None if finished_on is None else _int(finished_on)
         job.processed_by = h.get("pb")
         job.parent_key = h.get("parentKey")
         if h.get("parent"):
@@ -235,6 +238,16 @@ def _is_json(value: str) -> bool:
     except codec.JSONDecodeError:
         return False
     return True
+
+
+def _int(value: str | None) -> int:
+    """An integer field (0 when absent); tolerates floats from other clients."""
+    if not value:
+        return 0
+    try:
+        return int(value)
+    except ValueError:
+        return codec.to_int(value, 0) or 0
 
 
 def _json_or_text(value: str) -> Any:

@@ -88,6 +88,25 @@ class AsyncWorker(FailureHandling, Maintenance):
         self.id = uuid.uuid4().hex
         self.queue = AsyncQueue(name, async_client(connection), prefix)
         self.keys = self.queue.keys
+        k = self.keys
+        self._claim_keys = (
+            k.wait,
+            k.active,
+            k.prioritized,
+            k.events,
+            k.limiter,
+            k.delayed,
+            k.meta,
+            k.pc,
+            k.marker,
+        )
+        self._finish_keys = (*self._claim_keys, k.stalled, k.completed, k.failed)
+        static: dict[str, Any] = {"token": self.id, "lockDuration": lock_duration}
+        if self.limiter:
+            static["limiter"] = self.limiter
+        if worker_name:
+            static["name"] = worker_name
+        self._static_opts = codec.dumps(static)[1:]
         self._sync_queue: Queue | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._bclient: aioredis.Redis | None = None
@@ -183,31 +202,8 @@ class AsyncWorker(FailureHandling, Maintenance):
 
     # --- the loop -------------------------------------------------------------
     def _worker_opts(self, fetch: int = 0) -> str:
-        opts: dict[str, Any] = {
-            "token": self.id,
-            "seq": self._seq,
-            "lockDuration": self.lock_duration,
-            "fetch": fetch,
-        }
-        if self.limiter:
-            opts["limiter"] = self.limiter
-        if self.worker_name:
-            opts["name"] = self.worker_name
-        return codec.dumps(opts)
-
-    def _claim_keys(self) -> tuple[str, ...]:
-        k = self.keys
-        return (
-            k.wait,
-            k.active,
-            k.prioritized,
-            k.events,
-            k.limiter,
-            k.delayed,
-            k.meta,
-            k.pc,
-            k.marker,
-        )
+        # The static part is encoded once (run()); only seq and fetch vary.
+        return f'{{"seq":{self._seq},"fetch":{fetch},{self._static_opts}'
 
     async def _main_loop(self) -> None:
         assert self._wake is not None
@@ -315,7 +311,7 @@ class AsyncWorker(FailureHandling, Maintenance):
     async def _fetch(self) -> None:
         count = min(self.claim_capacity(), defaults.FETCH_BATCH_MAX)
         flat, ttl, next_delay = await self.queue.scripts.move_to_active(
-            self._claim_keys(),
+            self._claim_keys,
             (self.keys.base, int(time.time() * 1000), self._worker_opts(), count),
         )
         self._take_claimed(flat, ttl, next_delay)
@@ -328,7 +324,7 @@ class AsyncWorker(FailureHandling, Maintenance):
         k = self.keys
         try:
             codes, flat, ttl, next_delay = await self.queue.scripts.move_to_finished(
-                self._claim_keys() + (k.stalled, k.completed, k.failed),
+                self._finish_keys,
                 (
                     k.base,
                     int(time.time() * 1000),
