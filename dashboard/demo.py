@@ -1,51 +1,58 @@
-"""The demo that `make run` starts: a producer adding jobs to the `demo` queue
-and a worker that steps through them with progress and logs."""
+"""The demo producer that `make run` starts: a realistic mix of GPU jobs on the
+`gpu` queue for the demo handler (gpu_workers/demo_handlers.py), with some
+prioritised, some delayed, some failing and retried, and the odd job too big
+for any GPU."""
 
 from __future__ import annotations
 
-import asyncio
 import random
+import signal
 import sys
 import threading
-import time
 
-from queues import Job, Queue, UnrecoverableError, Worker
+from queues import Queue
 
-
-async def process(job: Job) -> dict[str, int]:
-    """Step through a simulated render, reporting progress; a few fail."""
-    steps = int(job.data.get("steps", 10))
-    for step in range(1, steps + 1):
-        await asyncio.sleep(0.2)
-        await job.update_progress(round(100 * step / steps))
-    if job.data.get("fail"):
-        raise UnrecoverableError("demo job asked to fail")
-    await job.log(f"rendered {steps} steps")
-    return {"steps": steps}
+BACKLOG_TARGET = 12
 
 
-def produce(queue: Queue, stop: threading.Event) -> None:
-    """Add a demo job every couple of seconds until stopped."""
-    n = 0
-    while not stop.wait(2.0):
-        n += 1
-        queue.add("render", {"steps": random.randint(5, 20), "fail": n % 7 == 0},
-                  priority=random.choice([0, 0, 1, 5]), attempts=2,
-                  backoff={"type": "exponential", "delay": 1000},
-                  remove_on_complete={"count": 500})
+def next_job(n: int) -> tuple[str, dict[str, object], dict[str, object]]:
+    """The n-th demo job: (name, data, options)."""
+    roll = random.random()
+    data: dict[str, object] = {
+        "vram": random.choice(["2GiB", "4GiB", "6GiB", "10GiB", "16GiB"]),
+        "steps": random.randint(8, 30),
+        "step_s": round(random.uniform(0.15, 0.5), 2),
+        "prompt": random.choice(["a cat in a hat", "city at night", "<b>bold</b>"]),
+    }
+    opts: dict[str, object] = {"attempts": 3, "remove_on_complete": {"count": 1000}}
+    if roll < 0.08:
+        data["fail"] = True
+        opts["backoff"] = {"type": "exponential", "delay": 2000}
+    elif roll < 0.10:
+        data["vram"] = "64GiB"  # larger than a simulated 24 GiB card: fails at once
+    elif roll < 0.25:
+        opts["priority"] = random.choice([1, 2, 5])
+    elif roll < 0.35:
+        opts["delay"] = random.randint(3000, 20000)
+    return "demo", data, opts
 
 
-def main(redis_url: str) -> None:
-    """Run the producer in a thread and the worker in the foreground."""
-    queue = Queue("demo", redis_url)
+def main(redis_url: str, queue_name: str = "gpu") -> None:
+    """Keep a backlog of demo jobs flowing until SIGTERM/SIGINT."""
+    queue = Queue(queue_name, redis_url)
     stop = threading.Event()
-    threading.Thread(target=produce, args=(queue, stop), daemon=True).start()
-    try:
-        Worker("demo", process, connection=redis_url, concurrency=4,
-               worker_name=f"demo-{time.strftime('%H%M%S')}").run()
-    finally:
-        stop.set()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    n = 0
+    while not stop.wait(1.0):
+        counts = queue.get_counts("waiting", "prioritized", "delayed")
+        missing = max(BACKLOG_TARGET - sum(counts.values()), 0)
+        for _ in range(min(missing, 3)):
+            n += 1
+            name, data, opts = next_job(n)
+            queue.add(name, data, **opts)
+    queue.close()
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], *sys.argv[2:3])

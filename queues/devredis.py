@@ -75,6 +75,9 @@ class RedisServer:
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            # Its own session: a Ctrl-C meant for `make run` must not stop Redis
+            # before the workers have drained; stop() ends it last.
+            start_new_session=True,
         )
         client = redis.Redis(port=self.port)
         deadline = time.monotonic() + 10
