@@ -54,7 +54,46 @@ def _connection_name(keys: QueueKeys) -> str:
     return f"{keys.prefix}:{encoded}:qe"
 
 
-class QueueEvents:
+class _EventsReader:
+    """What both readers share: where they are in the stream and the parsing."""
+
+    def __init__(
+        self,
+        name: str,
+        prefix: str = defaults.PREFIX,
+        last_id: str = "$",
+        block_ms: int = defaults.EVENTS_BLOCK_MS,
+    ) -> None:
+        self.keys = QueueKeys(check_queue_name(name), prefix)
+        self.last_id = last_id
+        self.block_ms = block_ms
+        self._closed = False
+
+    def _xread_args(self, count: int, block_ms: int | None) -> dict[str, Any]:
+        block = self.block_ms if block_ms is None else block_ms
+        return {
+            "streams": {self.keys.events: self.last_id},
+            "count": count,
+            "block": block,
+        }
+
+    def _accept(self, reply: Any) -> list[QueueEvent]:
+        """Parse an XREAD reply and advance `last_id` past it."""
+        events = [
+            QueueEvent.parse(i, f) for _, entries in reply or [] for i, f in entries
+        ]
+        if events:
+            self.last_id = events[-1].id
+        return events
+
+    @staticmethod
+    def _last_generated(info: Any) -> str:
+        # "$" is resolved once to the stream's last id, so no event is missed
+        # between two reads (XREAD with "$" would skip them).
+        return str(info["last-generated-id"]) if info else "0-0"
+
+
+class QueueEvents(_EventsReader):
     """Follow a queue's events from `last_id` ("$" = only new ones) as an iterator."""
 
     def __init__(
@@ -65,35 +104,16 @@ class QueueEvents:
         last_id: str = "$",
         block_ms: int = defaults.EVENTS_BLOCK_MS,
     ) -> None:
-        self.keys = QueueKeys(check_queue_name(name), prefix)
+        super().__init__(name, prefix, last_id, block_ms)
         self.client = sync_client(connection)
-        self.last_id = last_id
-        self.block_ms = block_ms
-        self._closed = False
 
     def read(self, count: int = 100, block_ms: int | None = None) -> list[QueueEvent]:
         """Read the events after `last_id` (blocking up to block_ms) and advance."""
         if self.last_id == "$":
-            self.last_id = self._resolve_dollar()
-        reply: Any = self.client.xread(
-            {self.keys.events: self.last_id},
-            count=count,
-            block=self.block_ms if block_ms is None else block_ms,
-        )
-        events = [
-            QueueEvent.parse(i, f) for _, entries in reply or [] for i, f in entries
-        ]
-        if events:
-            self.last_id = events[-1].id
-        return events
-
-    def _resolve_dollar(self) -> str:
-        info = (
-            self.client.xinfo_stream(self.keys.events)
-            if self.client.exists(self.keys.events)
-            else None
-        )
-        return info["last-generated-id"] if info else "0-0"
+            exists = self.client.exists(self.keys.events)
+            info = self.client.xinfo_stream(self.keys.events) if exists else None
+            self.last_id = self._last_generated(info)
+        return self._accept(self.client.xread(**self._xread_args(count, block_ms)))
 
     def __iter__(self) -> Iterator[QueueEvent]:
         self.client.client_setname(_connection_name(self.keys))
@@ -106,7 +126,7 @@ class QueueEvents:
         self.client.close()
 
 
-class AsyncQueueEvents:
+class AsyncQueueEvents(_EventsReader):
     """Follow a queue's events from `last_id` as an async iterator."""
 
     def __init__(
@@ -117,11 +137,8 @@ class AsyncQueueEvents:
         last_id: str = "$",
         block_ms: int = defaults.EVENTS_BLOCK_MS,
     ) -> None:
-        self.keys = QueueKeys(check_queue_name(name), prefix)
+        super().__init__(name, prefix, last_id, block_ms)
         self.client = async_client(connection)
-        self.last_id = last_id
-        self.block_ms = block_ms
-        self._closed = False
 
     async def read(
         self, count: int = 100, block_ms: int | None = None
@@ -130,18 +147,9 @@ class AsyncQueueEvents:
         if self.last_id == "$":
             exists = await self.client.exists(self.keys.events)
             info = await self.client.xinfo_stream(self.keys.events) if exists else None
-            self.last_id = info["last-generated-id"] if info else "0-0"
-        reply: Any = await self.client.xread(
-            {self.keys.events: self.last_id},
-            count=count,
-            block=self.block_ms if block_ms is None else block_ms,
-        )
-        events = [
-            QueueEvent.parse(i, f) for _, entries in reply or [] for i, f in entries
-        ]
-        if events:
-            self.last_id = events[-1].id
-        return events
+            self.last_id = self._last_generated(info)
+        reply = await self.client.xread(**self._xread_args(count, block_ms))
+        return self._accept(reply)
 
     async def __aiter__(self) -> AsyncIterator[QueueEvent]:
         await self.client.client_setname(_connection_name(self.keys))
