@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench venv node-deps clean
+.PHONY: run test bench venv node-deps browser-deps clean
 
 $(STAMP): requirements.txt requirements-test.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -23,7 +23,15 @@ node-deps:
 	  done; \
 	else echo "npm not found: Node BullMQ comparisons will be skipped"; fi
 
-test: $(STAMP) node-deps
+# Debian's Chromium for tests/browser (Playwright never downloads a browser).
+browser-deps:
+	@if ! command -v chromium >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	  else echo "chromium not found and cannot be installed here: browser tests will skip"; fi; \
+	fi
+
+test: $(STAMP) node-deps browser-deps
 	$(PY) -m pytest
 
 bench: $(STAMP) node-deps

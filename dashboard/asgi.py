@@ -1,4 +1,10 @@
-"""ASGI entry point, served by daphne."""
+"""ASGI entry point, served by daphne: HTTP to Django, websockets to channels.
+
+Websockets pass the Origin check (the Origin's host must be in ALLOWED_HOSTS)
+and the session middleware (scope["user"]) before reaching a consumer; the
+consumer refuses a socket without a logged-in user. Static files are served
+here too, so that `make run` needs nothing in front of daphne.
+"""
 
 from __future__ import annotations
 
@@ -7,4 +13,21 @@ import os
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
-application = get_asgi_application()
+# Django is set up before anything imports models (consumers do).
+django_application = get_asgi_application()
+
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
+
+from dashboard.routing import websocket_urlpatterns  # noqa: E402
+
+application = ProtocolTypeRouter(
+    {
+        "http": ASGIStaticFilesHandler(django_application),
+        "websocket": AllowedHostsOriginValidator(
+            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+        ),
+    }
+)

@@ -1,32 +1,498 @@
-"""The dashboard's read model over the queues API (no ad-hoc Redis calls)."""
+"""The dashboard's read model over the queues API and the worker registry.
+
+Pages read Redis only through here. Per-queue reads are written as `queues.ops`
+generators and run together with `gather`, so the overview of 100 queues costs
+three pipelined round trips, not hundreds; every list reads one page.
+"""
 
 from __future__ import annotations
 
-from functools import cache
+import base64
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cache, lru_cache
 from typing import Any
 
 import redis
 from django.conf import settings
 
-from queues import Queue
+from gpu_workers import Fleet
+from queues import FlowProducer, Job, JobNode, Queue, ops
+from queues.connection import sync_client
 from queues.discovery import discover_queues
+from queues.exceptions import QueueError
+from queues.keys import QueueKeys
 from queues.ops import DEFAULT_STATES
+from queues.queue import check_queue_name
+from queues.scripts import Scripts
+from queues.state import JobState
+
+MINUTE_MS = 60_000
+#: Children of each outcome shown per parent in a job's flow tree.
+FLOW_CHILDREN = 10
+#: Seconds the CLIENT LIST census of connected workers is reused.
+WORKER_CENSUS_TTL_S = 5.0
+#: Log lines the job page shows (the newest ones).
+LOG_LINES = 200
 
 
 @cache
 def client() -> redis.Redis:
-    """One decoding client per process."""
-    return redis.Redis.from_url(settings.REDIS_URL, decode_responses=True)
+    """One decoding client per process (the queue core's decoding rules)."""
+    return sync_client(settings.REDIS_URL)
 
 
-def queue_rows() -> list[dict[str, Any]]:
-    """Each queue's prefix, name, paused flag and counts per state."""
-    names = set(discover_queues(client(), settings.BULLPEN_PREFIXES))
-    names.update((settings.BULLPEN_PREFIXES[0], q) for q in settings.BULLPEN_QUEUES)
+@lru_cache(maxsize=1024)
+def _queue(conn: redis.Redis, prefix: str, name: str) -> Queue:
+    return Queue(name, conn, prefix)
+
+
+def queue(prefix: str, name: str) -> Queue:
+    """The Queue object of `prefix:name` on the shared client (reused)."""
+    return _queue(client(), prefix, name)
+
+
+def fleet() -> Fleet:
+    """The GPU worker registry on the shared client."""
+    return Fleet(client(), settings.BULLPEN_NAMESPACE)
+
+
+def reset() -> None:
+    """Forget the client and every cache (tests point settings elsewhere)."""
+    client.cache_clear()
+    _queue.cache_clear()
+    _scripts.cache_clear()
+    _discovery.clear()
+    _census.clear()
+    _minutes.clear()
+
+
+# --- running several ops in one round trip ----------------------------------
+def cmd(*args: Any) -> ops.Op:
+    """One plain command as an op."""
+    return (yield ops.Cmd(args))
+
+
+def cmds(commands: Iterable[tuple[Any, ...]]) -> ops.Op:
+    """Several plain commands as one op returning their replies."""
+    return (yield [ops.Cmd(c) for c in commands])
+
+
+def guarded(op: ops.Op) -> ops.Op:
+    """An op that returns a QueueError instead of raising it (for gather)."""
+    try:
+        return (yield from op)
+    except QueueError as exc:
+        return exc
+
+
+def gather(gens: Sequence[ops.Op]) -> ops.Op:
+    """Run ops side by side: each step sends every op's next request in one
+    pipeline; returns their results in order."""
+    results: list[Any] = [None] * len(gens)
+    pending: dict[int, Any] = {}
+    for i, gen in enumerate(gens):
+        try:
+            pending[i] = next(gen)
+        except StopIteration as stop:
+            results[i] = stop.value
+    while pending:
+        flat: list[ops.Cmd | ops.Eval] = []
+        spans: list[tuple[int, int, int, bool]] = []
+        for i, request in pending.items():
+            if isinstance(request, ops.Atomic):
+                raise TypeError("gather cannot run transactions")
+            many = isinstance(request, list)
+            spans.append((i, len(flat), len(request) if many else 1, many))
+            flat.extend(request if many else [request])
+        replies = yield flat
+        step: dict[int, Any] = {}
+        for i, start, n, many in spans:
+            reply = replies[start : start + n] if many else replies[start]
+            try:
+                step[i] = gens[i].send(reply)
+            except StopIteration as stop:
+                results[i] = stop.value
+        pending = step
+    return results
+
+
+@lru_cache(maxsize=8)
+def _scripts(conn: redis.Redis) -> Scripts:
+    return Scripts(conn)
+
+
+def _send(conn: redis.Redis, request: Any) -> Any:
+    scripts = _scripts(conn)
+    if isinstance(request, list):
+        pipe = conn.pipeline(transaction=False)
+        for r in request:
+            if isinstance(r, ops.Eval):
+                getattr(scripts, r.name)(r.keys, r.args, client=pipe)
+            else:
+                pipe.execute_command(*r.args)
+        return pipe.execute()
+    if isinstance(request, ops.Eval):
+        return getattr(scripts, request.name)(request.keys, request.args)
+    return conn.execute_command(*request.args)
+
+
+def run(op: ops.Op) -> Any:
+    """Drive an op (usually a `gather`) on the shared client."""
+    conn = client()
+    try:
+        request = next(op)
+        while True:
+            request = op.send(_send(conn, request))
+    except StopIteration as stop:
+        return stop.value
+
+
+# --- which queues exist ------------------------------------------------------
+@dataclass(frozen=True, order=True)
+class QueueRef:
+    """A queue's key prefix and name."""
+
+    prefix: str
+    name: str
+
+    @property
+    def key(self) -> str:
+        """`prefix:name`, as the live updates name queues."""
+        return f"{self.prefix}:{self.name}"
+
+
+def parse_entry(entry: str) -> QueueRef:
+    """`name` (first configured prefix) or `prefix:name`."""
+    prefix, _, name = entry.rpartition(":")
+    return QueueRef(prefix or settings.BULLPEN_PREFIXES[0], name)
+
+
+def configured_queues() -> list[QueueRef]:
+    """Queues named in settings, shown even before they exist."""
+    return [parse_entry(e) for e in settings.BULLPEN_QUEUES]
+
+
+_discovery: dict[str, Any] = {}
+_discovery_lock = threading.Lock()
+
+
+def _scan(conn: redis.Redis) -> list[QueueRef]:
+    return [QueueRef(p, n) for p, n in discover_queues(conn, settings.BULLPEN_PREFIXES)]
+
+
+def _refresh(conn: redis.Redis) -> None:
+    try:
+        found = _scan(conn)
+    finally:
+        with _discovery_lock:
+            _discovery["refreshing"] = False
+    with _discovery_lock:
+        if _discovery.get("client") is conn:
+            _discovery.update(found=found, at=time.monotonic())
+
+
+def known_queues() -> list[QueueRef]:
+    """Configured queues and those found by SCAN, sorted. The SCAN result is
+    reused for BULLPEN_DISCOVERY_TTL_S; once stale it is refreshed in the
+    background while pages keep the previous list, so only a process's first
+    page waits for a SCAN."""
+    conn = client()
+    ttl = settings.BULLPEN_DISCOVERY_TTL_S
+    with _discovery_lock:
+        fresh_enough = _discovery.get("client") is conn and ttl > 0
+        found = _discovery.get("found") if fresh_enough else None
+        stale = fresh_enough and time.monotonic() - _discovery["at"] > ttl
+        start = stale and not _discovery.get("refreshing")
+        if start:
+            _discovery["refreshing"] = True
+    if found is None:
+        found = _scan(conn)
+        with _discovery_lock:
+            _discovery.update(
+                client=conn, found=found, at=time.monotonic(), refreshing=False
+            )
+    elif start:
+        threading.Thread(target=_refresh, args=(conn,), daemon=True).start()
+    return sorted(set(found) | set(configured_queues()))
+
+
+def is_allowed(ref: QueueRef) -> bool:
+    """Whether the dashboard may show this queue (a configured prefix or queue)."""
+    try:
+        check_queue_name(ref.name)
+    except ValueError:
+        return False
+    return ref.prefix in settings.BULLPEN_PREFIXES or ref in configured_queues()
+
+
+def is_read_only(ref: QueueRef) -> bool:
+    """Whether settings forbid every action on this queue."""
+    entries = settings.BULLPEN_READ_ONLY_QUEUES
+    return "*" in entries or ref.name in entries or ref.key in entries
+
+
+# --- the overview ------------------------------------------------------------
+@dataclass
+class QueueStats:
+    """What the overview shows about one queue."""
+
+    ref: QueueRef
+    counts: dict[str, int]
+    paused: bool
+    completed_per_min: list[int]
+    failed_per_min: list[int]
+    oldest_waiting_ms: int | None
+    workers: int | None = None
+    gpu_workers: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        """Jobs in every state."""
+        return sum(self.counts.values())
+
+
+#: Seconds after a minute ends before its count is kept: workers' clocks may lag.
+SETTLE_MS = 10_000
+#: Finished jobs per (completed/failed key, minute start) of minutes that are
+#: over, so each overview only counts the minutes still changing.
+_minutes: dict[str, Any] = {}
+
+
+def _minute_cache(conn: redis.Redis, now_ms: int, minutes: int) -> dict[Any, int]:
+    if _minutes.get("client") is not conn:
+        _minutes.clear()
+        _minutes.update(client=conn, counts={})
+    counts: dict[Any, int] = _minutes["counts"]
+    oldest = now_ms - (minutes + 2) * MINUTE_MS
+    for stale in [k for k in counts if k[1] < oldest]:
+        del counts[stale]
+    return counts
+
+
+def _stats_op(
+    keys: QueueKeys, now_ms: int, minutes: int, known: dict[Any, int]
+) -> ops.Op:
+    end = now_ms - now_ms % MINUTE_MS + MINUTE_MS
+    starts = [end - (minutes - i) * MINUTE_MS for i in range(minutes)]
+    wanted = [(key, s) for key in (keys.completed, keys.failed) for s in starts]
+    missing = [w for w in wanted if w not in known]
+    counts, paused, tails, found = yield from gather(
+        [
+            ops.get_counts(keys, DEFAULT_STATES),
+            cmd("HEXISTS", keys.meta, "paused"),
+            cmds([("LRANGE", keys.wait, -1, -1), ("LRANGE", keys.paused, -1, -1)]),
+            cmds([("ZCOUNT", k, s, f"({s + MINUTE_MS}") for k, s in missing]),
+        ]
+    )
+    fresh = dict(zip(missing, (int(n) for n in found)))
+    for (key, start), n in fresh.items():
+        if start + MINUTE_MS + SETTLE_MS <= now_ms:
+            known[(key, start)] = n
+    per_min = [fresh[w] if w in fresh else known[w] for w in wanted]
+    oldest = None
+    tail = [i for found in tails for i in found if not i.startswith("0:")]
+    if tail:
+        stamp, delay = yield ops.Cmd(("HMGET", keys.job(tail[0]), "timestamp", "delay"))
+        if stamp:
+            oldest = max(now_ms - int(stamp) - int(delay or 0), 0)
+    return counts, bool(paused), per_min[:minutes], per_min[minutes:], oldest
+
+
+def worker_census() -> Counter[str]:
+    """Connected BullMQ workers per `prefix:base64(name)` (Node's getWorkers()
+    reads the same CLIENT LIST names); empty when CLIENT LIST is refused."""
+    conn = client()
+    cached = _census.get("value")
+    if (
+        _census.get("client") is conn
+        and cached is not None
+        and (time.monotonic() - _census["at"] < WORKER_CENSUS_TTL_S)
+    ):
+        return cached
+    found: Counter[str] = Counter()
+    try:
+        clients = conn.client_list()
+    except redis.ResponseError:
+        clients = []
+    for c in clients:
+        name = c.get("name") or ""
+        if ":w:" in name:
+            found[name.split(":w:", 1)[0]] += 1
+        elif name and not name.endswith(":qe"):
+            found[name] += 1
+    _census.update(client=conn, value=found, at=time.monotonic())
+    return found
+
+
+_census: dict[str, Any] = {}
+
+
+def worker_name(ref: QueueRef) -> str:
+    """The connection name BullMQ workers of this queue use (prefix:base64)."""
+    return f"{ref.prefix}:{base64.b64encode(ref.name.encode()).decode()}"
+
+
+def overview(refs: Iterable[QueueRef], now_ms: int | None = None) -> list[QueueStats]:
+    """Counts, paused flag, throughput, oldest waiting age and workers of each
+    queue, in a fixed number of round trips whatever the number of queues."""
+    refs = list(refs)
+    now_ms = now_ms or ops.now_ms()
+    minutes = settings.BULLPEN_SPARKLINE_MINUTES
+    known = _minute_cache(client(), now_ms, minutes)
+    results = run(
+        gather(
+            [
+                _stats_op(QueueKeys(r.name, r.prefix), now_ms, minutes, known)
+                for r in refs
+            ]
+        )
+    )
+    census = worker_census()
+    try:
+        gpu = fleet().list_workers()
+    except redis.RedisError:
+        gpu = []
     rows = []
-    for prefix, name in sorted(names):
-        q = Queue(name, client(), prefix)
-        counts = q.get_counts(*DEFAULT_STATES)
-        rows.append({"prefix": prefix, "name": name, "paused": q.is_paused(),
-                     "counts": [(s.value, counts[s.value]) for s in DEFAULT_STATES]})
+    for ref, (counts, paused, done, failed, oldest) in zip(refs, results):
+        serving = [
+            w
+            for w in gpu
+            if (w.get("prefix"), w.get("queue")) == (ref.prefix, ref.name)
+        ]
+        connected = census.get(worker_name(ref), 0)
+        rows.append(
+            QueueStats(
+                ref,
+                counts,
+                paused,
+                done,
+                failed,
+                oldest,
+                workers=max(connected, len(serving)),
+                gpu_workers=serving,
+            )
+        )
     return rows
+
+
+def queue_counts(refs: Sequence[QueueRef], *states: str) -> list[dict[str, int]]:
+    """Counts per state of several queues in one round trip."""
+    return run(
+        gather(
+            [
+                ops.get_counts(QueueKeys(r.name, r.prefix), states or DEFAULT_STATES)
+                for r in refs
+            ]
+        )
+    )
+
+
+# --- one queue -----------------------------------------------------------------
+@dataclass
+class QueueHeader:
+    """Counts, paused flag and global limits of one queue."""
+
+    counts: dict[str, int]
+    paused: bool
+    concurrency: int | None
+    rate_max: int | None
+    rate_duration_ms: int | None
+
+
+def queue_header(ref: QueueRef) -> QueueHeader:
+    """What the queue page shows above its job list (one round trip)."""
+    keys = QueueKeys(ref.name, ref.prefix)
+    counts, meta = run(
+        gather([ops.get_counts(keys, DEFAULT_STATES), cmd("HGETALL", keys.meta)])
+    )
+    meta = meta or {}
+
+    def num(name: str) -> int | None:
+        value = meta.get(name)
+        return int(value) if value and value.lstrip("-").isdigit() else None
+
+    return QueueHeader(
+        counts, "paused" in meta, num("concurrency"), num("max"), num("duration")
+    )
+
+
+def page(
+    ref: QueueRef, states: Sequence[str], start: int, end: int, asc: bool
+) -> list[Job]:
+    """One page of jobs across states, O(page) in Redis."""
+    return queue(ref.prefix, ref.name).get_jobs(list(states), start, end, asc)
+
+
+def job_states(ref: QueueRef, jobs: Sequence[Job]) -> list[str]:
+    """The state of each job, in one round trip."""
+    keys = QueueKeys(ref.name, ref.prefix)
+    found = run(gather([ops.get_state(keys, j.id) for j in jobs]))
+    return [s.value for s in found]
+
+
+# --- one job -----------------------------------------------------------------
+@dataclass
+class JobDetail:
+    """Everything the job page shows about one job."""
+
+    job: Job
+    state: str
+    logs: list[str]
+    log_total: int
+    vram: dict[str, Any] | None
+    flow: JobNode | None
+    parent_ref: QueueRef | None
+    parent_id: str | None
+
+
+def job_detail(ref: QueueRef, job_id: str) -> JobDetail | None:
+    """A job with its state, newest log lines, VRAM record and flow tree."""
+    q = queue(ref.prefix, ref.name)
+    job = q.get_job(job_id)
+    if job is None:
+        return None
+    state = q.get_job_state(job_id).value
+    lines, total = q.get_job_logs(job_id, 0, LOG_LINES - 1, asc=False)
+    try:
+        vram = fleet().job_vram(ref.name, job_id, ref.prefix)
+    except redis.RedisError:
+        vram = None
+    parent_ref = parent_id = None
+    if job.parent and isinstance(job.parent.get("queueKey"), str):
+        parent_ref = parse_entry(job.parent["queueKey"])
+        parent_id = str(job.parent.get("id", ""))
+    flow = None
+    if state == JobState.WAITING_CHILDREN.value or _has_children(ref, job_id):
+        flow = FlowProducer(client(), ref.prefix).get_flow(
+            ref.name, job_id, depth=2, max_children=FLOW_CHILDREN, prefix=ref.prefix
+        )
+    return JobDetail(
+        job, state, list(reversed(lines)), total, vram, flow, parent_ref, parent_id
+    )
+
+
+def _has_children(ref: QueueRef, job_id: str) -> bool:
+    keys = QueueKeys(ref.name, ref.prefix)
+    return bool(
+        run(
+            cmd(
+                "EXISTS",
+                keys.dependencies(job_id),
+                keys.processed(job_id),
+                keys.failed_children(job_id),
+                keys.unsuccessful(job_id),
+            )
+        )
+    )
+
+
+def find_job(refs: Sequence[QueueRef], job_id: str) -> list[QueueRef]:
+    """The queues that hold a job with this id (one round trip)."""
+    found = run(
+        gather([cmd("EXISTS", QueueKeys(r.name, r.prefix).job(job_id)) for r in refs])
+    )
+    return [r for r, n in zip(refs, found) if n]

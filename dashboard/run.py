@@ -70,6 +70,7 @@ def main() -> None:
         "dashboard": [py, "-m", "daphne", "-b", HOST, "-p", PORT,
                       "dashboard.asgi:application"],
         "supervisor": [py, "manage.py", "runworkers"],
+        "webhooks": [py, "manage.py", "runwebhooks"],
         "producer": [py, "-m", "dashboard.demo", env["REDIS_URL"], "gpu"],
     }
     procs = {name: subprocess.Popen(cmd, env=env) for name, cmd in commands.items()}

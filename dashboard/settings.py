@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "dashboard",
+    "dashboard.api",
 ]
 
 MIDDLEWARE = [
@@ -99,4 +100,105 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
-LOGIN_URL = "/admin/login/"
+LOGIN_URL = "/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/login/"
+CSRF_FAILURE_VIEW = "dashboard.views.common.csrf_failure"
+
+# --- Operator pages (dashboard/views) ---
+#: Queues where every action is refused: `prefix:name`, `name` (any prefix) or `*`.
+BULLPEN_READ_ONLY_QUEUES = [
+    q for q in os.environ.get("BULLPEN_READ_ONLY_QUEUES", "").split(",") if q
+]
+#: Characters of job data a list row shows; the job page shows up to the detail cap
+#: unless the operator asks for all of it.
+BULLPEN_DATA_PREVIEW_CHARS = int(os.environ.get("BULLPEN_DATA_PREVIEW_CHARS", "200"))
+BULLPEN_DATA_DETAIL_CHARS = int(os.environ.get("BULLPEN_DATA_DETAIL_CHARS", "20000"))
+#: Dotted path of a function(data) -> data hiding sensitive values before display,
+#: e.g. dashboard.present.redact_sensitive_keys; empty: shown as stored.
+BULLPEN_REDACT = os.environ.get("BULLPEN_REDACT", "")
+#: Jobs per page of a queue's job list.
+BULLPEN_PAGE_SIZE = int(os.environ.get("BULLPEN_PAGE_SIZE", "25"))
+#: Jobs one search or triage request reads at most before offering "continue".
+BULLPEN_SCAN_CAP = int(os.environ.get("BULLPEN_SCAN_CAP", "1000"))
+#: Seconds a discovery SCAN for new queues is reused (0: rescan on every page).
+BULLPEN_DISCOVERY_TTL_S = float(os.environ.get("BULLPEN_DISCOVERY_TTL_S", "30"))
+#: Minutes of completed/failed throughput the overview's sparklines show.
+BULLPEN_SPARKLINE_MINUTES = int(os.environ.get("BULLPEN_SPARKLINE_MINUTES", "30"))
+
+# --- Live updates and /metrics (dashboard/live, dashboard/metrics.py) ---
+#: The channel layer the events reader fans out through (same Redis, own keys).
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {
+            "hosts": [REDIS_URL],
+            "prefix": f"{BULLPEN_NAMESPACE}:asgi",
+            # Messages one server process may have queued before it reads them.
+            "capacity": 1000,
+            "expiry": 30,
+        },
+    }
+}
+#: Bearer token accepted by /metrics (empty: none is).
+BULLPEN_METRICS_TOKEN = os.environ.get("BULLPEN_METRICS_TOKEN", "")
+#: Networks (CIDR) that may read /metrics without a token.
+BULLPEN_METRICS_ALLOW = [
+    n.strip()
+    for n in os.environ.get("BULLPEN_METRICS_ALLOW", "127.0.0.1/32,::1/128").split(",")
+    if n.strip()
+]
+#: Most recent finished jobs per queue (completed and failed each) whose wait
+#: and run times feed the /metrics duration histograms.
+BULLPEN_METRICS_SAMPLE_JOBS = int(os.environ.get("BULLPEN_METRICS_SAMPLE_JOBS", "100"))
+
+# --- Producer API and webhooks (dashboard/api; defaults in its defaults.py) ---
+from dashboard.api import defaults as _api  # noqa: E402
+
+#: Key prefix of the queues served under /api/v1/.
+BULLPEN_API_PREFIX = os.environ.get(
+    "BULLPEN_API_PREFIX", (BULLPEN_PREFIXES or ["bull"])[0]
+)
+#: Largest request body the API reads, and the default requests/minute per token.
+BULLPEN_API_MAX_BODY_BYTES = int(
+    os.environ.get("BULLPEN_API_MAX_BODY_BYTES", _api.MAX_BODY_BYTES)
+)
+BULLPEN_API_RATE_LIMIT_PER_MIN = int(
+    os.environ.get("BULLPEN_API_RATE_LIMIT_PER_MIN", _api.RATE_LIMIT_PER_MIN)
+)
+#: Longest Server-Sent Events connection (clients resume with Last-Event-ID).
+BULLPEN_API_SSE_MAX_S = float(os.environ.get("BULLPEN_API_SSE_MAX_S", _api.SSE_MAX_S))
+#: Webhooks to private, loopback and link-local addresses: refused unless "1"
+#: (local development) or inside one of the allowed networks (CIDR, comma separated).
+BULLPEN_WEBHOOK_ALLOW_PRIVATE = os.environ.get("BULLPEN_WEBHOOK_ALLOW_PRIVATE") == "1"
+BULLPEN_WEBHOOK_ALLOWED_NETWORKS = [
+    n.strip()
+    for n in os.environ.get("BULLPEN_WEBHOOK_ALLOWED_NETWORKS", "").split(",")
+    if n.strip()
+]
+#: One delivery's timeout; attempts and the first exponential backoff delay.
+BULLPEN_WEBHOOK_TIMEOUT_S = float(
+    os.environ.get("BULLPEN_WEBHOOK_TIMEOUT_S", _api.WEBHOOK_TIMEOUT_S)
+)
+BULLPEN_WEBHOOK_ATTEMPTS = int(
+    os.environ.get("BULLPEN_WEBHOOK_ATTEMPTS", _api.WEBHOOK_ATTEMPTS)
+)
+BULLPEN_WEBHOOK_BACKOFF_MS = int(
+    os.environ.get("BULLPEN_WEBHOOK_BACKOFF_MS", _api.WEBHOOK_BACKOFF_MS)
+)
+#: At most one progress webhook per job and destination per this many ms.
+BULLPEN_WEBHOOK_PROGRESS_INTERVAL_MS = int(os.environ.get(
+    "BULLPEN_WEBHOOK_PROGRESS_INTERVAL_MS", _api.WEBHOOK_PROGRESS_INTERVAL_MS
+))
+#: Deliveries at once per dispatcher, and the lock after which a delivery of a
+#: killed dispatcher is retried.
+BULLPEN_WEBHOOK_CONCURRENCY = int(
+    os.environ.get("BULLPEN_WEBHOOK_CONCURRENCY", _api.WEBHOOK_CONCURRENCY)
+)
+BULLPEN_WEBHOOK_LOCK_DURATION_MS = int(
+    os.environ.get("BULLPEN_WEBHOOK_LOCK_DURATION_MS", _api.WEBHOOK_LOCK_DURATION_MS)
+)
+#: Idle time after which a dead dispatcher's unacknowledged events are claimed.
+BULLPEN_WEBHOOK_CLAIM_IDLE_MS = int(
+    os.environ.get("BULLPEN_WEBHOOK_CLAIM_IDLE_MS", _api.WEBHOOK_CLAIM_IDLE_MS)
+)

@@ -1,0 +1,429 @@
+"""The dashboard's cost at scale: pages and /metrics at 10k vs 1M jobs, and
+live fan-out to many websocket clients.
+
+    .venv/bin/python bench/dashboard.py                 # 1M jobs, 200 clients
+    .venv/bin/python bench/dashboard.py --jobs 200000 --clients 100 --seconds 5
+
+One run starts a throwaway redis-server (or uses --redis-url, whose db it
+FLUSHES), a temporary SQLite database with one superuser, and:
+
+  data       100 queues: 99 small ones (100 jobs each over waiting, delayed,
+             completed and failed) and `bull:big`, which holds --small (10k),
+             then --jobs (1M) jobs in one state (--state, default completed),
+             written in the BullMQ 6 layout by a Lua script in batches of 10k.
+  pages      server-side time of the overview (100 queues), the big queue's
+             page (first page and a deep page), a job page and one /metrics
+             scrape, through Django's test client in this process (no network):
+             --requests timed requests each after a warm-up, p50 and p95, at
+             10k and again at 1M, and the ratio 1M / 10k (flat is ~1). The
+             first request of a fresh process pays the discovery SCAN; it is
+             printed apart ("cold").
+  fan-out    daphne serving dashboard.asgi:application on a free port;
+             --clients websocket clients (spread over --client-procs
+             processes, autobahn) follow `bull:busy`; a producer updates the
+             progress of --busy-jobs jobs at --rate events/s for --seconds,
+             each update carrying time.time(). Delay = arrival - that time:
+             p50/p95/p99. Redis calls/s over the window come from INFO
+             commandstats (all commands, then minus the producer's own);
+             the run is repeated with --clients-small clients so that the
+             ratio shows calls/s not growing with clients.
+
+Figures are printed and written to bench/results/dashboard-<timestamp>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+FILL_LUA = """
+-- ARGV: base ("bull:big:"), first id, count, now (ms), state
+local base, first, count, now, state = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]),
+  tonumber(ARGV[4]), ARGV[5]
+for i = first, first + count - 1 do
+  local id = tostring(i)
+  local ts = now - (first + count - i) * 3
+  redis.call('HSET', base .. id, 'name', 'render', 'data',
+    '{"prompt":"a cat in a hat","seed":' .. i .. ',"steps":30}',
+    'opts', '{"attempts":3,"backoff":{"type":"exponential","delay":1000}}',
+    'timestamp', ts, 'delay', 0, 'priority', 0, 'atm', 1, 'ats', 1)
+  if state == 'completed' or state == 'failed' then
+    redis.call('HSET', base .. id, 'processedOn', ts + 40, 'finishedOn', ts + 900,
+      'pb', 'bench:w1')
+    if state == 'completed' then
+      redis.call('HSET', base .. id, 'returnvalue', '{"ok":true}')
+    else
+      redis.call('HSET', base .. id, 'failedReason', 'CUDA out of memory',
+        'stacktrace', '["Error: CUDA out of memory"]')
+    end
+    redis.call('ZADD', base .. state, ts + 900, id)
+  elseif state == 'delayed' then
+    redis.call('ZADD', base .. 'delayed', (ts + 3600000) * 4096 + (i % 4096), id)
+  else
+    redis.call('LPUSH', base .. 'wait', id)
+  end
+end
+redis.call('SET', base .. 'id', first + count - 1)
+redis.call('HSET', base .. 'meta', 'opts.maxLenEvents', 10000)
+return first + count - 1
+"""
+
+
+def pct(values: list[float], q: float) -> float:
+    """The q-quantile (0..1) of values, nearest rank."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+# --- data ------------------------------------------------------------------------------
+def fill(r: Any, name: str, first: int, count: int, state: str, batch: int = 10_000) -> None:
+    """Jobs first..first+count-1 of queue `name`, all in `state`."""
+    script = r.register_script(FILL_LUA)
+    now = int(time.time() * 1000)
+    done = 0
+    while done < count:
+        n = min(batch, count - done)
+        script(args=[f"bull:{name}:", first + done, n, now, state])
+        done += n
+
+
+def build_small_queues(r: Any, n: int) -> None:
+    for i in range(n):
+        name = f"q{i:03d}"
+        fill(r, name, 1, 40, "waiting")
+        fill(r, name, 41, 20, "delayed")
+        fill(r, name, 61, 30, "completed")
+        fill(r, name, 91, 10, "failed")
+
+
+# --- pages -----------------------------------------------------------------------------
+def time_requests(client: Any, url: str, n: int, **extra: Any) -> dict[str, Any]:
+    client.get(url, **extra)  # warm-up
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        response = client.get(url, **extra)
+        times.append((time.perf_counter() - t0) * 1000)
+        assert response.status_code == 200, (url, response.status_code)
+    return {"url": url, "p50_ms": pct(times, 0.5), "p95_ms": pct(times, 0.95),
+            "max_ms": max(times)}
+
+
+def measure_pages(client: Any, n: int, deep_page: int, job_id: str) -> dict[str, Any]:
+    return {
+        "overview": time_requests(client, "/", n),
+        "queue page 1": time_requests(client, "/queues/bull/big/?state=completed", n),
+        f"queue page {deep_page}": time_requests(
+            client, f"/queues/bull/big/?state=completed&page={deep_page}", n),
+        "job page": time_requests(client, f"/queues/bull/big/jobs/{job_id}/", n),
+        "/metrics": time_requests(client, "/metrics", n),
+    }
+
+
+# --- fan-out ---------------------------------------------------------------------------
+def client_proc(port: int, cookie: str, count: int, seconds: float, ready: Any,
+                go: Any, out: Any) -> None:
+    """`count` websocket clients following bull:busy; reports progress delays."""
+    import asyncio
+
+    from autobahn.asyncio.websocket import (
+        WebSocketClientFactory,
+        WebSocketClientProtocol,
+    )
+
+    delays: list[float] = []
+    received = [0]
+    opened = [0]
+    window = {"start": None, "end": None}
+    subscribed = asyncio.Event()
+
+    class Client(WebSocketClientProtocol):  # type: ignore[misc]
+        def onOpen(self) -> None:  # noqa: N802 - autobahn's API
+            self.sendMessage(json.dumps(
+                {"type": "subscribe", "queues": ["bull:busy"]}).encode())
+
+        def onMessage(self, payload: bytes, is_binary: bool) -> None:  # noqa: N802
+            now = time.time()
+            msg = json.loads(payload)
+            if msg.get("type") == "counts" and not getattr(self, "counted", False):
+                self.counted = True
+                opened[0] += 1
+                if opened[0] == count:
+                    subscribed.set()
+            if msg.get("type") != "progress":
+                return
+            received[0] += 1
+            sent = (msg.get("progress") or {}).get("t")
+            start, end = window["start"], window["end"]
+            if sent and start and sent >= start and (end is None or sent <= end):
+                delays.append(now - sent)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        url = f"ws://127.0.0.1:{port}/ws/live/"
+        factory = WebSocketClientFactory(
+            url, origin=f"http://127.0.0.1:{port}", headers={"Cookie": cookie})
+        factory.protocol = Client
+        for _ in range(count):
+            await loop.create_connection(factory, "127.0.0.1", port)
+        await asyncio.wait_for(subscribed.wait(), 60)
+        ready.set()
+        while not go.is_set():
+            await asyncio.sleep(0.01)
+        window["start"] = time.time()
+        await asyncio.sleep(seconds)
+        window["end"] = time.time()
+        await asyncio.sleep(1.0)  # stragglers of the window
+        out.put({"delays": delays, "received": received[0], "clients": count})
+
+    asyncio.run(main())
+
+
+def produce(queue: Any, ids: list[str], rate: float, seconds: float) -> int:
+    """Progress updates round-robin over ids at `rate`/s; returns how many."""
+    from queues import Job
+
+    jobs = [Job(queue, i) for i in ids]
+    sent = 0
+    start = time.perf_counter()
+    while True:
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            return sent
+        due = int(elapsed * rate) + 1
+        while sent < due:
+            jobs[sent % len(jobs)].update_progress(
+                {"t": time.time(), "percent": sent % 100})
+            sent += 1
+        time.sleep(min(0.002, 1 / rate))
+
+
+def fanout(port: int, cookie: str, clients: int, procs: int, r: Any, queue: Any,
+           ids: list[str], rate: float, seconds: float) -> dict[str, Any]:
+    ctx = mp.get_context("spawn")
+    procs = max(1, min(procs, clients))
+    ready = [ctx.Event() for _ in range(procs)]
+    go = ctx.Event()
+    out = ctx.Queue()
+    shares = [clients // procs + (1 if i < clients % procs else 0) for i in range(procs)]
+    workers = [ctx.Process(target=client_proc,
+                           args=(port, cookie, n, seconds, ready[i], go, out))
+               for i, n in enumerate(shares)]
+    for w in workers:
+        w.start()
+    for e in ready:
+        if not e.wait(90):
+            raise RuntimeError("clients did not connect")
+    time.sleep(1.0)
+    r.config_resetstat()
+    go.set()
+    t0 = time.perf_counter()
+    sent = produce(queue, ids, rate, seconds)
+    spent = time.perf_counter() - t0
+    stats = r.info("commandstats")
+    results = [out.get(timeout=60) for _ in workers]
+    for w in workers:
+        w.join(30)
+    delays = [d * 1000 for res in results for d in res["delays"]]
+    calls = {k.removeprefix("cmdstat_"): v["calls"] for k, v in stats.items()}
+    total = sum(n for k, n in calls.items() if k not in ("info", "config|resetstat"))
+    dashboard = total - sent  # the producer sends one EVALSHA per update
+    return {
+        "clients": clients, "events_sent": sent, "seconds": spent,
+        "messages_received": sum(res["received"] for res in results),
+        "delay_p50_ms": pct(delays, 0.5), "delay_p95_ms": pct(delays, 0.95),
+        "delay_p99_ms": pct(delays, 0.99), "delay_max_ms": max(delays or [0]),
+        "delays_counted": len(delays),
+        "redis_calls_per_s": total / spent,
+        "dashboard_redis_calls_per_s": dashboard / spent,
+        "commands": dict(sorted(calls.items(), key=lambda kv: -kv[1])[:12]),
+    }
+
+
+# --- main ------------------------------------------------------------------------------
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="bench/dashboard.py")
+    parser.add_argument("--redis-url")
+    parser.add_argument("--jobs", type=int, default=1_000_000)
+    parser.add_argument("--small", type=int, default=10_000)
+    parser.add_argument("--queues", type=int, default=100)
+    parser.add_argument("--state", default="completed",
+                        choices=["completed", "failed", "waiting", "delayed"])
+    parser.add_argument("--requests", type=int, default=40)
+    parser.add_argument("--clients", type=int, default=200)
+    parser.add_argument("--clients-small", type=int, default=20)
+    parser.add_argument("--client-procs", type=int, default=max(1, (os.cpu_count() or 2) // 2))
+    parser.add_argument("--busy-jobs", type=int, default=20)
+    parser.add_argument("--rate", type=float, default=100.0)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--skip-pages", action="store_true")
+    parser.add_argument("--skip-fanout", action="store_true")
+    args = parser.parse_args()
+
+    from queues.devredis import RedisServer
+
+    server = None
+    redis_url = args.redis_url
+    if not redis_url:
+        server = RedisServer().start()
+        redis_url = server.url
+    workdir = tempfile.mkdtemp(prefix="bullpen-bench-")
+    env = dict(os.environ, REDIS_URL=redis_url, DJANGO_SETTINGS_MODULE="dashboard.settings",
+               BULLPEN_DB_PATH=os.path.join(workdir, "db.sqlite3"), DJANGO_DEBUG="0",
+               BULLPEN_DISCOVERY_TTL_S="600", BULLPEN_QUEUES="busy")
+    os.environ.update(env)
+    daphne = None
+    report: dict[str, Any] = {"redis_url": redis_url, "args": vars(args)}
+    try:
+        import django
+
+        django.setup()
+        from django.core.management import call_command
+        from django.test import Client
+        from django.test.utils import setup_test_environment
+
+        import redis
+
+        setup_test_environment()  # testserver host; templates rendered as served
+        call_command("migrate", verbosity=0)
+        from django.contrib.auth.models import User
+
+        admin = User.objects.create_superuser("bench", "", "bench")
+        client = Client()
+        client.force_login(admin)
+        cookie = f"sessionid={client.cookies['sessionid'].value}"
+
+        r = redis.Redis.from_url(redis_url, decode_responses=True)
+        r.flushdb()
+        t0 = time.perf_counter()
+        build_small_queues(r, args.queues - 1)
+        print(f"built {args.queues - 1} small queues in {time.perf_counter() - t0:.1f} s",
+              flush=True)
+
+        if not args.skip_pages:
+            fill(r, "big", 1, args.small, args.state)
+            deep = max(args.small // 25 // 2, 2)
+            job_id = str(args.small // 2)
+            cold = time.perf_counter()
+            client.get("/")
+            report["cold_overview_ms_small"] = (time.perf_counter() - cold) * 1000
+            report["pages_small"] = measure_pages(client, args.requests, deep, job_id)
+            t0 = time.perf_counter()
+            fill(r, "big", args.small + 1, args.jobs - args.small, args.state)
+            print(f"filled bull:big to {args.jobs:,} {args.state} jobs in "
+                  f"{time.perf_counter() - t0:.1f} s "
+                  f"(used_memory {r.info('memory')['used_memory_human']})", flush=True)
+            from dashboard import readmodel
+
+            readmodel.reset()  # a fresh process: the discovery SCAN runs again
+            cold = time.perf_counter()
+            client.get("/")
+            report["cold_overview_ms_big"] = (time.perf_counter() - cold) * 1000
+            report["pages_big"] = measure_pages(client, args.requests, deep, job_id)
+            print_pages(report, args)
+
+        if not args.skip_fanout:
+            from queues import Queue
+
+            busy = Queue("busy", redis_url)
+            ids = [busy.add("render", {"i": i}).id for i in range(args.busy_jobs)]
+            port = free_port()
+            daphne = subprocess.Popen(
+                [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+                 "dashboard.asgi:application"], cwd=ROOT, env=env,
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            wait_port(port)
+            runs = []
+            for n in (args.clients_small, args.clients):
+                print(f"fan-out: {n} clients ...", flush=True)
+                runs.append(fanout(port, cookie, n, args.client_procs, r, busy, ids,
+                                   args.rate, args.seconds))
+            report["fanout"] = runs
+            print_fanout(runs, args)
+    finally:
+        if daphne is not None:
+            daphne.terminate()
+            try:
+                daphne.wait(15)
+            except subprocess.TimeoutExpired:
+                daphne.kill()
+        if server is not None:
+            server.stop()
+    results = ROOT / "bench" / "results"
+    results.mkdir(exist_ok=True)
+    path = results / f"dashboard-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path.write_text(json.dumps(report, indent=2, default=str))
+    print(f"wrote {path.relative_to(ROOT)}")
+
+
+def wait_port(port: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError("daphne did not start")
+
+
+def print_pages(report: dict[str, Any], args: argparse.Namespace) -> None:
+    small, big = report["pages_small"], report["pages_big"]
+    print()
+    print(f"Server-side time, {args.requests} requests each (ms), 100 queues, "
+          f"bull:big with {args.small:,} vs {args.jobs:,} {args.state} jobs")
+    print(f"{'':18} {'p50 small':>10} {'p95 small':>10} {'p50 big':>9} {'p95 big':>9} "
+          f"{'p95 ratio':>10}")
+    for name in small:
+        s, b = small[name], big[name]
+        print(f"{name:18} {s['p50_ms']:10.1f} {s['p95_ms']:10.1f} {b['p50_ms']:9.1f} "
+              f"{b['p95_ms']:9.1f} {b['p95_ms'] / s['p95_ms']:10.2f}")
+    print(f"cold overview (first request of a process, discovery SCAN): "
+          f"{report['cold_overview_ms_small']:.0f} ms at {args.small:,}, "
+          f"{report['cold_overview_ms_big']:.0f} ms at {args.jobs:,}")
+
+
+def print_fanout(runs: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    print()
+    print(f"Live fan-out: progress of {args.busy_jobs} jobs at {args.rate:.0f} events/s "
+          f"for {args.seconds:.0f} s, one daphne process")
+    print(f"{'clients':>8} {'events':>7} {'msgs recv':>10} {'p50 ms':>7} {'p95 ms':>7} "
+          f"{'p99 ms':>7} {'max ms':>7} {'redis/s':>8} {'dash redis/s':>13}")
+    for run in runs:
+        print(f"{run['clients']:8d} {run['events_sent']:7d} {run['messages_received']:10d} "
+              f"{run['delay_p50_ms']:7.1f} {run['delay_p95_ms']:7.1f} "
+              f"{run['delay_p99_ms']:7.1f} {run['delay_max_ms']:7.1f} "
+              f"{run['redis_calls_per_s']:8.0f} {run['dashboard_redis_calls_per_s']:13.0f}")
+    if len(runs) == 2:
+        a, b = runs
+        print(f"clients x{b['clients'] / a['clients']:.0f}: dashboard Redis calls/s "
+              f"x{b['dashboard_redis_calls_per_s'] / max(a['dashboard_redis_calls_per_s'], 1e-9):.2f}, "
+              f"p99 delay x{b['delay_p99_ms'] / max(a['delay_p99_ms'], 1e-9):.2f}")
+        print("top commands at", b["clients"], "clients:", b["commands"])
+
+
+if __name__ == "__main__":
+    threading.current_thread().name = "bench"
+    main()

@@ -1,0 +1,26 @@
+"""The audit log, read-only in Django's admin."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from .models import AuditEntry
+
+
+@admin.register(AuditEntry)
+class AuditEntryAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Searchable, never editable."""
+
+    list_display = ("created_at", "username", "action", "target", "outcome")
+    list_filter = ("outcome", "action")
+    search_fields = ("username", "target", "detail")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False

@@ -1,0 +1,82 @@
+"""System checks of the API and webhook settings (`manage.py check`).
+
+bullpen.E101  BULLPEN_WEBHOOK_ALLOWED_NETWORKS holds something that is not a network
+bullpen.E102  an API or webhook size, count or period setting is out of range
+bullpen.E103  BULLPEN_API_PREFIX or BULLPEN_WEBHOOK_QUEUE is not a usable name
+bullpen.W101  webhooks may go to private addresses (BULLPEN_WEBHOOK_ALLOW_PRIVATE)
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.core.checks import CheckMessage, Error, Warning, register
+
+from . import conf
+from .validation import QUEUE_NAME_RE
+
+_PREFIX_RE = re.compile(r"[A-Za-z0-9_{}.-]{1,100}")
+
+
+@register()
+def check_api_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """Every API and webhook setting is usable."""
+    messages: list[CheckMessage] = []
+    try:
+        conf.webhook_allowed_networks()
+    except ValueError as exc:
+        messages.append(
+            Error(
+                f"BULLPEN_WEBHOOK_ALLOWED_NETWORKS: {exc}",
+                hint="CIDR networks, comma separated, e.g. 10.1.2.0/24",
+                id="bullpen.E101",
+            )
+        )
+    ranges = (
+        ("BULLPEN_API_MAX_BODY_BYTES", conf.max_body_bytes, 1024, 64 << 20),
+        ("BULLPEN_API_RATE_LIMIT_PER_MIN", conf.rate_limit_per_min, 1, 10**7),
+        ("BULLPEN_API_SSE_MAX_S", conf.sse_max_s, 0.1, 86_400),
+        ("BULLPEN_WEBHOOK_TIMEOUT_S", conf.webhook_timeout_s, 0.1, 300),
+        ("BULLPEN_WEBHOOK_ATTEMPTS", conf.webhook_attempts, 1, 100),
+        ("BULLPEN_WEBHOOK_BACKOFF_MS", conf.webhook_backoff_ms, 0, 86_400_000),
+        (
+            "BULLPEN_WEBHOOK_PROGRESS_INTERVAL_MS",
+            conf.webhook_progress_interval_ms,
+            0,
+            3_600_000,
+        ),
+        ("BULLPEN_WEBHOOK_CONCURRENCY", conf.webhook_concurrency, 1, 1000),
+    )
+    for name, read, low, high in ranges:
+        try:
+            value = read()
+        except (TypeError, ValueError):
+            value = None
+        if value is None or not low <= value <= high:
+            messages.append(
+                Error(f"{name} must be between {low} and {high}", id="bullpen.E102")
+            )
+    if not _PREFIX_RE.fullmatch(conf.prefix()):
+        messages.append(
+            Error(
+                f"BULLPEN_API_PREFIX {conf.prefix()!r} is not a usable key prefix",
+                id="bullpen.E103",
+            )
+        )
+    if not QUEUE_NAME_RE.fullmatch(conf.webhook_queue()):
+        messages.append(
+            Error(
+                f"BULLPEN_WEBHOOK_QUEUE {conf.webhook_queue()!r} is not a queue name",
+                id="bullpen.E103",
+            )
+        )
+    if conf.webhook_allow_private():
+        messages.append(
+            Warning(
+                "webhooks may be sent to private, loopback and link-local addresses",
+                hint="only for local development; unset BULLPEN_WEBHOOK_ALLOW_PRIVATE",
+                id="bullpen.W101",
+            )
+        )
+    return messages

@@ -1,0 +1,63 @@
+"""Tunables of the producer API and webhooks, with their units in their names.
+
+`dashboard/settings.py` reads the environment and falls back to these.
+"""
+
+from __future__ import annotations
+
+#: Largest request body the API reads.
+MAX_BODY_BYTES = 1 << 20
+#: Deepest nesting of arrays and objects a request body may have (the JSON
+#: encoder stops at 254 levels; nobody's job data needs more than a few).
+MAX_JSON_DEPTH = 64
+#: Requests per minute per token, unless the token sets its own.
+RATE_LIMIT_PER_MIN = 600
+#: How long an Idempotency-Key keeps mapping to its job.
+IDEMPOTENCY_TTL_S = 24 * 3600
+#: A replayed Idempotency-Key whose first request has not finished adding its
+#: job after this long is taken over (the first request died).
+IDEMPOTENCY_STALE_S = 10
+#: Longest Server-Sent Events connection; the client reconnects with Last-Event-ID.
+SSE_MAX_S = 300.0
+#: Comment lines keep idle SSE connections open through proxies.
+SSE_KEEPALIVE_S = 15.0
+#: Events replayed at most when an SSE client resumes.
+SSE_REPLAY_MAX = 1000
+#: Milliseconds an EventSource waits before reconnecting (the `retry:` field).
+SSE_RETRY_MS = 2000
+#: Lifetime of the read-only job tickets in `status_url` / `events_url`.
+TICKET_MAX_AGE_S = 7 * 24 * 3600
+
+#: Queue (under the API's prefix) whose jobs are webhook deliveries.
+WEBHOOK_QUEUE = "bullpen-webhooks"
+#: Consumer group the dispatcher reads the queues' events streams with.
+WEBHOOK_GROUP = "bullpen-webhooks"
+#: One delivery: connect + each read.
+WEBHOOK_TIMEOUT_S = 10.0
+#: Attempts per delivery and the first exponential backoff delay.
+WEBHOOK_ATTEMPTS = 8
+WEBHOOK_BACKOFF_MS = 2000
+#: At most one progress webhook per job and destination per this period
+#: (event time), the latest progress otherwise coalesced away.
+WEBHOOK_PROGRESS_INTERVAL_MS = 1000
+#: Deliveries running at once in one dispatcher.
+WEBHOOK_CONCURRENCY = 8
+#: Lock of a running delivery job; a dispatcher killed mid-delivery has its
+#: jobs picked up again after about this long.
+WEBHOOK_LOCK_DURATION_MS = 30_000
+#: Stream entries a dead dispatcher read but never acknowledged are claimed by
+#: another after this idle time.
+WEBHOOK_CLAIM_IDLE_MS = 60_000
+#: Entries read per XREADGROUP call and how long it blocks.
+WEBHOOK_READ_COUNT = 200
+WEBHOOK_BLOCK_MS = 1000
+#: How often the dispatcher re-reads which queues to follow.
+WEBHOOK_REFRESH_S = 1.0
+#: Per-job webhook records, outboxes and delivery logs expire after this.
+WEBHOOK_RECORD_TTL_S = 7 * 24 * 3600
+#: Attempts kept in a job's delivery log (newest first).
+WEBHOOK_LOG_MAX = 200
+#: Response body bytes kept in the delivery log.
+WEBHOOK_RESPONSE_EXCERPT_BYTES = 512
+#: Events a webhook can be sent for.
+WEBHOOK_EVENTS = ("active", "progress", "completed", "failed")

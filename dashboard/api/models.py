@@ -1,0 +1,207 @@
+"""API tokens, per-queue JSON Schemas and webhook subscriptions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.utils import timezone
+
+from . import defaults, tokens
+
+
+def _split(text: str) -> list[str]:
+    return [p.strip() for p in text.replace("\n", ",").split(",") if p.strip()]
+
+
+class ApiToken(models.Model):
+    """A producer's credential: hashed, scoped to queues and to read/write."""
+
+    name = models.CharField(max_length=100, help_text="Who or what uses it.")
+    prefix = models.CharField(max_length=16, unique=True, editable=False)
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    queues = models.TextField(
+        help_text="Queue names it may use, comma or newline separated; "
+        "* for every queue."
+    )
+    can_read = models.BooleanField(
+        default=True, help_text="Job status, events, counts."
+    )
+    can_write = models.BooleanField(default=False, help_text="Enqueue and cancel.")
+    rate_limit_per_min = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Requests per minute; empty for the site default.",
+    )
+    webhook_secret = models.CharField(
+        max_length=64,
+        default=tokens.generate_secret,
+        editable=False,
+        help_text="Signs the webhooks of jobs enqueued with this token.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = "API token"
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix})"
+
+    @classmethod
+    def issue(
+        cls,
+        name: str,
+        queues: str | list[str],
+        can_read: bool = True,
+        can_write: bool = False,
+        rate_limit_per_min: int | None = None,
+    ) -> tuple[ApiToken, str]:
+        """Create a token; returns it and the plain token (shown only now)."""
+        token = cls(
+            name=name,
+            queues=queues if isinstance(queues, str) else ",".join(queues),
+            can_read=can_read,
+            can_write=can_write,
+            rate_limit_per_min=rate_limit_per_min,
+        )
+        plain = token.set_new_key()
+        token.full_clean()
+        token.save()
+        return token, plain
+
+    def set_new_key(self) -> str:
+        """Give the token a fresh key; returns the plain token."""
+        plain, self.prefix = tokens.generate()
+        self.key_hash = tokens.hash_token(plain)
+        return plain
+
+    def clean(self) -> None:
+        from .validation import QUEUE_NAME_RE
+
+        names = self.queue_list
+        if not names:
+            raise ValidationError({"queues": "name at least one queue, or *"})
+        bad = [n for n in names if n != "*" and not QUEUE_NAME_RE.fullmatch(n)]
+        if bad:
+            raise ValidationError({"queues": f"not a queue name: {', '.join(bad)}"})
+        if not (self.can_read or self.can_write):
+            raise ValidationError("a token needs read, write or both")
+
+    @property
+    def queue_list(self) -> list[str]:
+        """The queue names (or `*`) it may use."""
+        return _split(self.queues)
+
+    @property
+    def is_active(self) -> bool:
+        """Not revoked."""
+        return self.revoked_at is None
+
+    def allows_queue(self, queue: str) -> bool:
+        """Whether the token may use this queue."""
+        names = self.queue_list
+        return "*" in names or queue in names
+
+    def revoke(self) -> None:
+        """Revoke now (idempotent)."""
+        if self.revoked_at is None:
+            self.revoked_at = timezone.now()
+            self.save(update_fields=["revoked_at"])
+
+
+class QueueSchema(models.Model):
+    """An optional JSON Schema that enqueued job data must satisfy."""
+
+    queue = models.CharField(max_length=100, unique=True)
+    json_schema = models.JSONField(
+        help_text="JSON Schema (draft 2020-12) of the job data."
+    )
+    description = models.CharField(max_length=200, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "queue JSON Schema"
+
+    def __str__(self) -> str:
+        return self.queue
+
+    def clean(self) -> None:
+        from jsonschema import Draft202012Validator
+        from jsonschema.exceptions import SchemaError
+
+        from .validation import QUEUE_NAME_RE
+
+        if not QUEUE_NAME_RE.fullmatch(self.queue or ""):
+            raise ValidationError({"queue": "not a queue name"})
+        try:
+            Draft202012Validator.check_schema(self.json_schema)
+        except SchemaError as exc:
+            raise ValidationError({"json_schema": exc.message}) from None
+
+
+def _default_events() -> str:
+    return ",".join(defaults.WEBHOOK_EVENTS)
+
+
+class WebhookSubscription(models.Model):
+    """Every job of a queue sends these events to a URL."""
+
+    queue = models.CharField(max_length=100)
+    url = models.URLField(max_length=2000)
+    events = models.CharField(
+        max_length=100,
+        default=_default_events,
+        help_text="Comma separated: " + ", ".join(defaults.WEBHOOK_EVENTS),
+    )
+    secret = models.CharField(max_length=64, default=tokens.generate_secret)
+    active = models.BooleanField(default=True)
+    description = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["queue", "id"]
+        verbose_name = "webhook subscription"
+
+    def __str__(self) -> str:
+        return f"{self.queue} -> {self.url}"
+
+    @property
+    def event_list(self) -> list[str]:
+        """The events it is sent."""
+        return _split(self.events)
+
+    def clean(self) -> None:
+        from . import conf
+        from .validation import QUEUE_NAME_RE, check_webhook_url
+
+        if not QUEUE_NAME_RE.fullmatch(self.queue or ""):
+            raise ValidationError({"queue": "not a queue name"})
+        if self.queue == conf.webhook_queue():
+            raise ValidationError({"queue": "the webhook delivery queue is internal"})
+        unknown = set(self.event_list) - set(defaults.WEBHOOK_EVENTS)
+        if unknown or not self.event_list:
+            raise ValidationError(
+                {"events": "choose from " + ", ".join(defaults.WEBHOOK_EVENTS)}
+            )
+        try:
+            check_webhook_url(self.url)
+        except Exception as exc:  # noqa: BLE001 - any refusal is a form error
+            raise ValidationError({"url": getattr(exc, "message", str(exc))}) from None
+
+    def mirror(self) -> dict[str, Any]:
+        """What the dispatcher reads from Redis."""
+        from . import conf
+
+        return {
+            "id": self.pk,
+            "prefix": conf.prefix(),
+            "queue": self.queue,
+            "url": self.url,
+            "events": self.event_list,
+            "secret": self.secret,
+            "active": self.active,
+        }

@@ -1,0 +1,307 @@
+"""JSON Schemas of request and response bodies (OpenAPI 3.1 = JSON Schema
+2020-12). The views validate request bodies with these very schemas, and the
+OpenAPI document publishes them, so the two cannot drift apart."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import defaults
+
+QUEUE_NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$"
+JOB_NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.:@/+-]{0,127}$"
+#: Ids a client may choose (all-digit ids are refused: Redis assigns those).
+CLIENT_JOB_ID_PATTERN = r"^[A-Za-z0-9_.-]{1,128}$"
+#: Ids a job may have (repeatable jobs' ids hold colons).
+JOB_ID_PATTERN = r"^[A-Za-z0-9_.:-]{1,200}$"
+STREAM_ID_PATTERN = r"^[0-9]{1,20}-[0-9]{1,20}$"
+IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e]{1,255}$"
+
+PRIORITY_MAX = 2**21 - 1
+DELAY_MAX_MS = 365 * 24 * 3600 * 1000
+BACKOFF_MAX_MS = 24 * 3600 * 1000
+ATTEMPTS_MAX = 100
+MS = "milliseconds"
+
+_KEEP: dict[str, Any] = {
+    "description": "true: remove at once; a number: keep the newest N; "
+    "{age (seconds), count}: keep by age and count.",
+    "anyOf": [
+        {"type": "boolean"},
+        {"type": "integer", "minimum": 0, "maximum": 1_000_000},
+        {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "age": {"type": "integer", "minimum": 0, "maximum": 10**9},
+                "count": {"type": "integer", "minimum": 0, "maximum": 1_000_000},
+            },
+        },
+    ],
+}
+
+JOB_OPTIONS: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "job_id": {
+            "type": "string",
+            "pattern": CLIENT_JOB_ID_PATTERN,
+            "description": "Your own id (not all digits); a taken id is a 409.",
+        },
+        "priority": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": PRIORITY_MAX,
+            "description": "0 = none; otherwise lower runs first.",
+        },
+        "delay": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": DELAY_MAX_MS,
+            "description": MS,
+        },
+        "attempts": {"type": "integer", "minimum": 1, "maximum": ATTEMPTS_MAX},
+        "backoff": {
+            "description": "Between attempts: a fixed delay in ms, or "
+            "{type: fixed|exponential, delay (ms), jitter (0..1)}.",
+            "anyOf": [
+                {"type": "integer", "minimum": 0, "maximum": BACKOFF_MAX_MS},
+                {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["type"],
+                    "properties": {
+                        "type": {"enum": ["fixed", "exponential"]},
+                        "delay": {
+                            "type": "integer",
+                            "minimum": 0,
+                            "maximum": BACKOFF_MAX_MS,
+                        },
+                        "jitter": {"type": "number", "minimum": 0, "maximum": 1},
+                    },
+                },
+            ],
+        },
+        "lifo": {"type": "boolean"},
+        "remove_on_complete": _KEEP,
+        "remove_on_fail": _KEEP,
+        "webhook_url": {
+            "type": "string",
+            "maxLength": 2000,
+            "pattern": "^https?://",
+            "description": "Receives this job's events, signed (see the README).",
+        },
+        "webhook_events": {
+            "type": "array",
+            "items": {"enum": list(defaults.WEBHOOK_EVENTS)},
+            "minItems": 1,
+            "uniqueItems": True,
+            "description": "Default: all of them.",
+        },
+    },
+}
+
+ENQUEUE_REQUEST: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["name"],
+    "properties": {
+        "name": {"type": "string", "pattern": JOB_NAME_PATTERN},
+        "data": {
+            "description": "Any JSON value (default {}); checked against "
+            "the queue's JSON Schema when it has one."
+        },
+        "options": {"$ref": "#/components/schemas/JobOptions"},
+    },
+}
+
+_NULLABLE_INT = {"type": ["integer", "null"]}
+
+ENQUEUED: dict[str, Any] = {
+    "type": "object",
+    "required": ["id", "queue", "name", "status_url", "events_url", "ticket"],
+    "properties": {
+        "id": {"type": "string"},
+        "queue": {"type": "string"},
+        "name": {"type": "string"},
+        "status_url": {"type": "string"},
+        "events_url": {"type": "string"},
+        "ticket": {
+            "type": "string",
+            "description": "Read-only access to this job alone: pass ?ticket= to "
+            "its status and events URLs (for browsers).",
+        },
+        "webhook": {"type": ["object", "null"]},
+    },
+}
+
+JOB: dict[str, Any] = {
+    "type": "object",
+    "required": ["id", "queue", "name", "state", "attempts_made", "timestamps"],
+    "properties": {
+        "id": {"type": "string"},
+        "queue": {"type": "string"},
+        "name": {"type": "string"},
+        "state": {
+            "enum": [
+                "waiting",
+                "prioritized",
+                "delayed",
+                "active",
+                "waiting-children",
+                "completed",
+                "failed",
+                "paused",
+                "unknown",
+            ]
+        },
+        "data": {},
+        "progress": {},
+        "returnvalue": {},
+        "failed_reason": {"type": ["string", "null"]},
+        "attempts_made": {"type": "integer"},
+        "attempts": {"type": "integer"},
+        "priority": {"type": "integer"},
+        "delay": {"type": "integer"},
+        "timestamps": {
+            "type": "object",
+            "properties": {
+                "created": _NULLABLE_INT,
+                "processed": _NULLABLE_INT,
+                "finished": _NULLABLE_INT,
+            },
+        },
+    },
+}
+
+REMOVED: dict[str, Any] = {
+    "type": "object",
+    "required": ["id", "result"],
+    "properties": {
+        "id": {"type": "string"},
+        "result": {"enum": ["removed", "cancel_requested"]},
+        "previous_state": {"type": "string"},
+    },
+}
+
+QUEUE: dict[str, Any] = {
+    "type": "object",
+    "required": ["queue", "paused", "counts"],
+    "properties": {
+        "queue": {"type": "string"},
+        "paused": {"type": "boolean"},
+        "counts": {
+            "type": "object",
+            "additionalProperties": {"type": "integer", "minimum": 0},
+        },
+    },
+}
+
+QUEUE_LIST: dict[str, Any] = {
+    "type": "object",
+    "required": ["queues"],
+    "properties": {
+        "queues": {"type": "array", "items": {"$ref": "#/components/schemas/Queue"}}
+    },
+}
+
+DELIVERIES: dict[str, Any] = {
+    "type": "object",
+    "required": ["job_id", "deliveries"],
+    "properties": {
+        "job_id": {"type": "string"},
+        "deliveries": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["delivery_id", "event", "url", "attempt", "outcome"],
+                "properties": {
+                    "delivery_id": {"type": "string"},
+                    "event": {"type": "string"},
+                    "url": {"type": "string"},
+                    "attempt": {"type": "integer"},
+                    "outcome": {"enum": ["delivered", "retrying", "failed", "refused"]},
+                    "status_code": {"type": ["integer", "null"]},
+                    "error": {"type": ["string", "null"]},
+                    "at_ms": {"type": "integer"},
+                    "duration_ms": {"type": "integer"},
+                },
+            },
+        },
+    },
+}
+
+SSE_EVENT: dict[str, Any] = {
+    "type": "object",
+    "description": "One Server-Sent Event: `event` is `state` (the job now) or an "
+    "event of the job; `data` is a JSON object with job_id and the event's fields; "
+    "`id` is the stream id to resume from.",
+    "properties": {
+        "event": {"type": "string"},
+        "data": {"type": "string", "contentMediaType": "application/json"},
+        "id": {"type": "string", "pattern": STREAM_ID_PATTERN},
+        "retry": {"type": "integer"},
+    },
+}
+
+#: Every error code the API answers with, by HTTP status (stable: clients may
+#: branch on them).
+ERROR_CODES: dict[int, tuple[str, ...]] = {
+    400: (
+        "malformed_json",
+        "invalid_body",
+        "missing_field",
+        "unknown_field",
+        "unknown_option",
+        "invalid_option",
+        "invalid_queue_name",
+        "invalid_job_name",
+        "invalid_job_id",
+        "invalid_webhook_url",
+        "invalid_idempotency_key",
+        "invalid_last_event_id",
+    ),
+    401: ("missing_token", "invalid_token", "revoked_token", "invalid_ticket"),
+    403: ("queue_not_allowed", "insufficient_scope"),
+    404: ("not_found", "job_not_found"),
+    405: ("method_not_allowed",),
+    409: ("job_id_taken", "idempotency_in_progress"),
+    413: ("payload_too_large",),
+    415: ("unsupported_media_type",),
+    422: ("schema_validation_failed", "idempotency_key_reused", "webhook_url_refused"),
+    429: ("rate_limited",),
+    500: ("internal_error",),
+    503: ("redis_unavailable",),
+}
+
+ERROR: dict[str, Any] = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["code", "message"],
+            "properties": {
+                "code": {
+                    "enum": sorted({c for cs in ERROR_CODES.values() for c in cs})
+                },
+                "message": {"type": "string"},
+                "details": {"type": "object"},
+            },
+        }
+    },
+}
+
+COMPONENTS: dict[str, dict[str, Any]] = {
+    "EnqueueRequest": ENQUEUE_REQUEST,
+    "JobOptions": JOB_OPTIONS,
+    "Enqueued": ENQUEUED,
+    "Job": JOB,
+    "Removed": REMOVED,
+    "Queue": QUEUE,
+    "QueueList": QUEUE_LIST,
+    "Deliveries": DELIVERIES,
+    "SseEvent": SSE_EVENT,
+    "Error": ERROR,
+}

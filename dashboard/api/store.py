@@ -1,0 +1,38 @@
+"""Redis clients of the API (decoding, as the queue core's) and the keys."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import redis
+import redis.asyncio as aioredis
+
+from queues.connection import async_client, sync_client
+
+from . import conf
+from .keys import ApiKeys
+
+
+@lru_cache(maxsize=8)
+def _client_for(url: str) -> redis.Redis:
+    return sync_client(url)
+
+
+def client() -> redis.Redis:
+    """The process's client for the Redis in settings (one per URL)."""
+    return _client_for(conf.redis_url())
+
+
+def new_async_client() -> aioredis.Redis:
+    """A fresh asyncio client (asyncio clients belong to one event loop)."""
+    return async_client(conf.redis_url())
+
+
+def keys() -> ApiKeys:
+    """Key names under the namespace in settings."""
+    return ApiKeys(conf.namespace())
+
+
+def queue_key(queue: str) -> str:
+    """`{prefix}:{queue}` of an API queue."""
+    return f"{conf.prefix()}:{queue}"

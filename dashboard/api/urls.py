@@ -1,0 +1,33 @@
+"""Routes of /api/v1/, generated from `spec` (one view per path, dispatching
+by method), then a JSON 404 for anything else under the prefix."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from django.http import HttpRequest, HttpResponse
+from django.urls import path, re_path
+
+from .handling import not_found, route
+from .spec import Operation, operations
+
+app_name = "bullpen_api"
+
+
+def _patterns() -> list[object]:
+    by_path: dict[str, list[Operation]] = defaultdict(list)
+    for op in operations():
+        by_path[op.path].append(op)
+    patterns: list[object] = []
+    for api_path, ops in by_path.items():
+        name = "openapi" if api_path == "/openapi.json" else None
+        patterns.append(path(ops[0].django_route, route(ops), name=name))
+    return patterns
+
+
+def unmatched(request: HttpRequest, rest: str = "") -> HttpResponse:
+    """No such API route: a JSON 404, never the HTML page."""
+    return not_found()
+
+
+urlpatterns = _patterns() + [re_path(r"^(?P<rest>.*)$", unmatched)]

@@ -1,0 +1,22 @@
+"""The OpenAPI document, generated from `spec`."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+
+from ..handling import Call, json_response
+from ..spec import openapi, operation
+
+
+@operation(
+    method="GET",
+    path="/openapi.json",
+    operation_id="getOpenApi",
+    summary="This API's OpenAPI 3.1 document",
+    scope=None,
+    responses={200: ("The document", None)},
+    tags=("meta",),
+)
+def openapi_document(request: HttpRequest, call: Call) -> HttpResponse:
+    """The OpenAPI document of every operation."""
+    return json_response(openapi())

@@ -1,0 +1,266 @@
+"""Jobs: enqueue, status, cancel/remove, and webhook deliveries."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+
+from gpu_workers import Fleet
+from gpu_workers.exceptions import ValidationError as FleetValidationError
+from queues import Job, JobState
+from queues.exceptions import InvalidJobOptions, JobLocked
+
+from .. import conf, defaults, idempotency, store
+from ..auth import make_ticket
+from ..exceptions import ApiError, BadRequest, Conflict, NotFound
+from ..handling import Call, json_response
+from ..spec import Param, operation
+from ..validation import (
+    EnqueueRequest,
+    check_idempotency_key,
+    check_queue_schema,
+    read_json_body,
+    validate_enqueue,
+)
+from ..webhooks import deliveries, registry
+from .common import api_url, queue_of
+
+_JOB = "/queues/{queue}/jobs/{job_id}"
+
+
+def new_job_id() -> str:
+    """An id for a job whose id must be known before it is added."""
+    return "job-" + uuid.uuid4().hex
+
+
+def job_body(queue_name: str, job: Job, state: JobState) -> dict[str, Any]:
+    """A job as the API shows it."""
+    return {
+        "id": job.id,
+        "queue": queue_name,
+        "name": job.name,
+        "state": state.value,
+        "data": job.data,
+        "progress": job.progress,
+        "returnvalue": job.returnvalue,
+        "failed_reason": job.failed_reason,
+        "attempts_made": job.attempts_made,
+        "attempts": job.attempts,
+        "priority": job.priority,
+        "delay": job.delay,
+        "timestamps": {
+            "created": job.timestamp or None,
+            "processed": job.processed_on,
+            "finished": job.finished_on,
+        },
+    }
+
+
+def _enqueued(
+    request: HttpRequest,
+    queue_name: str,
+    job_id: str,
+    name: str,
+    webhook: dict[str, Any] | None,
+    status: int,
+) -> HttpResponse:
+    path = f"/queues/{queue_name}/jobs/{job_id}"
+    status_url = api_url(request, path)
+    body = {
+        "id": job_id,
+        "queue": queue_name,
+        "name": name,
+        "status_url": status_url,
+        "events_url": api_url(request, path + "/events"),
+        "ticket": make_ticket(queue_name, job_id),
+        "webhook": webhook,
+    }
+    headers = {"Location": status_url}
+    if status == 200:
+        headers["Idempotent-Replayed"] = "true"
+    return json_response(body, status, headers)
+
+
+def _add(
+    call: Call,
+    queue_name: str,
+    req: EnqueueRequest,
+    job_id: str | None,
+    check_taken: bool,
+) -> tuple[str, dict[str, Any] | None]:
+    q = queue_of(queue_name)
+    if job_id is not None and check_taken:
+        if q.get_job_state(job_id) is not JobState.UNKNOWN:
+            raise Conflict(
+                "job_id_taken", f"queue {queue_name} already has a job {job_id}"
+            )
+    webhook = None
+    if req.webhook_url is not None:
+        assert call.principal is not None and call.principal.token is not None
+        job_id = job_id or new_job_id()
+        events = req.webhook_events or list(defaults.WEBHOOK_EVENTS)
+        client, keys, queue_key = (
+            store.client(),
+            store.keys(),
+            store.queue_key(queue_name),
+        )
+        registry.follow(client, keys, queue_key)
+        registry.set_job_webhook(
+            client,
+            keys,
+            queue_key,
+            job_id,
+            req.webhook_url,
+            events,
+            call.principal.token.webhook_secret,
+        )
+        webhook = {"url": req.webhook_url, "events": events}
+    try:
+        job = q.add(req.name, req.data, job_id=job_id, **req.options)
+    except InvalidJobOptions as exc:
+        raise BadRequest("invalid_option", str(exc)) from None
+    return str(job.id), webhook
+
+
+@operation(
+    method="POST",
+    path="/queues/{queue}/jobs",
+    operation_id="enqueueJob",
+    summary="Enqueue a job",
+    description="Returns at once with the job's id, its status URL and a "
+    "read-only ticket. With an Idempotency-Key, a retried request returns "
+    "the first request's job (200, Idempotent-Replayed: true) and adds nothing.",
+    scope="write",
+    request_schema="EnqueueRequest",
+    params=(
+        Param(
+            "Idempotency-Key",
+            "header",
+            {"type": "string", "pattern": r"^[\x21-\x7e]{1,255}$"},
+            "Same key and body: same job, added once.",
+        ),
+    ),
+    responses={
+        201: ("Enqueued", "Enqueued"),
+        200: ("Already enqueued by an earlier request with this key", "Enqueued"),
+        409: ("Job id taken, or the keyed request is still running", None),
+        422: ("Data fails the queue's JSON Schema, key reused, URL refused", None),
+    },
+)
+def enqueue(request: HttpRequest, call: Call, queue: str) -> HttpResponse:
+    """Validate, then add the job (once per Idempotency-Key)."""
+    body = read_json_body(request)
+    req = validate_enqueue(body)
+    check_queue_schema(queue, req.data)
+    job_id = req.options.pop("job_id", None)
+    key = request.headers.get("Idempotency-Key")
+    if key is None:
+        added, webhook = _add(call, queue, req, job_id, check_taken=True)
+        return _enqueued(request, queue, added, req.name, webhook, 201)
+    assert call.principal is not None
+    check_idempotency_key(key)
+    client = store.client()
+    fp = idempotency.fingerprint(queue, body)
+    redis_key = store.keys().idempotency(
+        call.principal.rate_key, store.queue_key(queue), key
+    )
+    claim = idempotency.claim(client, redis_key, fp, job_id or new_job_id())
+    if not claim.add:
+        webhook = None
+        if req.webhook_url:
+            webhook = {
+                "url": req.webhook_url,
+                "events": req.webhook_events or list(defaults.WEBHOOK_EVENTS),
+            }
+        return _enqueued(request, queue, claim.job_id, req.name, webhook, 200)
+    try:
+        added, webhook = _add(call, queue, req, claim.job_id, check_taken=claim.fresh)
+    except ApiError:
+        idempotency.release(client, redis_key)
+        raise
+    idempotency.done(client, redis_key, fp, added)
+    return _enqueued(request, queue, added, req.name, webhook, 201)
+
+
+@operation(
+    method="GET",
+    path=_JOB,
+    operation_id="getJob",
+    summary="A job's state, progress, result or failure, attempts and times",
+    scope="read",
+    tickets=True,
+    responses={200: ("The job", "Job"), 404: ("No such job", None)},
+)
+def get_job(request: HttpRequest, call: Call, queue: str, job_id: str) -> HttpResponse:
+    """The job as it is now."""
+    q = queue_of(queue)
+    job = q.get_job(job_id)
+    if job is None:
+        raise NotFound("job_not_found", f"queue {queue} has no job {job_id}")
+    return json_response(job_body(queue, job, q.get_job_state(job_id)))
+
+
+@operation(
+    method="DELETE",
+    path=_JOB,
+    operation_id="cancelJob",
+    summary="Remove a job that is not running; ask a running one to stop",
+    description="A waiting, delayed or finished job is removed (200). A running "
+    "job is asked to stop (202): GPU workers stop it and it fails with reason "
+    '"cancelled by operator"; other workers let it finish.',
+    scope="write",
+    responses={
+        200: ("Removed", "Removed"),
+        202: ("Cancel requested (the job is running)", "Removed"),
+        404: ("No such job", None),
+    },
+)
+def cancel_job(
+    request: HttpRequest, call: Call, queue: str, job_id: str
+) -> HttpResponse:
+    """Remove, or request a cancel."""
+    q = queue_of(queue)
+    state = q.get_job_state(job_id)
+    if state is JobState.UNKNOWN:
+        raise NotFound("job_not_found", f"queue {queue} has no job {job_id}")
+    if state is not JobState.ACTIVE:
+        try:
+            if q.remove_job(job_id):
+                return json_response(
+                    {"id": job_id, "result": "removed", "previous_state": state.value}
+                )
+            raise NotFound("job_not_found", f"queue {queue} has no job {job_id}")
+        except JobLocked:
+            pass  # it started meanwhile: cancel it instead
+    try:
+        Fleet(store.client(), conf.namespace()).request_cancel(
+            queue, job_id, conf.prefix()
+        )
+    except FleetValidationError as exc:
+        raise NotFound("job_not_found", str(exc)) from None
+    return json_response(
+        {"id": job_id, "result": "cancel_requested", "previous_state": "active"}, 202
+    )
+
+
+@operation(
+    method="GET",
+    path=_JOB + "/deliveries",
+    operation_id="getJobDeliveries",
+    summary="The job's webhook delivery attempts and outcomes, newest first",
+    scope="read",
+    responses={200: ("Delivery attempts", "Deliveries"), 404: ("No such job", None)},
+    tags=("webhooks",),
+)
+def job_deliveries(
+    request: HttpRequest, call: Call, queue: str, job_id: str
+) -> HttpResponse:
+    """A job's delivery log."""
+    rows = deliveries.for_job(
+        store.client(), store.keys(), store.queue_key(queue), job_id
+    )
+    if not rows and queue_of(queue).get_job_state(job_id) is JobState.UNKNOWN:
+        raise NotFound("job_not_found", f"queue {queue} has no job {job_id}")
+    return json_response({"job_id": job_id, "deliveries": rows})

@@ -1,0 +1,15 @@
+"""The operator app: registers its system checks."""
+
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class DashboardConfig(AppConfig):
+    """Bullpen's dashboard app (pages, actions, audit log)."""
+
+    name = "dashboard"
+    verbose_name = "Bullpen dashboard"
+
+    def ready(self) -> None:
+        from . import checks  # noqa: F401  (registers the checks)

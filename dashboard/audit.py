@@ -1,0 +1,25 @@
+"""Writing the audit log: every operator action, whatever its outcome."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest
+
+from .models import AuditEntry
+
+#: Longest detail text stored (errors from Redis can be long).
+DETAIL_CHARS = 2_000
+
+
+def record(
+    request: HttpRequest, target: str, action: str, outcome: str, detail: str = ""
+) -> AuditEntry:
+    """Store one entry for the request's user."""
+    user = request.user if request.user.is_authenticated else None
+    return AuditEntry.objects.create(
+        user=user,
+        username=user.get_username() if user else "",
+        target=target[:400],
+        action=action[:64],
+        outcome=outcome,
+        detail=detail[:DETAIL_CHARS],
+    )

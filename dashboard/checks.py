@@ -1,0 +1,96 @@
+"""System checks for the dashboard's settings (`manage.py check`).
+
+bullpen.E001  REDIS_URL is not a redis://, rediss:// or unix:// URL
+bullpen.E002  BULLPEN_PREFIXES is empty or holds an empty prefix
+bullpen.E003  a BULLPEN_QUEUES entry is not `name` or `prefix:name`
+bullpen.E004  a BULLPEN_READ_ONLY_QUEUES entry is not `*`, `name` or `prefix:name`
+bullpen.E005  BULLPEN_REDACT does not name an importable callable
+bullpen.E006  a size, cap or period setting is out of range
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.core.checks import Error, register
+from django.utils.module_loading import import_string
+
+
+def _queue_entry_ok(entry: str) -> bool:
+    name = entry.rsplit(":", 1)[-1]
+    prefix = entry.rsplit(":", 1)[0] if ":" in entry else "x"
+    return bool(name.strip()) and bool(prefix) and name == name.strip()
+
+
+@register()
+def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Error]:
+    """Every dashboard setting is usable."""
+    errors: list[Error] = []
+    url = str(getattr(settings, "REDIS_URL", ""))
+    if not url.startswith(("redis://", "rediss://", "unix://")):
+        errors.append(
+            Error(
+                f"REDIS_URL {url!r} is not a redis://, rediss:// or unix:// URL",
+                hint="Set REDIS_URL, e.g. redis://127.0.0.1:6379/0",
+                id="bullpen.E001",
+            )
+        )
+    prefixes = getattr(settings, "BULLPEN_PREFIXES", [])
+    if not prefixes or not all(prefixes):
+        errors.append(
+            Error(
+                "BULLPEN_PREFIXES must list at least one non-empty key prefix",
+                hint="BULLPEN_PREFIXES=bull",
+                id="bullpen.E002",
+            )
+        )
+    for entry in getattr(settings, "BULLPEN_QUEUES", []):
+        if not _queue_entry_ok(entry):
+            errors.append(
+                Error(
+                    f"BULLPEN_QUEUES entry {entry!r} is not `name` or `prefix:name`",
+                    id="bullpen.E003",
+                )
+            )
+    for entry in getattr(settings, "BULLPEN_READ_ONLY_QUEUES", []):
+        if entry != "*" and not _queue_entry_ok(entry):
+            errors.append(
+                Error(
+                    f"BULLPEN_READ_ONLY_QUEUES entry {entry!r} is not `*`, `name` or "
+                    "`prefix:name`",
+                    id="bullpen.E004",
+                )
+            )
+    redact = getattr(settings, "BULLPEN_REDACT", "")
+    if redact:
+        try:
+            hook = import_string(redact)
+        except ImportError as exc:
+            errors.append(
+                Error(
+                    f"BULLPEN_REDACT {redact!r} cannot be imported: {exc}",
+                    id="bullpen.E005",
+                )
+            )
+        else:
+            if not callable(hook):
+                errors.append(
+                    Error(
+                        f"BULLPEN_REDACT {redact!r} is not callable", id="bullpen.E005"
+                    )
+                )
+    for name, low, high in (
+        ("BULLPEN_DATA_PREVIEW_CHARS", 10, 100_000),
+        ("BULLPEN_DATA_DETAIL_CHARS", 100, 100_000_000),
+        ("BULLPEN_PAGE_SIZE", 1, 500),
+        ("BULLPEN_SCAN_CAP", 10, 100_000),
+        ("BULLPEN_DISCOVERY_TTL_S", 0, 86_400),
+        ("BULLPEN_SPARKLINE_MINUTES", 2, 1_440),
+    ):
+        value = getattr(settings, name, low)
+        if not isinstance(value, (int, float)) or not low <= value <= high:
+            errors.append(
+                Error(f"{name} is {value!r}; expected {low}..{high}", id="bullpen.E006")
+            )
+    return errors

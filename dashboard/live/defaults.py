@@ -1,0 +1,30 @@
+"""Tunables of live updates, with their units in their names."""
+
+from __future__ import annotations
+
+#: Longest the reader's XREAD BLOCK waits; also the counts period's resolution.
+XREAD_BLOCK_MS = 1_000
+#: Entries one XREAD takes per stream (bounds a batch).
+XREAD_COUNT = 1_000
+#: How often the reader reads the counts of each followed queue.
+COUNTS_INTERVAL_S = 1.0
+#: Progress of one job goes out at most once per this interval (10 a second),
+#: both from the reader to the channel layer and from a socket to its browser.
+PROGRESS_INTERVAL_S = 0.1
+#: A worker snapshot goes out at most this often after a heartbeat ...
+WORKERS_MIN_INTERVAL_S = 1.0
+#: ... and at least this often, so that expired records disappear.
+WORKERS_MAX_INTERVAL_S = 5.0
+#: Events a reconnecting socket is sent per queue at most (the newest ones).
+REPLAY_MAX_EVENTS = 500
+#: Queues and jobs one socket may follow.
+MAX_QUEUES_PER_SOCKET = 500
+MAX_JOBS_PER_SOCKET = 500
+#: A string field of an event longer than this is cut (job data is untrusted).
+FIELD_MAX_CHARS = 2_000
+#: How long the reader keeps running after its last subscriber left (page
+#: navigation closes and reopens the socket).
+LINGER_S = 30.0
+#: Backoff of the reader after a Redis error.
+RETRY_INITIAL_S = 0.5
+RETRY_MAX_S = 5.0

@@ -1,0 +1,161 @@
+"""Showing untrusted job data: the redaction hook, truncation, pretty JSON,
+and the row a job list shows. Nothing here marks text safe: templates escape
+all of it."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from django.conf import settings
+from django.utils.module_loading import import_string
+
+from queues import Job
+
+ELLIPSIS = "…"
+REDACTED = "[redacted]"
+#: Keys whose values `redact_sensitive_keys` hides (matched anywhere in the key).
+SENSITIVE_KEY = re.compile(
+    r"pass(word|wd)?|secret|token|api[-_]?key|auth|cookie|credential|private[-_]?key",
+    re.IGNORECASE,
+)
+#: Longest failed reason a list row shows.
+REASON_CHARS = 200
+
+
+def redact_sensitive_keys(value: Any) -> Any:
+    """A redaction hook: values under keys that look like secrets become
+    "[redacted]", at any depth (set BULLPEN_REDACT to this function's path)."""
+    if isinstance(value, dict):
+        return {
+            k: REDACTED
+            if isinstance(k, str) and SENSITIVE_KEY.search(k)
+            else redact_sensitive_keys(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [redact_sensitive_keys(v) for v in value]
+    return value
+
+
+@lru_cache(maxsize=4)
+def _hook(path: str) -> Any:
+    return import_string(path)
+
+
+def redact(value: Any) -> Any:
+    """`value` passed through the BULLPEN_REDACT hook (a copy; the hook may
+    change what it gets). A failing hook hides everything rather than nothing."""
+    path = settings.BULLPEN_REDACT
+    if not path:
+        return value
+    try:
+        return _hook(path)(copy.deepcopy(value))
+    except Exception:  # noqa: BLE001 - a broken hook must not leak the data
+        return REDACTED
+
+
+def truncate(text: str, cap: int) -> tuple[str, bool]:
+    """`text` cut to `cap` characters (with an ellipsis) and whether it was cut."""
+    if len(text) <= cap:
+        return text, False
+    return text[:cap] + ELLIPSIS, True
+
+
+def compact(value: Any) -> str:
+    """One-line JSON of any value (non-JSON values as text)."""
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    return json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))
+
+
+def pretty(value: Any, cap: int | None = None) -> tuple[str, bool]:
+    """Indented JSON of a value, cut at `cap` characters when given."""
+    text = json.dumps(value, ensure_ascii=False, default=str, indent=2)
+    return truncate(text, cap) if cap else (text, False)
+
+
+def preview(job: Job) -> str:
+    """The job's data as a list row shows it: redacted, compact, truncated."""
+    text, _ = truncate(compact(redact(job.data)), settings.BULLPEN_DATA_PREVIEW_CHARS)
+    return text
+
+
+def progress_parts(progress: Any) -> tuple[float | None, str]:
+    """(percent for a bar, or None; text) of a job's progress (a number or
+    any JSON value; objects with a numeric `percent` or `progress` get a bar)."""
+    number = progress
+    if isinstance(progress, dict):
+        number = progress.get("percent", progress.get("progress"))
+    if isinstance(number, (int, float)) and not isinstance(number, bool):
+        pct = max(0.0, min(100.0, float(number)))
+        if progress is number and pct == 0:
+            return 0.0, ""
+        text = f"{pct:g}%" if progress is number else truncate(compact(progress), 60)[0]
+        return pct, text
+    if progress in (None, "", 0):
+        return None, ""
+    return None, truncate(compact(progress), 60)[0]
+
+
+@dataclass
+class JobRow:
+    """One row of a job list."""
+
+    id: str
+    name: str
+    state: str
+    live_key: str
+    progress_pct: float | None
+    progress_text: str
+    attempts_made: int
+    attempts: int
+    added_ms: int
+    started_ms: int | None
+    finished_ms: int | None
+    duration_ms: int | None
+    processed_by: str | None
+    preview: str
+    failed_reason: str
+
+
+def job_row(job: Job, state: str, queue_key: str, now_ms: int) -> JobRow:
+    """A job as its list row shows it (data redacted and truncated)."""
+    pct, text = progress_parts(job.progress)
+    duration = None
+    if job.processed_on:
+        end = job.finished_on or (now_ms if state == "active" else None)
+        duration = end - job.processed_on if end else None
+    return JobRow(
+        id=job.id,
+        name=truncate(job.name, 80)[0],
+        state=state,
+        live_key=f"{queue_key}:{job.id}",
+        progress_pct=pct,
+        progress_text=text,
+        attempts_made=job.attempts_made,
+        attempts=job.attempts,
+        added_ms=job.timestamp,
+        started_ms=job.processed_on,
+        finished_ms=job.finished_on,
+        duration_ms=duration,
+        processed_by=job.processed_by,
+        preview=preview(job),
+        failed_reason=truncate(job.failed_reason or "", REASON_CHARS)[0],
+    )
+
+
+def sparkline(values: list[int], width: int = 120, height: int = 24) -> str:
+    """SVG polyline points for a series (numbers only, so safe in an attribute)."""
+    if not values:
+        return ""
+    top = max(max(values), 1)
+    step = width / max(len(values) - 1, 1)
+    return " ".join(
+        f"{i * step:.1f},{height - 1 - (v / top) * (height - 2):.1f}"
+        for i, v in enumerate(values)
+    )

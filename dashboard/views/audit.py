@@ -1,0 +1,28 @@
+"""Audit log page: recent operator actions, newest first, filterable by target."""
+
+from __future__ import annotations
+
+from django.core.paginator import Paginator
+from django.db.models import Q
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from ..models import AuditEntry
+from .common import VIEW, perm_required
+
+PAGE_SIZE = 100
+
+
+@require_GET
+@perm_required(VIEW)
+def audit_log(request: HttpRequest) -> HttpResponse:
+    """Who did what to which queue or job, and how it went."""
+    target = request.GET.get("target", "").strip()[:400]
+    entries = AuditEntry.objects.all()
+    if target:
+        # The target itself and what is under it (a queue's jobs), not
+        # `bull:render2` for `bull:render`.
+        entries = entries.filter(Q(target=target) | Q(target__startswith=target + ":"))
+    page = Paginator(entries, PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "dashboard/audit.html", {"page": page, "target": target})

@@ -1,0 +1,191 @@
+"""What every page and action shares: permission checks, the queue in the URL,
+the audited action wrapper and its htmx / plain-form responses."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import wraps
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.contrib import messages
+from django.contrib.auth.views import redirect_to_login
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.utils.http import url_has_allowed_host_and_scheme
+
+from gpu_workers.exceptions import GpuWorkerError
+from queues.exceptions import QueueError
+
+from .. import audit
+from ..models import OPERATE, SCALE, VIEW
+from ..readmodel import QueueRef, is_allowed, is_read_only
+
+__all__ = ["OPERATE", "SCALE", "VIEW"]
+
+View = Callable[..., HttpResponse]
+
+
+def is_htmx(request: HttpRequest) -> bool:
+    """Whether htmx sent the request (it then wants a fragment)."""
+    return request.headers.get("HX-Request") == "true"
+
+
+def to_login(request: HttpRequest) -> HttpResponse:
+    """Send an anonymous user to the login page; htmx gets HX-Redirect so the
+    whole page goes there (not the login form swapped into a fragment)."""
+    if is_htmx(request):
+        current = request.headers.get("HX-Current-URL", "")
+        path = urlsplit(current).path if current else request.get_full_path()
+        response = redirect_to_login(path or "/")
+        return HttpResponse(headers={"HX-Redirect": response["Location"]})
+    return redirect_to_login(request.get_full_path())
+
+
+def forbidden(request: HttpRequest, message: str) -> HttpResponse:
+    """A 403: a flash fragment for htmx, else the 403 page."""
+    template = "dashboard/_flash.html" if is_htmx(request) else "403.html"
+    return render(request, template, {"level": "error", "message": message}, status=403)
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """CSRF_FAILURE_VIEW: a 403 an operator can act on (a flash for htmx)."""
+    return forbidden(
+        request,
+        "The page's security token is missing or expired: "
+        "reload the page and try again.",
+    )
+
+
+def perm_required(perm: str) -> Callable[[View], View]:
+    """Anonymous users go to the login page; users without `perm` get a 403."""
+
+    def decorate(view: View) -> View:
+        @wraps(view)
+        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            if not request.user.is_authenticated:
+                return to_login(request)
+            if not request.user.has_perm(perm):
+                return forbidden(request, f"You need the {perm} permission.")
+            return view(request, *args, **kwargs)
+
+        return wrapper
+
+    return decorate
+
+
+def queue_ref(prefix: str, name: str) -> QueueRef:
+    """The queue named in the URL, or 404 when the dashboard may not show it."""
+    ref = QueueRef(prefix, name)
+    if not is_allowed(ref):
+        raise Http404("no such queue")
+    return ref
+
+
+def live_json(**follow: Any) -> str:
+    """The body's `data-live` JSON (escaped by the template, as an attribute)."""
+    return json.dumps({k: v for k, v in follow.items() if v})
+
+
+# --- actions -----------------------------------------------------------------
+class ActionError(Exception):
+    """Raised by an action for a refusal the operator should read (409)."""
+
+
+class BadInput(ActionError):
+    """Raised by an action when its form is invalid (400)."""
+
+
+@dataclass
+class Done:
+    """An action's success: the message, and where to go when the target is gone."""
+
+    message: str
+    redirect: str | None = None
+    #: Reload the page the form is on (its header changed, e.g. paused).
+    reload: bool = False
+
+
+Action = Callable[..., Done]
+
+
+def action(name: str, perm: str) -> Callable[[Action], View]:
+    """Make an action view: POST only, login, `perm`, the queue not read-only,
+    one audit entry whatever happens, and a response fit for htmx or a form.
+
+    The wrapped function gets (request, ref, *url args) and returns Done or
+    raises ActionError / BadInput / a queue or worker error."""
+
+    def decorate(func: Action) -> View:
+        @wraps(func)
+        def view(
+            request: HttpRequest, prefix: str, name_: str, *args: Any, **kwargs: Any
+        ) -> HttpResponse:
+            if request.method != "POST":
+                return HttpResponse(status=405, headers={"Allow": "POST"})
+            if not request.user.is_authenticated:
+                return to_login(request)
+            ref = queue_ref(prefix, name_)
+            target = ":".join([ref.key, *map(str, args), *map(str, kwargs.values())])
+            if not request.user.has_perm(perm):
+                audit.record(request, target, name, "denied", f"missing {perm}")
+                return forbidden(request, f"You need the {perm} permission.")
+            if is_read_only(ref):
+                audit.record(request, target, name, "denied", "queue is read-only")
+                return forbidden(request, f"{ref.key} is read-only here.")
+            try:
+                done = func(request, ref, *args, **kwargs)
+            except BadInput as exc:
+                return _failed(request, target, name, str(exc), 400)
+            except (ActionError, QueueError, GpuWorkerError, ValueError) as exc:
+                return _failed(request, target, name, str(exc), 409)
+            audit.record(request, target, name, "ok", done.message)
+            return _succeeded(request, done)
+
+        return view
+
+    return decorate
+
+
+def _failed(
+    request: HttpRequest, target: str, name: str, message: str, status: int
+) -> HttpResponse:
+    audit.record(request, target, name, "error", message)
+    if is_htmx(request):
+        return render(
+            request,
+            "dashboard/_flash.html",
+            {"level": "error", "message": message},
+            status=status,
+        )
+    messages.error(request, message)
+    return HttpResponseRedirect(_back(request), status=303)
+
+
+def _succeeded(request: HttpRequest, done: Done) -> HttpResponse:
+    if done.reload:
+        done.redirect = _back(request)
+    if is_htmx(request):
+        if done.redirect:
+            messages.success(request, done.message)
+            return HttpResponse(headers={"HX-Redirect": done.redirect})
+        response = render(
+            request, "dashboard/_flash.html", {"level": "ok", "message": done.message}
+        )
+        response["HX-Trigger"] = "bullpen:changed"
+        return response
+    messages.success(request, done.message)
+    return HttpResponseRedirect(done.redirect or _back(request), status=303)
+
+
+def _back(request: HttpRequest) -> str:
+    """Where a plain form returns: its `next` field when it is ours, else the
+    page the action belongs to."""
+    nxt = request.POST.get("next", "")
+    if nxt and url_has_allowed_host_and_scheme(
+        nxt, {request.get_host()}, request.is_secure()
+    ):
+        return nxt
+    return request.path.split("/actions/")[0] + "/"

@@ -1,0 +1,64 @@
+"""`/metrics` for Prometheus: a bearer token or an allowed network, no session.
+
+BULLPEN_METRICS_TOKEN (when set) is accepted as `Authorization: Bearer <token>`
+from anywhere; BULLPEN_METRICS_ALLOW lists the networks (CIDR) that may scrape
+without one. The client address is REMOTE_ADDR as daphne reports it (run daphne
+with --proxy-headers behind a proxy you trust).
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+from functools import cache
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import choose_encoder
+
+from dashboard.metrics import BullpenCollector
+
+
+@cache
+def registry() -> CollectorRegistry:
+    """This process's registry: the one Bullpen collector and nothing else."""
+    found = CollectorRegistry(auto_describe=False)
+    found.register(BullpenCollector())
+    return found
+
+
+def _networks() -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    return [ipaddress.ip_network(n, strict=False) for n in settings.BULLPEN_METRICS_ALLOW]
+
+
+def _token_ok(request: HttpRequest) -> bool:
+    token = settings.BULLPEN_METRICS_TOKEN
+    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+    return bool(token) and scheme.lower() == "bearer" and hmac.compare_digest(
+        given.strip().encode(), token.encode()
+    )
+
+
+def _network_ok(request: HttpRequest) -> bool:
+    try:
+        address = ipaddress.ip_address(request.META.get("REMOTE_ADDR") or "")
+    except ValueError:
+        return False
+    return any(address in network for network in _networks())
+
+
+@require_GET
+@never_cache
+def metrics(request: HttpRequest) -> HttpResponse:
+    """The exposition (text 0.0.4, or OpenMetrics when the scraper asks for it)."""
+    if not (_token_ok(request) or _network_ok(request)):
+        if settings.BULLPEN_METRICS_TOKEN:
+            response = HttpResponse("bearer token required\n", status=401)
+            response["WWW-Authenticate"] = 'Bearer realm="bullpen-metrics"'
+            return response
+        return HttpResponse("not from an allowed network\n", status=403)
+    encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
+    return HttpResponse(encoder(registry()), content_type=content_type)

@@ -1,0 +1,247 @@
+"""Queue page: tabs per state with counts, the paginated job list fragment, and
+the queue actions (pause, resume, retry/promote all, clean, drain, obliterate,
+global concurrency and rate limit)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from queues import ops
+
+from .. import forms, readmodel
+from ..present import job_row
+from ..readmodel import QueueRef
+from .common import (
+    OPERATE,
+    SCALE,
+    VIEW,
+    BadInput,
+    Done,
+    action,
+    is_htmx,
+    live_json,
+    perm_required,
+    queue_ref,
+)
+
+#: Tabs of the queue page and the states each lists (latest: every state).
+TABS: dict[str, tuple[str, ...]] = {
+    "latest": (
+        "active",
+        "waiting",
+        "prioritized",
+        "delayed",
+        "waiting-children",
+        "failed",
+        "completed",
+    ),
+    "active": ("active",),
+    "waiting": ("waiting",),
+    "prioritized": ("prioritized",),
+    "delayed": ("delayed",),
+    "waiting-children": ("waiting-children",),
+    "completed": ("completed",),
+    "failed": ("failed",),
+}
+
+
+def list_context(
+    request: HttpRequest, ref: QueueRef, counts: dict[str, int] | None = None
+) -> dict[str, Any]:
+    """The job list of the tab, page and order in the query string."""
+    tab = request.GET.get("state", "latest")
+    if tab not in TABS:
+        raise Http404("no such tab")
+    states = TABS[tab]
+    order = "oldest" if request.GET.get("order") == "oldest" else "newest"
+    try:
+        page_no = max(int(request.GET.get("page", "1")), 1)
+    except ValueError:
+        page_no = 1
+    if counts is None:
+        counts = readmodel.queue_counts([ref], *states)[0]
+    total = sum(counts.get(s, 0) for s in states)
+    size = settings.BULLPEN_PAGE_SIZE
+    pages = max((total + size - 1) // size, 1)
+    page_no = min(page_no, pages)
+    start = (page_no - 1) * size
+    jobs = readmodel.page(ref, states, start, start + size - 1, order == "oldest")
+    job_states = (
+        readmodel.job_states(ref, jobs) if len(states) > 1 else [states[0]] * len(jobs)
+    )
+    now = ops.now_ms()
+    base = reverse("queue", args=[ref.prefix, ref.name])
+    return {
+        "ref": ref,
+        "tab": tab,
+        "order": order,
+        "page_no": page_no,
+        "pages": pages,
+        "total": total,
+        "rows": [job_row(j, s, ref.key, now) for j, s in zip(jobs, job_states)],
+        "list_url": reverse("queue-jobs", args=[ref.prefix, ref.name]),
+        "base_url": base,
+        "query": f"state={tab}&order={order}",
+    }
+
+
+@require_GET
+@perm_required(VIEW)
+def queue_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+    """A queue: counts per state as tabs, its job list, its actions."""
+    ref = queue_ref(prefix, name)
+    header = readmodel.queue_header(ref)
+    context = list_context(request, ref, header.counts)
+    context.update(
+        header=header,
+        tabs=[(t, sum(header.counts.get(s, 0) for s in TABS[t])) for t in TABS],
+        read_only=readmodel.is_read_only(ref),
+        can_operate=request.user.has_perm(OPERATE),
+        can_scale=request.user.has_perm(SCALE),
+        clean_form=forms.CleanForm(initial={"state": "completed", "grace_s": 3600}),
+        drain_form=forms.DrainForm(),
+        obliterate_form=forms.ObliterateForm(queue_name=ref.name),
+        live_json=live_json(queues=[ref.key]),
+    )
+    return render(request, "dashboard/queue.html", context)
+
+
+@require_GET
+@perm_required(VIEW)
+def job_list(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+    """The job list fragment (htmx re-renders it on queue events)."""
+    ref = queue_ref(prefix, name)
+    context = list_context(request, ref)
+    context["fragment"] = is_htmx(request)
+    return render(request, "dashboard/_job_list.html", context)
+
+
+# --- actions -----------------------------------------------------------------
+def _form(form_class: type, request: HttpRequest, **kwargs: Any) -> Any:
+    form = form_class(request.POST, **kwargs)
+    if not form.is_valid():
+        raise BadInput(forms.errors_text(form))
+    return form.cleaned_data
+
+
+@action("queue.pause", OPERATE)
+def pause(request: HttpRequest, ref: QueueRef) -> Done:
+    """Stop workers taking new jobs."""
+    readmodel.queue(ref.prefix, ref.name).pause()
+    return Done(f"paused {ref.key}", reload=True)
+
+
+@action("queue.resume", OPERATE)
+def resume(request: HttpRequest, ref: QueueRef) -> Done:
+    """Let workers take jobs again."""
+    readmodel.queue(ref.prefix, ref.name).resume()
+    return Done(f"resumed {ref.key}", reload=True)
+
+
+@action("queue.retry_failed", OPERATE)
+def retry_failed(request: HttpRequest, ref: QueueRef) -> Done:
+    """Move every job that failed before now back to wait, in batches."""
+    q = readmodel.queue(ref.prefix, ref.name)
+    before = q.get_counts("failed")["failed"]
+    q.retry_jobs("failed")
+    return Done(f"retried {before} failed job(s) of {ref.key}", reload=True)
+
+
+@action("queue.promote_all", OPERATE)
+def promote_all(request: HttpRequest, ref: QueueRef) -> Done:
+    """Move every delayed job to wait, in batches."""
+    q = readmodel.queue(ref.prefix, ref.name)
+    before = q.get_counts("delayed")["delayed"]
+    q.promote_jobs()
+    return Done(f"promoted {before} delayed job(s) of {ref.key}", reload=True)
+
+
+@action("queue.clean", OPERATE)
+def clean(request: HttpRequest, ref: QueueRef) -> Done:
+    """Delete jobs of one state older than the grace period."""
+    data = _form(forms.CleanForm, request)
+    removed = readmodel.queue(ref.prefix, ref.name).clean(
+        data["grace_s"] * 1000, data["limit"] or 0, data["state"]
+    )
+    return Done(
+        f"cleaned {len(removed)} {data['state']} job(s) older than "
+        f"{data['grace_s']} s from {ref.key}",
+        reload=True,
+    )
+
+
+@action("queue.drain", OPERATE)
+def drain(request: HttpRequest, ref: QueueRef) -> Done:
+    """Delete waiting and prioritized jobs (and delayed ones when asked)."""
+    data = _form(forms.DrainForm, request)
+    readmodel.queue(ref.prefix, ref.name).drain(delayed=data["delayed"])
+    extra = ", delayed" if data["delayed"] else ""
+    return Done(f"drained {ref.key} (waiting, prioritized{extra})", reload=True)
+
+
+@action("queue.obliterate", OPERATE)
+def obliterate(request: HttpRequest, ref: QueueRef) -> Done:
+    """Delete the queue and every job in it; only a paused queue."""
+    data = _form(forms.ObliterateForm, request, queue_name=ref.name)
+    q = readmodel.queue(ref.prefix, ref.name)
+    if not q.is_paused():
+        raise BadInput(f"pause {ref.key} before obliterating it")
+    q.obliterate(force=data["force"])
+    return Done(f"obliterated {ref.key}", redirect=reverse("overview"))
+
+
+@action("queue.concurrency", SCALE)
+def concurrency(request: HttpRequest, ref: QueueRef) -> Done:
+    """Set or lift the global concurrency limit."""
+    value = _form(forms.ConcurrencyForm, request)["concurrency"]
+    q = readmodel.queue(ref.prefix, ref.name)
+    if value is None:
+        q.remove_global_concurrency()
+        return Done(f"lifted the global concurrency limit of {ref.key}", reload=True)
+    q.set_global_concurrency(value)
+    return Done(f"set global concurrency of {ref.key} to {value}", reload=True)
+
+
+@action("queue.rate_limit", SCALE)
+def rate_limit(request: HttpRequest, ref: QueueRef) -> Done:
+    """Set or lift the global rate limit."""
+    data = _form(forms.RateLimitForm, request)
+    q = readmodel.queue(ref.prefix, ref.name)
+    if data["max"] is None:
+        q.remove_global_rate_limit()
+        return Done(f"lifted the global rate limit of {ref.key}", reload=True)
+    q.set_global_rate_limit(data["max"], data["duration_ms"])
+    return Done(
+        f"set rate limit of {ref.key} to {data['max']} per {data['duration_ms']} ms",
+        reload=True,
+    )
+
+
+ACTIONS = {
+    "pause": pause,
+    "resume": resume,
+    "retry-failed": retry_failed,
+    "promote-all": promote_all,
+    "clean": clean,
+    "drain": drain,
+    "obliterate": obliterate,
+    "concurrency": concurrency,
+    "rate-limit": rate_limit,
+}
+
+
+@require_POST
+def queue_action(
+    request: HttpRequest, prefix: str, name: str, verb: str
+) -> HttpResponse:
+    """POST /queues/<prefix>/<name>/actions/<verb>/."""
+    view = ACTIONS.get(verb)
+    if view is None:
+        raise Http404("no such action")
+    return view(request, prefix, name)

@@ -1,0 +1,87 @@
+"""Failure triage: a queue's failed jobs grouped by normalised reason (a
+bounded, resumable window at a time), with retry-the-group."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET, require_POST
+
+from .. import readmodel, scan
+from ..forms import RetryGroupForm, errors_text
+from ..readmodel import QueueRef
+from .common import (
+    OPERATE,
+    VIEW,
+    BadInput,
+    Done,
+    action,
+    live_json,
+    perm_required,
+    queue_ref,
+)
+
+
+@require_GET
+@perm_required(VIEW)
+def triage_index(request: HttpRequest) -> HttpResponse:
+    """Queues with failed jobs, to pick one to triage."""
+    refs = readmodel.known_queues()
+    counts = readmodel.queue_counts(refs, "failed") if refs else []
+    rows = sorted(
+        ((r, c["failed"]) for r, c in zip(refs, counts)), key=lambda rc: (-rc[1], rc[0])
+    )
+    return render(request, "dashboard/triage_index.html", {"rows": rows})
+
+
+@require_GET
+@perm_required(VIEW)
+def triage(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+    """Failed jobs of one queue grouped by reason, `cap` jobs per request."""
+    ref = queue_ref(prefix, name)
+    try:
+        cursor = max(int(request.GET.get("cursor", "0")), 0)
+    except ValueError:
+        cursor = 0
+    window, groups = scan.triage(ref, cursor)
+    return render(
+        request,
+        "dashboard/triage.html",
+        {
+            "ref": ref,
+            "window": window,
+            "groups": groups,
+            "cap": settings.BULLPEN_SCAN_CAP,
+            "scanned_to": window.start + window.scanned,
+            "read_only": readmodel.is_read_only(ref),
+            "can_operate": request.user.has_perm(OPERATE),
+            "live_json": live_json(queues=[ref.key]),
+        },
+    )
+
+
+@action("triage.retry_group", OPERATE)
+def retry_group(request: HttpRequest, ref: QueueRef) -> Done:
+    """Retry the failed jobs of one group that still fail for that reason."""
+    form = RetryGroupForm(request.POST)
+    if not form.is_valid():
+        raise BadInput(errors_text(form))
+    retried, skipped = scan.retry_group(
+        ref, form.cleaned_data["ids"], form.cleaned_data["signature"]
+    )
+    return Done(
+        f"retried {retried} job(s) of group {form.cleaned_data['signature']}"
+        + (f"; skipped {skipped} no longer failed that way" if skipped else ""),
+        reload=True,
+    )
+
+
+@require_POST
+def triage_action(
+    request: HttpRequest, prefix: str, name: str, verb: str
+) -> HttpResponse:
+    """POST /triage/<prefix>/<name>/actions/<verb>/."""
+    if verb != "retry-group":
+        raise Http404("no such action")
+    return retry_group(request, prefix, name)

@@ -1,0 +1,216 @@
+/* Bullpen live updates (docs/dashboard-design.md): one websocket per page.
+ *
+ * The page says what it follows in <body data-live='{"queues": [...], "jobs":
+ * [...], "gpus": true}'> (optionally "last_ids": {queue: stream id} as of the
+ * render). This script opens /ws/live/, subscribes, and applies what arrives:
+ *   counts   -> text of [data-live-count="<queue>:<state>"]; [data-live-paused]
+ *   progress -> [data-live-progress="<queue>:<job>"] (<progress> value, or the
+ *               width of .bar > span) and text of [data-live-progress-text]
+ *   event    -> text of [data-live-state="<queue>:<job>"], then a
+ *               `bullpen:queue-event` DOM event on <body> (detail = message)
+ *   workers  -> a `bullpen:workers` DOM event on <body>
+ *   replayed -> also `bullpen:queue-event` (lists re-render after a gap)
+ * It reconnects with backoff and resends the last stream id it saw per queue,
+ * so the server replays what was missed. Everything is set as text, never HTML.
+ * <body data-live-status> says connecting | open | closed (for tests and CSS).
+ */
+(function () {
+  "use strict";
+
+  var MIN_DELAY_MS = 500;
+  var MAX_DELAY_MS = 30000;
+  // Events that name the state a job is now in.
+  var STATE_OF = {
+    added: null, waiting: "waiting", active: "active", completed: "completed",
+    failed: "failed", delayed: "delayed", prioritized: "prioritized",
+    "waiting-children": "waiting-children", removed: "removed", stalled: "waiting"
+  };
+
+  function parseSpec() {
+    var raw = document.body && document.body.getAttribute("data-live");
+    if (!raw) { return null; }
+    try {
+      var spec = JSON.parse(raw);
+      if (!spec || typeof spec !== "object") { return null; }
+      var follows = (spec.queues && spec.queues.length) || (spec.jobs && spec.jobs.length) || spec.gpus;
+      return follows ? spec : null;
+    } catch (e) {
+      return null;
+    }
+  }
+
+  function idKey(id) {
+    var parts = String(id).split("-");
+    return [Number(parts[0]) || 0, Number(parts[1]) || 0];
+  }
+
+  function newer(a, b) {
+    if (!b) { return true; }
+    var x = idKey(a), y = idKey(b);
+    return x[0] > y[0] || (x[0] === y[0] && x[1] > y[1]);
+  }
+
+  function each(attr, value, fn) {
+    var sel = "[" + attr + '="' + (window.CSS && CSS.escape ? CSS.escape(value) : value) + '"]';
+    var found = document.querySelectorAll(sel);
+    for (var i = 0; i < found.length; i++) { fn(found[i]); }
+  }
+
+  function fire(name, detail) {
+    document.body.dispatchEvent(new CustomEvent(name, { detail: detail, bubbles: true }));
+  }
+
+  // (percent or null, text) of a progress value: a number, or an object with
+  // a numeric `percent` / `progress`, or anything else (shown as JSON text).
+  function progressParts(value) {
+    var number = value;
+    if (value && typeof value === "object") {
+      number = value.percent !== undefined ? value.percent : value.progress;
+    }
+    if (typeof number === "number" && isFinite(number)) {
+      var pct = Math.max(0, Math.min(100, number));
+      var text = number === value ? pct + "%" : JSON.stringify(value);
+      return [pct, text.length > 60 ? text.slice(0, 59) + "…" : text];
+    }
+    if (value === null || value === undefined || value === "" || value === 0) { return [null, ""]; }
+    var other = typeof value === "string" ? value : JSON.stringify(value);
+    return [null, other.length > 60 ? other.slice(0, 59) + "…" : other];
+  }
+
+  function applyCounts(msg) {
+    var counts = msg.counts || {};
+    Object.keys(counts).forEach(function (state) {
+      each("data-live-count", msg.queue + ":" + state, function (el) {
+        el.textContent = String(counts[state]);
+        el.classList.toggle("zero", !counts[state]);
+      });
+    });
+    if (typeof msg.paused === "boolean") {
+      each("data-live-paused", msg.queue, function (el) { el.hidden = !msg.paused; });
+    }
+  }
+
+  function applyProgress(msg) {
+    var key = msg.queue + ":" + msg.job;
+    var parts = progressParts(msg.progress);
+    each("data-live-progress", key, function (el) {
+      if (parts[0] === null) { return; }
+      if (el.tagName === "PROGRESS") {
+        el.value = parts[0];
+        return;
+      }
+      var bar = el.classList.contains("bar") ? el.querySelector(":scope > span") : el;
+      if (bar) { bar.style.width = parts[0] + "%"; }
+      el.setAttribute("aria-valuenow", String(Math.round(parts[0])));
+    });
+    each("data-live-progress-text", key, function (el) { el.textContent = parts[1]; });
+  }
+
+  function applyEvent(msg) {
+    if (msg.job !== null && msg.job !== undefined && STATE_OF[msg.event]) {
+      var state = STATE_OF[msg.event];
+      each("data-live-state", msg.queue + ":" + msg.job, function (el) {
+        el.textContent = state;
+        el.className = el.className.replace(/\bst-[\w-]+/g, "").trim() + " st-" + state;
+      });
+    }
+    fire("bullpen:queue-event", msg);
+  }
+
+  function Live(spec) {
+    this.spec = spec;
+    this.lastIds = {};
+    var given = spec.last_ids || {};
+    for (var q in given) {
+      if (Object.prototype.hasOwnProperty.call(given, q)) { this.lastIds[q] = given[q]; }
+    }
+    this.attempt = 0;
+    this.socket = null;
+    this.stopped = false;
+  }
+
+  Live.prototype.seen = function (queue, id) {
+    if (queue && id && newer(id, this.lastIds[queue])) { this.lastIds[queue] = id; }
+  };
+
+  Live.prototype.connect = function () {
+    var self = this;
+    var scheme = location.protocol === "https:" ? "wss://" : "ws://";
+    document.body.setAttribute("data-live-status", "connecting");
+    var socket = this.socket = new WebSocket(scheme + location.host + "/ws/live/");
+    socket.onopen = function () {
+      self.attempt = 0;
+      document.body.setAttribute("data-live-status", "open");
+      var msg = {
+        type: "subscribe",
+        queues: self.spec.queues || [],
+        jobs: self.spec.jobs || [],
+        gpus: !!self.spec.gpus,
+        last_ids: self.lastIds
+      };
+      socket.send(JSON.stringify(msg));
+    };
+    socket.onmessage = function (e) {
+      var msg;
+      try { msg = JSON.parse(e.data); } catch (err) { return; }
+      self.handle(msg);
+    };
+    socket.onclose = function () {
+      document.body.setAttribute("data-live-status", "closed");
+      if (self.stopped) { return; }
+      var delay = Math.min(MAX_DELAY_MS, MIN_DELAY_MS * Math.pow(2, self.attempt++));
+      setTimeout(function () { self.connect(); }, delay * (0.75 + Math.random() / 2));
+    };
+  };
+
+  Live.prototype.handle = function (msg) {
+    switch (msg.type) {
+      case "counts":
+        applyCounts(msg);
+        this.seen(msg.queue, msg.id);
+        break;
+      case "progress":
+        applyProgress(msg);
+        this.seen(msg.queue, msg.id);
+        break;
+      case "event":
+        this.seen(msg.queue, msg.id);
+        applyEvent(msg);
+        break;
+      case "replayed":
+        fire("bullpen:queue-event", msg);
+        break;
+      case "workers":
+        fire("bullpen:workers", msg);
+        break;
+      case "error":
+        if (window.console) { console.warn("bullpen live:", msg.message); }
+        break;
+    }
+  };
+
+  function start() {
+    var spec = parseSpec();
+    if (!spec || !window.WebSocket) { return; }
+    var live = new Live(spec);
+    window.bullpenLive = live;
+    live.connect();
+    window.addEventListener("pagehide", function () {
+      live.stopped = true;
+      if (live.socket) { live.socket.close(); }
+    });
+    // Back/forward cache: the page comes back without its socket.
+    window.addEventListener("pageshow", function (e) {
+      if (e.persisted && live.stopped) {
+        live.stopped = false;
+        live.connect();
+      }
+    });
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", start);
+  } else {
+    start();
+  }
+})();

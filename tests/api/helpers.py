@@ -1,0 +1,161 @@
+"""Plain helpers of the API tests: bounded waits, a webhook receiver, a
+queue worker in a thread, and the dispatcher in threads."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, TypeVar
+
+import orjson
+
+from dashboard.api.webhooks.dispatcher import Dispatcher, DispatcherConfig
+from queues import Worker
+
+T = TypeVar("T")
+
+
+def wait_until(
+    predicate: Callable[[], T],
+    timeout: float = 10.0,
+    interval: float = 0.02,
+    what: str = "the condition",
+) -> T:
+    """Poll until `predicate()` is truthy and return it (AssertionError on timeout)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+@dataclass
+class Received:
+    """One request a Receiver got."""
+
+    at: float
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+    @property
+    def json(self) -> Any:
+        return orjson.loads(self.body)
+
+
+#: (index of the request, the request) -> (status, extra headers)
+Behaviour = Callable[[int, Received], tuple[int, dict[str, str]]]
+
+
+def always_ok(index: int, request: Received) -> tuple[int, dict[str, str]]:
+    return 200, {}
+
+
+@dataclass
+class Receiver:
+    """An HTTP server on a loopback address that records every request."""
+
+    host: str = "127.0.0.1"
+    behaviour: Behaviour = always_ok
+    requests: list[Received] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        owner = self
+        lock = threading.Lock()
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                length = int(self.headers.get("Content-Length") or 0)
+                got = Received(
+                    time.monotonic(),
+                    self.path,
+                    dict(self.headers.items()),
+                    self.rfile.read(length),
+                )
+                with lock:
+                    index = len(owner.requests)
+                    owner.requests.append(got)
+                status, headers = owner.behaviour(index, got)
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"ok")
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        class Server(ThreadingHTTPServer):
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                pass  # a client that timed out and left: expected in some tests
+
+        self.server = Server((self.host, 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def url(self, path: str = "/hook") -> str:
+        return f"http://{self.host}:{self.port}{path}"
+
+    def events(self) -> list[str]:
+        """The event of each request received, in order."""
+        return [r.json["event"] for r in self.requests]
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class WorkerThread:
+    """A queues Worker running in a daemon thread."""
+
+    def __init__(
+        self, queue: str, processor: Any, redis_url: str, **options: Any
+    ) -> None:
+        self.worker = Worker(queue, processor, connection=redis_url, **options)
+        self.thread = threading.Thread(target=self.worker.run, daemon=True)
+        self.thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        wait_until(lambda: self.worker._loop is not None, 5, what="the worker loop")
+        self.worker.close()
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "worker did not stop"
+
+
+def fast_config(**overrides: Any) -> DispatcherConfig:
+    """The dispatcher configuration of the Django settings in force (Redis URL,
+    destination policy: tests set BULLPEN_WEBHOOK_ALLOW_PRIVATE themselves),
+    with short waits."""
+    values: dict[str, Any] = {
+        "consumer": "test-host",
+        "timeout_s": 5.0,
+        "backoff_ms": 100,
+        "attempts": 3,
+        "progress_interval_ms": 0,
+        "block_ms": 100,
+        "refresh_s": 0.05,
+        "lock_duration_ms": 2000,
+        "concurrency": 4,
+    }
+    values.update(overrides)
+    return DispatcherConfig.from_settings(**values)
+
+
+@contextmanager
+def dispatching(config: DispatcherConfig, **kwargs: Any) -> Iterator[Dispatcher]:
+    """The dispatcher in background threads for the duration of the block."""
+    dispatcher = Dispatcher(config, **kwargs).start()
+    try:
+        yield dispatcher
+    finally:
+        dispatcher.stop()

@@ -1,0 +1,136 @@
+"""A real stack for browser tests: redis-server, daphne serving the dashboard,
+a GPU worker supervisor on simulated GPUs, and Debian's Chromium driven by
+Playwright (never a downloaded browser)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from queues.devredis import RedisServer, free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+PASSWORD = "browser-test-pw"
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+
+
+@dataclass
+class Stack:
+    """What the browser tests talk to."""
+
+    url: str
+    redis_url: str
+    env: dict[str, str]
+
+
+def _wait_for_port(port: int, deadline_s: float, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"process exited with {proc.returncode}")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise RuntimeError(f"nothing listens on port {port}")
+
+
+# Module scope: Playwright's sync API keeps an event loop running in the main
+# thread while it is open, which would break asyncio.run() in later tests.
+@pytest.fixture(scope="module")
+def stack() -> Iterator[Stack]:
+    """Redis, migrated SQLite with an admin, daphne and a supervisor (2 sim GPUs)."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"CHROMIUM NOT FOUND at {CHROMIUM}: browser tests were NOT run "
+                    "(`make test` installs Debian's chromium)")
+    server = RedisServer().start()
+    tmp = tempfile.mkdtemp(prefix="bullpen-browser-")
+    port = free_port()
+    env = dict(
+        os.environ,
+        DJANGO_SETTINGS_MODULE="dashboard.settings",
+        REDIS_URL=server.url,
+        BULLPEN_DB_PATH=str(Path(tmp) / "db.sqlite3"),
+        BULLPEN_GPUS="sim:2x24GiB",
+        BULLPEN_WORKERS="gpu:2",
+        BULLPEN_HANDLER_MODULES="gpu_workers.demo_handlers",
+        DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
+    )
+    py = sys.executable
+    subprocess.run([py, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT,
+                   env=env, check=True)
+    subprocess.run(
+        [py, "-c", "import django; django.setup(); from django.contrib.auth.models "
+         "import User; User.objects.create_superuser('admin', '', "
+         f"{PASSWORD!r})"], cwd=ROOT, env=env, check=True)
+    procs = [
+        subprocess.Popen([py, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+                          "dashboard.asgi:application"], cwd=ROOT, env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
+        subprocess.Popen([py, "manage.py", "runworkers"], cwd=ROOT, env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
+    ]
+    try:
+        _wait_for_port(port, 30, procs[0])
+        yield Stack(f"http://127.0.0.1:{port}", server.url, env)
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        server.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    """Debian's Chromium, headless, through Playwright."""
+    with playwright_api.sync_playwright() as p:
+        b = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run",
+                  "--disable-quic"],
+        )
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser: object, stack: Stack) -> Iterator[object]:
+    """A page logged in as the admin."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})  # type: ignore[attr-defined]
+    pg = context.new_page()
+    pg.set_default_timeout(15_000)
+    pg.goto(stack.url + "/")
+    if pg.locator("input[name=password]").count():
+        pg.fill("input[name=username]", "admin")
+        pg.fill("input[name=password]", PASSWORD)
+        pg.locator("form [type=submit]").first.click()
+        pg.wait_for_load_state()
+    yield pg
+    context.close()
+
+
+def shot(page: object, name: str) -> Path:
+    """Save a full-page screenshot to tests/browser/artifacts/ (git-ignored)."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)  # type: ignore[attr-defined]
+    return path

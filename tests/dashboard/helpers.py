@@ -1,0 +1,75 @@
+"""Plain helpers: jobs put in each state the way a worker would, and htmx posts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.test import Client
+from django.urls import reverse
+
+from queues import Queue, codec, ops
+from tests.queues.transitions.helpers import (
+    claimed,
+    entry,
+    move_to_active,
+    move_to_finished,
+)
+
+HX = {"HTTP_HX_REQUEST": "true"}
+
+
+def run_jobs(
+    q: Queue,
+    n: int = 1,
+    target: str = "failed",
+    value: Any = "boom",
+    name: str = "job",
+    data: Any = None,
+    fields: list[str] | None = None,
+) -> list[str]:
+    """Add n jobs to a queue with nothing else waiting, claim them and finish
+    them as `target`; returns their ids.
+    `value` is the failedReason (failed) or the return value (completed)."""
+    now = ops.now_ms()
+    ids = [q.add(name, data if data is not None else {"i": i}).id for i in range(n)]
+    got = claimed(move_to_active(q, now=now, count=n))
+    assert sorted(i for i, _, _ in got) == sorted(ids)
+    entries = [
+        entry(
+            job_id,
+            target,
+            value=value if target == "failed" else codec.dumps(value),
+            token=token,
+            fields=fields,
+        )
+        for job_id, token, _ in got
+    ]
+    move_to_finished(q, entries, now=now + 5)
+    return ids
+
+
+def make_active(q: Queue, name: str = "job", data: Any = None) -> str:
+    """Add a job and claim it as a worker does; returns its id."""
+    job = q.add(name, data if data is not None else {})
+    got = claimed(move_to_active(q, now=ops.now_ms(), count=1, name="gpu-host-1"))
+    assert got[0][0] == job.id
+    return str(job.id)
+
+
+def job_url(q: Queue, job_id: str, *tail: str) -> str:
+    """The job page, or one of its actions (`job_url(q, id, "retry")`)."""
+    if tail:
+        return reverse("job-action", args=[q.prefix, q.name, job_id, tail[0]])
+    return reverse("job", args=[q.prefix, q.name, job_id])
+
+
+def queue_url(q: Queue, verb: str | None = None) -> str:
+    """The queue page, or one of its actions."""
+    if verb:
+        return reverse("queue-action", args=[q.prefix, q.name, verb])
+    return reverse("queue", args=[q.prefix, q.name])
+
+
+def hx_post(client: Client, url: str, data: dict[str, Any] | None = None) -> Any:
+    """POST as htmx does (the response is a fragment)."""
+    return client.post(url, data or {}, **HX)

@@ -1,0 +1,50 @@
+"""Misconfigured dashboard settings are reported as system checks with ids."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dashboard.checks import check_settings
+
+
+def _ids() -> list[str]:
+    return [e.id for e in check_settings()]
+
+
+def test_default_settings_pass() -> None:
+    """The shipped defaults need no environment."""
+    assert _ids() == []
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "error"),
+    [
+        ("REDIS_URL", "localhost:6379", "bullpen.E001"),
+        ("BULLPEN_PREFIXES", [], "bullpen.E002"),
+        ("BULLPEN_PREFIXES", ["bull", ""], "bullpen.E002"),
+        ("BULLPEN_QUEUES", ["bull:"], "bullpen.E003"),
+        ("BULLPEN_READ_ONLY_QUEUES", [":"], "bullpen.E004"),
+        ("BULLPEN_REDACT", "no.such.module.redact", "bullpen.E005"),
+        ("BULLPEN_REDACT", "dashboard.present.REDACTED", "bullpen.E005"),
+        ("BULLPEN_PAGE_SIZE", 0, "bullpen.E006"),
+        ("BULLPEN_SCAN_CAP", 10_000_000, "bullpen.E006"),
+        ("BULLPEN_DISCOVERY_TTL_S", -1, "bullpen.E006"),
+    ],
+)
+def test_each_misconfiguration_has_its_id(
+    settings: Any, name: str, value: Any, error: str
+) -> None:
+    """Each bad value is reported once, under its id."""
+    setattr(settings, name, value)
+    assert _ids() == [error]
+
+
+def test_good_non_default_values_pass(settings: Any) -> None:
+    """Queue entries with prefixes, `*` and a real hook are accepted."""
+    settings.BULLPEN_QUEUES = ["render", "{bull}:embed"]
+    settings.BULLPEN_READ_ONLY_QUEUES = ["*", "bull:render"]
+    settings.BULLPEN_REDACT = "dashboard.present.redact_sensitive_keys"
+    settings.REDIS_URL = "unix:///tmp/redis.sock"
+    assert _ids() == []

@@ -1,0 +1,92 @@
+"""The GPU page against a real supervisor (`python -m gpu_workers`) on two
+simulated 24 GiB GPUs: committed VRAM shows in the gauge while a job runs, and
+scaling 1 -> 2 workers from the page starts the second worker."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from gpu_workers import Fleet
+from queues import Queue
+from tests.dashboard.helpers import HX
+
+pytestmark = pytest.mark.django_db
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def wait_for(check: Callable[[], Any], timeout: float = 15.0) -> Any:
+    """Poll until check() is truthy; its value."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.1)
+    raise AssertionError("timed out")
+
+
+@pytest.fixture
+def supervisor(dashboard_redis: str) -> Iterator[Fleet]:
+    """A supervisor of host `itest` working queue `gpu` with one worker at first."""
+    config = {
+        "queues": [{"queue": "gpu", "slots": 2, "workers": 1}],
+        "handler_modules": ["gpu_workers.demo_handlers"],
+        "heartbeat_interval_s": 0.5,
+        "heartbeat_ttl_s": 3,
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpu_workers", "--redis-url", dashboard_redis,
+         "--gpus", "sim:2x24GiB", "--host", "itest", "--config", json.dumps(config)],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    fleet = Fleet(dashboard_redis)
+    try:
+        yield fleet
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        fleet.close()
+
+
+def ready(fleet: Fleet) -> list[dict[str, Any]]:
+    return [w for w in fleet.list_workers() if w.get("state") in ("idle", "busy")]
+
+
+def test_gauge_and_scaling_with_a_real_supervisor(
+    supervisor: Fleet, dashboard_redis: str, scaler_client: Client
+) -> None:
+    """A running 6 GiB job is committed on its GPU's gauge with live progress;
+    asking for 2 workers brings the second one up on the other GPU."""
+    wait_for(lambda: len(ready(supervisor)) == 1)
+    q = Queue("gpu", dashboard_redis)
+    job = q.add("demo", {"vram": "6GiB", "steps": 40, "step_s": 0.1})
+    wait_for(lambda: any(w["running"] for w in supervisor.list_workers()))
+    body = scaler_client.get("/gpus/").content.decode()
+    assert body.count("simulated") >= 3  # the host and both devices
+    assert "SIM-itest-0" in body and "SIM-itest-1" in body
+    assert "6.0 GiB</span> committed" in body
+    assert f'data-live-progress="bull:gpu:{job.id}"' in body
+    assert 'data-scale="itest/bull:gpu"' in body
+
+    response = scaler_client.post(
+        "/gpus/actions/scale/", {"host": "itest", "queue": "bull:gpu", "workers": "2"},
+        **HX)
+    assert response.status_code == 200
+    workers = wait_for(lambda: len(ready(supervisor)) == 2 and ready(supervisor))
+    assert {w["gpu"]["uuid"] for w in workers} == {"SIM-itest-0", "SIM-itest-1"}
+    hosts = scaler_client.get("/gpus/fragments/hosts/").content.decode()
+    assert hosts.count('class="gpu-worker"') == 2
+    q.close()

@@ -1,0 +1,162 @@
+"""The job page: data, options, result, progress, logs, error, timeline, VRAM,
+flow tree across queues, and the actions its state allows."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import redis
+from django.test import Client
+from django.urls import reverse
+
+from gpu_workers.keys import BullpenKeys
+from queues import FlowProducer, Queue
+from tests.dashboard.helpers import HX, job_url, make_active, run_jobs
+
+pytestmark = pytest.mark.django_db
+
+
+def _actions(html: str) -> set[str]:
+    return {
+        part.split("/")[0]
+        for part in html.split('hx-post="')[1:]
+        if "/jobs/" in part.split('"')[0]
+        for part in [part.split("/actions/")[1]]
+    }
+
+
+def test_failed_job_shows_everything_and_retry(
+    dashboard_redis: str, admin_client: Client, qname: str
+) -> None:
+    """Data, options, error and stack trace, logs, timeline and retry/remove."""
+    q = Queue(qname, dashboard_redis)
+    trace = json.dumps(["Traceback: line 1\n  in handler", "second attempt trace"])
+    [job_id] = run_jobs(
+        q,
+        1,
+        "failed",
+        value="CUDA out of memory",
+        name="txt2img",
+        data={"prompt": "a cat"},
+        fields=["stacktrace", trace],
+    )
+    q.get_job(job_id).log("loading weights")
+    html = admin_client.get(job_url(q, job_id)).content.decode()
+    assert "&quot;prompt&quot;: &quot;a cat&quot;" in html
+    assert "CUDA out of memory" in html and "second attempt trace" in html
+    assert "loading weights" in html and "1 line" in html
+    for label in ("added", "started", "finished", "waited for", "ran for"):
+        assert f"<dt>{label}</dt>" in html
+    assert "<dt>delayed until</dt>" not in html
+    assert "&quot;attempts&quot;" in html  # options
+    assert _actions(html) == {"retry", "duplicate", "remove"}
+    live = html.split("data-live=")[1].split(">")[0]
+    assert f"&quot;jobs&quot;: [&quot;bull:{qname}:{job_id}&quot;]" in live
+    assert f'data-live-state="bull:{qname}:{job_id}">failed<' in html
+
+
+def test_completed_job_shows_return_value_and_vram(
+    dashboard_redis: str, admin_client: Client, qname: str
+) -> None:
+    """The return value and the declared vs measured VRAM of the GPU that ran it."""
+    q = Queue(qname, dashboard_redis)
+    [job_id] = run_jobs(q, 1, "completed", value={"image": "out.png"})
+    r = redis.Redis.from_url(dashboard_redis)
+    r.hset(
+        BullpenKeys().job("bull", qname, job_id),
+        mapping={
+            "declared_bytes": 8 * 2**30,
+            "peak_bytes": 6 * 2**30,
+            "peak_source": "nvml-process",
+            "gpu": "GPU-abc",
+            "simulated": 1,
+            "host": "host-a",
+            "worker": "w-1",
+            "outcome": "completed",
+        },
+    )
+    html = admin_client.get(job_url(q, job_id)).content.decode()
+    assert "&quot;image&quot;: &quot;out.png&quot;" in html
+    assert "8.0 GiB" in html and "6.0 GiB" in html and "nvml-process" in html
+    assert "GPU-abc" in html and "simulated" in html and "host-a / w-1" in html
+    assert 'style="width: 75%' in html
+
+
+def test_pending_and_active_jobs_offer_their_actions(
+    dashboard_redis: str, admin_client: Client, qname: str
+) -> None:
+    """Delayed: promote and priority; active: cancel, never remove; the
+    progress bar carries the live attributes."""
+    q = Queue(qname, dashboard_redis)
+    delayed = q.add("d", {}, delay=60_000)
+    html = admin_client.get(job_url(q, delayed.id)).content.decode()
+    assert _actions(html) == {"promote", "priority", "duplicate", "remove"}
+    assert "<dt>delayed until</dt>" in html
+    active = make_active(q)
+    q.get_job(active).update_progress({"percent": 30, "step": "sampling"})
+    html = admin_client.get(job_url(q, active)).content.decode()
+    assert _actions(html) == {"cancel", "duplicate"}
+    assert f'data-live-progress="bull:{qname}:{active}"' in html
+    assert "30" in html.split(f'data-live-progress-text="bull:{qname}:{active}">')[1]
+    assert "every 5s" in html  # the log tail of a running job
+
+
+def test_flow_tree_links_across_queues(
+    dashboard_redis: str, admin_client: Client, qname: str
+) -> None:
+    """A parent lists its children in other queues; a child links to its parent."""
+    flow = FlowProducer(dashboard_redis).add(
+        {
+            "name": "video",
+            "queue_name": qname,
+            "data": {},
+            "children": [
+                {"name": "frames", "queue_name": qname + "f", "data": {}},
+                {"name": "audio", "queue_name": qname + "a", "data": {}},
+            ],
+        }
+    )
+    parent = Queue(qname, dashboard_redis)
+    html = admin_client.get(job_url(parent, flow.job.id)).content.decode()
+    for child in flow.children:
+        url = reverse("job", args=["bull", child.job.queue.name, child.job.id])
+        assert f'href="{url}"' in html
+    child = flow.children[0]
+    html = admin_client.get(
+        reverse("job", args=["bull", child.job.queue.name, child.job.id])
+    ).content.decode()
+    assert f'href="{job_url(parent, flow.job.id)}"' in html
+    assert "Parent:" in html
+
+
+def test_large_data_is_cut_until_asked(
+    dashboard_redis: str, admin_client: Client, settings: Any, qname: str
+) -> None:
+    """Data past BULLPEN_DATA_DETAIL_CHARS is cut with a link to see it whole."""
+    settings.BULLPEN_DATA_DETAIL_CHARS = 200
+    q = Queue(qname, dashboard_redis)
+    job = q.add("big", {"blob": "y" * 1000})
+    url = job_url(q, job.id)
+    cut = admin_client.get(url).content.decode()
+    assert "Show all" in cut and "y" * 1000 not in cut
+    whole = admin_client.get(url, {"full": "1"}).content.decode()
+    assert "y" * 1000 in whole and "Show all" not in whole
+
+
+def test_detail_fragment_and_missing_job(
+    dashboard_redis: str, admin_client: Client, qname: str
+) -> None:
+    """The detail fragment re-renders on this job's events; a missing job is
+    404 as a page and a short note as a fragment (which stops its polling)."""
+    q = Queue(qname, dashboard_redis)
+    job = q.add("x", {})
+    url = reverse("job-detail", args=["bull", qname, job.id])
+    html = admin_client.get(url, **HX).content.decode()
+    assert html.startswith('<div id="job-detail"')
+    assert f"bullpen:queue-event[detail.job=='{job.id}'] from:body" in html
+    assert admin_client.get(job_url(q, "nope")).status_code == 404
+    gone = admin_client.get(reverse("job-detail", args=["bull", qname, "nope"]), **HX)
+    assert gone.status_code == 200 and b"no longer exists" in gone.content
+    assert b"hx-get" not in gone.content

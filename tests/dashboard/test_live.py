@@ -1,0 +1,422 @@
+"""The live socket end to end: dashboard.asgi.application (Origin check, session
+auth, consumer) with the events reader and channels-redis on the real test Redis."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+
+import pytest
+from channels.layers import get_channel_layer
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import Permission, User
+from django.test import Client
+
+from dashboard.live import defaults
+from dashboard.live.reader import get_reader, reset_reader
+from queues import AsyncQueue
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ORIGIN = (b"origin", b"http://127.0.0.1:8000")
+
+
+@pytest.fixture
+def live(settings: Any, redis_url: str) -> Iterator[str]:
+    """Point Redis, the channel layer and the reader at the test server."""
+    settings.REDIS_URL = redis_url
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [redis_url], "prefix": "test:asgi", "capacity": 1000},
+        }
+    }
+    yield redis_url
+
+
+def session_cookie(user: User) -> tuple[bytes, bytes]:
+    """A Cookie header carrying a logged-in session of this user."""
+    client = Client()
+    client.force_login(user)
+    return (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode())
+
+
+@pytest.fixture
+def viewer() -> User:
+    """A user holding only the view permission."""
+    user = User.objects.create_user("viewer", password="x")
+    user.user_permissions.add(Permission.objects.get(codename="view_queues"))
+    return user
+
+
+_open: list[WebsocketCommunicator] = []
+
+
+def run(test: Callable[[], Awaitable[None]]) -> None:
+    """Run one async test body, then close its sockets, the reader and the
+    layer's pools (whatever the outcome)."""
+
+    async def body() -> None:
+        try:
+            await asyncio.wait_for(test(), 20)
+        finally:
+            await close_all(_open)
+            _open.clear()
+            await reset_reader()
+            await get_channel_layer().close_pools()
+
+    asyncio.run(body())
+
+
+async def close_all(comms: list[WebsocketCommunicator]) -> None:
+    """Disconnect sockets side by side (each may take up to its timeout)."""
+
+    async def close(comm: WebsocketCommunicator) -> None:
+        try:
+            await comm.disconnect()
+        except (Exception, asyncio.CancelledError):  # already closed
+            pass
+
+    await asyncio.gather(*(close(c) for c in comms))
+
+
+async def open_socket(*headers: tuple[bytes, bytes]) -> WebsocketCommunicator:
+    """A communicator on the real ASGI application (closed by run())."""
+    from dashboard.asgi import application
+
+    comm = WebsocketCommunicator(application, "/ws/live/", headers=list(headers))
+    _open.append(comm)
+    return comm
+
+
+async def receive_until(
+    comm: WebsocketCommunicator, match: Callable[[dict[str, Any]], bool], timeout=5.0
+) -> dict[str, Any]:
+    """The first message that matches (others are skipped)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        assert left > 0, "no matching message in time"
+        message = await comm.receive_json_from(timeout=left)
+        if match(message):
+            return message
+
+
+async def drain(comm: WebsocketCommunicator, seconds: float) -> list[dict[str, Any]]:
+    """Every message arriving within `seconds`, with its arrival time (polling:
+    a receive that times out would cancel the application)."""
+    out = []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if await comm.receive_nothing(timeout=0.002, interval=0.001):
+            continue
+        message = await comm.receive_json_from()
+        message["_at"] = time.monotonic()
+        out.append(message)
+    return out
+
+
+# --- who may connect -----------------------------------------------------------------
+def test_socket_without_session_is_refused(live: str) -> None:
+    """An anonymous socket never gets accepted."""
+
+    async def test() -> None:
+        comm = await open_socket(ORIGIN)
+        connected, code = await comm.connect()
+        assert not connected
+        assert code == 4401
+        await comm.disconnect()
+
+    run(test)
+
+
+def test_socket_from_foreign_origin_is_refused(live: str, viewer: User) -> None:
+    """A logged-in session from a page of another site is refused (CSRF on ws)."""
+
+    cookie_viewer = session_cookie(viewer)
+
+    async def test() -> None:
+        comm = await open_socket((b"origin", b"http://evil.example"), cookie_viewer)
+        connected, _ = await comm.connect()
+        assert not connected
+        comm = await open_socket(cookie_viewer)  # no Origin at all
+        connected, _ = await comm.connect()
+        assert not connected
+
+    run(test)
+
+
+def test_user_without_view_permission_is_refused(live: str) -> None:
+    """Logging in is not enough: the view permission is needed."""
+    nobody = User.objects.create_user("nobody", password="x")
+
+    cookie_nobody = session_cookie(nobody)
+
+    async def test() -> None:
+        comm = await open_socket(ORIGIN, cookie_nobody)
+        connected, code = await comm.connect()
+        assert not connected
+        assert code == 4403
+
+    run(test)
+
+
+# --- what arrives --------------------------------------------------------------------
+def test_counts_events_and_progress_arrive(live: str, viewer: User, qname: str) -> None:
+    """A followed queue's counts, job events and progress reach the browser."""
+    key = f"bull:{qname}"
+
+    cookie_viewer = session_cookie(viewer)
+
+    async def test() -> None:
+        queue = AsyncQueue(qname, live)
+        comm = await open_socket(ORIGIN, cookie_viewer)
+        assert (await comm.connect())[0]
+        await comm.send_json_to({"type": "subscribe", "queues": [key]})
+        first = await receive_until(comm, lambda m: m["type"] == "counts")
+        assert first["counts"]["waiting"] == 0
+        job = await queue.add("render", {"steps": 3})
+        added = await receive_until(comm, lambda m: m.get("event") == "added")
+        assert added["queue"] == key and added["job"] == job.id and added["name"] == "render"
+        counts = await receive_until(
+            comm, lambda m: m["type"] == "counts" and m["counts"]["waiting"] == 1
+        )
+        assert counts["queue"] == key and counts["paused"] is False
+        await job.update_progress(37)
+        progress = await receive_until(comm, lambda m: m["type"] == "progress")
+        assert progress == {
+            "type": "progress", "queue": key, "job": job.id, "progress": 37,
+            "id": progress["id"],
+        }
+        await job.update_progress({"step": 2, "of": 3})
+        progress = await receive_until(comm, lambda m: m["type"] == "progress")
+        assert progress["progress"] == {"step": 2, "of": 3}
+        await queue.pause()
+        paused = await receive_until(comm, lambda m: m["type"] == "counts")
+        assert paused["paused"] is True
+        await comm.disconnect()
+        await queue.close()
+
+    run(test)
+
+
+def test_job_subscription_gets_only_that_job(live: str, viewer: User, qname: str) -> None:
+    """A job page follows one job; other jobs of its queue are not sent."""
+    key = f"bull:{qname}"
+
+    cookie_viewer = session_cookie(viewer)
+
+    async def test() -> None:
+        queue = AsyncQueue(qname, live)
+        mine = await queue.add("a", {})
+        other = await queue.add("b", {})
+        comm = await open_socket(ORIGIN, cookie_viewer)
+        await comm.connect()
+        await comm.send_json_to({"type": "subscribe", "jobs": [f"{key}:{mine.id}"]})
+        await asyncio.sleep(0.2)
+        await other.update_progress(10)
+        await mine.update_progress(20)
+        got = await receive_until(comm, lambda m: m["type"] == "progress")
+        assert got["job"] == mine.id and got["progress"] == 20
+        rest = await drain(comm, 0.3)
+        assert all(m.get("job") in (None, mine.id) for m in rest)
+        assert not [m for m in rest if m["type"] == "counts"]
+        await queue.close()
+
+    run(test)
+
+
+def test_bad_subscriptions_are_refused_not_followed(live: str, viewer: User) -> None:
+    """Queues under prefixes the dashboard does not serve are never read."""
+
+    cookie_viewer = session_cookie(viewer)
+
+    async def test() -> None:
+        comm = await open_socket(ORIGIN, cookie_viewer)
+        await comm.connect()
+        await comm.send_json_to(
+            {"type": "subscribe", "queues": ["secret:thing", "bull:a:b", 7]}
+        )
+        errors = [await comm.receive_json_from() for _ in range(3)]
+        assert all(e["type"] == "error" for e in errors)
+        assert get_reader().followed == {}
+        await comm.send_json_to({"type": "hello"})
+        assert (await comm.receive_json_from())["type"] == "error"
+
+    run(test)
+
+
+def test_progress_is_coalesced_to_ten_a_second(live: str, viewer: User, qname: str) -> None:
+    """A job reporting 200 times in a second reaches a client at most 10 times
+    a second, and the last value it reported is what the client ends with."""
+    key = f"bull:{qname}"
+
+    cookie_viewer = session_cookie(viewer)
+
+    async def test() -> None:
+        queue = AsyncQueue(qname, live)
+        job = await queue.add("spam", {})
+        comm = await open_socket(ORIGIN, cookie_viewer)
+        await comm.connect()
+        await comm.send_json_to({"type": "subscribe", "queues": [key]})
+        await asyncio.sleep(0.3)
+        listening = asyncio.create_task(drain(comm, 2.0))
+        start = time.monotonic()
+        for i in range(1, 201):
+            await job.update_progress(i)
+            await asyncio.sleep(0.005)
+        got = [m for m in await listening if m["type"] == "progress"]
+        assert got, "no progress arrived"
+        assert got[-1]["progress"] == 200
+        window = got[-1]["_at"] - start
+        assert len(got) <= window * 10 + 1, (len(got), window)
+        # Sent >= 100 ms apart; arrival times here carry some scheduling jitter.
+        gaps = [b["_at"] - a["_at"] for a, b in zip(got, got[1:])]
+        assert min(gaps) >= 0.07, gaps
+        values = [m["progress"] for m in got]
+        assert values == sorted(values)
+        await queue.close()
+
+    run(test)
+
+
+def test_reconnect_resumes_from_last_id(live: str, viewer: User, qname: str) -> None:
+    """A browser that comes back with its last id is sent what it missed."""
+    key = f"bull:{qname}"
+
+    cookie_viewer = session_cookie(viewer)
+
+    async def test() -> None:
+        queue = AsyncQueue(qname, live)
+        comm = await open_socket(ORIGIN, cookie_viewer)
+        await comm.connect()
+        await comm.send_json_to({"type": "subscribe", "queues": [key]})
+        await asyncio.sleep(0.2)
+        first = await queue.add("before", {})
+        # Its last id is that of the job's `waiting`, which follows `added`.
+        seen = await receive_until(comm, lambda m: m.get("event") == "waiting")
+        assert seen["job"] == first.id
+        await comm.disconnect()
+
+        missed = [await queue.add("while-away", {"n": i}) for i in range(3)]
+        await missed[0].update_progress(50)
+        await missed[0].update_progress(60)
+
+        comm = await open_socket(ORIGIN, cookie_viewer)
+        await comm.connect()
+        await comm.send_json_to(
+            {"type": "subscribe", "queues": [key], "last_ids": {key: seen["id"]}}
+        )
+        got = []
+        while True:
+            message = await comm.receive_json_from(timeout=5)
+            if message["type"] == "replayed":
+                break
+            got.append(message)
+        assert message == {"type": "replayed", "queue": key, "count": len(got),
+                           "truncated": False}
+        added = [m["job"] for m in got if m.get("event") == "added"]
+        assert added == [j.id for j in missed]
+        assert first.id not in {m.get("job") for m in got}
+        assert all(m["replayed"] for m in got)
+        progress = [m for m in got if m["type"] == "progress"]
+        assert [p["progress"] for p in progress] == [60]  # latest wins
+        # Live events after the replay arrive once, not twice.
+        late = await queue.add("after", {})
+        rest = await drain(comm, 0.5)
+        assert [m["job"] for m in rest if m.get("event") == "added"] == [late.id]
+        await queue.close()
+
+    run(test)
+
+
+def test_replay_is_bounded(
+    live: str, viewer: User, qname: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Far behind, a browser gets only the newest events, told they were cut."""
+    monkeypatch.setattr(defaults, "REPLAY_MAX_EVENTS", 5)
+    key = f"bull:{qname}"
+
+    cookie_viewer = session_cookie(viewer)
+
+    async def test() -> None:
+        queue = AsyncQueue(qname, live)
+        first = await queue.add("first", {})
+        stream = await queue.client.xrange(queue.keys.events)
+        after = stream[-1][0]
+        jobs = [await queue.add("j", {"n": i}) for i in range(20)]
+        comm = await open_socket(ORIGIN, cookie_viewer)
+        await comm.connect()
+        await comm.send_json_to(
+            {"type": "subscribe", "queues": [key], "last_ids": {key: after}}
+        )
+        got = []
+        while (message := await comm.receive_json_from(timeout=5))["type"] != "replayed":
+            got.append(message)
+        assert message["truncated"] is True and message["count"] == len(got) <= 5
+        assert got[-1]["job"] == jobs[-1].id and first.id not in [m["job"] for m in got]
+        await queue.close()
+
+    run(test)
+
+
+def test_gpus_subscription_gets_worker_snapshots(live: str, viewer: User) -> None:
+    """Following the GPUs sends Fleet snapshots after a heartbeat."""
+    from gpu_workers.keys import BullpenKeys
+    from gpu_workers.registry import queue_heartbeat
+    import redis
+
+    cookie_viewer = session_cookie(viewer)
+
+    async def test() -> None:
+        comm = await open_socket(ORIGIN, cookie_viewer)
+        await comm.connect()
+        await comm.send_json_to({"type": "subscribe", "gpus": True})
+        await asyncio.sleep(0.3)
+        client = redis.Redis.from_url(live, decode_responses=True)
+        pipe = client.pipeline()
+        record = {"id": "h1:bull:gpu:GPU-1", "host": "h1", "queue": "gpu", "state": "idle"}
+        queue_heartbeat(pipe, BullpenKeys(), "worker", record["id"], record, 10)
+        pipe.execute()
+        client.close()
+        got = await receive_until(
+            comm, lambda m: m["type"] == "workers" and m["hosts"], timeout=8
+        )
+        assert got["hosts"][0]["id"] == "h1:bull:gpu:GPU-1"
+        assert got["gpus"] == []
+
+    run(test)
+
+
+def test_one_reader_serves_many_sockets(live: str, viewer: User, qname: str) -> None:
+    """Five sockets on one queue: the reader follows it once, reads its counts
+    once a second, and sends each batch to the group once."""
+    key = f"bull:{qname}"
+
+    cookie_viewer = session_cookie(viewer)
+
+    async def test() -> None:
+        queue = AsyncQueue(qname, live)
+        socks = []
+        for _ in range(5):
+            comm = await open_socket(ORIGIN, cookie_viewer)
+            await comm.connect()
+            await comm.send_json_to({"type": "subscribe", "queues": [key]})
+            socks.append(comm)
+        await asyncio.sleep(0.3)
+        reader = get_reader()
+        assert list(reader.followed) == [key] and reader.followed[key].refs == 5
+        before = reader.stats.group_sends
+        job = await queue.add("x", {})
+        for comm in socks:
+            got = await receive_until(comm, lambda m: m.get("event") == "added")
+            assert got["job"] == job.id
+        # added + waiting arrive in one XREAD batch, or at most two.
+        assert reader.stats.group_sends - before <= 3
+        await close_all(socks)
+        assert reader.followed == {}
+        await queue.close()
+
+    run(test)

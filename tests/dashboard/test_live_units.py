@@ -1,0 +1,120 @@
+"""The pieces of live updates that need no socket: the progress coalescer,
+subscription parsing and the stream-entry messages."""
+
+from __future__ import annotations
+
+import pytest
+
+from dashboard.live import messages, subscriptions
+from dashboard.live.coalesce import Coalescer
+
+
+class Clock:
+    """A hand-driven monotonic clock."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_coalescer_sends_first_holds_rest_latest_wins() -> None:
+    """First update out at once; within the interval only the latest is kept
+    and it goes out when the interval ends; other keys are independent."""
+    clock = Clock()
+    c = Coalescer(0.1, clock)
+    assert c.offer("a", 1) == 1
+    assert c.offer("a", 2) is None and c.offer("a", 3) is None
+    assert c.offer("b", 10) == 10
+    assert c.due() == [] and c.next_due_s() == pytest.approx(0.1)
+    clock.now += 0.06
+    assert c.next_due_s() == pytest.approx(0.04)
+    clock.now += 0.05
+    assert c.due() == [3] and len(c) == 0
+    assert c.offer("a", 4) is None  # 3 just went out
+    assert c.take("a") == 4 and c.take("a") is None
+    c.forget("a")
+    assert c.offer("a", 5) == 5
+
+
+def test_coalescer_rate_over_a_second() -> None:
+    """1000 updates in a second leave at most 11 sends (first + one per 100 ms)."""
+    clock = Clock()
+    c = Coalescer(0.1, clock)
+    sent = []
+    for i in range(1000):
+        clock.now += 0.001
+        if (out := c.offer("job", i)) is not None:
+            sent.append(out)
+        sent.extend(c.due())
+    clock.now += 0.2
+    sent.extend(c.due())
+    assert len(sent) <= 11 and sent[-1] == 999
+
+
+def test_subscription_parsing() -> None:
+    """Allowed prefixes only; jobs split from the right; last ids kept only
+    for followed queues and only when well formed."""
+    sub = subscriptions.parse(
+        {
+            "queues": ["bull:render", "other:x", "bull:", 3],
+            "jobs": ["bull:video:42", "bull:video:", "bull:video:a:b"],
+            "gpus": True,
+            "last_ids": {"bull:render": "1-2", "bull:video": "nope", "bull:z": "1-1"},
+        },
+        ["bull"],
+    )
+    assert sub.queues == {"bull:render"}
+    assert sub.jobs == {("bull:video", "42")}
+    assert sub.gpus is True
+    assert sub.last_ids == {"bull:render": "1-2"}
+    assert len(sub.rejected) == 5
+    assert sub.streams == {"bull:render", "bull:video"}
+    assert sub.wants("bull:video", "42") and not sub.wants("bull:video", "43")
+    assert sub.wants("bull:render", None)
+
+
+def test_subscription_caps() -> None:
+    """A socket cannot make the reader follow unbounded lists."""
+    with pytest.raises(subscriptions.SubscriptionError):
+        subscriptions.parse({"queues": [f"bull:q{i}" for i in range(501)]}, ["bull"])
+    with pytest.raises(subscriptions.SubscriptionError):
+        subscriptions.parse({"queues": "bull:q"}, ["bull"])
+
+
+def test_messages_from_entries() -> None:
+    """Progress and events as the contract shapes them; long fields cut."""
+    progress = messages.from_entry(
+        "bull:q", "5-0", {"event": "progress", "jobId": "7", "data": '{"step":2}'}
+    )
+    assert progress == {"type": "progress", "queue": "bull:q", "job": "7",
+                        "progress": {"step": 2}, "id": "5-0"}
+    failed = messages.from_entry(
+        "bull:q", "6-0",
+        {"event": "failed", "jobId": "7", "failedReason": "x" * 5000, "prev": "active"},
+    )
+    assert failed["type"] == "event" and failed["event"] == "failed"
+    assert failed["prev"] == "active" and len(failed["failedReason"]) == 2001
+    drained = messages.from_entry("bull:q", "7-0", {"event": "drained"})
+    assert drained["job"] is None
+
+
+def test_collapse_keeps_latest_progress_between_events() -> None:
+    """Replays keep one progress per job between that job's other events."""
+    def p(job: str, n: int) -> dict:
+        return {"type": "progress", "job": job, "progress": n}
+
+    done = {"type": "event", "job": "a", "event": "completed"}
+    got = messages.collapse_progress(
+        [p("a", 1), p("b", 1), p("a", 2), done, p("a", 3), p("b", 2)])
+    assert got == [p("a", 2), done, p("a", 3), p("b", 2)]
+
+
+def test_ids_order_like_redis() -> None:
+    """Stream ids compare numerically, sequence second."""
+    assert messages.id_key("10-0") > messages.id_key("9-99")
+    assert messages.id_key("10-10") > messages.id_key("10-9")
+    assert messages.is_stream_id("1-0") and not messages.is_stream_id("1")
+    assert messages.queue_group("bull:a").startswith("q.")
+    assert len(messages.queue_group("bull:a")) == 42

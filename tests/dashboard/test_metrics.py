@@ -1,0 +1,242 @@
+"""/metrics: who may scrape it, and what it says, parsed by prometheus-client's
+own parser, against the real test Redis."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import redis
+from django.test import Client
+from prometheus_client.parser import text_string_to_metric_families
+
+from gpu_workers.keys import BullpenKeys
+from gpu_workers.registry import queue_heartbeat
+from queues import Queue
+from tests.dashboard.helpers import make_active, run_jobs
+
+pytestmark = pytest.mark.django_db
+
+GiB = 2**30
+
+
+def scrape(client: Client | None = None, **extra: Any) -> dict[str, Any]:
+    """GET /metrics and parse it: family name -> family."""
+    response = (client or Client()).get("/metrics", **extra)
+    assert response.status_code == 200, response.content
+    assert response["Content-Type"].startswith("text/plain")
+    text = response.content.decode()
+    return {f.name: f for f in text_string_to_metric_families(text)}
+
+
+def samples(family: Any, **labels: str) -> list[Any]:
+    """The family's samples whose labels include these."""
+    return [s for s in family.samples if labels.items() <= s.labels.items()]
+
+
+def value(family: Any, name: str | None = None, **labels: str) -> float:
+    """The one sample (of this sample name) with these labels."""
+    found = [s for s in samples(family, **labels) if name is None or s.name == name]
+    assert len(found) == 1, found
+    return found[0].value
+
+
+def beat(r: redis.Redis, kind: str, ident: str, record: dict[str, Any]) -> None:
+    """Publish one heartbeat record as a worker or supervisor does."""
+    pipe = r.pipeline(transaction=False)
+    queue_heartbeat(pipe, BullpenKeys(), kind, ident, record, 30)
+    pipe.execute()
+
+
+def gpu_fleet(r: redis.Redis) -> None:
+    """A host with one simulated GPU and one NVML-like GPU, and a busy worker."""
+    sim = {"uuid": "SIM-h1-0", "index": 0, "name": "Simulated 24GiB", "simulated": True,
+           "memory_total_bytes": 24 * GiB, "memory_used_bytes": 0}
+    real = {"uuid": "GPU-abc", "index": 1, "name": "NVIDIA H200", "simulated": False,
+            "memory_total_bytes": 141 * GiB, "memory_used_bytes": 40 * GiB,
+            "memory_free_bytes": 101 * GiB, "utilization_gpu_pct": 87,
+            "temperature_c": 61, "power_w": 412.5}
+    beat(r, "host", "h1", {"host": "h1", "state": "running", "gpus": [sim, real],
+                           "queues": {}, "ts_ms": 1_700_000_000_000})
+    beat(r, "worker", "h1:bull:gpu:GPU-abc", {
+        "id": "h1:bull:gpu:GPU-abc", "host": "h1", "queue": "gpu", "prefix": "bull",
+        "gpu": {**real}, "slots": 3, "budget_bytes": 138 * GiB,
+        "committed_bytes": 30 * GiB, "running": [{"id": "7", "progress": 10}],
+        "counters": {"processed": 12, "failed": 2, "oom": 1, "cancelled": 0,
+                     "too_big": 0},
+        "restarts": 2, "state": "busy", "ts_ms": 1_700_000_001_500})
+    beat(r, "worker", "h1:bull:gpu:SIM-h1-0", {
+        "id": "h1:bull:gpu:SIM-h1-0", "host": "h1", "queue": "gpu", "prefix": "bull",
+        "gpu": {**sim, "memory_used_bytes": 3 * GiB}, "slots": 3,
+        "budget_bytes": 21 * GiB, "committed_bytes": 8 * GiB, "running": [],
+        "counters": {}, "restarts": 0, "state": "idle", "ts_ms": 1_700_000_001_000})
+    r.hset("bullpen:gpu:GPU-abc:counters", "oom_total", 3)
+
+
+# --- access ---------------------------------------------------------------------------
+def test_local_scrape_needs_no_token(dashboard_redis: str) -> None:
+    """127.0.0.1 is an allowed network by default (the test client's address)."""
+    families = scrape()
+    assert value(families["bullpen_redis_up"]) == 1
+
+
+def test_other_networks_are_refused(dashboard_redis: str, settings: Any) -> None:
+    """An address outside BULLPEN_METRICS_ALLOW gets 403 when no token is set,
+    401 with a Bearer challenge when one is; the right token is let in."""
+    settings.BULLPEN_METRICS_ALLOW = ["10.0.0.0/8"]
+    far = {"REMOTE_ADDR": "192.0.2.7"}
+    assert Client().get("/metrics", **far).status_code == 403
+    assert Client().get("/metrics", REMOTE_ADDR="10.9.8.7").status_code == 200
+    settings.BULLPEN_METRICS_TOKEN = "s3cret-token"
+    response = Client().get("/metrics", **far)
+    assert response.status_code == 401 and "Bearer" in response["WWW-Authenticate"]
+    wrong = Client().get("/metrics", HTTP_AUTHORIZATION="Bearer nope", **far)
+    assert wrong.status_code == 401
+    families = scrape(HTTP_AUTHORIZATION="Bearer s3cret-token", **far)
+    assert "bullpen_queue_jobs" in families
+
+
+def test_a_logged_in_session_is_not_enough(
+    dashboard_redis: str, settings: Any, admin_client: Client
+) -> None:
+    """Sessions play no part: a superuser from a foreign network is refused."""
+    settings.BULLPEN_METRICS_ALLOW = []
+    assert admin_client.get("/metrics").status_code == 403
+
+
+# --- content ------------------------------------------------------------------------
+def test_queue_metrics(dashboard_redis: str, r: redis.Redis, qname: str) -> None:
+    """Counts per state, paused flag, totals, oldest waiting and the duration
+    histograms of the newest finished jobs, per queue."""
+    q = Queue(qname, dashboard_redis)
+    run_jobs(q, 3, target="completed", value={"ok": 1})
+    run_jobs(q, 2, target="failed")
+    make_active(q)
+    waiting = q.add("w", {})
+    q.add("later", {}, delay=60_000)
+    q.add("urgent", {}, priority=3)
+    q.pause()
+    r.hset(f"bull:{qname}:metrics:completed", "count", 1234)
+    families = scrape()
+    key = f"bull:{qname}"
+    jobs = families["bullpen_queue_jobs"]
+    got = {s.labels["state"]: s.value for s in samples(jobs, queue=key)}
+    assert got == {"active": 1, "completed": 3, "delayed": 1, "failed": 2,
+                   "prioritized": 1, "waiting": 1, "waiting-children": 0}
+    assert value(families["bullpen_queue_paused"], queue=key) == 1
+    assert families["bullpen_queue_completed"].type == "counter"
+    assert value(families["bullpen_queue_completed"], queue=key) == 1234
+    assert samples(families["bullpen_queue_failed"], queue=key) == []  # not collected
+    oldest = value(families["bullpen_queue_oldest_waiting_timestamp_seconds"], queue=key)
+    assert oldest == pytest.approx(waiting.timestamp / 1000)
+    run = families["bullpen_job_run_duration_seconds"]
+    assert run.type == "histogram"
+    buckets = {s.labels["le"]: s.value for s in samples(run, queue=key)}
+    assert buckets["+Inf"] == 5 and buckets["0.1"] == 5  # finished 5 ms after start
+    assert value(families["bullpen_job_run_duration_seconds_gcount"], queue=key) == 5
+    wait = families["bullpen_job_wait_duration_seconds"]
+    assert {s.labels["le"]: s.value for s in samples(wait, queue=key)}["+Inf"] == 5
+
+
+def test_worker_and_gpu_metrics(dashboard_redis: str, r: redis.Redis) -> None:
+    """Worker state, heartbeat, restarts and job counters; GPU memory (used,
+    committed, free, total), utilisation ratio, temperature, power, OOMs."""
+    gpu_fleet(r)
+    families = scrape()
+    worker = {"worker": "h1:bull:gpu:GPU-abc"}
+    state = families["bullpen_worker_state"]
+    assert {s.labels["state"]: s.value for s in samples(state, **worker)} == {
+        "starting": 0, "idle": 0, "busy": 1, "draining": 0, "failed": 0}
+    assert value(families["bullpen_worker_heartbeat_timestamp_seconds"], **worker) == (
+        1_700_000_001.5
+    )
+    assert value(families["bullpen_worker_restarts"], **worker) == 2
+    assert value(families["bullpen_worker_jobs"], outcome="oom", **worker) == 1
+    assert value(families["bullpen_worker_running_jobs"], **worker) == 1
+    real = {"gpu": "GPU-abc", "host": "h1", "simulated": "false"}
+    assert value(families["bullpen_gpu_memory_total_bytes"], **real) == 141 * GiB
+    assert value(families["bullpen_gpu_memory_used_bytes"], **real) == 40 * GiB
+    assert value(families["bullpen_gpu_memory_committed_bytes"], **real) == 30 * GiB
+    assert value(families["bullpen_gpu_memory_free_bytes"], **real) == 101 * GiB
+    assert value(families["bullpen_gpu_utilization_ratio"], **real) == 0.87
+    assert value(families["bullpen_gpu_temperature_celsius"], **real) == 61
+    assert value(families["bullpen_gpu_power_watts"], **real) == 412.5
+    assert value(families["bullpen_gpu_oom"], **real) == 3
+    sim = {"gpu": "SIM-h1-0", "simulated": "true"}
+    # Simulated use is what the workers on it hold (Fleet.list_gpus).
+    assert value(families["bullpen_gpu_memory_used_bytes"], **sim) == 3 * GiB
+    assert samples(families["bullpen_gpu_temperature_celsius"], **sim) == []
+
+
+def test_names_follow_prometheus_conventions(dashboard_redis: str, r: redis.Redis,
+                                             qname: str) -> None:
+    """bullpen_ prefix, base units in the name, _total on every counter."""
+    gpu_fleet(r)
+    run_jobs(Queue(qname, dashboard_redis), 1, target="completed", value=1)
+    response = Client().get("/metrics")
+    text = response.content.decode()
+    for family in text_string_to_metric_families(text):
+        assert family.name.startswith("bullpen_"), family.name
+        for sample in family.samples:
+            if family.type == "counter":
+                assert sample.name.endswith("_total"), sample.name
+    for unit in ("_bytes", "_seconds", "_ratio", "_celsius", "_watts"):
+        assert unit in text
+    assert "_milliseconds" not in text and "_percent" not in text
+
+
+def test_redis_down_is_reported_not_raised(dashboard_redis: str, settings: Any) -> None:
+    """A scrape while Redis is unreachable answers bullpen_redis_up 0."""
+    from dashboard import readmodel
+    from tests.redis_server import free_port
+
+    settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"
+    readmodel.reset()
+    families = scrape()
+    assert value(families["bullpen_redis_up"]) == 0
+    assert "bullpen_queue_jobs" not in families
+
+
+def test_scrape_cost_does_not_grow_with_the_queue(
+    dashboard_redis: str, r: redis.Redis, qname: str, settings: Any
+) -> None:
+    """The commands one scrape sends are the same for 20 or 400 finished jobs
+    (the duration sample is bounded; counts never walk a list)."""
+    settings.BULLPEN_METRICS_SAMPLE_JOBS = 10
+    q = Queue(qname, dashboard_redis)
+
+    def commands_per_scrape() -> int:
+        scrape()  # scripts loaded, discovery cached
+        r.config_resetstat()
+        scrape()
+        stats = r.info("commandstats")
+        return sum(v["calls"] for k, v in stats.items() if k != "cmdstat_config")
+
+    run_jobs(q, 20, target="completed", value=1)
+    small = commands_per_scrape()
+    for _ in range(19):
+        run_jobs(q, 20, target="completed", value=1)
+    assert q.get_counts("completed")["completed"] == 400
+    assert commands_per_scrape() == small
+
+
+def test_grafana_dashboard_uses_only_exported_metrics(
+    dashboard_redis: str, r: redis.Redis, qname: str
+) -> None:
+    """Every metric deploy/grafana/bullpen.json queries is one /metrics exports."""
+    import json
+    import re
+    from pathlib import Path
+
+    gpu_fleet(r)
+    q = Queue(qname, dashboard_redis)
+    run_jobs(q, 1, target="completed", value=1)
+    r.hset(f"bull:{qname}:metrics:completed", "count", 1)
+    r.hset(f"bull:{qname}:metrics:failed", "count", 1)
+    q.add("waiting", {})
+    text = Client().get("/metrics").content.decode()
+    exported = {s.name for f in text_string_to_metric_families(text) for s in f.samples}
+    board = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "bullpen.json"
+    exprs = json.dumps(json.loads(board.read_text()))
+    used = set(re.findall(r"bullpen_[a-z_]+", exprs))
+    assert used and used <= exported, used - exported
