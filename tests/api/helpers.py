@@ -15,25 +15,9 @@ import orjson
 
 from dashboard.api.webhooks.dispatcher import Dispatcher, DispatcherConfig
 from queues import Worker
+from tests.helpers import wait_until  # noqa: F401 - re-exported
 
 T = TypeVar("T")
-
-
-def wait_until(
-    predicate: Callable[[], T],
-    timeout: float = 10.0,
-    interval: float = 0.02,
-    what: str = "the condition",
-) -> T:
-    """Poll until `predicate()` is truthy and return it (AssertionError on timeout)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
 
 
 @dataclass

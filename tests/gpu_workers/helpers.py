@@ -11,7 +11,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -20,6 +19,7 @@ import redis
 from gpu_workers.config import WorkerSpec
 from gpu_workers.probe import GpuProbe, SimulatedProbe
 from gpu_workers.worker import GpuWorker
+from tests.helpers import wait_until  # noqa: F401 - re-exported
 
 T = TypeVar("T")
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -34,23 +34,6 @@ FAST = {
     "backoff_max_s": 0.5,
     "drain_timeout_s": 10.0,
 }
-
-
-def wait_until(
-    predicate: Callable[[], T],
-    timeout: float = 10.0,
-    interval: float = 0.05,
-    what: str = "the condition",
-) -> T:
-    """Poll until `predicate()` is truthy and return it (AssertionError on timeout)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
 
 
 class SupervisorProcess:

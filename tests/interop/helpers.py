@@ -12,7 +12,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlparse
 
 from queues import AsyncWorker, Job
+from tests.helpers import wait_until as shared_wait_until
 
 from .behaviour import behave
 
@@ -65,15 +65,8 @@ def call(redis_url: str, queue: str, method: str, *args: Any) -> Any:
 def wait_until(
     predicate: Callable[[], T], timeout: float, what: str, interval: float = 0.02
 ) -> T:
-    """Poll until predicate() is truthy (returned); AssertionError after timeout."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
+    """tests.helpers.wait_until with the (timeout, what) order these tests use."""
+    return shared_wait_until(predicate, timeout, interval, what)
 
 
 #: Child processes still running; the conftest kills them after each test.

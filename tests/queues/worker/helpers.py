@@ -20,28 +20,11 @@ from typing import Any, TypeVar
 import redis
 
 from queues import Worker
+from tests.helpers import wait_until  # noqa: F401 - re-exported
 
 T = TypeVar("T")
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
-
-
-def wait_until(
-    predicate: Callable[[], T],
-    timeout: float = 10.0,
-    interval: float = 0.01,
-    what: str = "the condition",
-) -> T:
-    """Poll `predicate` until it returns a truthy value, which is returned;
-    AssertionError once `timeout` seconds have passed."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
 
 
 def now_ms() -> int:
