@@ -38,7 +38,6 @@ import json
 import multiprocessing as mp
 import os
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -97,8 +96,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-# --- data ------------------------------------------------------------------------------
-def fill(r: Any, name: str, first: int, count: int, state: str, batch: int = 10_000) -> None:
+# --- data ---------------------------------------------------------------------------
+def fill(
+    r: Any, name: str, first: int, count: int, state: str, batch: int = 10_000
+) -> None:
     """Jobs first..first+count-1 of queue `name`, all in `state`."""
     script = r.register_script(FILL_LUA)
     now = int(time.time() * 1000)
@@ -118,7 +119,7 @@ def build_small_queues(r: Any, n: int) -> None:
         fill(r, name, 91, 10, "failed")
 
 
-# --- pages -----------------------------------------------------------------------------
+# --- pages --------------------------------------------------------------------------
 def time_requests(client: Any, url: str, n: int, **extra: Any) -> dict[str, Any]:
     client.get(url, **extra)  # warm-up
     times = []
@@ -127,8 +128,12 @@ def time_requests(client: Any, url: str, n: int, **extra: Any) -> dict[str, Any]
         response = client.get(url, **extra)
         times.append((time.perf_counter() - t0) * 1000)
         assert response.status_code == 200, (url, response.status_code)
-    return {"url": url, "p50_ms": pct(times, 0.5), "p95_ms": pct(times, 0.95),
-            "max_ms": max(times)}
+    return {
+        "url": url,
+        "p50_ms": pct(times, 0.5),
+        "p95_ms": pct(times, 0.95),
+        "max_ms": max(times),
+    }
 
 
 def measure_pages(client: Any, n: int, deep_page: int, job_id: str) -> dict[str, Any]:
@@ -136,15 +141,17 @@ def measure_pages(client: Any, n: int, deep_page: int, job_id: str) -> dict[str,
         "overview": time_requests(client, "/", n),
         "queue page 1": time_requests(client, "/queues/bull/big/?state=completed", n),
         f"queue page {deep_page}": time_requests(
-            client, f"/queues/bull/big/?state=completed&page={deep_page}", n),
+            client, f"/queues/bull/big/?state=completed&page={deep_page}", n
+        ),
         "job page": time_requests(client, f"/queues/bull/big/jobs/{job_id}/", n),
         "/metrics": time_requests(client, "/metrics", n),
     }
 
 
-# --- fan-out ---------------------------------------------------------------------------
-def client_proc(port: int, cookie: str, count: int, seconds: float, ready: Any,
-                go: Any, out: Any) -> None:
+# --- fan-out ------------------------------------------------------------------------
+def client_proc(
+    port: int, cookie: str, count: int, seconds: float, ready: Any, go: Any, out: Any
+) -> None:
     """`count` websocket clients following bull:busy; reports progress delays."""
     import asyncio
 
@@ -155,18 +162,26 @@ def client_proc(port: int, cookie: str, count: int, seconds: float, ready: Any,
 
     delays: list[float] = []
     received = [0]
+    frames = [0]
     opened = [0]
     window = {"start": None, "end": None}
     subscribed = asyncio.Event()
 
     class Client(WebSocketClientProtocol):  # type: ignore[misc]
         def onOpen(self) -> None:  # noqa: N802 - autobahn's API
-            self.sendMessage(json.dumps(
-                {"type": "subscribe", "queues": ["bull:busy"]}).encode())
+            self.sendMessage(
+                json.dumps({"type": "subscribe", "queues": ["bull:busy"]}).encode()
+            )
 
         def onMessage(self, payload: bytes, is_binary: bool) -> None:  # noqa: N802
             now = time.time()
-            msg = json.loads(payload)
+            frame = json.loads(payload)
+            frames[0] += 1
+            found = frame["messages"] if frame.get("type") == "batch" else [frame]
+            for msg in found:
+                self.one(msg, now)
+
+        def one(self, msg: dict[str, Any], now: float) -> None:
             if msg.get("type") == "counts" and not getattr(self, "counted", False):
                 self.counted = True
                 opened[0] += 1
@@ -184,7 +199,8 @@ def client_proc(port: int, cookie: str, count: int, seconds: float, ready: Any,
         loop = asyncio.get_running_loop()
         url = f"ws://127.0.0.1:{port}/ws/live/"
         factory = WebSocketClientFactory(
-            url, origin=f"http://127.0.0.1:{port}", headers={"Cookie": cookie})
+            url, origin=f"http://127.0.0.1:{port}", headers={"Cookie": cookie}
+        )
         factory.protocol = Client
         for _ in range(count):
             await loop.create_connection(factory, "127.0.0.1", port)
@@ -196,7 +212,14 @@ def client_proc(port: int, cookie: str, count: int, seconds: float, ready: Any,
         await asyncio.sleep(seconds)
         window["end"] = time.time()
         await asyncio.sleep(1.0)  # stragglers of the window
-        out.put({"delays": delays, "received": received[0], "clients": count})
+        out.put(
+            {
+                "delays": delays,
+                "received": received[0],
+                "frames": frames[0],
+                "clients": count,
+            }
+        )
 
     asyncio.run(main())
 
@@ -215,66 +238,150 @@ def produce(queue: Any, ids: list[str], rate: float, seconds: float) -> int:
         due = int(elapsed * rate) + 1
         while sent < due:
             jobs[sent % len(jobs)].update_progress(
-                {"t": time.time(), "percent": sent % 100})
+                {"t": time.time(), "percent": sent % 100}
+            )
             sent += 1
         time.sleep(min(0.002, 1 / rate))
 
 
-def fanout(port: int, cookie: str, clients: int, procs: int, r: Any, queue: Any,
-           ids: list[str], rate: float, seconds: float) -> dict[str, Any]:
+class CommandCounter(threading.Thread):
+    """Counts the commands clients send (MONITOR), by client address; commands
+    run inside Lua scripts are not counted (INFO commandstats counts those)."""
+
+    def __init__(self, redis_url: str) -> None:
+        super().__init__(daemon=True)
+        import redis
+
+        self.client = redis.Redis.from_url(redis_url)
+        self.by_client: dict[str, int] = {}
+        self.by_command: dict[str, int] = {}
+        self.stopping = threading.Event()
+        self.started_ok = threading.Event()
+
+    def run(self) -> None:
+        conn = self.client.connection_pool.get_connection()
+        conn.send_command("MONITOR")
+        conn.read_response()
+        self.started_ok.set()
+        while not self.stopping.is_set():
+            line = conn.read_response()
+            if not isinstance(line, bytes):
+                continue
+            head, _, rest = line.partition(b"] ")
+            who = head.rpartition(b" ")[2].decode(errors="replace")
+            if who == "lua":
+                continue
+            name = rest.split(b'"', 2)[1].decode(errors="replace").lower()
+            self.by_client[who] = self.by_client.get(who, 0) + 1
+            self.by_command[name] = self.by_command.get(name, 0) + 1
+        conn.disconnect()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.client.ping()  # wakes the reader
+        self.join(10)
+
+
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def fanout(
+    port: int,
+    cookie: str,
+    clients: int,
+    procs: int,
+    r: Any,
+    queue: Any,
+    ids: list[str],
+    rate: float,
+    seconds: float,
+    server_pid: int,
+) -> dict[str, Any]:
     ctx = mp.get_context("spawn")
     procs = max(1, min(procs, clients))
     ready = [ctx.Event() for _ in range(procs)]
     go = ctx.Event()
     out = ctx.Queue()
-    shares = [clients // procs + (1 if i < clients % procs else 0) for i in range(procs)]
-    workers = [ctx.Process(target=client_proc,
-                           args=(port, cookie, n, seconds, ready[i], go, out))
-               for i, n in enumerate(shares)]
+    shares = [
+        clients // procs + (1 if i < clients % procs else 0) for i in range(procs)
+    ]
+    workers = [
+        ctx.Process(
+            target=client_proc, args=(port, cookie, n, seconds, ready[i], go, out)
+        )
+        for i, n in enumerate(shares)
+    ]
     for w in workers:
         w.start()
     for e in ready:
         if not e.wait(90):
             raise RuntimeError("clients did not connect")
     time.sleep(1.0)
-    r.config_resetstat()
+    producer = queue.client.client_info()["addr"]
+    bench = r.client_info()["addr"]
+    counter = CommandCounter(redis_url_of(r))
+    counter.start()
+    counter.started_ok.wait(10)
+    cpu0 = cpu_s(server_pid)
     go.set()
     t0 = time.perf_counter()
     sent = produce(queue, ids, rate, seconds)
     spent = time.perf_counter() - t0
-    stats = r.info("commandstats")
+    server_cpu = cpu_s(server_pid) - cpu0
+    counter.stop()
     results = [out.get(timeout=60) for _ in workers]
     for w in workers:
         w.join(30)
     delays = [d * 1000 for res in results for d in res["delays"]]
-    calls = {k.removeprefix("cmdstat_"): v["calls"] for k, v in stats.items()}
-    total = sum(n for k, n in calls.items() if k not in ("info", "config|resetstat"))
-    dashboard = total - sent  # the producer sends one EVALSHA per update
+    total = sum(counter.by_client.values())
+    dashboard = (
+        total - counter.by_client.get(producer, 0) - counter.by_client.get(bench, 0)
+    )
     return {
-        "clients": clients, "events_sent": sent, "seconds": spent,
+        "clients": clients,
+        "events_sent": sent,
+        "seconds": spent,
         "messages_received": sum(res["received"] for res in results),
-        "delay_p50_ms": pct(delays, 0.5), "delay_p95_ms": pct(delays, 0.95),
-        "delay_p99_ms": pct(delays, 0.99), "delay_max_ms": max(delays or [0]),
+        "frames_received": sum(res["frames"] for res in results),
+        "delay_p50_ms": pct(delays, 0.5),
+        "delay_p95_ms": pct(delays, 0.95),
+        "delay_p99_ms": pct(delays, 0.99),
+        "delay_max_ms": max(delays or [0]),
         "delays_counted": len(delays),
+        "daphne_cpu_s": server_cpu,
+        "daphne_cpu_us_per_message": 1e6
+        * server_cpu
+        / max(sum(res["received"] for res in results), 1),
         "redis_calls_per_s": total / spent,
         "dashboard_redis_calls_per_s": dashboard / spent,
-        "commands": dict(sorted(calls.items(), key=lambda kv: -kv[1])[:12]),
+        "producer_calls": counter.by_client.get(producer, 0),
+        "commands": dict(
+            sorted(counter.by_command.items(), key=lambda kv: -kv[1])[:12]
+        ),
     }
 
 
-# --- main ------------------------------------------------------------------------------
+# --- main ---------------------------------------------------------------------------
 def main() -> None:
     parser = argparse.ArgumentParser(prog="bench/dashboard.py")
     parser.add_argument("--redis-url")
     parser.add_argument("--jobs", type=int, default=1_000_000)
     parser.add_argument("--small", type=int, default=10_000)
     parser.add_argument("--queues", type=int, default=100)
-    parser.add_argument("--state", default="completed",
-                        choices=["completed", "failed", "waiting", "delayed"])
+    parser.add_argument(
+        "--state",
+        default="completed",
+        choices=["completed", "failed", "waiting", "delayed"],
+    )
     parser.add_argument("--requests", type=int, default=40)
     parser.add_argument("--clients", type=int, default=200)
     parser.add_argument("--clients-small", type=int, default=20)
-    parser.add_argument("--client-procs", type=int, default=max(1, (os.cpu_count() or 2) // 2))
+    parser.add_argument(
+        "--client-procs", type=int, default=max(1, (os.cpu_count() or 2) // 2)
+    )
     parser.add_argument("--busy-jobs", type=int, default=20)
     parser.add_argument("--rate", type=float, default=100.0)
     parser.add_argument("--seconds", type=float, default=10.0)
@@ -290,9 +397,15 @@ def main() -> None:
         server = RedisServer().start()
         redis_url = server.url
     workdir = tempfile.mkdtemp(prefix="bullpen-bench-")
-    env = dict(os.environ, REDIS_URL=redis_url, DJANGO_SETTINGS_MODULE="dashboard.settings",
-               BULLPEN_DB_PATH=os.path.join(workdir, "db.sqlite3"), DJANGO_DEBUG="0",
-               BULLPEN_DISCOVERY_TTL_S="600", BULLPEN_QUEUES="busy")
+    env = dict(
+        os.environ,
+        REDIS_URL=redis_url,
+        DJANGO_SETTINGS_MODULE="dashboard.settings",
+        BULLPEN_DB_PATH=os.path.join(workdir, "db.sqlite3"),
+        DJANGO_DEBUG="0",
+        BULLPEN_DISCOVERY_TTL_S="600",
+        BULLPEN_QUEUES="busy",
+    )
     os.environ.update(env)
     daphne = None
     report: dict[str, Any] = {"redis_url": redis_url, "args": vars(args)}
@@ -300,13 +413,13 @@ def main() -> None:
         import django
 
         django.setup()
+        import redis
         from django.core.management import call_command
         from django.test import Client
         from django.test.utils import setup_test_environment
 
-        import redis
-
         setup_test_environment()  # testserver host; templates rendered as served
+        import dashboard.asgi  # noqa: F401 - the server's start-up (gc.freeze())
         call_command("migrate", verbosity=0)
         from django.contrib.auth.models import User
 
@@ -319,8 +432,10 @@ def main() -> None:
         r.flushdb()
         t0 = time.perf_counter()
         build_small_queues(r, args.queues - 1)
-        print(f"built {args.queues - 1} small queues in {time.perf_counter() - t0:.1f} s",
-              flush=True)
+        print(
+            f"built {args.queues - 1} small queues in {time.perf_counter() - t0:.1f} s",
+            flush=True,
+        )
 
         if not args.skip_pages:
             fill(r, "big", 1, args.small, args.state)
@@ -332,9 +447,12 @@ def main() -> None:
             report["pages_small"] = measure_pages(client, args.requests, deep, job_id)
             t0 = time.perf_counter()
             fill(r, "big", args.small + 1, args.jobs - args.small, args.state)
-            print(f"filled bull:big to {args.jobs:,} {args.state} jobs in "
-                  f"{time.perf_counter() - t0:.1f} s "
-                  f"(used_memory {r.info('memory')['used_memory_human']})", flush=True)
+            print(
+                f"filled bull:big to {args.jobs:,} {args.state} jobs in "
+                f"{time.perf_counter() - t0:.1f} s "
+                f"(used_memory {r.info('memory')['used_memory_human']})",
+                flush=True,
+            )
             from dashboard import readmodel
 
             readmodel.reset()  # a fresh process: the discovery SCAN runs again
@@ -350,21 +468,48 @@ def main() -> None:
             busy = Queue("busy", redis_url)
             ids = [busy.add("render", {"i": i}).id for i in range(args.busy_jobs)]
             port = free_port()
+            profile = os.environ.get("BENCH_PROFILE_DAPHNE")
+            wrap = ["-m", "cProfile", "-o", profile] if profile else []
             daphne = subprocess.Popen(
-                [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                 "dashboard.asgi:application"], cwd=ROOT, env=env,
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                [
+                    sys.executable,
+                    *wrap,
+                    "-m",
+                    "daphne",
+                    "-b",
+                    "127.0.0.1",
+                    "-p",
+                    str(port),
+                    "dashboard.asgi:application",
+                ],
+                cwd=ROOT,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
             wait_port(port)
             runs = []
             for n in (args.clients_small, args.clients):
                 print(f"fan-out: {n} clients ...", flush=True)
-                runs.append(fanout(port, cookie, n, args.client_procs, r, busy, ids,
-                                   args.rate, args.seconds))
+                runs.append(
+                    fanout(
+                        port,
+                        cookie,
+                        n,
+                        args.client_procs,
+                        r,
+                        busy,
+                        ids,
+                        args.rate,
+                        args.seconds,
+                        daphne.pid,
+                    )
+                )
             report["fanout"] = runs
             print_fanout(runs, args)
     finally:
         if daphne is not None:
-            daphne.terminate()
+            daphne.send_signal(2)
             try:
                 daphne.wait(15)
             except subprocess.TimeoutExpired:
@@ -376,6 +521,12 @@ def main() -> None:
     path = results / f"dashboard-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps(report, indent=2, default=str))
     print(f"wrote {path.relative_to(ROOT)}")
+
+
+def redis_url_of(r: Any) -> str:
+    kw = r.connection_pool.connection_kwargs
+    host, port, db = kw.get("host", "127.0.0.1"), kw.get("port", 6379), kw.get("db", 0)
+    return f"redis://{host}:{port}/{db}"
 
 
 def wait_port(port: int, timeout: float = 30.0) -> None:
@@ -392,35 +543,75 @@ def wait_port(port: int, timeout: float = 30.0) -> None:
 def print_pages(report: dict[str, Any], args: argparse.Namespace) -> None:
     small, big = report["pages_small"], report["pages_big"]
     print()
-    print(f"Server-side time, {args.requests} requests each (ms), 100 queues, "
-          f"bull:big with {args.small:,} vs {args.jobs:,} {args.state} jobs")
-    print(f"{'':18} {'p50 small':>10} {'p95 small':>10} {'p50 big':>9} {'p95 big':>9} "
-          f"{'p95 ratio':>10}")
+    print(
+        f"Server-side time, {args.requests} requests each (ms), 100 queues, "
+        f"bull:big with {args.small:,} vs {args.jobs:,} {args.state} jobs"
+    )
+    print(
+        f"{'':18} {'p50 small':>10} {'p95 small':>10} {'p50 big':>9} {'p95 big':>9} "
+        f"{'p95 ratio':>10}"
+    )
     for name in small:
         s, b = small[name], big[name]
-        print(f"{name:18} {s['p50_ms']:10.1f} {s['p95_ms']:10.1f} {b['p50_ms']:9.1f} "
-              f"{b['p95_ms']:9.1f} {b['p95_ms'] / s['p95_ms']:10.2f}")
-    print(f"cold overview (first request of a process, discovery SCAN): "
-          f"{report['cold_overview_ms_small']:.0f} ms at {args.small:,}, "
-          f"{report['cold_overview_ms_big']:.0f} ms at {args.jobs:,}")
+        print(
+            f"{name:18} {s['p50_ms']:10.1f} {s['p95_ms']:10.1f} {b['p50_ms']:9.1f} "
+            f"{b['p95_ms']:9.1f} {b['p95_ms'] / s['p95_ms']:10.2f}"
+        )
+    print(
+        f"cold overview (first request of a process, discovery SCAN): "
+        f"{report['cold_overview_ms_small']:.0f} ms at {args.small:,}, "
+        f"{report['cold_overview_ms_big']:.0f} ms at {args.jobs:,}"
+    )
 
 
 def print_fanout(runs: list[dict[str, Any]], args: argparse.Namespace) -> None:
     print()
-    print(f"Live fan-out: progress of {args.busy_jobs} jobs at {args.rate:.0f} events/s "
-          f"for {args.seconds:.0f} s, one daphne process")
-    print(f"{'clients':>8} {'events':>7} {'msgs recv':>10} {'p50 ms':>7} {'p95 ms':>7} "
-          f"{'p99 ms':>7} {'max ms':>7} {'redis/s':>8} {'dash redis/s':>13}")
+    print(
+        f"Live fan-out: progress of {args.busy_jobs} jobs at {args.rate:.0f} events/s "
+        f"for {args.seconds:.0f} s, one daphne process"
+    )
+    head = (
+        "clients",
+        "events",
+        "msgs recv",
+        "frames",
+        "p50 ms",
+        "p95 ms",
+        "p99 ms",
+        "max ms",
+        "redis/s",
+        "dash redis/s",
+        "daphne CPU",
+        "us/msg",
+    )
+    widths = (8, 7, 10, 7, 7, 7, 7, 7, 8, 13, 10, 7)
+    print(" ".join(f"{h:>{w}}" for h, w in zip(head, widths)))
     for run in runs:
-        print(f"{run['clients']:8d} {run['events_sent']:7d} {run['messages_received']:10d} "
-              f"{run['delay_p50_ms']:7.1f} {run['delay_p95_ms']:7.1f} "
-              f"{run['delay_p99_ms']:7.1f} {run['delay_max_ms']:7.1f} "
-              f"{run['redis_calls_per_s']:8.0f} {run['dashboard_redis_calls_per_s']:13.0f}")
+        cells = (
+            run["clients"],
+            run["events_sent"],
+            run["messages_received"],
+            run["frames_received"],
+            f"{run['delay_p50_ms']:.1f}",
+            f"{run['delay_p95_ms']:.1f}",
+            f"{run['delay_p99_ms']:.1f}",
+            f"{run['delay_max_ms']:.1f}",
+            f"{run['redis_calls_per_s']:.0f}",
+            f"{run['dashboard_redis_calls_per_s']:.0f}",
+            f"{run['daphne_cpu_s']:.1f}s",
+            f"{run['daphne_cpu_us_per_message']:.0f}",
+        )
+        print(" ".join(f"{c:>{w}}" for c, w in zip(cells, widths)))
     if len(runs) == 2:
         a, b = runs
-        print(f"clients x{b['clients'] / a['clients']:.0f}: dashboard Redis calls/s "
-              f"x{b['dashboard_redis_calls_per_s'] / max(a['dashboard_redis_calls_per_s'], 1e-9):.2f}, "
-              f"p99 delay x{b['delay_p99_ms'] / max(a['delay_p99_ms'], 1e-9):.2f}")
+        calls = b["dashboard_redis_calls_per_s"] / max(
+            a["dashboard_redis_calls_per_s"], 1e-9
+        )
+        delay = b["delay_p99_ms"] / max(a["delay_p99_ms"], 1e-9)
+        print(
+            f"clients x{b['clients'] / a['clients']:.0f}: dashboard Redis calls/s "
+            f"x{calls:.2f}, p99 delay x{delay:.2f}"
+        )
         print("top commands at", b["clients"], "clients:", b["commands"])
 
 

@@ -8,6 +8,7 @@ here too, so that `make run` needs nothing in front of daphne.
 
 from __future__ import annotations
 
+import gc
 import os
 
 from django.core.asgi import get_asgi_application
@@ -31,3 +32,8 @@ application = ProtocolTypeRouter(
         ),
     }
 )
+
+# Everything imported so far lives as long as the process: keep the cyclic GC
+# from walking it again on every full collection (a pause of tens of ms on
+# each of them; request latency shows it at p95).
+gc.freeze()

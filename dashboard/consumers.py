@@ -1,17 +1,26 @@
 """The live-updates socket (`/ws/live/`, one per page): docs/dashboard-design.md.
 
 A socket needs a logged-in session with the view permission (the Origin is
-checked in asgi.py). It sends `subscribe`; the server joins the channel-layer
-groups of what it follows, makes this process's events reader follow them,
-replays what a reconnecting browser missed (bounded), and then forwards what
-the reader fans out: events, progress (at most 10 a second per job, latest
-wins), counts and worker snapshots. Handlers are named after the channel-layer
-message types (`queue.events` -> `queue_events`).
+checked in asgi.py). It sends `subscribe`; the server makes this process's
+events reader follow what it asks, replays what a reconnecting browser missed
+(bounded), and then forwards what the reader fans out through the channel
+layer: events, progress (at most 10 a second per job, latest wins), counts and
+worker snapshots. Group messages reach the socket through the process's hub
+(dashboard/live/hub.py), which is the one channel-layer member per process;
+handlers are named after the channel-layer message types
+(`queue.events` -> `queue_events`).
+
+When a socket has more than one message ready at once (a burst, or a browser
+a little behind), they go out in one frame, `{"type": "batch", "messages":
+[...]}`, each message as the contract shapes it; live.js applies them in
+order. Under load this keeps the number of frames (the main cost per socket)
+well below the number of events.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from typing import Any
 
@@ -21,6 +30,7 @@ from django.conf import settings
 
 from dashboard.live import defaults, subscriptions
 from dashboard.live.coalesce import Coalescer
+from dashboard.live.hub import encode, get_hub
 from dashboard.live.messages import FINAL_EVENTS, WORKERS_GROUP, id_key, queue_group
 from dashboard.live.reader import get_reader
 from dashboard.models import VIEW
@@ -30,15 +40,26 @@ log = logging.getLogger(__name__)
 #: Close codes (4000-4999 are the application's): no session, no permission.
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
-#: channels-redis forgets group members after its group_expiry (a day by default);
-#: a socket re-joins its groups this often so long-lived pages keep updating.
-GROUP_REFRESH_S = 3600.0
+#: Group messages a socket may have waiting; beyond that (a browser that does
+#: not read) new ones are dropped, as a slow reader cannot use them anyway.
+INBOX_MAX = 2_000
 #: Per-job progress floors kept per socket before the oldest are dropped.
 _FLOORS_MAX = 5_000
+#: Group messages taken from the inbox at once (their output is one frame).
+_DRAIN_MAX = 50
+
+
+def batch_frame(texts: list[str]) -> str:
+    """Several encoded messages as one `batch` frame (no re-encoding)."""
+    return '{"type":"batch","messages":[' + ",".join(texts) + "]}"
 
 
 class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     """One page's socket: subscribe, replay, then forward live messages."""
+
+    # Sockets get group messages from the hub, not a channel each (see hub.py):
+    # no layer under this alias, so channels gives the socket none.
+    channel_layer_alias = "bullpen-sockets-use-the-hub"
 
     async def connect(self) -> None:
         """Accept only a logged-in user allowed to view queues."""
@@ -50,23 +71,30 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             await self.close(code=CLOSE_FORBIDDEN)
             return
         self.reader = get_reader()
+        self.hub = get_hub()
         self.sub = subscriptions.Subscription()
         #: Highest stream id of a non-progress event sent, per queue.
         self.floors: dict[str, tuple[int, int]] = {}
         #: Highest stream id of a progress sent, per (queue, job).
         self.progress_floors: dict[tuple[str, str | None], tuple[int, int]] = {}
         self.coalescer = Coalescer(defaults.PROGRESS_INTERVAL_S)
+        self.inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue(INBOX_MAX)
+        self.dropped = 0
+        # Subscribing (with its replay) and forwarding never interleave.
+        self._lock = asyncio.Lock()
         self._flush_handle: asyncio.TimerHandle | None = None
         self._closed = False
-        self._refresh = asyncio.get_running_loop().create_task(self._refresh_groups())
+        #: Texts of the frame being gathered (None: send each message at once).
+        self._out: list[str] | None = None
+        self._pump = asyncio.get_running_loop().create_task(self._pump_inbox())
         await self.accept()
 
     async def disconnect(self, code: int) -> None:
-        """Leave every group and let the reader stop following."""
+        """Stop following everything."""
         if not hasattr(self, "sub"):
             return
         self._closed = True
-        self._refresh.cancel()
+        self._pump.cancel()
         if self._flush_handle is not None:
             self._flush_handle.cancel()
         await self._apply(subscriptions.Subscription())
@@ -74,9 +102,19 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         """Browser -> server: only `subscribe`."""
         if isinstance(content, dict) and content.get("type") == "subscribe":
-            await self.subscribe(content)
+            async with self._lock:
+                await self.subscribe(content)
         else:
             await self.send_json({"type": "error", "message": "expected a subscribe"})
+
+    def deliver(self, message: dict[str, Any]) -> None:
+        """The hub hands over a group message (never blocks)."""
+        try:
+            self.inbox.put_nowait(message)
+        except asyncio.QueueFull:
+            self.dropped += 1
+            if self.dropped == 1:
+                log.warning("live socket %s is not keeping up: dropping", id(self))
 
     # --- subscribing ------------------------------------------------------------------
     async def subscribe(self, content: dict[str, Any]) -> None:
@@ -99,21 +137,20 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             await self.send_json(self.reader.workers_snapshot)
 
     async def _apply(self, new: subscriptions.Subscription) -> None:
-        """Join and leave groups (before the reader follows, so nothing is lost)."""
+        """Join before the reader follows (so nothing between is lost); leave."""
         old = self.sub
-        layer = self.channel_layer
         for queue in sorted(new.streams - old.streams):
-            await layer.group_add(queue_group(queue), self.channel_name)
+            await self.hub.join(queue_group(queue), self)
             await self.reader.follow(queue)
         for queue in sorted(old.streams - new.streams):
-            await layer.group_discard(queue_group(queue), self.channel_name)
+            await self.hub.leave(queue_group(queue), self)
             await self.reader.release(queue)
             self.floors.pop(queue, None)
         if new.gpus and not old.gpus:
-            await layer.group_add(WORKERS_GROUP, self.channel_name)
+            await self.hub.join(WORKERS_GROUP, self)
             await self.reader.follow_workers()
         elif old.gpus and not new.gpus:
-            await layer.group_discard(WORKERS_GROUP, self.channel_name)
+            await self.hub.leave(WORKERS_GROUP, self)
             await self.reader.release_workers()
         self.sub = new
 
@@ -130,49 +167,79 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             {"type": "replayed", "queue": queue, "count": sent, "truncated": truncated}
         )
 
-    async def _refresh_groups(self) -> None:
+    async def _pump_inbox(self) -> None:
+        """Forward group messages in order; what is ready at once is one frame."""
         while True:
-            await asyncio.sleep(GROUP_REFRESH_S)
-            for queue in self.sub.streams:
-                await self.channel_layer.group_add(queue_group(queue), self.channel_name)
-            if self.sub.gpus:
-                await self.channel_layer.group_add(WORKERS_GROUP, self.channel_name)
+            ready = [await self.inbox.get()]
+            while len(ready) < _DRAIN_MAX and not self.inbox.empty():
+                ready.append(self.inbox.get_nowait())
+            async with self._lock:
+                self._out = []
+                for message in ready:
+                    kind = str(message.get("type", "")).replace(".", "_")
+                    handler = getattr(self, kind, None)
+                    if handler is None:
+                        continue
+                    try:
+                        await handler(message)
+                    except Exception:  # noqa: BLE001 - one bad message must not end it
+                        log.exception("live socket: %s failed", message.get("type"))
+                out, self._out = self._out, None
+                if len(out) == 1:
+                    await self.send(text_data=out[0])
+                elif out:
+                    await self.send(text_data=batch_frame(out))
 
     # --- what the reader sends (channel-layer message types) -------------------------
     async def queue_events(self, event: dict[str, Any]) -> None:
         """A batch of one queue's events: filter, drop repeats, coalesce progress."""
         queue = event["queue"]
-        for message in event["events"]:
+        texts = event.get("texts") or [None] * len(event["events"])
+        for message, text in zip(event["events"], texts):
             job = message.get("job")
             if not self.sub.wants(queue, job) or not self._raise_floor(message):
                 continue
             key = (queue, job)
             if message["type"] == "progress":
                 if self.coalescer.offer(key, message) is not None:
-                    await self.send_json(message)
+                    await self._send_text(message, text)
                 else:
                     self._schedule_flush()
                 continue
             held = self.coalescer.take(key)
             if held is not None:
-                await self.send_json(held)
+                await self._send_text(held)
             if message.get("event") in FINAL_EVENTS:
                 self.coalescer.forget(key)
                 self.progress_floors.pop(key, None)
-            await self.send_json(message)
+            await self._send_text(message, text)
 
     async def queue_counts(self, event: dict[str, Any]) -> None:
         """A followed queue's counts changed."""
         message = event["message"]
         if message["queue"] in self.sub.queues:
-            await self.send_json(message)
+            await self._send_text(message)
 
     async def workers_update(self, event: dict[str, Any]) -> None:
         """A new snapshot of workers and GPUs."""
         if self.sub.gpus:
-            await self.send_json(event["message"])
+            await self._send_text(event["message"])
 
     # --- helpers ----------------------------------------------------------------------
+    async def _send_text(
+        self, message: dict[str, Any], text: str | None = None
+    ) -> None:
+        text = text if text is not None else encode(message)
+        if self._out is not None:
+            self._out.append(text)
+        else:
+            await self.send(text_data=text)
+
+    @classmethod
+    async def encode_json(cls, content: Any) -> str:
+        """Compact JSON, as the hub encodes shared messages."""
+        return json.dumps(content, separators=(",", ":"))
+
     def _raise_floor(self, message: dict[str, Any]) -> bool:
         """Record a message's id; False when it was already sent (a replay
         overlapping live events, or a second server process's reader)."""
@@ -208,6 +275,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         self._flush_handle = None
         if self._closed:
             return
-        for message in self.coalescer.due():
-            await self.send_json(message)
+        async with self._lock:
+            for message in self.coalescer.due():
+                await self._send_text(message)
         self._schedule_flush()

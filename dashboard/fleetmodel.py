@@ -242,9 +242,12 @@ def hosts(now_ms: int | None = None) -> list[HostView]:
         gpus = [_gpu(g) for g in gpu_rows if g.get("host") == name]
         placed: set[str] = set()
         for gpu in gpus:
-            record_ids = next(
-                (g.get("workers", []) for g in gpu_rows
-                 if g.get("host") == name and g.get("uuid") == gpu.uuid),
+            record_ids: list[str] = next(
+                (
+                    g.get("workers", [])
+                    for g in gpu_rows
+                    if g.get("host") == name and g.get("uuid") == gpu.uuid
+                ),
                 [],
             )
             gpu.workers = [by_id[i] for i in record_ids if i in by_id]
@@ -252,7 +255,9 @@ def hosts(now_ms: int | None = None) -> list[HostView]:
         desired = fleet.get_desired(name)
         scale = []
         for key, limits in sorted((host.get("queues") or {}).items()):
-            ref = QueueRef(str(limits.get("prefix", "bull")), str(limits.get("queue", "")))
+            ref = QueueRef(
+                str(limits.get("prefix", "bull")), str(limits.get("queue", ""))
+            )
             want = desired.get(key, {})
             scale.append(
                 ScaleRow(

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import logging
 import time
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -60,9 +61,11 @@ from queues.ops import DEFAULT_STATES
 log = logging.getLogger(__name__)
 
 #: Upper bounds (seconds) of the duration histograms' buckets.
-BUCKETS_S = (0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200)
+#: (Each bucket is one line per queue and histogram: few, wide buckets keep a
+#: scrape of 100 queues small.)
+BUCKETS_S = (0.5, 2, 10, 60, 300, 1800)
 #: Finished jobs sampled per scrape over all queues (bounds the scrape's cost).
-SAMPLE_BUDGET_JOBS = 4_000
+SAMPLE_BUDGET_JOBS = 1_000
 #: Worker states reported as 0/1 series (those a heartbeat may carry).
 WORKER_STATES = ("starting", "idle", "busy", "draining", "failed")
 #: Per-worker job counters a heartbeat carries.
@@ -73,6 +76,16 @@ def _metrics_key(keys: QueueKeys, kind: str) -> str:
     # BullMQ's `metrics:completed` / `metrics:failed` hashes (wire spec 1.2);
     # QueueKeys has no name for them yet.
     return f"{keys.base}metrics:{kind}"
+
+
+_FIELDS = ("timestamp", "delay", "processedOn", "finishedOn")
+
+
+def _newest(keys: QueueKeys, key: str, sample: int) -> tuple[Any, ...]:
+    """SORT (no sorting: the set's own order, newest first) fetching the
+    timestamps of the newest `sample` jobs in one command, O(log N + sample)."""
+    gets = [x for f in _FIELDS for x in ("GET", f"{keys.base}*->{f}")]
+    return ("SORT", key, "BY", "nosort", "DESC", "LIMIT", 0, sample, *gets)
 
 
 def _queue_op(keys: QueueKeys, sample: int) -> ops.Op:
@@ -90,27 +103,29 @@ def _queue_op(keys: QueueKeys, sample: int) -> ops.Op:
             ),
             cmds(
                 [
-                    ("ZREVRANGE", keys.completed, 0, sample - 1),
-                    ("ZREVRANGE", keys.failed, 0, sample - 1),
+                    _newest(keys, keys.completed, sample),
+                    _newest(keys, keys.failed, sample),
                 ]
             ),
         ]
     )
     tail = [i for found in tails for i in found if not i.startswith("0:")][:1]
-    ids = [i for found in recent for i in found]
-    fields = ("timestamp", "delay", "processedOn", "finishedOn")
-    replies = yield [ops.Cmd(("HMGET", keys.job(i), *fields)) for i in tail + ids]
     oldest = None
-    if tail and replies[0][0]:
-        oldest = int(float(replies[0][0])) + int(float(replies[0][1] or 0))
+    if tail:
+        stamp, delay = yield ops.Cmd(("HMGET", keys.job(tail[0]), *_FIELDS[:2]))
+        if stamp:
+            oldest = int(float(stamp)) + int(float(delay or 0))
     waits, runs = [], []
-    for stamp, delay, started, finished in replies[len(tail) :]:
-        if not (stamp and started):
-            continue
-        start_ms = float(started)
-        waits.append(max(start_ms - float(stamp) - float(delay or 0), 0) / 1000)
-        if finished:
-            runs.append(max(float(finished) - start_ms, 0) / 1000)
+    width = len(_FIELDS)
+    for flat in recent:
+        for i in range(0, len(flat), width):
+            stamp, delay, started, finished = flat[i : i + width]
+            if not (stamp and started):
+                continue
+            start_ms = float(started)
+            waits.append(max(start_ms - float(stamp) - float(delay or 0), 0) / 1000)
+            if finished:
+                runs.append(max(float(finished) - start_ms, 0) / 1000)
     return {
         "counts": counts,
         "paused": bool(paused),
@@ -123,9 +138,10 @@ def _queue_op(keys: QueueKeys, sample: int) -> ops.Op:
 
 
 def _histogram(values: Sequence[float]) -> tuple[list[tuple[str, float]], float]:
-    buckets = [(str(b), float(sum(1 for v in values if v <= b))) for b in BUCKETS_S]
-    buckets.append(("+Inf", float(len(values))))
-    return buckets, float(sum(values))
+    ordered = sorted(values)
+    buckets = [(str(b), float(bisect_right(ordered, b))) for b in BUCKETS_S]
+    buckets.append(("+Inf", float(len(ordered))))
+    return buckets, float(sum(ordered))
 
 
 def _num(value: Any) -> float | None:
@@ -226,7 +242,9 @@ class BullpenCollector(Collector):
         gpus = fleet.list_gpus()
         wl = ["worker", "host", "queue", "gpu"]
         state = GaugeMetricFamily(
-            "bullpen_worker_state", "1 for the worker's current state", labels=[*wl, "state"]
+            "bullpen_worker_state",
+            "1 for the worker's current state",
+            labels=[*wl, "state"],
         )
         beat = GaugeMetricFamily(
             "bullpen_worker_heartbeat_timestamp_seconds",
@@ -276,7 +294,9 @@ class BullpenCollector(Collector):
             return GaugeMetricFamily(name, doc, labels=gl)
 
         memory = {
-            "memory_total_bytes": gauge("bullpen_gpu_memory_total_bytes", "Device memory"),
+            "memory_total_bytes": gauge(
+                "bullpen_gpu_memory_total_bytes", "Device memory"
+            ),
             "memory_used_bytes": gauge(
                 "bullpen_gpu_memory_used_bytes", "Device memory in use"
             ),

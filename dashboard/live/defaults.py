@@ -4,6 +4,11 @@ from __future__ import annotations
 
 #: Longest the reader's XREAD BLOCK waits; also the counts period's resolution.
 XREAD_BLOCK_MS = 1_000
+#: After a read that found entries, the next read waits until this long after
+#: it: a lone event goes out at once, but a busy stream is sent in batches of
+#: what came in meanwhile (each batch costs a handful of Redis calls and one
+#: frame per socket, whatever its size), for at most this much added delay.
+BATCH_INTERVAL_S = 0.02
 #: Entries one XREAD takes per stream (bounds a batch).
 XREAD_COUNT = 1_000
 #: How often the reader reads the counts of each followed queue.

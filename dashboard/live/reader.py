@@ -221,7 +221,11 @@ class EventsReader:
                             return
                     continue
                 try:
-                    await self._step()
+                    started = time.monotonic()
+                    if await self._step():
+                        rest = started + defaults.BATCH_INTERVAL_S - time.monotonic()
+                        if rest > 0:
+                            await asyncio.sleep(rest)
                     backoff = defaults.RETRY_INITIAL_S
                 except asyncio.CancelledError:
                     raise
@@ -255,7 +259,8 @@ class EventsReader:
                 waits.append(self._workers_min_at - now)
         return max(int(min(waits) * 1000), 1)
 
-    async def _step(self) -> None:
+    async def _step(self) -> bool:
+        """One read and what follows from it; whether it found entries."""
         if self._blocking is None:
             self._blocking = aioredis.Redis.from_url(
                 self.redis_url, decode_responses=True, single_connection_client=True
@@ -277,7 +282,7 @@ class EventsReader:
         except ResponseError as exc:
             if "WRONGTYPE" in str(exc):
                 await self._drop_broken(by_stream)
-                return
+                return False
             raise
         self.stats.xreads += 1
         batches: dict[str, list[dict[str, Any]]] = {}
@@ -314,6 +319,7 @@ class EventsReader:
             or (self._workers_dirty and now >= self._workers_min_at)
         ):
             await self._send_workers()
+        return bool(reply)
 
     def _route(self, message: dict[str, Any], out: list[dict[str, Any]]) -> None:
         job = message.get("job")

@@ -72,7 +72,9 @@ def parse(content: dict[str, Any], prefixes: Iterable[str]) -> Subscription:
             f"at most {defaults.MAX_QUEUES_PER_SOCKET} queues per socket"
         )
     if len(jobs) > defaults.MAX_JOBS_PER_SOCKET:
-        raise SubscriptionError(f"at most {defaults.MAX_JOBS_PER_SOCKET} jobs per socket")
+        raise SubscriptionError(
+            f"at most {defaults.MAX_JOBS_PER_SOCKET} jobs per socket"
+        )
     for key in queues:
         try:
             split_queue_key(key, prefixes)

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from gpu_workers.exceptions import ValidationError
 
-from .. import fleetmodel
+from .. import fleetmodel, readmodel
 from ..readmodel import QueueRef
 from .common import SCALE, VIEW, BadInput, Done, action, live_json, perm_required
 
@@ -74,7 +74,7 @@ def _scale(request: HttpRequest, ref: QueueRef) -> Done:
     if workers is None and slots is None:
         raise BadInput("give a number of workers, of slots, or both")
     try:
-        result = fleetmodel.readmodel.fleet().set_desired(
+        result = readmodel.fleet().set_desired(
             host, ref.name, workers=workers, slots=slots, prefix=ref.prefix
         )
     except ValidationError as exc:

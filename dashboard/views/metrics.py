@@ -31,14 +31,18 @@ def registry() -> CollectorRegistry:
 
 
 def _networks() -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
-    return [ipaddress.ip_network(n, strict=False) for n in settings.BULLPEN_METRICS_ALLOW]
+    return [
+        ipaddress.ip_network(n, strict=False) for n in settings.BULLPEN_METRICS_ALLOW
+    ]
 
 
 def _token_ok(request: HttpRequest) -> bool:
     token = settings.BULLPEN_METRICS_TOKEN
     scheme, _, given = request.headers.get("Authorization", "").partition(" ")
-    return bool(token) and scheme.lower() == "bearer" and hmac.compare_digest(
-        given.strip().encode(), token.encode()
+    return (
+        bool(token)
+        and scheme.lower() == "bearer"
+        and hmac.compare_digest(given.strip().encode(), token.encode())
     )
 
 

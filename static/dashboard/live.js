@@ -10,6 +10,7 @@
  *               `bullpen:queue-event` DOM event on <body> (detail = message)
  *   workers  -> a `bullpen:workers` DOM event on <body>
  *   replayed -> also `bullpen:queue-event` (lists re-render after a gap)
+ *   batch    -> {"messages": [...]}: several of the above, applied in order
  * It reconnects with backoff and resends the last stream id it saw per queue,
  * so the server replays what was missed. Everything is set as text, never HTML.
  * <body data-live-status> says connecting | open | closed (for tests and CSS).
@@ -182,6 +183,10 @@
         break;
       case "workers":
         fire("bullpen:workers", msg);
+        break;
+      case "batch":
+        // Several messages that were ready at once, in order.
+        for (var i = 0; i < (msg.messages || []).length; i++) { this.handle(msg.messages[i]); }
         break;
       case "error":
         if (window.console) { console.warn("bullpen live:", msg.message); }

