@@ -1,0 +1,260 @@
+"""The websocket fan-out half of bench/dashboard.py: clients in processes, a
+progress producer, and Redis command counting."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def pct(values: list[float], q: float) -> float:
+    """The q-quantile (0..1) of values, nearest rank."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def redis_url_of(r: Any) -> str:
+    kw = r.connection_pool.connection_kwargs
+    host, port, db = kw.get("host", "127.0.0.1"), kw.get("port", 6379), kw.get("db", 0)
+    return f"redis://{host}:{port}/{db}"
+
+
+def wait_port(port: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError("daphne did not start")
+
+
+def client_proc(
+    port: int, cookie: str, count: int, seconds: float, ready: Any, go: Any, out: Any
+) -> None:
+    """`count` websocket clients following bull:busy; reports progress delays."""
+    import asyncio
+
+    from autobahn.asyncio.websocket import (
+        WebSocketClientFactory,
+        WebSocketClientProtocol,
+    )
+
+    delays: list[float] = []
+    received = [0]
+    frames = [0]
+    opened = [0]
+    window = {"start": None, "end": None}
+    subscribed = asyncio.Event()
+
+    class Client(WebSocketClientProtocol):  # type: ignore[misc]
+        def onOpen(self) -> None:  # noqa: N802 - autobahn's API
+            self.sendMessage(
+                json.dumps({"type": "subscribe", "queues": ["bull:busy"]}).encode()
+            )
+
+        def onMessage(self, payload: bytes, is_binary: bool) -> None:  # noqa: N802
+            now = time.time()
+            frame = json.loads(payload)
+            frames[0] += 1
+            found = frame["messages"] if frame.get("type") == "batch" else [frame]
+            for msg in found:
+                self.one(msg, now)
+
+        def one(self, msg: dict[str, Any], now: float) -> None:
+            if msg.get("type") == "counts" and not getattr(self, "counted", False):
+                self.counted = True
+                opened[0] += 1
+                if opened[0] == count:
+                    subscribed.set()
+            if msg.get("type") != "progress":
+                return
+            received[0] += 1
+            sent = (msg.get("progress") or {}).get("t")
+            start, end = window["start"], window["end"]
+            if sent and start and sent >= start and (end is None or sent <= end):
+                delays.append(now - sent)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        url = f"ws://127.0.0.1:{port}/ws/live/"
+        factory = WebSocketClientFactory(
+            url, origin=f"http://127.0.0.1:{port}", headers={"Cookie": cookie}
+        )
+        factory.protocol = Client
+        for _ in range(count):
+            await loop.create_connection(factory, "127.0.0.1", port)
+        await asyncio.wait_for(subscribed.wait(), 60)
+        ready.set()
+        while not go.is_set():
+            await asyncio.sleep(0.01)
+        window["start"] = time.time()
+        await asyncio.sleep(seconds)
+        window["end"] = time.time()
+        await asyncio.sleep(1.0)  # stragglers of the window
+        out.put(
+            {
+                "delays": delays,
+                "received": received[0],
+                "frames": frames[0],
+                "clients": count,
+            }
+        )
+
+    asyncio.run(main())
+
+
+def produce(queue: Any, ids: list[str], rate: float, seconds: float) -> int:
+    """Progress updates round-robin over ids at `rate`/s; returns how many."""
+    from queues import Job
+
+    jobs = [Job(queue, i) for i in ids]
+    sent = 0
+    start = time.perf_counter()
+    while True:
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            return sent
+        due = int(elapsed * rate) + 1
+        while sent < due:
+            jobs[sent % len(jobs)].update_progress(
+                {"t": time.time(), "percent": sent % 100}
+            )
+            sent += 1
+        time.sleep(min(0.002, 1 / rate))
+
+
+class CommandCounter(threading.Thread):
+    """Counts the commands clients send (MONITOR), by client address; commands
+    run inside Lua scripts are not counted (INFO commandstats counts those)."""
+
+    def __init__(self, redis_url: str) -> None:
+        super().__init__(daemon=True)
+        import redis
+
+        self.client = redis.Redis.from_url(redis_url)
+        self.by_client: dict[str, int] = {}
+        self.by_command: dict[str, int] = {}
+        self.stopping = threading.Event()
+        self.started_ok = threading.Event()
+
+    def run(self) -> None:
+        conn = self.client.connection_pool.get_connection()
+        conn.send_command("MONITOR")
+        conn.read_response()
+        self.started_ok.set()
+        while not self.stopping.is_set():
+            line = conn.read_response()
+            if not isinstance(line, bytes):
+                continue
+            head, _, rest = line.partition(b"] ")
+            who = head.rpartition(b" ")[2].decode(errors="replace")
+            if who == "lua":
+                continue
+            name = rest.split(b'"', 2)[1].decode(errors="replace").lower()
+            self.by_client[who] = self.by_client.get(who, 0) + 1
+            self.by_command[name] = self.by_command.get(name, 0) + 1
+        conn.disconnect()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.client.ping()  # wakes the reader
+        self.join(10)
+
+
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def fanout(
+    port: int,
+    cookie: str,
+    clients: int,
+    procs: int,
+    r: Any,
+    queue: Any,
+    ids: list[str],
+    rate: float,
+    seconds: float,
+    server_pid: int,
+) -> dict[str, Any]:
+    ctx = mp.get_context("spawn")
+    procs = max(1, min(procs, clients))
+    ready = [ctx.Event() for _ in range(procs)]
+    go = ctx.Event()
+    out = ctx.Queue()
+    shares = [
+        clients // procs + (1 if i < clients % procs else 0) for i in range(procs)
+    ]
+    workers = [
+        ctx.Process(
+            target=client_proc, args=(port, cookie, n, seconds, ready[i], go, out)
+        )
+        for i, n in enumerate(shares)
+    ]
+    for w in workers:
+        w.start()
+    for e in ready:
+        if not e.wait(90):
+            raise RuntimeError("clients did not connect")
+    time.sleep(1.0)
+    producer = queue.client.client_info()["addr"]
+    bench = r.client_info()["addr"]
+    counter = CommandCounter(redis_url_of(r))
+    counter.start()
+    counter.started_ok.wait(10)
+    cpu0 = cpu_s(server_pid)
+    go.set()
+    t0 = time.perf_counter()
+    sent = produce(queue, ids, rate, seconds)
+    spent = time.perf_counter() - t0
+    server_cpu = cpu_s(server_pid) - cpu0
+    counter.stop()
+    results = [out.get(timeout=60) for _ in workers]
+    for w in workers:
+        w.join(30)
+    delays = [d * 1000 for res in results for d in res["delays"]]
+    total = sum(counter.by_client.values())
+    dashboard = (
+        total - counter.by_client.get(producer, 0) - counter.by_client.get(bench, 0)
+    )
+    return {
+        "clients": clients,
+        "events_sent": sent,
+        "seconds": spent,
+        "messages_received": sum(res["received"] for res in results),
+        "frames_received": sum(res["frames"] for res in results),
+        "delay_p50_ms": pct(delays, 0.5),
+        "delay_p95_ms": pct(delays, 0.95),
+        "delay_p99_ms": pct(delays, 0.99),
+        "delay_max_ms": max(delays or [0]),
+        "delays_counted": len(delays),
+        "daphne_cpu_s": server_cpu,
+        "daphne_cpu_us_per_message": 1e6
+        * server_cpu
+        / max(sum(res["received"] for res in results), 1),
+        "redis_calls_per_s": total / spent,
+        "dashboard_redis_calls_per_s": dashboard / spent,
+        "producer_calls": counter.by_client.get(producer, 0),
+        "commands": dict(
+            sorted(counter.by_command.items(), key=lambda kv: -kv[1])[:12]
+        ),
+    }
+
+
+# --- main ---------------------------------------------------------------------------
