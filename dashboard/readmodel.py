@@ -8,6 +8,7 @@ three pipelined round trips, not hundreds; every list reads one page.
 from __future__ import annotations
 
 import base64
+import logging
 import threading
 import time
 from collections import Counter
@@ -30,6 +31,8 @@ from queues.queue import check_queue_name
 from queues.scripts import Scripts
 from queues.state import JobState
 
+log = logging.getLogger(__name__)
+
 MINUTE_MS = 60_000
 #: Children of each outcome shown per parent in a job's flow tree.
 FLOW_CHILDREN = 10
@@ -39,10 +42,25 @@ WORKER_CENSUS_TTL_S = 5.0
 LOG_LINES = 200
 
 
+def connect(url: str) -> redis.Redis:
+    """A client decoding as the queue core does, with the dashboard's timeouts,
+    so that a request to an unreachable Redis fails in seconds, not minutes
+    (timeouts in the URL's query string win)."""
+    return sync_client(
+        redis.Redis.from_url(
+            url,
+            socket_connect_timeout=settings.BULLPEN_REDIS_CONNECT_TIMEOUT_S,
+            socket_timeout=settings.BULLPEN_REDIS_TIMEOUT_S,
+            decode_responses=True,
+            encoding_errors="surrogateescape",
+        )
+    )
+
+
 @cache
 def client() -> redis.Redis:
-    """One decoding client per process (the queue core's decoding rules)."""
-    return sync_client(settings.REDIS_URL)
+    """One client per process for the pages."""
+    return connect(settings.REDIS_URL)
 
 
 @lru_cache(maxsize=1024)
@@ -65,7 +83,8 @@ def reset() -> None:
     client.cache_clear()
     _queue.cache_clear()
     _scripts.cache_clear()
-    _discovery.clear()
+    with _discovery.lock:
+        _discovery.clear()
     _census.clear()
     _minutes.clear()
 
@@ -176,48 +195,106 @@ def configured_queues() -> list[QueueRef]:
     return [parse_entry(e) for e in settings.BULLPEN_QUEUES]
 
 
-_discovery: dict[str, Any] = {}
-_discovery_lock = threading.Lock()
+class _Discovery:
+    """The SCAN for queues, shared by a process's requests: its result is
+    reused for BULLPEN_DISCOVERY_TTL_S and refreshed in the background once
+    stale; without a result yet, requests wait for the one scan in flight
+    (started by `prewarm` when the server starts) instead of each scanning."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.clear()
+
+    def clear(self) -> None:
+        """Forget the result (a new client, or tests)."""
+        self.client: redis.Redis | None = None
+        self.found: list[QueueRef] | None = None
+        self.at = 0.0
+        self.scanning: threading.Event | None = None
+
+    def _scan(self, conn: redis.Redis, done: threading.Event) -> None:
+        try:
+            found = [
+                QueueRef(p, n)
+                for p, n in discover_queues(conn, settings.BULLPEN_PREFIXES)
+            ]
+            with self.lock:
+                if self.client is conn:
+                    self.found, self.at = found, time.monotonic()
+        finally:
+            with self.lock:
+                if self.scanning is done:
+                    self.scanning = None
+            done.set()
+
+    def _background(self, conn: redis.Redis, done: threading.Event) -> None:
+        try:
+            self._scan(conn, done)
+        except redis.RedisError as exc:
+            log.warning("queue discovery failed: %s", exc)
+
+    def _start(self, conn: redis.Redis) -> threading.Event:
+        """Mark a scan in flight (the lock is held)."""
+        if self.client is not conn:
+            self.clear()
+            self.client = conn
+        self.scanning = threading.Event()
+        return self.scanning
+
+    def prewarm(self, conn: redis.Redis) -> None:
+        """Start a background scan when there is no result and none in flight."""
+        with self.lock:
+            if self.client is conn and (self.found is not None or self.scanning):
+                return
+            done = self._start(conn)
+        threading.Thread(
+            target=self._background, args=(conn, done), daemon=True
+        ).start()
+
+    def get(self, conn: redis.Redis) -> list[QueueRef]:
+        """The queues found (see the class)."""
+        ttl = settings.BULLPEN_DISCOVERY_TTL_S
+        with self.lock:
+            ours = self.client is conn and ttl > 0
+            if ours and self.found is not None:
+                if time.monotonic() - self.at > ttl and self.scanning is None:
+                    done = self._start(conn)
+                    threading.Thread(
+                        target=self._background, args=(conn, done), daemon=True
+                    ).start()
+                return self.found
+            waiting = self.scanning if ours else None
+            if waiting is None:
+                done = self._start(conn)
+        if waiting is not None:
+            waiting.wait(settings.BULLPEN_REDIS_TIMEOUT_S)
+            with self.lock:
+                if self.found is not None and self.client is conn:
+                    return self.found
+                done = self._start(conn)  # that scan failed: try here
+        self._scan(conn, done)
+        with self.lock:
+            return self.found if self.found is not None else []
 
 
-def _scan(conn: redis.Redis) -> list[QueueRef]:
-    return [QueueRef(p, n) for p, n in discover_queues(conn, settings.BULLPEN_PREFIXES)]
+_discovery = _Discovery()
 
 
-def _refresh(conn: redis.Redis) -> None:
-    try:
-        found = _scan(conn)
-    finally:
-        with _discovery_lock:
-            _discovery["refreshing"] = False
-    with _discovery_lock:
-        if _discovery.get("client") is conn:
-            _discovery.update(found=found, at=time.monotonic())
+def discovered_queues() -> list[QueueRef]:
+    """The queues SCAN found with the configured prefixes (cached, see
+    `_Discovery`)."""
+    return _discovery.get(client())
+
+
+def prewarm_discovery() -> None:
+    """Scan for queues in the background now, so the first page need not wait
+    (the server calls this when it starts; a dead Redis only logs)."""
+    _discovery.prewarm(client())
 
 
 def known_queues() -> list[QueueRef]:
-    """Configured queues and those found by SCAN, sorted. The SCAN result is
-    reused for BULLPEN_DISCOVERY_TTL_S; once stale it is refreshed in the
-    background while pages keep the previous list, so only a process's first
-    page waits for a SCAN."""
-    conn = client()
-    ttl = settings.BULLPEN_DISCOVERY_TTL_S
-    with _discovery_lock:
-        fresh_enough = _discovery.get("client") is conn and ttl > 0
-        found = _discovery.get("found") if fresh_enough else None
-        stale = fresh_enough and time.monotonic() - _discovery["at"] > ttl
-        start = stale and not _discovery.get("refreshing")
-        if start:
-            _discovery["refreshing"] = True
-    if found is None:
-        found = _scan(conn)
-        with _discovery_lock:
-            _discovery.update(
-                client=conn, found=found, at=time.monotonic(), refreshing=False
-            )
-    elif start:
-        threading.Thread(target=_refresh, args=(conn,), daemon=True).start()
-    return sorted(set(found) | set(configured_queues()))
+    """Configured queues and those found by SCAN, sorted."""
+    return sorted(set(discovered_queues()) | set(configured_queues()))
 
 
 def is_allowed(ref: QueueRef) -> bool:

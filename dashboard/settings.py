@@ -16,6 +16,12 @@ ALLOWED_HOSTS = os.environ.get("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost").sp
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 #: Key prefixes whose queues the dashboard discovers.
 BULLPEN_PREFIXES = [p for p in os.environ.get("BULLPEN_PREFIXES", "bull").split(",") if p]
+#: Seconds a page waits to connect to Redis, and for a reply, before it shows
+#: "Redis is not answering" (503) instead of hanging.
+BULLPEN_REDIS_CONNECT_TIMEOUT_S = float(
+    os.environ.get("BULLPEN_REDIS_CONNECT_TIMEOUT_S", "3")
+)
+BULLPEN_REDIS_TIMEOUT_S = float(os.environ.get("BULLPEN_REDIS_TIMEOUT_S", "30"))
 #: Queues shown even before they have any key in Redis.
 BULLPEN_QUEUES = [q for q in os.environ.get("BULLPEN_QUEUES", "").split(",") if q]
 
@@ -65,6 +71,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "dashboard.views.common.RedisUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "dashboard.urls"

@@ -7,7 +7,8 @@ from functools import lru_cache
 import redis
 import redis.asyncio as aioredis
 
-from queues.connection import async_client, sync_client
+from dashboard.readmodel import connect
+from queues.connection import async_client
 
 from . import conf
 from .keys import ApiKeys
@@ -15,7 +16,7 @@ from .keys import ApiKeys
 
 @lru_cache(maxsize=8)
 def _client_for(url: str) -> redis.Redis:
-    return sync_client(url)
+    return connect(url)
 
 
 def client() -> redis.Redis:

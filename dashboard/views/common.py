@@ -4,12 +4,16 @@ the audited action wrapper and its htmx / plain-form responses."""
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import wraps
 from typing import Any
 from urllib.parse import urlsplit
 
+import redis
+
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
@@ -25,7 +29,13 @@ from ..readmodel import QueueRef, is_allowed, is_read_only
 
 __all__ = ["OPERATE", "SCALE", "VIEW"]
 
+log = logging.getLogger(__name__)
+
 View = Callable[..., HttpResponse]
+#: What a dead, unreachable or still-loading Redis raises.
+REDIS_DOWN = (redis.ConnectionError, redis.TimeoutError)
+#: Seconds a 503 asks the browser (and the page's refresh) to wait.
+RETRY_AFTER_S = 5
 
 
 def is_htmx(request: HttpRequest) -> bool:
@@ -57,6 +67,60 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
         "The page's security token is missing or expired: "
         "reload the page and try again.",
     )
+
+
+def redacted_url(url: str) -> str:
+    """A Redis URL fit for a page: its password replaced by ***."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    user = f"{parts.username}:" if parts.username else ":"
+    return parts._replace(netloc=f"{user}***@{host}").geturl()
+
+
+def redis_unavailable(
+    request: HttpRequest, exc: BaseException, acted: bool = False
+) -> HttpResponse:
+    """A 503 an operator can read when Redis does not answer: the full page
+    (it reloads itself every few seconds), or for htmx a flash in #flash that
+    leaves the page's content and its polling in place."""
+    where = redacted_url(settings.REDIS_URL)
+    detail = str(exc).rstrip(".") or type(exc).__name__
+    log.warning("redis at %s unavailable for %s: %s", where, request.path, detail)
+    message = f"Redis at {where} is not answering: {detail}."
+    if acted:
+        message += " The action may not have taken effect: check once Redis is back."
+    headers = {"Retry-After": str(RETRY_AFTER_S)}
+    if is_htmx(request):
+        headers.update({"HX-Retarget": "#flash", "HX-Reswap": "innerHTML"})
+        template = "dashboard/_flash.html"
+    else:
+        template = "503.html"
+    context = {"level": "error", "message": message, "retry_s": RETRY_AFTER_S}
+    response = render(request, template, context, status=503)
+    for name, value in headers.items():
+        response[name] = value
+    return response
+
+
+class RedisUnavailableMiddleware:
+    """Turns a Redis connection failure anywhere in a view into that 503
+    (instead of a bare 500), so a dead Redis reads as what it is."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(
+        self, request: HttpRequest, exception: Exception
+    ) -> HttpResponse | None:
+        """The 503 for Redis failures; anything else goes on as usual."""
+        if isinstance(exception, REDIS_DOWN):
+            return redis_unavailable(request, exception)
+        return None
 
 
 def perm_required(perm: str) -> Callable[[View], View]:
@@ -139,6 +203,9 @@ def action(name: str, perm: str) -> Callable[[Action], View]:
                 done = func(request, ref, *args, **kwargs)
             except BadInput as exc:
                 return _failed(request, target, name, str(exc), 400)
+            except REDIS_DOWN as exc:
+                audit.record(request, target, name, "error", f"Redis unavailable: {exc}")
+                return redis_unavailable(request, exc, acted=True)
             except (ActionError, QueueError, GpuWorkerError, ValueError) as exc:
                 return _failed(request, target, name, str(exc), 409)
             audit.record(request, target, name, "ok", done.message)
