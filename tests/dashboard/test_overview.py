@@ -139,7 +139,7 @@ def test_discovery_is_cached_and_refreshed_in_background(
     assert readmodel.QueueRef("bull", qname) in readmodel.known_queues()
     Queue(qname + "new", dashboard_redis).add("x", {})
     assert readmodel.QueueRef("bull", qname + "new") not in readmodel.known_queues()
-    readmodel._discovery["at"] -= 120
+    readmodel._discovery.at -= 120
     readmodel.known_queues()  # stale: starts the refresh
     import time
 
@@ -147,3 +147,42 @@ def test_discovery_is_cached_and_refreshed_in_background(
     while readmodel.QueueRef("bull", qname + "new") not in readmodel.known_queues():
         assert time.monotonic() < deadline
         time.sleep(0.02)
+
+
+def test_prewarm_scans_once_and_pages_wait_for_it(
+    dashboard_redis: str,
+    settings,  # type: ignore[no-untyped-def]
+    qname: str,
+    monkeypatch,  # type: ignore[no-untyped-def]
+) -> None:
+    """The server's start-up scan is the one the first pages use: requests
+    arriving while it runs wait for it instead of scanning again."""
+    import threading
+
+    settings.BULLPEN_DISCOVERY_TTL_S = 60
+    Queue(qname, dashboard_redis).add("x", {})
+    calls = []
+    release = threading.Event()
+    real = readmodel.discover_queues
+
+    def slow_scan(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(threading.current_thread().name)
+        release.wait(5)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(readmodel, "discover_queues", slow_scan)
+    readmodel.prewarm_discovery()
+    readmodel.prewarm_discovery()  # one in flight already: no second scan
+    results: list[list[readmodel.QueueRef]] = []
+    readers = [
+        threading.Thread(target=lambda: results.append(readmodel.known_queues()))
+        for _ in range(3)
+    ]
+    for t in readers:
+        t.start()
+    release.set()
+    for t in readers:
+        t.join(5)
+    assert len(calls) == 1
+    assert len(results) == 3
+    assert all(readmodel.QueueRef("bull", qname) in found for found in results)
