@@ -7,6 +7,7 @@ from .exceptions import QueueError, UnrecoverableError
 from .flow import AsyncFlowProducer, FlowProducer, JobNode
 from .job import Job
 from .keys import QueueKeys
+from .metrics import Metrics, MetricsMeta, MetricsOptions
 from .queue import AsyncQueue, Queue
 from .scheduler import JobScheduler
 from .state import JobState
@@ -22,6 +23,9 @@ __all__ = [
     "JobNode",
     "JobScheduler",
     "JobState",
+    "Metrics",
+    "MetricsMeta",
+    "MetricsOptions",
     "Queue",
     "QueueError",
     "QueueEvent",

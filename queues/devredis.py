@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import redis
@@ -45,8 +46,10 @@ def free_port() -> int:
 class RedisServer:
     """A redis-server process on a free port, without persistence."""
 
-    def __init__(self, port: int | None = None) -> None:
+    def __init__(self, port: int | None = None, extra_args: Sequence[str] = ()) -> None:
         self.port = port or free_port()
+        #: More redis-server options, e.g. ("--rename-command", "CLIENT", '""').
+        self.extra_args = tuple(extra_args)
         self.dir = tempfile.mkdtemp(prefix="bullpen-redis-")
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -72,6 +75,7 @@ class RedisServer:
                 "no",
                 "--loglevel",
                 "warning",
+                *self.extra_args,
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

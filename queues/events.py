@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import codec, defaults
+from .clients import QUEUE_EVENTS_SUFFIX, connection_name
 from .connection import ConnectionLike, async_client, sync_client
 from .keys import QueueKeys
 from .queue import check_queue_name
@@ -48,10 +49,7 @@ class QueueEvent:
 
 
 def _connection_name(keys: QueueKeys) -> str:
-    import base64
-
-    encoded = base64.b64encode(keys.name.encode()).decode()
-    return f"{keys.prefix}:{encoded}:qe"
+    return connection_name(keys.prefix, keys.name, QUEUE_EVENTS_SUFFIX)
 
 
 class _EventsReader:

@@ -118,6 +118,14 @@ class QueueKeys:
         """A job scheduler's definition hash."""
         return f"{self.repeat}:{scheduler_id}"
 
+    def metrics(self, target: str) -> str:
+        """The metrics hash (count, prevTS, prevCount) of `completed` or `failed`."""
+        return f"{self.base}metrics:{target}"
+
+    def metrics_data(self, target: str) -> str:
+        """The per-minute counts list of `completed` or `failed`, newest first."""
+        return f"{self.base}metrics:{target}:data"
+
     def state(self, state: JobState) -> str:
         """The key that holds jobs in a state."""
         return self.base + state.key_suffix

@@ -2,7 +2,9 @@
 
 Each operation is a generator that yields Redis requests (`Cmd`, `Eval`, or a
 list of them to send as one pipeline) and receives their replies; the sync
-and asyncio queues drive the same generators (see `queue.py`).
+and asyncio queues drive the same generators (see `queue.py`). A Redis error
+reply is raised inside the generator at its `yield`, so an operation may
+answer it (one not caught there reaches the caller unchanged).
 """
 
 from __future__ import annotations

@@ -12,8 +12,9 @@ from typing import Any
 
 import redis
 import redis.asyncio as aioredis
+from redis.exceptions import ResponseError
 
-from . import codec, defaults, ops, scheduler
+from . import clients, codec, defaults, metrics, ops, scheduler
 from .connection import ConnectionLike, async_client, sync_client
 from .exceptions import InvalidJobOptions
 from .job import Job
@@ -182,6 +183,26 @@ class _QueueBase:
 
         def op() -> ops.Op:
             return bool((yield ops.Cmd(("HEXISTS", self.keys.meta, "paused"))))
+
+        return self._run(op())
+
+    def get_metrics(self, target: str | JobState, start: int = 0, end: int = -1) -> Any:
+        """The Metrics of `completed` or `failed` jobs that workers with the
+        `metrics` option collect: per-minute counts from `start` to `end`
+        (0 is the newest minute), as Node's getMetrics."""
+        return self._run(metrics.get_metrics(self.keys, target, start, end))
+
+    def get_workers(self) -> Any:
+        """The connected workers of this queue (Node or Bullpen) as Node's
+        getWorkers(): one dict of CLIENT LIST fields each, `name` = the queue
+        name, `rawname` = the connection name; [] when CLIENT LIST is refused."""
+        return self._run(clients.get_workers(self.keys))
+
+    def get_workers_count(self) -> Any:
+        """How many workers get_workers() lists."""
+
+        def op() -> ops.Op:
+            return len((yield from clients.get_workers(self.keys)))
 
         return self._run(op())
 
@@ -375,7 +396,13 @@ class Queue(_QueueBase):
         try:
             request = next(op)
             while True:
-                request = op.send(self._send(request))
+                try:
+                    reply = self._send(request)
+                except ResponseError as exc:
+                    # The operation may answer a refused command itself.
+                    request = op.throw(exc)
+                else:
+                    request = op.send(reply)
         except StopIteration as stop:
             return stop.value
 
@@ -422,7 +449,12 @@ class AsyncQueue(_QueueBase):
         try:
             request = next(op)
             while True:
-                request = op.send(await self._send(request))
+                try:
+                    reply = await self._send(request)
+                except ResponseError as exc:
+                    request = op.throw(exc)
+                else:
+                    request = op.send(reply)
         except StopIteration as stop:
             return stop.value
 

@@ -5,7 +5,8 @@
   `completed`/`failed` with finishedOn (or delete it when retention keeps
   none), apply retention by age and count, emit `completed`/`failed` (and
   `retries-exhausted`), release a parent whose last dependency finished,
-  and turn a deduplicated "next job" (keepLastIfActive) into a job.
+  turn a deduplicated "next job" (keepLastIfActive) into a job, and count it
+  in the per-minute metrics of its target when the worker collects them.
 
   KEYS[1] wait
   KEYS[2] active
@@ -19,10 +20,16 @@
   KEYS[10] stalled
   KEYS[11] completed
   KEYS[12] failed
+  KEYS[13] metrics:completed
+  KEYS[14] metrics:completed:data
+  KEYS[15] metrics:failed
+  KEYS[16] metrics:failed:data
 
   ARGV[1] key prefix
   ARGV[2] now (ms)
-  ARGV[3] JSON worker opts (as move_to_active), plus `fetch`: jobs to claim
+  ARGV[3] JSON worker opts (as move_to_active), plus `fetch`: jobs to claim,
+          and `maxMetricsSize`: data points kept per metrics list (absent:
+          no metrics)
   ARGV[4] JSON array of entries {id, token, target ("completed"|"failed"),
           value (returnvalue JSON or raw failedReason), fields (flat array or
           absent), keep {count, age?, limit?}, attempts}
@@ -46,6 +53,7 @@
 --- @include "store"
 --- @include "enqueue"
 --- @include "dedup_next"
+--- @include "metrics"
 
 local q = {wait = KEYS[1], active = KEYS[2], prioritized = KEYS[3], events = KEYS[4],
   limiter = KEYS[5], delayed = KEYS[6], meta = KEYS[7], pc = KEYS[8], marker = KEYS[9]}
@@ -124,8 +132,20 @@ local function finishOne(e)
   return 0
 end
 
+local maxMetricsSize = tonumber(opts["maxMetricsSize"])
+if maxMetricsSize and maxMetricsSize < 1 then
+  maxMetricsSize = nil
+end
+
 for i, e in ipairs(entries) do
   codes[i] = finishOne(e)
+  if codes[i] == 0 and maxMetricsSize then
+    if e["target"] == "failed" then
+      collectMetrics(KEYS[15], KEYS[16], maxMetricsSize, now)
+    else
+      collectMetrics(KEYS[13], KEYS[14], maxMetricsSize, now)
+    end
+  end
 end
 
 -- BullMQ never re-adds a marker when a globally limited queue drops below

@@ -24,6 +24,7 @@ from .. import codec, defaults
 from ..connection import ConnectionLike, async_client, sibling_async_client
 from ..exceptions import UnrecoverableError
 from ..job import Job
+from ..metrics import MetricsOptions
 from ..options import BackoffStrategy, keep_jobs
 from ..queue import AsyncQueue, Queue
 from .failures import FailureHandling
@@ -58,6 +59,7 @@ class AsyncWorker(FailureHandling, Maintenance):
         backoff_strategy: BackoffStrategy | None = None,
         drain_delay: float = defaults.DRAIN_DELAY_S,
         close_timeout: float = defaults.CLOSE_TIMEOUT_S,
+        metrics: MetricsOptions | None = None,
     ) -> None:
         if not callable(processor):
             raise TypeError("processor must be callable")
@@ -67,6 +69,8 @@ class AsyncWorker(FailureHandling, Maintenance):
             limiter.get("max", 0) >= 1 and limiter.get("duration", 0) >= 1
         ):
             raise ValueError("limiter needs max >= 1 and duration >= 1 (ms)")
+        if metrics is not None and not isinstance(metrics, MetricsOptions):
+            raise TypeError("metrics must be a MetricsOptions(max_data_points=...)")
         self.name = name
         self.processor = processor
         # An async def, or an object whose __call__ is one.
@@ -85,6 +89,7 @@ class AsyncWorker(FailureHandling, Maintenance):
         self.backoff_strategy = backoff_strategy
         self.drain_delay = drain_delay
         self.close_timeout = close_timeout
+        self.metrics = metrics
         self.id = uuid.uuid4().hex
         self.queue = AsyncQueue(name, async_client(connection), prefix)
         self.keys = self.queue.keys
@@ -100,12 +105,23 @@ class AsyncWorker(FailureHandling, Maintenance):
             k.pc,
             k.marker,
         )
-        self._finish_keys = (*self._claim_keys, k.stalled, k.completed, k.failed)
+        self._finish_keys = (
+            *self._claim_keys,
+            k.stalled,
+            k.completed,
+            k.failed,
+            k.metrics("completed"),
+            k.metrics_data("completed"),
+            k.metrics("failed"),
+            k.metrics_data("failed"),
+        )
         static: dict[str, Any] = {"token": self.id, "lockDuration": lock_duration}
         if self.limiter:
             static["limiter"] = self.limiter
         if worker_name:
             static["name"] = worker_name
+        if metrics is not None:
+            static["maxMetricsSize"] = metrics.max_data_points
         self._static_opts = codec.dumps(static)[1:]
         self._sync_queue: Queue | None = None
         self._executor: ThreadPoolExecutor | None = None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -11,6 +10,7 @@ from redis.exceptions import BusyLoadingError, ResponseError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from ..clients import worker_connection_name
 from ..job import Job
 
 log = logging.getLogger("queues.worker")
@@ -35,6 +35,4 @@ def _text(value: str) -> str:
 
 def blocking_connection_name(prefix: str, queue: str, worker_name: str | None) -> str:
     """BullMQ's name for a worker connection, which Node's getWorkers() lists."""
-    encoded = base64.b64encode(queue.encode()).decode()
-    name = f"{prefix}:{encoded}"
-    return f"{name}:w:{worker_name}" if worker_name else name
+    return worker_connection_name(prefix, queue, worker_name)

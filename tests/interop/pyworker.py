@@ -1,6 +1,7 @@
 """A Python worker process for the interop tests, the twin of
 `node bull.mjs <port> worker`: JSON lines on stdout ({"ready"}, {"start"},
-{"done"}), SIGTERM closes it, SIGKILL kills it.
+{"done"}), SIGTERM closes it, SIGKILL kills it. Options are AsyncWorker's,
+except `metrics`, given as Node's `{"maxDataPoints": n}`.
 
     python -m tests.interop.pyworker <redis url> <queue> <options JSON>
 """
@@ -13,7 +14,7 @@ import sys
 import time
 from typing import Any
 
-from queues import AsyncWorker, Job
+from queues import AsyncWorker, Job, MetricsOptions
 from tests.interop.behaviour import behave
 
 
@@ -25,6 +26,8 @@ def out(value: Any) -> None:
 
 async def main(url: str, queue: str, options: dict[str, Any]) -> None:
     name = options.pop("worker_name", "py")
+    if "metrics" in options:
+        options["metrics"] = MetricsOptions(options["metrics"]["maxDataPoints"])
 
     async def processor(job: Job) -> Any:
         out(

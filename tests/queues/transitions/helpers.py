@@ -30,6 +30,7 @@ def worker_opts(
     limiter: dict[str, int] | None = None,
     name: str | None = None,
     fetch: int = 0,
+    max_metrics: int | None = None,
 ) -> str:
     """The JSON worker opts the worker sends to move_to_active / move_to_finished."""
     opts: dict[str, Any] = {
@@ -42,6 +43,8 @@ def worker_opts(
         opts["limiter"] = limiter
     if name:
         opts["name"] = name
+    if max_metrics is not None:
+        opts["maxMetricsSize"] = max_metrics
     return codec.dumps(opts)
 
 
@@ -101,6 +104,19 @@ def entry(
     return e
 
 
+def finish_keys(k: QueueKeys) -> tuple[str, ...]:
+    """KEYS of move_to_finished."""
+    return claim_keys(k) + (
+        k.stalled,
+        k.completed,
+        k.failed,
+        k.metrics("completed"),
+        k.metrics_data("completed"),
+        k.metrics("failed"),
+        k.metrics_data("failed"),
+    )
+
+
 def move_to_finished(
     q: Queue, entries: list[dict[str, Any]], now: int = NOW, **opts: Any
 ) -> list[Any]:
@@ -108,8 +124,7 @@ def move_to_finished(
     k = q.keys
     return list(
         q.scripts.move_to_finished(
-            claim_keys(k) + (k.stalled, k.completed, k.failed),
-            (k.base, now, worker_opts(**opts), codec.dumps(entries)),
+            finish_keys(k), (k.base, now, worker_opts(**opts), codec.dumps(entries))
         )
     )
 

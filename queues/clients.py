@@ -1,0 +1,77 @@
+"""The Redis connections of a queue: the names BullMQ gives them (CLIENT
+SETNAME) and the worker listing Node's `getWorkers()` reads from CLIENT LIST.
+
+A worker's connection is named `{prefix}:{base64(queue)}`, or with
+`:w:{worker name}` appended when the worker has a name; a QueueEvents
+connection ends in `:qe` and is not a worker.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+
+from redis.exceptions import NoPermissionError, ResponseError
+
+from .keys import QueueKeys
+from .ops import Cmd, Op
+
+WORKER_SUFFIX = ":w:"
+QUEUE_EVENTS_SUFFIX = ":qe"
+#: How Redis answers CLIENT LIST where the command is removed or renamed
+#: (managed services such as GCP Memorystore do this).
+_UNKNOWN_CLIENT = re.compile(r"unknown command ['`]\s*client\s*['`]", re.IGNORECASE)
+
+
+def connection_name(prefix: str, queue: str, suffix: str = "") -> str:
+    """BullMQ's name for a connection of `queue`: `{prefix}:{base64(queue)}`
+    followed by `suffix`."""
+    encoded = base64.b64encode(queue.encode()).decode()
+    return f"{prefix}:{encoded}{suffix}"
+
+
+def worker_connection_name(prefix: str, queue: str, worker_name: str | None) -> str:
+    """The name of a worker's connection, which `getWorkers()` lists."""
+    suffix = f"{WORKER_SUFFIX}{worker_name}" if worker_name else ""
+    return connection_name(prefix, queue, suffix)
+
+
+def parse_client_list(text: str) -> list[dict[str, str]]:
+    """CLIENT LIST as one dict of its `field=value` pairs per connection."""
+    clients: list[dict[str, str]] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        fields: dict[str, str] = {}
+        for pair in line.split(" "):
+            key, _, value = pair.partition("=")
+            fields[key] = value
+        clients.append(fields)
+    return clients
+
+
+def refused(exc: ResponseError) -> bool:
+    """Whether the server refuses CLIENT LIST (removed, renamed or not allowed)."""
+    return isinstance(exc, NoPermissionError) or bool(_UNKNOWN_CLIENT.search(str(exc)))
+
+
+def get_workers(keys: QueueKeys) -> Op:
+    """The connected workers of a queue as Node's `getWorkers()` lists them:
+    CLIENT LIST fields with `name` = the queue name and `rawname` = the
+    connection's name; [] when the server refuses CLIENT LIST."""
+    unnamed = connection_name(keys.prefix, keys.name)
+    named = unnamed + WORKER_SUFFIX
+    try:
+        listing = yield Cmd(("CLIENT", "LIST"))
+    except ResponseError as exc:
+        if refused(exc):
+            return []
+        raise
+    workers: list[dict[str, str]] = []
+    for client in parse_client_list(listing):
+        name = client.get("name", "")
+        if name == unnamed or name.startswith(named):
+            client["name"] = keys.name
+            client["rawname"] = name
+            workers.append(client)
+    return workers
