@@ -51,6 +51,11 @@ BULLPEN_DRAIN_TIMEOUT_S = float(os.environ.get("BULLPEN_DRAIN_TIMEOUT_S", "60"))
 #: Heartbeat period; records expire after the TTL when a host dies.
 BULLPEN_HEARTBEAT_INTERVAL_S = float(os.environ.get("BULLPEN_HEARTBEAT_INTERVAL_S", "2"))
 BULLPEN_HEARTBEAT_TTL_S = float(os.environ.get("BULLPEN_HEARTBEAT_TTL_S", "6"))
+#: Minutes of finished-job counts the GPU workers keep in BullMQ's `metrics:*`
+#: keys (a week; 0 = none): /metrics completed/failed totals, Node getMetrics().
+BULLPEN_METRICS_DATA_POINTS = int(
+    os.environ.get("BULLPEN_METRICS_DATA_POINTS", str(7 * 24 * 60))
+)
 
 INSTALLED_APPS = [
     "django.contrib.admin",

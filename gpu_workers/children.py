@@ -83,6 +83,7 @@ def spawn(child: Child, cfg: SupervisorConfig, slots: int) -> None:
         stalled_interval_ms=q.stalled_interval_ms,
         max_stalled_count=q.max_stalled_count,
         drain_timeout_s=cfg.drain_timeout_s,
+        metrics_data_points=cfg.metrics_data_points,
         restarts=child.restarts,
         log_level=cfg.log_level,
     )

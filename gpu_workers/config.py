@@ -95,6 +95,8 @@ class SupervisorConfig:
     drain_timeout_s: float = defaults.DRAIN_TIMEOUT_S
     heartbeat_interval_s: float = defaults.HEARTBEAT_INTERVAL_S
     heartbeat_ttl_s: float = defaults.HEARTBEAT_TTL_S
+    #: Minutes of finished-job counts the workers keep (BullMQ metrics); 0 = none.
+    metrics_data_points: int = defaults.METRICS_DATA_POINTS
     reconcile_interval_s: float = defaults.RECONCILE_INTERVAL_S
     control_interval_s: float = defaults.CONTROL_INTERVAL_S
     python: str = sys.executable
@@ -120,6 +122,11 @@ class SupervisorConfig:
             setattr(self, name, parse_bytes(getattr(self, name)))
         if self.max_restarts < 0 or self.restart_window_s <= 0:
             raise ConfigError("max_restarts must be >= 0 and restart_window_s > 0")
+        points = self.metrics_data_points
+        if not isinstance(points, int) or points < 0:
+            raise ConfigError(
+                f"metrics_data_points must be an int >= 0, not {points!r}"
+            )
         if self.heartbeat_ttl_s <= self.heartbeat_interval_s:
             raise ConfigError(
                 "heartbeat_ttl_s must be longer than heartbeat_interval_s"
@@ -149,6 +156,7 @@ class WorkerSpec:
     stalled_interval_ms: int = defaults.STALLED_INTERVAL_MS
     max_stalled_count: int = defaults.MAX_STALLED_COUNT
     drain_timeout_s: float = defaults.DRAIN_TIMEOUT_S
+    metrics_data_points: int = defaults.METRICS_DATA_POINTS
     restarts: int = 0
     log_level: str = "INFO"
 

@@ -60,3 +60,7 @@ MAX_STALLED_COUNT = 1
 EXIT_CUDA_BROKEN = 70
 #: Exit status of a worker process that cannot start (bad config, handler import).
 EXIT_CONFIG = 78
+#: Per-minute finished-job counts kept per queue in BullMQ's `metrics:*` keys
+#: (a week; 0 = collect none). bull-board, Node's getMetrics() and the
+#: dashboard's /metrics totals read them.
+METRICS_DATA_POINTS = 7 * 24 * 60

@@ -30,7 +30,7 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
-from queues import Job
+from queues import Job, MetricsOptions
 from queues.worker import AsyncWorker
 
 from . import defaults
@@ -126,6 +126,11 @@ class GpuWorker(AsyncWorker):
             max_stalled_count=spec.max_stalled_count,
             worker_name=f"{spec.host}.{spec.queue}.gpu{info.index}",
             close_timeout=spec.drain_timeout_s,
+            metrics=(
+                MetricsOptions(spec.metrics_data_points)
+                if spec.metrics_data_points
+                else None
+            ),
         )
         self.meters: dict[str, JobMeter] = {}
         self.counters = {

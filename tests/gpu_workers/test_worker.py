@@ -76,6 +76,30 @@ def test_declared_and_peak_recorded_beside_the_job(
     )
 
 
+def test_finished_jobs_are_counted_in_bullmq_metrics(
+    redis_url: str, qname: str, q: Queue, workers: list[WorkerThread]
+) -> None:
+    """GPU workers keep BullMQ's per-minute metrics by default (what Node's
+    getMetrics() and the dashboard's /metrics totals read): a completed and a
+    too-big (failed) job each count once."""
+    workers.append(WorkerThread(make_spec(redis_url, qname, budget_bytes=20 * GiB)))
+    ok = q.add("demo", {"vram": "1GiB", "steps": 1, "step_s": 0.01})
+    too_big = q.add("demo", {"vram": "30GiB"})
+    for job in (ok, too_big):
+        wait_until(lambda job=job: finished(q, job.id), what="the job")
+    assert q.get_metrics("completed").meta.count == 1
+    assert q.get_metrics("failed").meta.count == 1
+
+
+def test_metrics_collection_can_be_turned_off(
+    redis_url: str, qname: str, q: Queue, r: Any, workers: list[WorkerThread]
+) -> None:
+    workers.append(WorkerThread(make_spec(redis_url, qname, metrics_data_points=0)))
+    job = q.add("demo", {"vram": "1GiB", "steps": 1, "step_s": 0.01})
+    wait_until(lambda: finished(q, job.id), what="the job")
+    assert not r.exists(f"bull:{qname}:metrics:completed")
+
+
 def test_nvml_per_process_peak_on_recorded_readings(
     redis_url: str, qname: str, q: Queue, fleet: Fleet, workers: list[WorkerThread]
 ) -> None:

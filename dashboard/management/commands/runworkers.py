@@ -33,6 +33,7 @@ def config_from_settings(**overrides: Any) -> SupervisorConfig:
         "drain_timeout_s": settings.BULLPEN_DRAIN_TIMEOUT_S,
         "heartbeat_interval_s": settings.BULLPEN_HEARTBEAT_INTERVAL_S,
         "heartbeat_ttl_s": settings.BULLPEN_HEARTBEAT_TTL_S,
+        "metrics_data_points": settings.BULLPEN_METRICS_DATA_POINTS,
     }
     values.update({k: v for k, v in overrides.items() if v is not None})
     return SupervisorConfig(**values)
