@@ -34,12 +34,15 @@ from dashboard.live.hub import encode, get_hub
 from dashboard.live.messages import FINAL_EVENTS, WORKERS_GROUP, id_key, queue_group
 from dashboard.live.reader import get_reader
 from dashboard.models import VIEW
+from dashboard.readmodel import REDIS_DOWN
 
 log = logging.getLogger(__name__)
 
 #: Close codes (4000-4999 are the application's): no session, no permission.
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
+#: Redis did not answer a subscribe: reconnect later (RFC 6455 "Try Again Later").
+CLOSE_TRY_AGAIN = 1013
 #: Group messages a socket may have waiting; beyond that (a browser that does
 #: not read) new ones are dropped, as a slow reader cannot use them anyway.
 INBOX_MAX = 2_000
@@ -73,6 +76,9 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         self.reader = get_reader()
         self.hub = get_hub()
         self.sub = subscriptions.Subscription()
+        #: Streams this socket has joined and the reader follows for it.
+        self.following: set[str] = set()
+        self.following_gpus = False
         #: Highest stream id of a non-progress event sent, per queue.
         self.floors: dict[str, tuple[int, int]] = {}
         #: Highest stream id of a progress sent, per (queue, job).
@@ -102,8 +108,16 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         """Browser -> server: only `subscribe`."""
         if isinstance(content, dict) and content.get("type") == "subscribe":
-            async with self._lock:
-                await self.subscribe(content)
+            try:
+                async with self._lock:
+                    await self.subscribe(content)
+            except REDIS_DOWN as exc:
+                # The browser reconnects with backoff and resubscribes.
+                log.warning("live socket: subscribe failed, Redis: %s", exc)
+                await self.send_json(
+                    {"type": "error", "message": f"Redis is not answering: {exc}"}
+                )
+                await self.close(code=CLOSE_TRY_AGAIN)
         else:
             await self.send_json({"type": "error", "message": "expected a subscribe"})
 
@@ -137,21 +151,30 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             await self.send_json(self.reader.workers_snapshot)
 
     async def _apply(self, new: subscriptions.Subscription) -> None:
-        """Join before the reader follows (so nothing between is lost); leave."""
-        old = self.sub
-        for queue in sorted(new.streams - old.streams):
-            await self.hub.join(queue_group(queue), self)
-            await self.reader.follow(queue)
-        for queue in sorted(old.streams - new.streams):
+        """Join before the reader follows (so nothing between is lost); leave.
+        `following` / `following_gpus` record only what took effect, so that
+        a subscribe cut short by Redis is undone exactly on disconnect."""
+        for queue in sorted(self.following - new.streams):
+            self.following.discard(queue)
             await self.hub.leave(queue_group(queue), self)
             await self.reader.release(queue)
             self.floors.pop(queue, None)
-        if new.gpus and not old.gpus:
-            await self.hub.join(WORKERS_GROUP, self)
-            await self.reader.follow_workers()
-        elif old.gpus and not new.gpus:
+        if self.following_gpus and not new.gpus:
+            self.following_gpus = False
             await self.hub.leave(WORKERS_GROUP, self)
             await self.reader.release_workers()
+        for queue in sorted(new.streams - self.following):
+            await self.hub.join(queue_group(queue), self)
+            try:
+                await self.reader.follow(queue)
+            except BaseException:
+                await self.hub.leave(queue_group(queue), self)
+                raise
+            self.following.add(queue)
+        if new.gpus and not self.following_gpus:
+            await self.hub.join(WORKERS_GROUP, self)
+            await self.reader.follow_workers()
+            self.following_gpus = True
         self.sub = new
 
     async def _replay(self, queue: str, after: str) -> None:

@@ -33,6 +33,9 @@ from queues.state import JobState
 
 log = logging.getLogger(__name__)
 
+#: What a dead, unreachable or still-loading Redis raises (pages answer 503).
+REDIS_DOWN = (redis.ConnectionError, redis.TimeoutError)
+
 MINUTE_MS = 60_000
 #: Children of each outcome shown per parent in a job's flow tree.
 FLOW_CHILDREN = 10

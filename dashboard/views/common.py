@@ -11,8 +11,6 @@ from functools import wraps
 from typing import Any
 from urllib.parse import urlsplit
 
-import redis
-
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
@@ -25,15 +23,13 @@ from queues.exceptions import QueueError
 
 from .. import audit
 from ..models import OPERATE, SCALE, VIEW
-from ..readmodel import QueueRef, is_allowed, is_read_only
+from ..readmodel import REDIS_DOWN, QueueRef, is_allowed, is_read_only
 
 __all__ = ["OPERATE", "SCALE", "VIEW"]
 
 log = logging.getLogger(__name__)
 
 View = Callable[..., HttpResponse]
-#: What a dead, unreachable or still-loading Redis raises.
-REDIS_DOWN = (redis.ConnectionError, redis.TimeoutError)
 #: Seconds a 503 asks the browser (and the page's refresh) to wait.
 RETRY_AFTER_S = 5
 
@@ -204,7 +200,8 @@ def action(name: str, perm: str) -> Callable[[Action], View]:
             except BadInput as exc:
                 return _failed(request, target, name, str(exc), 400)
             except REDIS_DOWN as exc:
-                audit.record(request, target, name, "error", f"Redis unavailable: {exc}")
+                detail = f"Redis unavailable: {exc}"
+                audit.record(request, target, name, "error", detail)
                 return redis_unavailable(request, exc, acted=True)
             except (ActionError, QueueError, GpuWorkerError, ValueError) as exc:
                 return _failed(request, target, name, str(exc), 409)

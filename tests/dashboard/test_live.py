@@ -465,3 +465,28 @@ def test_one_reader_serves_many_sockets(live: str, viewer: User, qname: str) -> 
         await queue.close()
 
     run(test)
+
+
+def test_subscribe_while_redis_is_down_closes_try_again_and_leaks_nothing(
+    live: str, viewer: User, settings: Any
+) -> None:
+    """The reader's Redis is dead: the socket gets an error saying so and a
+    1013 close (the browser reconnects with backoff), and no group
+    membership is left behind in the hub."""
+    from tests.redis_server import free_port
+
+    settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens
+    cookie_viewer = session_cookie(viewer)
+
+    async def test() -> None:
+        comm = await open_socket(ORIGIN, cookie_viewer)
+        assert (await comm.connect())[0]
+        await comm.send_json_to({"type": "subscribe", "queues": ["bull:down"]})
+        message = await next_message(comm)
+        assert message["type"] == "error"
+        assert message["message"].startswith("Redis is not answering")
+        closed = await comm.receive_output(timeout=5)
+        assert closed == {"type": "websocket.close", "code": 1013}
+        assert not get_hub().members.get(queue_group("bull:down"))
+
+    run(test)
