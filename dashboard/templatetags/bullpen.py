@@ -10,26 +10,28 @@ from django import template
 register = template.Library()
 
 
+def _moment(value: Any) -> datetime | None:
+    """Epoch milliseconds as an aware UTC datetime (None when unset or bad)."""
+    if not value:
+        return None
+    try:
+        return datetime.fromtimestamp(int(value) / 1000, tz=UTC)
+    except (TypeError, ValueError, OverflowError, OSError):
+        return None
+
+
 @register.filter
 def ms_time(value: Any) -> str:
     """Epoch milliseconds as `YYYY-MM-DD HH:MM:SS` UTC ("" when unset)."""
-    if not value:
-        return ""
-    try:
-        moment = datetime.fromtimestamp(int(value) / 1000, tz=UTC)
-    except (TypeError, ValueError, OverflowError, OSError):
-        return ""
-    return moment.strftime("%Y-%m-%d %H:%M:%S")
+    moment = _moment(value)
+    return moment.strftime("%Y-%m-%d %H:%M:%S") if moment else ""
 
 
 @register.filter
 def ms_short(value: Any) -> str:
     """Epoch milliseconds as `HH:MM:SS` (today, UTC) or `MM-DD HH:MM`."""
-    if not value:
-        return ""
-    try:
-        moment = datetime.fromtimestamp(int(value) / 1000, tz=UTC)
-    except (TypeError, ValueError, OverflowError, OSError):
+    moment = _moment(value)
+    if moment is None:
         return ""
     if moment.date() == datetime.now(tz=UTC).date():
         return moment.strftime("%H:%M:%S")

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import redis
 from django.test import Client
 from django.urls import reverse
 
+from gpu_workers.keys import BullpenKeys
+from gpu_workers.registry import queue_heartbeat
 from queues import Queue, codec, ops
 from tests.queues.transitions.helpers import (
     claimed,
@@ -16,6 +19,36 @@ from tests.queues.transitions.helpers import (
 )
 
 HX = {"HTTP_HX_REQUEST": "true"}
+GiB = 2**30
+#: A simulated GPU and an NVML one as a supervisor's heartbeat lists them.
+SIM_GPU: dict[str, Any] = {
+    "uuid": "SIM-h1-0",
+    "index": 0,
+    "name": "Simulated 24GiB",
+    "simulated": True,
+    "memory_total_bytes": 24 * GiB,
+    "memory_used_bytes": 0,
+}
+H200_GPU: dict[str, Any] = {
+    "uuid": "GPU-abc",
+    "index": 1,
+    "name": "NVIDIA H200",
+    "simulated": False,
+    "memory_total_bytes": 141 * GiB,
+    "memory_used_bytes": 40 * GiB,
+    "memory_free_bytes": 101 * GiB,
+    "utilization_gpu_pct": 87,
+    "temperature_c": 61,
+    "power_w": 412.5,
+    "power_limit_w": 700,
+}
+
+
+def beat(r: redis.Redis, kind: str, ident: str, record: dict[str, Any]) -> None:
+    """Publish one heartbeat record as a worker or supervisor does."""
+    pipe = r.pipeline(transaction=False)
+    queue_heartbeat(pipe, BullpenKeys(), kind, ident, record, 30)
+    pipe.execute()
 
 
 def run_jobs(

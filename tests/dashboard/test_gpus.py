@@ -7,7 +7,6 @@ from __future__ import annotations
 import html
 import json
 import re
-from typing import Any
 
 import pytest
 import redis
@@ -15,15 +14,13 @@ from django.test import Client
 
 from dashboard.models import AuditEntry
 from gpu_workers import Fleet
-from gpu_workers.keys import BullpenKeys
-from gpu_workers.registry import now_ms, queue_heartbeat
+from gpu_workers.registry import now_ms
 from queues import Queue
 from tests.dashboard.conftest import client_for, user_in
-from tests.dashboard.helpers import HX, run_jobs
+from tests.dashboard.helpers import H200_GPU, HX, SIM_GPU, GiB, beat, run_jobs
 
 pytestmark = pytest.mark.django_db
 
-GiB = 2**30
 LIMITS = {
     "bull:gpu": {
         "prefix": "bull",
@@ -35,38 +32,11 @@ LIMITS = {
 }
 
 
-def beat(r: redis.Redis, kind: str, ident: str, record: dict[str, Any]) -> None:
-    """Publish one heartbeat as a worker or supervisor does."""
-    pipe = r.pipeline(transaction=False)
-    queue_heartbeat(pipe, BullpenKeys(), kind, ident, record, 30)
-    pipe.execute()
-
-
 def fleet_on(r: redis.Redis, job_name: str = "txt2img") -> None:
     """Host h1: a simulated 24 GiB GPU with a busy worker, an NVML GPU with a
     failed worker; desired counts as a supervisor seeds them."""
     now = now_ms()
-    sim = {
-        "uuid": "SIM-h1-0",
-        "index": 0,
-        "name": "Simulated 24GiB",
-        "simulated": True,
-        "memory_total_bytes": 24 * GiB,
-        "memory_used_bytes": 0,
-    }
-    real = {
-        "uuid": "GPU-abc",
-        "index": 1,
-        "name": "NVIDIA H200",
-        "simulated": False,
-        "memory_total_bytes": 141 * GiB,
-        "memory_used_bytes": 40 * GiB,
-        "memory_free_bytes": 101 * GiB,
-        "utilization_gpu_pct": 87,
-        "temperature_c": 61,
-        "power_w": 412.5,
-        "power_limit_w": 700,
-    }
+    sim, real = SIM_GPU, H200_GPU
     beat(
         r,
         "host",

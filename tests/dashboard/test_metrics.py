@@ -10,14 +10,10 @@ import redis
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
-from gpu_workers.keys import BullpenKeys
-from gpu_workers.registry import queue_heartbeat
 from queues import Queue
-from tests.dashboard.helpers import make_active, run_jobs
+from tests.dashboard.helpers import H200_GPU, SIM_GPU, GiB, beat, make_active, run_jobs
 
 pytestmark = pytest.mark.django_db
-
-GiB = 2**30
 
 
 def scrape(client: Client | None = None, **extra: Any) -> dict[str, Any]:
@@ -41,35 +37,9 @@ def value(family: Any, name: str | None = None, **labels: str) -> float:
     return found[0].value
 
 
-def beat(r: redis.Redis, kind: str, ident: str, record: dict[str, Any]) -> None:
-    """Publish one heartbeat record as a worker or supervisor does."""
-    pipe = r.pipeline(transaction=False)
-    queue_heartbeat(pipe, BullpenKeys(), kind, ident, record, 30)
-    pipe.execute()
-
-
 def gpu_fleet(r: redis.Redis) -> None:
     """A host with one simulated GPU and one NVML-like GPU, and a busy worker."""
-    sim = {
-        "uuid": "SIM-h1-0",
-        "index": 0,
-        "name": "Simulated 24GiB",
-        "simulated": True,
-        "memory_total_bytes": 24 * GiB,
-        "memory_used_bytes": 0,
-    }
-    real = {
-        "uuid": "GPU-abc",
-        "index": 1,
-        "name": "NVIDIA H200",
-        "simulated": False,
-        "memory_total_bytes": 141 * GiB,
-        "memory_used_bytes": 40 * GiB,
-        "memory_free_bytes": 101 * GiB,
-        "utilization_gpu_pct": 87,
-        "temperature_c": 61,
-        "power_w": 412.5,
-    }
+    sim, real = SIM_GPU, H200_GPU
     beat(
         r,
         "host",
