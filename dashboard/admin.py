@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.contrib import admin
 from django.http import HttpRequest
 
 from .models import AuditEntry
 
+# ModelAdmin is generic only in django-stubs, not at run time.
+if TYPE_CHECKING:
+    _AuditEntryAdminBase = admin.ModelAdmin[AuditEntry]
+else:
+    _AuditEntryAdminBase = admin.ModelAdmin
+
 
 @admin.register(AuditEntry)
-class AuditEntryAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class AuditEntryAdmin(_AuditEntryAdminBase):
     """Searchable, never editable."""
 
     list_display = ("created_at", "username", "action", "target", "outcome")

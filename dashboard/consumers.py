@@ -57,7 +57,7 @@ def batch_frame(texts: list[str]) -> str:
     return '{"type":"batch","messages":[' + ",".join(texts) + "]}"
 
 
-class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
+class LiveConsumer(AsyncJsonWebsocketConsumer):
     """One page's socket: subscribe, replay, then forward live messages."""
 
     # Sockets get group messages from the hub, not a channel each (see hub.py):

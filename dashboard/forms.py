@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 
@@ -127,7 +127,8 @@ class SearchForm(forms.Form):
 
     def __init__(self, *args: Any, queues: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["queue"].choices = [("", "any queue")] + [(q, q) for q in queues]
+        field = cast(forms.ChoiceField, self.fields["queue"])
+        field.choices = [("", "any queue")] + [(q, q) for q in queues]
 
 
 _HEX = re.compile(r"^[0-9a-f]{16}$")

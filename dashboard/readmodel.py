@@ -155,11 +155,11 @@ def _send(conn: redis.Redis, request: Any) -> Any:
             if isinstance(r, ops.Eval):
                 getattr(scripts, r.name)(r.keys, r.args, client=pipe)
             else:
-                pipe.execute_command(*r.args)
+                pipe.execute_command(*r.args)  # type: ignore[no-untyped-call]
         return pipe.execute()
     if isinstance(request, ops.Eval):
         return getattr(scripts, request.name)(request.keys, request.args)
-    return conn.execute_command(*request.args)
+    return conn.execute_command(*request.args)  # type: ignore[no-untyped-call]
 
 
 def run(op: ops.Op) -> Any:
@@ -386,7 +386,7 @@ def worker_census() -> Counter[str]:
     """Connected BullMQ workers per `prefix:base64(name)` (Node's getWorkers()
     reads the same CLIENT LIST names); empty when CLIENT LIST is refused."""
     conn = client()
-    cached = _census.get("value")
+    cached: Counter[str] | None = _census.get("value")
     if (
         _census.get("client") is conn
         and cached is not None
@@ -461,7 +461,7 @@ def overview(refs: Iterable[QueueRef], now_ms: int | None = None) -> list[QueueS
 
 def queue_counts(refs: Sequence[QueueRef], *states: str) -> list[dict[str, int]]:
     """Counts per state of several queues in one round trip."""
-    return run(
+    counts: list[dict[str, int]] = run(
         gather(
             [
                 ops.get_counts(QueueKeys(r.name, r.prefix), states or DEFAULT_STATES)
@@ -469,6 +469,7 @@ def queue_counts(refs: Sequence[QueueRef], *states: str) -> list[dict[str, int]]
             ]
         )
     )
+    return counts
 
 
 # --- one queue -----------------------------------------------------------------
@@ -504,7 +505,10 @@ def page(
     ref: QueueRef, states: Sequence[str], start: int, end: int, asc: bool
 ) -> list[Job]:
     """One page of jobs across states, O(page) in Redis."""
-    return queue(ref.prefix, ref.name).get_jobs(list(states), start, end, asc)
+    jobs: list[Job] = queue(ref.prefix, ref.name).get_jobs(
+        list(states), start, end, asc
+    )
+    return jobs
 
 
 def job_states(ref: QueueRef, jobs: Sequence[Job]) -> list[str]:

@@ -15,7 +15,9 @@ ALLOWED_HOSTS = os.environ.get("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost").sp
 #: Redis holding the queues (BullMQ 6 layout) and Bullpen's own keys.
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 #: Key prefixes whose queues the dashboard discovers.
-BULLPEN_PREFIXES = [p for p in os.environ.get("BULLPEN_PREFIXES", "bull").split(",") if p]
+BULLPEN_PREFIXES = [
+    p for p in os.environ.get("BULLPEN_PREFIXES", "bull").split(",") if p
+]
 #: Seconds a page waits to connect to Redis, and for a reply, before it shows
 #: "Redis is not answering" (503) instead of hanging.
 BULLPEN_REDIS_CONNECT_TIMEOUT_S = float(
@@ -36,9 +38,14 @@ BULLPEN_GPUS = os.environ.get("BULLPEN_GPUS", "auto")
 #: queue, prefix, slots, max_slots, workers, gpus, vram_share, lock_duration_ms...
 BULLPEN_WORKERS = os.environ.get("BULLPEN_WORKERS", "gpu:3")
 #: Modules whose @handler functions worker processes import.
-BULLPEN_HANDLER_MODULES = [m for m in os.environ.get(
-    "BULLPEN_HANDLER_MODULES", "gpu_workers.demo_handlers,gpu_workers.torch_handlers"
-).split(",") if m]
+BULLPEN_HANDLER_MODULES = [
+    m
+    for m in os.environ.get(
+        "BULLPEN_HANDLER_MODULES",
+        "gpu_workers.demo_handlers,gpu_workers.torch_handlers",
+    ).split(",")
+    if m
+]
 #: VRAM budget per GPU = total - reserve - one CUDA context per process - margin.
 BULLPEN_VRAM_RESERVE = os.environ.get("BULLPEN_VRAM_RESERVE", "1GiB")
 BULLPEN_VRAM_CUDA_CONTEXT = os.environ.get("BULLPEN_VRAM_CUDA_CONTEXT", "512MiB")
@@ -49,7 +56,9 @@ BULLPEN_RESTART_WINDOW_S = float(os.environ.get("BULLPEN_RESTART_WINDOW_S", "60"
 #: How long SIGTERM lets running jobs finish before workers are killed.
 BULLPEN_DRAIN_TIMEOUT_S = float(os.environ.get("BULLPEN_DRAIN_TIMEOUT_S", "60"))
 #: Heartbeat period; records expire after the TTL when a host dies.
-BULLPEN_HEARTBEAT_INTERVAL_S = float(os.environ.get("BULLPEN_HEARTBEAT_INTERVAL_S", "2"))
+BULLPEN_HEARTBEAT_INTERVAL_S = float(
+    os.environ.get("BULLPEN_HEARTBEAT_INTERVAL_S", "2")
+)
 BULLPEN_HEARTBEAT_TTL_S = float(os.environ.get("BULLPEN_HEARTBEAT_TTL_S", "6"))
 #: Minutes of finished-job counts the GPU workers keep in BullMQ's `metrics:*`
 #: keys (a week; 0 = none): /metrics completed/failed totals, Node getMetrics().
@@ -199,9 +208,11 @@ BULLPEN_WEBHOOK_BACKOFF_MS = int(
     os.environ.get("BULLPEN_WEBHOOK_BACKOFF_MS", _api.WEBHOOK_BACKOFF_MS)
 )
 #: At most one progress webhook per job and destination per this many ms.
-BULLPEN_WEBHOOK_PROGRESS_INTERVAL_MS = int(os.environ.get(
-    "BULLPEN_WEBHOOK_PROGRESS_INTERVAL_MS", _api.WEBHOOK_PROGRESS_INTERVAL_MS
-))
+BULLPEN_WEBHOOK_PROGRESS_INTERVAL_MS = int(
+    os.environ.get(
+        "BULLPEN_WEBHOOK_PROGRESS_INTERVAL_MS", _api.WEBHOOK_PROGRESS_INTERVAL_MS
+    )
+)
 #: Deliveries at once per dispatcher, and the lock after which a delivery of a
 #: killed dispatcher is retried.
 BULLPEN_WEBHOOK_CONCURRENCY = int(

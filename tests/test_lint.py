@@ -1,4 +1,4 @@
-"""House style holds: ruff is clean and mypy strict passes on the libraries."""
+"""House style holds: ruff is clean and mypy strict passes on the three packages."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-LIBRARIES = ["queues", "gpu_workers"]
+#: What ruff and mypy --strict check: the two libraries and the Django project.
+PACKAGES = ["queues", "gpu_workers", "dashboard"]
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -21,14 +22,14 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_ruff_is_clean() -> None:
-    """ruff finds nothing in the libraries (rules in pyproject.toml)."""
-    result = _run("ruff", "check", *LIBRARIES)
+    """ruff finds nothing in the packages (rules in pyproject.toml)."""
+    result = _run("ruff", "check", *PACKAGES)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_mypy_strict_passes() -> None:
-    """mypy --strict (pyproject.toml) passes on the libraries."""
-    result = _run("mypy", *LIBRARIES)
+    """mypy --strict (pyproject.toml, with django-stubs) passes on the packages."""
+    result = _run("mypy", *PACKAGES)
     assert result.returncode == 0, result.stdout + result.stderr
 
 

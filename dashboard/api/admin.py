@@ -3,7 +3,7 @@ per-queue JSON Schemas and webhook subscriptions."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin, messages
 from django.db import models
@@ -13,9 +13,19 @@ from django.utils import timezone
 
 from .models import ApiToken, QueueSchema, WebhookSubscription
 
+# ModelAdmin is generic only in django-stubs, not at run time.
+if TYPE_CHECKING:
+    _ApiTokenAdminBase = admin.ModelAdmin[ApiToken]
+    _QueueSchemaAdminBase = admin.ModelAdmin[QueueSchema]
+    _WebhookSubscriptionAdminBase = admin.ModelAdmin[WebhookSubscription]
+else:
+    _ApiTokenAdminBase = _QueueSchemaAdminBase = _WebhookSubscriptionAdminBase = (
+        admin.ModelAdmin
+    )
+
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
+class ApiTokenAdmin(_ApiTokenAdminBase):
     """Create, inspect and revoke tokens; the key itself is never shown again."""
 
     list_display = (
@@ -57,7 +67,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
 
 @admin.register(QueueSchema)
-class QueueSchemaAdmin(admin.ModelAdmin):
+class QueueSchemaAdmin(_QueueSchemaAdminBase):
     """JSON Schemas that job data of a queue must satisfy."""
 
     list_display = ("queue", "description", "updated_at")
@@ -65,7 +75,7 @@ class QueueSchemaAdmin(admin.ModelAdmin):
 
 
 @admin.register(WebhookSubscription)
-class WebhookSubscriptionAdmin(admin.ModelAdmin):
+class WebhookSubscriptionAdmin(_WebhookSubscriptionAdminBase):
     """Queue-wide webhooks (mirrored to Redis for the dispatcher on save)."""
 
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}

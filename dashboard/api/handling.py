@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -66,7 +66,9 @@ def not_found() -> HttpResponse:
     return error_response(NotFound("not_found", "no such API route"))
 
 
-def _serve(request: HttpRequest, op: Operation, kwargs: dict[str, str]) -> HttpResponse:
+def _serve(
+    request: HttpRequest, op: Operation, kwargs: dict[str, str]
+) -> HttpResponseBase:
     principal = None
     allowance = None
     if op.scope is not None:
@@ -97,12 +99,12 @@ def _serve(request: HttpRequest, op: Operation, kwargs: dict[str, str]) -> HttpR
     return response
 
 
-def route(ops: Sequence[Operation]) -> Callable[..., HttpResponse]:
+def route(ops: Sequence[Operation]) -> Callable[..., HttpResponseBase]:
     """One Django view for every operation on a path, chosen by method."""
     by_method = {op.method: op for op in ops}
     allow = ", ".join(sorted(by_method))
 
-    def view(request: HttpRequest, **kwargs: str) -> HttpResponse:
+    def view(request: HttpRequest, **kwargs: str) -> HttpResponseBase:
         try:
             op = by_method.get(request.method or "")
             if op is None:

@@ -9,9 +9,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
+
+from django.http import HttpResponseBase
 
 from . import schemas
+
+#: An operation's view: (request, call, **path parameters) -> response.
+_ViewT = TypeVar("_ViewT", bound=Callable[..., HttpResponseBase])
 
 #: Schemas of the path parameters, by name.
 PATH_PARAMS: dict[str, dict[str, Any]] = {
@@ -47,7 +52,7 @@ class Operation:
     path: str
     operation_id: str
     summary: str
-    view: Callable[..., Any]
+    view: Callable[..., HttpResponseBase]
     #: "read", "write" or None (public).
     scope: str | None
     #: 2xx (and operation-specific 4xx) responses: status -> (description, schema).
@@ -75,10 +80,10 @@ class Operation:
 OPERATIONS: list[Operation] = []
 
 
-def operation(**kwargs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def operation(**kwargs: Any) -> Callable[[_ViewT], _ViewT]:
     """Register the decorated view as an operation."""
 
-    def register(view: Callable[..., Any]) -> Callable[..., Any]:
+    def register(view: _ViewT) -> _ViewT:
         op = Operation(view=view, **kwargs)
         if any(o.method == op.method and o.path == op.path for o in OPERATIONS):
             raise ValueError(f"{op.method} {op.path} is declared twice")

@@ -21,7 +21,7 @@ import json
 import logging
 import time
 import weakref
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from channels.layers import get_channel_layer
 
@@ -45,6 +45,26 @@ class Member(Protocol):
         ...
 
 
+class GroupLayer(Protocol):
+    """What the hub uses of a channel layer (channels-redis's, or in-memory)."""
+
+    async def new_channel(self, prefix: str = ...) -> str:
+        """A new channel name, unique to this process, starting with `prefix`."""
+        ...
+
+    async def receive(self, channel: str) -> dict[str, Any]:
+        """The next message sent to `channel` (waiting for one)."""
+        ...
+
+    async def group_add(self, group: str, channel: str) -> None:
+        """Make `channel` a member of `group`."""
+        ...
+
+    async def group_discard(self, group: str, channel: str) -> None:
+        """Remove `channel` from `group`."""
+        ...
+
+
 def group_of(message: dict[str, Any]) -> str | None:
     """The group a message was sent to, from what it says."""
     kind = str(message.get("type", ""))
@@ -64,8 +84,12 @@ def encode(message: dict[str, Any]) -> str:
 class Hub:
     """Joins groups for local sockets and hands their messages over in memory."""
 
-    def __init__(self, layer: Any = None) -> None:
-        self.layer = layer if layer is not None else get_channel_layer()
+    def __init__(self, layer: GroupLayer | None = None) -> None:
+        # Settings always configure the default layer; its stub's new_channel
+        # takes no prefix, though every implementation does.
+        self.layer = (
+            layer if layer is not None else cast(GroupLayer, get_channel_layer())
+        )
         self.channel: str | None = None
         self.members: dict[str, set[Member]] = {}
         self.received = 0

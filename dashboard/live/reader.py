@@ -23,10 +23,10 @@ import logging
 import time
 import weakref
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import redis.asyncio as aioredis
-from channels.layers import get_channel_layer
+from channels.layers import BaseChannelLayer, get_channel_layer
 from redis.exceptions import ResponseError
 
 from gpu_workers import Fleet
@@ -75,13 +75,16 @@ class EventsReader:
         redis_url: str,
         prefixes: list[str],
         namespace: str = "bullpen",
-        layer: Any = None,
+        layer: BaseChannelLayer | None = None,
     ) -> None:
         self.redis_url = redis_url
         self.prefixes = list(prefixes)
         self.bkeys = BullpenKeys(namespace)
         self.namespace = namespace
-        self.layer = layer if layer is not None else get_channel_layer()
+        # Settings always configure the default layer.
+        self.layer = (
+            layer if layer is not None else cast(BaseChannelLayer, get_channel_layer())
+        )
         self.followed: dict[str, Followed] = {}
         self.worker_refs = 0
         self.workers_last_id = "$"

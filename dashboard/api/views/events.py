@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.core.handlers.asgi import ASGIRequest
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import HttpRequest, StreamingHttpResponse
 
 from queues import AsyncQueue, JobState
 
@@ -40,7 +40,7 @@ from .common import queue_of
 )
 def follow_job(
     request: HttpRequest, call: Call, queue: str, job_id: str
-) -> HttpResponse:
+) -> StreamingHttpResponse:
     """Stream the job's events; async under ASGI, blocking under WSGI."""
     last_event_id = request.headers.get("Last-Event-ID")
     if last_event_id is not None:

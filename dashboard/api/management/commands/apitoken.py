@@ -83,7 +83,7 @@ class Command(BaseCommand):
         self.stdout.write(f"revoked {token.prefix} ({token.name})")
 
     def _list(self, options: dict[str, Any]) -> None:
-        rows = [
+        rows: list[dict[str, Any]] = [
             {
                 "id": t.pk,
                 "prefix": t.prefix,
