@@ -343,3 +343,28 @@ def test_cpu_only_host_runs_no_workers_and_does_not_crash(
     sup.stop()
     thread.join(10)
     assert not thread.is_alive() and fleet.list_hosts() == []
+
+
+def test_desired_counts_lost_from_redis_are_written_back_not_read_as_zero(
+    supervise: Supervise, fleet: Fleet, qname: str, r: redis.Redis
+) -> None:
+    """Redis losing the desired-count hash (a restart without persistence, a
+    flush, failover to an empty replica) must not drain the host: the
+    supervisor writes back the operator's last counts and keeps its workers."""
+    supervise(gpus="sim:3x24GiB", queue={"workers": 3, "max_slots": 6})
+    wait_until(lambda: len(fleet.list_workers()) == 3, what="three workers")
+    fleet.set_desired("h1", qname, workers=2, slots=4)
+    wait_until(lambda: len(fleet.list_workers()) == 2, timeout=8, what="two workers")
+    pids = {w["pid"] for w in fleet.list_workers()}
+
+    r.delete("bullpen:desired:h1")
+    wait_until(
+        lambda: fleet.get_desired("h1").get(f"bull:{qname}"),
+        what="the desired counts to be written back",
+    )
+    assert fleet.get_desired("h1") == {f"bull:{qname}": {"workers": 2, "slots": 4}}
+    time.sleep(1.0)  # several reconcile rounds
+    hosts = fleet.list_hosts()
+    running = [c for c in hosts[0]["children"] if c["state"] == "running"]
+    assert len(running) == 2
+    assert {w["pid"] for w in fleet.list_workers()} == pids
