@@ -29,6 +29,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import redis
+
 from queues import Job, UnrecoverableError
 
 from . import defaults
@@ -228,11 +230,13 @@ class JobContext:
         """Store progress (a number or a JSON object). From a thread it waits for
         the write; on the event loop it returns a task you may await."""
         self.meter.progress = value
-        return self._call(self.job.update_progress(value))
+        return self._call(
+            self._best_effort(lambda: self.job.update_progress(value), "progress")
+        )
 
     def log(self, line: str) -> Awaitable[Any] | None:
         """Append a line to the job's log (same calling rules as report_progress)."""
-        return self._call(self.job.log(str(line)))
+        return self._call(self._best_effort(lambda: self.job.log(str(line)), "log"))
 
     def record_peak(self, nbytes: int) -> None:
         """Report this job's own measured peak VRAM (e.g. from its tensors)."""
@@ -258,6 +262,21 @@ class JobContext:
         if self.device.memory is not None:
             self.device.memory.free(amount)
         self.meter.sim_held_bytes -= amount
+
+    async def _best_effort(self, write: Callable[[], Awaitable[Any]], what: str) -> Any:
+        """Run a progress or log write; a Redis connection failure is retried
+        once (a pooled connection left stale by a Redis restart fails on first
+        use, the retry reconnects) and then skipped with a warning: a long GPU
+        job must not fail because one progress update met a Redis blip."""
+        for attempt in (1, 2):
+            try:
+                return await write()
+            except (redis.ConnectionError, redis.TimeoutError) as exc:
+                if attempt == 2:
+                    log.warning(
+                        "job %s: %s write skipped, Redis: %s", self.job.id, what, exc
+                    )
+        return None
 
     def _call(self, coro: Any) -> Awaitable[Any] | None:
         try:

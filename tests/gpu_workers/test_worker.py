@@ -237,3 +237,20 @@ def test_heartbeat_reports_budget_and_running_jobs(
     thread.stop()
     assert fleet.list_workers() == []
     assert finished(q, job.id).returnvalue["steps"] == 40
+
+
+def test_progress_survives_redis_dropping_every_connection(
+    redis_url: str, qname: str, q: Queue, r: Any, workers: list[WorkerThread]
+) -> None:
+    """Redis closes every client connection mid-job (a restart, a failover, a
+    proxy reset): the handler's next progress write meets a stale pooled
+    connection, is retried on a fresh one, and the job completes on its first
+    attempt instead of failing with "Connection closed by server"."""
+    workers.append(WorkerThread(make_spec(redis_url, qname)))
+    job = q.add("demo", {"vram": "1GiB", "steps": 30, "step_s": 0.05})
+    wait_until(lambda: (q.get_job(job.id).progress or 0) > 0, what="progress")
+    killed = r.client_kill_filter(_type="normal", skipme=True)
+    assert killed >= 2
+    done = wait_until(lambda: finished(q, job.id), timeout=20, what="the job")
+    assert done.failed_reason is None, done.failed_reason
+    assert done.returnvalue["steps"] == 30 and done.attempts_made == 1
