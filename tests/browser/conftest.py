@@ -34,6 +34,8 @@ class Stack:
     url: str
     redis_url: str
     env: dict[str, str]
+    #: The stack's redis-server (a test may stop and start it again).
+    server: RedisServer
 
 
 def _wait_for_port(port: int, deadline_s: float, proc: subprocess.Popen[bytes]) -> None:
@@ -85,7 +87,7 @@ def stack() -> Iterator[Stack]:
     ]
     try:
         _wait_for_port(port, 30, procs[0])
-        yield Stack(f"http://127.0.0.1:{port}", server.url, env)
+        yield Stack(f"http://127.0.0.1:{port}", server.url, env, server)
     finally:
         for p in procs:
             p.terminate()

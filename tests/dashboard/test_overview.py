@@ -132,21 +132,44 @@ def test_discovery_is_cached_and_refreshed_in_background(
     settings,
     qname: str,  # type: ignore[no-untyped-def]
 ) -> None:
-    """With a TTL, the SCAN result is reused; once stale, a background rescan
-    picks up new queues while the stale list is served."""
+    """A costly SCAN's result is reused (20x its cost, at most the TTL); once
+    stale, a background rescan picks up new queues while the stale list is
+    served."""
     settings.BULLPEN_DISCOVERY_TTL_S = 60
     Queue(qname, dashboard_redis).add("x", {})
     assert readmodel.QueueRef("bull", qname) in readmodel.known_queues()
+    readmodel._discovery.scan_s = 1.0  # as if a million keys: fresh for 20 s
+    assert readmodel._discovery.ttl() == 20
     Queue(qname + "new", dashboard_redis).add("x", {})
     assert readmodel.QueueRef("bull", qname + "new") not in readmodel.known_queues()
     readmodel._discovery.at -= 120
-    readmodel.known_queues()  # stale: starts the refresh
+    stale = readmodel.known_queues()  # starts the refresh, answers at once
+    assert readmodel.QueueRef("bull", qname + "new") not in stale
     import time
 
     deadline = time.monotonic() + 5
     while readmodel.QueueRef("bull", qname + "new") not in readmodel.known_queues():
         assert time.monotonic() < deadline
         time.sleep(0.02)
+
+
+def test_cheap_discovery_shows_a_new_queue_on_the_next_page(
+    dashboard_redis: str,
+    settings,
+    qname: str,
+    admin_client: Client,  # type: ignore[no-untyped-def]
+) -> None:
+    """On a small keyspace the SCAN costs about a millisecond, so it is redone
+    inline as soon as its result is 20 ms old: a queue created a moment ago
+    is on the next overview."""
+    settings.BULLPEN_DISCOVERY_TTL_S = 30
+    admin_client.get("/")
+    assert readmodel._discovery.scan_s < 0.05
+    Queue(qname, dashboard_redis).add("x", {})
+    import time
+
+    time.sleep(max(readmodel._discovery.ttl(), 0) + 0.01)
+    assert f"bull:{qname}" in admin_client.get("/").content.decode()
 
 
 def test_prewarm_scans_once_and_pages_wait_for_it(
