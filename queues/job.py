@@ -49,22 +49,33 @@ class Job:
     deferred_failure: str | None = None
     #: Set when the hash cannot be run as written (bad JSON, missing fields).
     malformed: str | None = None
+    #: Fields a capped read left out (`max_value_bytes`), with their byte
+    #: lengths; such a field reads as unset (data: None).
+    left_out: dict[str, int] = field(default_factory=dict, repr=False)
     #: The lock token of the worker running it (worker side only).
     token: str | None = field(default=None, repr=False)
     raw: dict[str, str] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def from_hash(cls, queue: _QueueBase, job_id: str, h: dict[str, str]) -> Job:
-        """Build a job from its hash; never raises on bad content, sets `malformed`."""
+    def from_hash(
+        cls,
+        queue: _QueueBase,
+        job_id: str,
+        h: dict[str, str],
+        left_out: dict[str, int] | None = None,
+    ) -> Job:
+        """Build a job from its hash; never raises on bad content, sets `malformed`.
+        `left_out`: fields a capped read did not fetch (not a problem)."""
         problems: list[str] = []
-        job = cls(queue, job_id, raw=h)
+        job = cls(queue, job_id, raw=h, left_out=left_out or {})
         name = h.get("name")
         if name is None:
             problems.append("the job hash has no 'name' field")
         job.name = name or ""
         raw_data = h.get("data")
         if raw_data is None:
-            problems.append("the job hash has no 'data' field")
+            if "data" not in job.left_out:
+                problems.append("the job hash has no 'data' field")
         else:
             try:
                 job.data = codec.loads(raw_data)

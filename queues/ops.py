@@ -125,6 +125,23 @@ def add_call(
     )
 
 
+def get_job_hashes(keys: QueueKeys, ids: Sequence[str], max_value_bytes: int) -> Op:
+    """[(hash, left_out)] per id: the job's fields, without values longer than
+    `max_value_bytes`, whose byte lengths `left_out` gives instead (an empty
+    hash when the job is gone)."""
+    if not ids:
+        return []
+    replies = yield Eval(
+        "get_job_hashes", [keys.job(i) for i in ids], [int(max_value_bytes)]
+    )
+    found = []
+    for flat, cut in replies:
+        fields = dict(zip(flat[::2], flat[1::2]))
+        left_out = {name: int(size) for name, size in zip(cut[::2], cut[1::2])}
+        found.append((fields, left_out))
+    return found
+
+
 def get_counts(keys: QueueKeys, states: Iterable[str | JobState]) -> Op:
     """Counts per state name (`waiting` includes a legacy `paused` list)."""
     wanted = [parse_state(s) for s in states] or list(DEFAULT_STATES)

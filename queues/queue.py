@@ -47,8 +47,13 @@ class _QueueBase:
     def _run(self, op: ops.Op) -> Any:
         raise NotImplementedError
 
-    def _job(self, job_id: str, h: Mapping[str, str]) -> Job:
-        return Job.from_hash(self, job_id, dict(h))
+    def _job(
+        self,
+        job_id: str,
+        h: Mapping[str, str],
+        left_out: dict[str, int] | None = None,
+    ) -> Job:
+        return Job.from_hash(self, job_id, dict(h), left_out)
 
     # --- adding ---------------------------------------------------------
     def _prepare(
@@ -111,10 +116,17 @@ class _QueueBase:
         return self._run(op())
 
     # --- reading --------------------------------------------------------
-    def get_job(self, job_id: str) -> Any:
-        """The job with this id, or None."""
+    def get_job(self, job_id: str, max_value_bytes: int | None = None) -> Any:
+        """The job with this id, or None. With `max_value_bytes`, fields whose
+        value is longer are not read (see Job.left_out): for showing jobs
+        whose data may be megabytes."""
 
         def op() -> ops.Op:
+            if max_value_bytes is not None:
+                [(h, cut)] = yield from ops.get_job_hashes(
+                    self.keys, [job_id], max_value_bytes
+                )
+                return self._job(job_id, h, cut) if h or cut else None
             h = yield ops.Cmd(("HGETALL", self.keys.job(job_id)))
             return self._job(job_id, h) if h else None
 
@@ -126,8 +138,10 @@ class _QueueBase:
         start: int = 0,
         end: int = -1,
         asc: bool = False,
+        max_value_bytes: int | None = None,
     ) -> Any:
-        """One page of jobs across states, reading only that page from Redis."""
+        """One page of jobs across states, reading only that page from Redis
+        (with `max_value_bytes`, as get_job: long values left out)."""
         if isinstance(states, (str, JobState)):
             states = [states]
 
@@ -135,6 +149,11 @@ class _QueueBase:
             ids = yield from ops.page_ids(self.keys, states, start, end, asc)
             if not ids:
                 return []
+            if max_value_bytes is not None:
+                found = yield from ops.get_job_hashes(self.keys, ids, max_value_bytes)
+                return [
+                    self._job(i, h, cut) for i, (h, cut) in zip(ids, found) if h or cut
+                ]
             hashes = yield [ops.Cmd(("HGETALL", self.keys.job(i))) for i in ids]
             return [self._job(i, h) for i, h in zip(ids, hashes) if h]
 
