@@ -14,6 +14,7 @@ from typing import Any
 from django.conf import settings
 from django.utils.module_loading import import_string
 
+from gpu_workers.units import format_bytes
 from queues import Job
 
 ELLIPSIS = "…"
@@ -79,8 +80,17 @@ def pretty(value: Any, cap: int | None = None) -> tuple[str, bool]:
     return truncate(text, cap) if cap else (text, False)
 
 
+def too_large(job: Job, field: str) -> str:
+    """What a view shows instead of a value a capped read left out ("" when
+    the value was read)."""
+    size = job.left_out.get(field)
+    return "" if size is None else f"({format_bytes(size)}, too large to show here)"
+
+
 def preview(job: Job) -> str:
     """The job's data as a list row shows it: redacted, compact, truncated."""
+    if "data" in job.left_out:
+        return too_large(job, "data")
     text, _ = truncate(compact(redact(job.data)), settings.BULLPEN_DATA_PREVIEW_CHARS)
     return text
 
@@ -145,7 +155,8 @@ def job_row(job: Job, state: str, queue_key: str, now_ms: int) -> JobRow:
         duration_ms=duration,
         processed_by=job.processed_by,
         preview=preview(job),
-        failed_reason=truncate(job.failed_reason or "", REASON_CHARS)[0],
+        failed_reason=too_large(job, "failedReason")
+        or truncate(job.failed_reason or "", REASON_CHARS)[0],
     )
 
 

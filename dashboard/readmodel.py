@@ -529,9 +529,14 @@ def queue_header(ref: QueueRef) -> QueueHeader:
 def page(
     ref: QueueRef, states: Sequence[str], start: int, end: int, asc: bool
 ) -> list[Job]:
-    """One page of jobs across states, O(page) in Redis."""
+    """One page of jobs across states, O(page) in Redis; values over
+    BULLPEN_LIST_VALUE_MAX_BYTES are left out (Job.left_out)."""
     jobs: list[Job] = queue(ref.prefix, ref.name).get_jobs(
-        list(states), start, end, asc
+        list(states),
+        start,
+        end,
+        asc,
+        max_value_bytes=settings.BULLPEN_LIST_VALUE_MAX_BYTES,
     )
     return jobs
 
@@ -558,10 +563,15 @@ class JobDetail:
     parent_id: str | None
 
 
-def job_detail(ref: QueueRef, job_id: str) -> JobDetail | None:
-    """A job with its state, newest log lines, VRAM record and flow tree."""
+def job_detail(
+    ref: QueueRef, job_id: str, whole: bool = False
+) -> JobDetail | None:
+    """A job with its state, newest log lines, VRAM record and flow tree
+    (values over BULLPEN_DETAIL_VALUE_MAX_BYTES left out unless `whole`)."""
     q = queue(ref.prefix, ref.name)
-    job = q.get_job(job_id)
+    job = q.get_job(
+        job_id, None if whole else settings.BULLPEN_DETAIL_VALUE_MAX_BYTES
+    )
     if job is None:
         return None
     state = q.get_job_state(job_id).value

@@ -41,6 +41,8 @@ class Scan:
     scanned: int = 0
     next_cursor: int | None = None
     jobs: list[Job] = field(default_factory=list)
+    #: Jobs read whose data was too large to read (BULLPEN_LIST_VALUE_MAX_BYTES).
+    data_left_out: int = 0
 
 
 def scan(
@@ -61,6 +63,8 @@ def scan(
         size = min(BATCH, cap - result.scanned, total - position)
         jobs = readmodel.page(ref, [state], position, position + size - 1, False)
         for i, job in enumerate(jobs):
+            if "data" in job.left_out:
+                result.data_left_out += 1
             if not keep(job):
                 continue
             result.jobs.append(job)

@@ -135,6 +135,16 @@ BULLPEN_READ_ONLY_QUEUES = [
 #: unless the operator asks for all of it.
 BULLPEN_DATA_PREVIEW_CHARS = int(os.environ.get("BULLPEN_DATA_PREVIEW_CHARS", "200"))
 BULLPEN_DATA_DETAIL_CHARS = int(os.environ.get("BULLPEN_DATA_DETAIL_CHARS", "20000"))
+#: Job fields (data, return value, stacktrace...) longer than this many bytes
+#: are not read from Redis for job lists and search (64 KiB), and for the job
+#: page (1 MiB) unless the operator asks for all: a job holding 50 MB of data
+#: costs a list what its row shows.
+BULLPEN_LIST_VALUE_MAX_BYTES = int(
+    os.environ.get("BULLPEN_LIST_VALUE_MAX_BYTES", str(64 * 1024))
+)
+BULLPEN_DETAIL_VALUE_MAX_BYTES = int(
+    os.environ.get("BULLPEN_DETAIL_VALUE_MAX_BYTES", str(1024 * 1024))
+)
 #: Dotted path of a function(data) -> data hiding sensitive values before display,
 #: e.g. dashboard.present.redact_sensitive_keys; empty: shown as stored.
 BULLPEN_REDACT = os.environ.get("BULLPEN_REDACT", "")

@@ -12,12 +12,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.api.webhooks import deliveries
+from gpu_workers.units import format_bytes
 from queues import Job
 from queues.options import PY_TO_BULLMQ
 
 from .. import forms, readmodel
 from ..models import AuditEntry
-from ..present import pretty, progress_parts, redact
+from ..present import pretty, progress_parts, redact, too_large
 from ..readmodel import JobDetail, QueueRef
 from .common import (
     OPERATE,
@@ -101,6 +102,14 @@ def detail_context(request: HttpRequest, ref: QueueRef, d: JobDetail) -> dict[st
         "live_key": f"{ref.key}:{job.id}",
         "data_text": data_text,
         "data_cut": data_cut,
+        "data_left_out": too_large(job, "data"),
+        "result_left_out": too_large(job, "returnvalue"),
+        #: Other fields not loaded (failed reason, stack trace, progress...).
+        "others_left_out": [
+            (name, format_bytes(size))
+            for name, size in sorted(job.left_out.items())
+            if name not in ("data", "returnvalue")
+        ],
         "opts_text": pretty(job.opts)[0],
         "result_text": result_text if job.returnvalue is not None else "",
         "result_cut": result_cut,
@@ -125,8 +134,8 @@ def detail_context(request: HttpRequest, ref: QueueRef, d: JobDetail) -> dict[st
     }
 
 
-def _detail(ref: QueueRef, job_id: str) -> JobDetail:
-    d = readmodel.job_detail(ref, job_id)
+def _detail(ref: QueueRef, job_id: str, whole: bool = False) -> JobDetail:
+    d = readmodel.job_detail(ref, job_id, whole)
     if d is None:
         raise Http404(f"job {job_id} is not in {ref.key}")
     return d
@@ -137,7 +146,8 @@ def _detail(ref: QueueRef, job_id: str) -> JobDetail:
 def job_page(request: HttpRequest, prefix: str, name: str, job_id: str) -> HttpResponse:
     """One job with everything known about it and the actions its state allows."""
     ref = queue_ref(prefix, name)
-    context = detail_context(request, ref, _detail(ref, job_id))
+    whole = request.GET.get("full") == "1"
+    context = detail_context(request, ref, _detail(ref, job_id, whole))
     context["live_json"] = live_json(queues=[ref.key], jobs=[context["live_key"]])
     return render(request, "dashboard/job.html", context)
 
@@ -149,7 +159,7 @@ def job_detail(
 ) -> HttpResponse:
     """The job page's detail fragment (re-rendered on this job's events)."""
     ref = queue_ref(prefix, name)
-    d = readmodel.job_detail(ref, job_id)
+    d = readmodel.job_detail(ref, job_id, request.GET.get("full") == "1")
     if d is None:
         # Replaces the polling fragment, which stops polling.
         return render(

@@ -84,7 +84,8 @@ def test_pages_newest_and_oldest_first(
 def test_a_page_reads_only_its_jobs(
     dashboard_redis: str, admin_client: Client, settings: Any, qname: str
 ) -> None:
-    """A page of a 3,000-job state reads PAGE_SIZE job hashes, whatever the page."""
+    """A page of a 3,000-job state reads PAGE_SIZE job hashes, whatever the page
+    (in one capped read: HKEYS per job inside get_job_hashes)."""
     settings.BULLPEN_PAGE_SIZE = 20
     q = Queue(qname, dashboard_redis)
     for start in range(0, 3000, 500):
@@ -95,7 +96,8 @@ def test_a_page_reads_only_its_jobs(
         response = admin_client.get(queue_url(q), {"state": "waiting", "page": page})
         assert len(_ids(response.content.decode())) == 20
         info = stats.info("commandstats")
-        assert info["cmdstat_hgetall"]["calls"] == 20 + 1  # + the meta hash
+        assert info["cmdstat_hkeys"]["calls"] == 20
+        assert info["cmdstat_hgetall"]["calls"] == 1  # the meta hash
         assert info.get("cmdstat_lrange", {"calls": 0})["calls"] <= 3
         assert "cmdstat_keys" not in info and "cmdstat_smembers" not in info
 
@@ -119,6 +121,43 @@ def test_rows_show_job_fields_and_truncated_data(
     assert preview.startswith("{&quot;prompt&quot;:&quot;xxx")
     assert preview.endswith("…") and preview.count("x") < 45
     assert " ms<" in html  # a running job's duration so far
+
+
+def test_huge_job_fields_are_not_read_for_lists_or_the_job_page(
+    dashboard_redis: str, admin_client: Client, settings: Any, qname: str
+) -> None:
+    """A job holding 8 MB of data and a 100 KB failure reason: its row leaves
+    both out (over 64 KiB) and its page the data (over 1 MiB), saying how
+    large they are; "Load it all" loads them; search passes over it; nothing
+    in Redis changes."""
+    q = Queue(qname, dashboard_redis)
+    [big] = run_jobs(
+        q, 1, "failed", value="E" * 100_000, data={"blob": "x" * 8_000_000}
+    )
+    [small] = run_jobs(q, 1, "failed", value="boom", data={"prompt": "cat"})
+    listing = admin_client.get(queue_url(q), {"state": "failed"})
+    html = listing.content.decode()
+    assert len(listing.content) < 100_000
+    assert "(7.6 MiB, too large to show here)" in html
+    assert "(97.7 KiB, too large to show here)" in html
+    assert "&quot;prompt&quot;:&quot;cat&quot;" in html and ">boom<" in html
+
+    page_url = reverse("job", args=["bull", qname, big])
+    page = admin_client.get(page_url)
+    assert len(page.content) < 300_000
+    text = page.content.decode()
+    assert "Not loaded (7.6 MiB, too large to show here)" in text
+    assert "E" * 100_000 in text  # under the page's 1 MiB cap
+    whole = admin_client.get(page_url, {"full": "1"}).content.decode()
+    assert "Not loaded" not in whole and "x" * 20_000 in whole
+
+    found = admin_client.get(
+        reverse("search"),
+        {"queue": f"bull:{qname}", "state": "failed", "text": "xxx"},
+    ).content.decode()
+    assert "0 matches" in found and "2 read; 1 with data too large to search" in found
+    assert len(q.get_job(big).data["blob"]) == 8_000_000
+    assert q.get_job(small) is not None
 
 
 def test_job_list_fragment_rerenders_on_queue_events(
