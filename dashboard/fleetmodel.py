@@ -288,20 +288,28 @@ def hosts(now_ms: int | None = None) -> list[HostView]:
 
 
 def _capacity_op(keys: QueueKeys, since_ms: int) -> ops.Op:
-    counts, done, failed = yield from gather(
+    counts, done, failed, collected = yield from gather(
         [
             ops.get_counts(keys, DEFAULT_STATES),
             cmd("ZCOUNT", keys.completed, since_ms, "+inf"),
             cmd("ZCOUNT", keys.failed, since_ms, "+inf"),
+            readmodel.metrics_minutes_op(keys, THROUGHPUT_WINDOW_MIN + 1),
         ]
     )
-    return counts, int(done) + int(failed)
+    # BullMQ's metrics count jobs that retention deleted: use them when larger
+    # (whole minutes: the current one and those before it in the window).
+    first = since_ms // 60_000 + 1
+    counted = sum(
+        n for series in collected.values() for m, n in series.items() if m >= first
+    )
+    return counts, max(int(done) + int(failed), counted)
 
 
 def capacity(views: list[HostView], now_ms: int | None = None) -> list[CapacityRow]:
     """Per queue that GPU workers serve: backlog (waiting + prioritized) against
     the slots of its live workers, with an ETA at the throughput of the last
-    THROUGHPUT_WINDOW_MIN minutes (finished jobs that retention keeps)."""
+    THROUGHPUT_WINDOW_MIN minutes (finished jobs that retention keeps, or
+    BullMQ's per-minute metrics where workers collect them)."""
     now_ms = now_ms or ops.now_ms()
     workers: dict[QueueRef, list[WorkerView]] = {}
     for host in views:

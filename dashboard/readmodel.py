@@ -378,6 +378,45 @@ def _minute_cache(conn: redis.Redis, now_ms: int, minutes: int) -> dict[Any, int
     return counts
 
 
+def metrics_minutes_op(keys: QueueKeys, minutes: int) -> ops.Op:
+    """Per-minute finished counts from BullMQ's `metrics:{completed,failed}`
+    (kept by workers with the metrics option, whatever retention deletes):
+    {target: {minute number: count}}, empty for a target nobody collects.
+    The per-minute lists are read only where the hash exists."""
+    targets = ("completed", "failed")
+    metas = yield [
+        ops.Cmd(("HMGET", keys.metrics(t), "count", "prevTS", "prevCount"))
+        for t in targets
+    ]
+    parsed = {t: [_int_or_none(v) for v in meta] for t, meta in zip(targets, metas)}
+    kept = [t for t in targets if None not in parsed[t][:2]]
+    lists = (
+        (yield [ops.Cmd(("LRANGE", keys.metrics_data(t), 0, minutes)) for t in kept])
+        if kept
+        else []
+    )
+    data = dict(zip(kept, lists))
+    found: dict[str, dict[int, int]] = {t: {} for t in targets}
+    for t in kept:
+        count, prev_ts, prev_count = parsed[t]
+        assert count is not None and prev_ts is not None
+        # The minute of prevTS is still open (count - prevCount so far); the
+        # list holds the minutes before it, newest first.
+        latest = prev_ts // MINUTE_MS
+        series = {latest: count - (prev_count or 0)}
+        for k, value in enumerate(data[t]):
+            series[latest - 1 - k] = _int_or_none(value) or 0
+        found[t] = series
+    return found
+
+
+def _int_or_none(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
 def _stats_op(
     keys: QueueKeys, now_ms: int, minutes: int, known: dict[Any, int]
 ) -> ops.Op:
@@ -385,19 +424,28 @@ def _stats_op(
     starts = [end - (minutes - i) * MINUTE_MS for i in range(minutes)]
     wanted = [(key, s) for key in (keys.completed, keys.failed) for s in starts]
     missing = [w for w in wanted if w not in known]
-    counts, paused, tails, found = yield from gather(
+    counts, paused, tails, found, collected = yield from gather(
         [
             ops.get_counts(keys, DEFAULT_STATES),
             cmd("HEXISTS", keys.meta, "paused"),
             cmds([("LRANGE", keys.wait, -1, -1), ("LRANGE", keys.paused, -1, -1)]),
             cmds([("ZCOUNT", k, s, f"({s + MINUTE_MS}") for k, s in missing]),
+            metrics_minutes_op(keys, minutes),
         ]
     )
     fresh = dict(zip(missing, (int(n) for n in found)))
     for (key, start), n in fresh.items():
         if start + MINUTE_MS + SETTLE_MS <= now_ms:
             known[(key, start)] = n
-    per_min = [fresh[w] if w in fresh else known[w] for w in wanted]
+    # Jobs still in completed/failed, or BullMQ's metrics where workers keep
+    # them (they count jobs that retention already deleted): the larger.
+    by_key = {keys.completed: collected["completed"], keys.failed: collected["failed"]}
+    per_min = [
+        max(
+            fresh[w] if w in fresh else known[w], by_key[w[0]].get(w[1] // MINUTE_MS, 0)
+        )
+        for w in wanted
+    ]
     oldest = None
     tail = [i for found in tails for i in found if not i.startswith("0:")]
     if tail:
@@ -563,15 +611,11 @@ class JobDetail:
     parent_id: str | None
 
 
-def job_detail(
-    ref: QueueRef, job_id: str, whole: bool = False
-) -> JobDetail | None:
+def job_detail(ref: QueueRef, job_id: str, whole: bool = False) -> JobDetail | None:
     """A job with its state, newest log lines, VRAM record and flow tree
     (values over BULLPEN_DETAIL_VALUE_MAX_BYTES left out unless `whole`)."""
     q = queue(ref.prefix, ref.name)
-    job = q.get_job(
-        job_id, None if whole else settings.BULLPEN_DETAIL_VALUE_MAX_BYTES
-    )
+    job = q.get_job(job_id, None if whole else settings.BULLPEN_DETAIL_VALUE_MAX_BYTES)
     if job is None:
         return None
     state = q.get_job_state(job_id).value

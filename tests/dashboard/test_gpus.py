@@ -210,6 +210,26 @@ def test_capacity_eta(
     assert 'data-live-count="bull:gpu:waiting"' in row
 
 
+def test_capacity_counts_jobs_retention_deleted_from_bullmq_metrics(
+    dashboard_redis: str, r: redis.Redis, qname: str, viewer_client: Client
+) -> None:
+    """With removeOnComplete nothing stays in `completed`; the workers'
+    per-minute metrics still give the throughput: 20 in 5 minutes is 4/min."""
+    fleet_on(r)
+    q = Queue("gpu", dashboard_redis)
+    now = now_ms()
+    r.hset(
+        "bull:gpu:metrics:completed",
+        mapping={"count": 40, "prevTS": now, "prevCount": 32},
+    )
+    r.rpush("bull:gpu:metrics:completed:data", 6, 6, 0, 0, 20)  # 8+6+6 in window
+    q.add_bulk([{"name": "w", "data": {}} for _ in range(8)])
+    body = viewer_client.get("/gpus/fragments/capacity/").content.decode()
+    row = body[body.index('data-queue="bull:gpu"') :]
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", row[: row.index("</tr>")], re.S)
+    assert [c.strip() for c in cells[-2:]] == ["4.0", "2 m 00 s"]
+
+
 # --- scaling --------------------------------------------------------------------------
 def test_only_scalers_see_the_controls(
     dashboard_redis: str, r: redis.Redis, operator_client: Client, scaler_client: Client

@@ -127,6 +127,32 @@ def test_filter_and_sort(
     assert text.index(f"bull:{qname}a") < text.index(f"bull:zzz{qname}")
 
 
+def test_throughput_uses_bullmq_metrics_when_retention_deleted_the_jobs(
+    dashboard_redis: str, r: redis.Redis, qname: str
+) -> None:
+    """Workers with the metrics option (Bullpen's GPU workers by default, Node
+    with `metrics: {maxDataPoints}`) keep per-minute counts that survive
+    removeOnComplete; the sparkline takes them where they exceed the jobs
+    still in completed/failed."""
+    now = readmodel.ops.now_ms()
+    base = f"bull:{qname}:"
+    r.hset(base + "meta", "opts.maxLenEvents", 10000)
+    # The open minute (now) has 12 - 5 = 7; the three before: 4, 0, 3.
+    r.hset(
+        base + "metrics:completed", mapping={"count": 12, "prevTS": now, "prevCount": 5}
+    )
+    r.rpush(base + "metrics:completed:data", 4, 0, 3)
+    r.hset(
+        base + "metrics:failed",
+        mapping={"count": 2, "prevTS": now - 120_000, "prevCount": 0},
+    )
+    q = Queue(qname, dashboard_redis)
+    run_jobs(q, 1, "failed")  # one failed job kept this minute: max(1, 0)
+    [stats] = readmodel.overview([readmodel.QueueRef("bull", qname)], now_ms=now)
+    assert stats.completed_per_min[-4:] == [3, 0, 4, 7]
+    assert stats.failed_per_min[-3:] == [2, 0, 1]
+
+
 def test_discovery_is_cached_and_refreshed_in_background(
     dashboard_redis: str,
     settings,
