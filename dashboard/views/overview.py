@@ -3,12 +3,13 @@ paused flag, throughput sparkline, workers and oldest waiting job; filter and so
 
 from __future__ import annotations
 
+from html import escape
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
-from django.utils.html import format_html_join
+from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET
 
 from .. import readmodel
@@ -46,26 +47,21 @@ def _sort_key(sort: str) -> Any:
     return lambda r: r.counts.get(sort, 0)
 
 
-def _count_cells(s: QueueStats, url: str) -> str:
+def _count_cells(s: QueueStats, url: str) -> SafeString:
     """The count cells of one row, built here: 7 cells x 100 queues is where
-    template rendering time went. format_html escapes every value."""
-    return format_html_join(
-        "",
-        '<td class="num{}"><a href="{}?state={}" class="{}" data-live-count="{}:{}">'
-        "{}</a></td>",
-        (
-            (
-                "" if state in PHONE_STATES else " hide-sm",
-                url,
-                state,
-                "" if s.counts.get(state, 0) else "zero",
-                s.ref.key,
-                state,
-                s.counts.get(state, 0),
-            )
-            for state in STATES
-        ),
-    )
+    rendering time went (Django's format_html escapes through lazy wrappers,
+    ~20 ms a page). Every text value is escaped; counts are ints."""
+    key = escape(s.ref.key, quote=True)
+    href = escape(url, quote=True)
+    cells = []
+    for state in STATES:
+        n = int(s.counts.get(state, 0))
+        cells.append(
+            f'<td class="num{"" if state in PHONE_STATES else " hide-sm"}">'
+            f'<a href="{href}?state={state}" class="{"" if n else "zero"}" '
+            f'data-live-count="{key}:{state}">{n}</a></td>'
+        )
+    return mark_safe("".join(cells))  # noqa: S308 - every value escaped above
 
 
 def rows_context(request: HttpRequest) -> dict[str, Any]:
