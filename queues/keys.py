@@ -118,6 +118,32 @@ class QueueKeys:
         """A job scheduler's definition hash."""
         return f"{self.repeat}:{scheduler_id}"
 
+    def move_to_active_keys(self) -> tuple[str, ...]:
+        """KEYS of move_to_active (and the first nine of move_to_finished)."""
+        return (
+            self.wait,
+            self.active,
+            self.prioritized,
+            self.events,
+            self.limiter,
+            self.delayed,
+            self.meta,
+            self.pc,
+            self.marker,
+        )
+
+    def move_to_finished_keys(self) -> tuple[str, ...]:
+        """KEYS of move_to_finished."""
+        return self.move_to_active_keys() + (
+            self.stalled,
+            self.completed,
+            self.failed,
+            self.metrics("completed"),
+            self.metrics_data("completed"),
+            self.metrics("failed"),
+            self.metrics_data("failed"),
+        )
+
     def metrics(self, target: str) -> str:
         """The metrics hash (count, prevTS, prevCount) of `completed` or `failed`."""
         return f"{self.base}metrics:{target}"

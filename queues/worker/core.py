@@ -93,28 +93,8 @@ class AsyncWorker(FailureHandling, Maintenance):
         self.id = uuid.uuid4().hex
         self.queue = AsyncQueue(name, async_client(connection), prefix)
         self.keys = self.queue.keys
-        k = self.keys
-        self._claim_keys = (
-            k.wait,
-            k.active,
-            k.prioritized,
-            k.events,
-            k.limiter,
-            k.delayed,
-            k.meta,
-            k.pc,
-            k.marker,
-        )
-        self._finish_keys = (
-            *self._claim_keys,
-            k.stalled,
-            k.completed,
-            k.failed,
-            k.metrics("completed"),
-            k.metrics_data("completed"),
-            k.metrics("failed"),
-            k.metrics_data("failed"),
-        )
+        self._claim_keys = self.keys.move_to_active_keys()
+        self._finish_keys = self.keys.move_to_finished_keys()
         static: dict[str, Any] = {"token": self.id, "lockDuration": lock_duration}
         if self.limiter:
             static["limiter"] = self.limiter

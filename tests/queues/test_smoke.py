@@ -8,7 +8,7 @@ from queues import AsyncQueue, AsyncWorker, Queue
 
 
 def test_add_and_process(redis_url: str, qname: str) -> None:
-    """Jobs added to a queue are completed by an async worker with their return values."""
+    """Jobs added to a queue are completed by an async worker, with return values."""
     q = Queue(qname, redis_url)
     jobs = q.add_bulk([{"name": "sq", "data": {"x": i}} for i in range(20)])
     assert [j.id for j in jobs] == [str(i) for i in range(1, 21)]

@@ -50,17 +50,7 @@ def worker_opts(
 
 def claim_keys(k: QueueKeys) -> tuple[str, ...]:
     """KEYS of move_to_active (and the first nine of move_to_finished)."""
-    return (
-        k.wait,
-        k.active,
-        k.prioritized,
-        k.events,
-        k.limiter,
-        k.delayed,
-        k.meta,
-        k.pc,
-        k.marker,
-    )
+    return k.move_to_active_keys()
 
 
 def move_to_active(q: Queue, now: int = NOW, count: int = 1, **opts: Any) -> list[Any]:
@@ -106,15 +96,7 @@ def entry(
 
 def finish_keys(k: QueueKeys) -> tuple[str, ...]:
     """KEYS of move_to_finished."""
-    return claim_keys(k) + (
-        k.stalled,
-        k.completed,
-        k.failed,
-        k.metrics("completed"),
-        k.metrics_data("completed"),
-        k.metrics("failed"),
-        k.metrics_data("failed"),
-    )
+    return k.move_to_finished_keys()
 
 
 def move_to_finished(
