@@ -622,6 +622,8 @@ def job_detail(ref: QueueRef, job_id: str, whole: bool = False) -> JobDetail | N
     lines, total = q.get_job_logs(job_id, 0, LOG_LINES - 1, asc=False)
     try:
         vram = fleet().job_vram(ref.name, job_id, ref.prefix)
+        if vram is None and state == JobState.ACTIVE.value:
+            vram = running_vram(ref, job_id)
     except redis.RedisError:
         vram = None
     parent_ref = parent_id = None
@@ -636,6 +638,27 @@ def job_detail(ref: QueueRef, job_id: str, whole: bool = False) -> JobDetail | N
     return JobDetail(
         job, state, list(reversed(lines)), total, vram, flow, parent_ref, parent_id
     )
+
+
+def running_vram(ref: QueueRef, job_id: str) -> dict[str, Any] | None:
+    """What the live GPU workers' heartbeats say of a job they hold now (its
+    declared need and GPU; the peak is recorded when it ends), or None."""
+    for w in fleet().list_workers():
+        if (w.get("prefix"), w.get("queue")) != (ref.prefix, ref.name):
+            continue
+        for job in w.get("running") or []:
+            if str(job.get("id")) == job_id:
+                return {
+                    "declared_bytes": job.get("declared_bytes"),
+                    "peak_bytes": None,
+                    "gpu": (w.get("gpu") or {}).get("uuid", ""),
+                    "simulated": w.get("simulated"),
+                    "host": w.get("host"),
+                    "worker": w.get("id"),
+                    "outcome": job.get("state", "running"),
+                    "live": True,
+                }
+    return None
 
 
 def _has_children(ref: QueueRef, job_id: str) -> bool:

@@ -17,7 +17,15 @@ from gpu_workers import Fleet
 from gpu_workers.registry import now_ms
 from queues import Queue
 from tests.dashboard.conftest import client_for, user_in
-from tests.dashboard.helpers import H200_GPU, HX, SIM_GPU, GiB, beat, run_jobs
+from tests.dashboard.helpers import (
+    H200_GPU,
+    HX,
+    SIM_GPU,
+    GiB,
+    beat,
+    make_active,
+    run_jobs,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -310,3 +318,21 @@ def test_scaling_needs_csrf(dashboard_redis: str, r: redis.Redis) -> None:
     )
     assert response.status_code == 403
     assert Fleet(dashboard_redis).get_desired("h1")["bull:gpu"]["workers"] == 2
+
+
+def test_job_page_shows_a_running_jobs_declared_vram_and_gpu(
+    dashboard_redis: str, r: redis.Redis, viewer_client: Client
+) -> None:
+    """Before a GPU job ends (when its peak is recorded), its page shows what
+    the holding worker's heartbeat says: the declared need and the GPU."""
+    q = Queue("gpu", dashboard_redis)
+    ids = [make_active(q, "txt2img") for _ in range(7)]
+    assert ids[-1] == "7"  # the job fleet_on's busy worker holds
+    fleet_on(r)
+    html = viewer_client.get("/queues/bull/gpu/jobs/7/").content.decode()
+    gpu = html[html.index("<h3>GPU</h3>") :]
+    gpu = gpu[: gpu.index("</dl>")]
+    assert "10.0 GiB" in gpu and "SIM-h1-0" in gpu and "simulated" in gpu
+    assert "recorded when the job ends" in gpu and "running" in gpu
+    other = viewer_client.get("/queues/bull/gpu/jobs/6/").content.decode()
+    assert "No VRAM record for this job" in other
