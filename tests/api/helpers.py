@@ -57,11 +57,15 @@ class Receiver:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
                 length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length)
+                if len(body) < length:
+                    # The sender died mid-request (a SIGKILLed dispatcher): it
+                    # got no answer, so this is no delivery; like a real server,
+                    # drop it.
+                    self.close_connection = True
+                    return
                 got = Received(
-                    time.monotonic(),
-                    self.path,
-                    dict(self.headers.items()),
-                    self.rfile.read(length),
+                    time.monotonic(), self.path, dict(self.headers.items()), body
                 )
                 with lock:
                     index = len(owner.requests)
