@@ -48,8 +48,10 @@ def _ensure_admin(py: str, env: dict[str, str]) -> None:
     if created:
         print(f"created user admin with password {password}  (shown only once)")
     else:
-        print("user admin exists (its password was printed when it was created; "
-              "`python manage.py changepassword admin` resets it)")
+        print(
+            "user admin exists (its password was printed when it was created; "
+            "`python manage.py changepassword admin` resets it)"
+        )
 
 
 def main() -> None:
@@ -63,19 +65,31 @@ def main() -> None:
     env["BULLPEN_GPUS"] = _gpus_spec(env)
     env.setdefault("BULLPEN_WORKERS", "gpu:3")
     py = sys.executable
-    subprocess.run([py, "manage.py", "migrate", "--noinput", "-v", "0"], env=env,
-                   check=True)
+    subprocess.run(
+        [py, "manage.py", "migrate", "--noinput", "-v", "0"], env=env, check=True
+    )
     _ensure_admin(py, env)
     commands = {
-        "dashboard": [py, "-m", "daphne", "-b", HOST, "-p", PORT,
-                      "dashboard.asgi:application"],
+        "dashboard": [
+            py,
+            "-m",
+            "daphne",
+            "-b",
+            HOST,
+            "-p",
+            PORT,
+            "dashboard.asgi:application",
+        ],
         "supervisor": [py, "manage.py", "runworkers"],
         "webhooks": [py, "manage.py", "runwebhooks"],
         "producer": [py, "-m", "dashboard.demo", env["REDIS_URL"], "gpu"],
     }
     procs = {name: subprocess.Popen(cmd, env=env) for name, cmd in commands.items()}
-    gpus = "simulated 2 x 24 GiB" if env["BULLPEN_GPUS"] == SIMULATED else env[
-        "BULLPEN_GPUS"]
+    gpus = (
+        "simulated 2 x 24 GiB"
+        if env["BULLPEN_GPUS"] == SIMULATED
+        else env["BULLPEN_GPUS"]
+    )
     print(f"dashboard: http://{HOST}:{PORT}/   GPUs: {gpus}   Ctrl-C stops", flush=True)
     try:
         while all(p.poll() is None for p in procs.values()):

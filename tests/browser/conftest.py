@@ -56,8 +56,10 @@ def _wait_for_port(port: int, deadline_s: float, proc: subprocess.Popen[bytes]) 
 def stack() -> Iterator[Stack]:
     """Redis, migrated SQLite with an admin, daphne and a supervisor (2 sim GPUs)."""
     if not Path(CHROMIUM).exists():
-        pytest.skip(f"CHROMIUM NOT FOUND at {CHROMIUM}: browser tests were NOT run "
-                    "(`make test` installs Debian's chromium)")
+        pytest.skip(
+            f"CHROMIUM NOT FOUND at {CHROMIUM}: browser tests were NOT run "
+            "(`make test` installs Debian's chromium)"
+        )
     server = RedisServer().start()
     tmp = tempfile.mkdtemp(prefix="bullpen-browser-")
     port = free_port()
@@ -72,18 +74,48 @@ def stack() -> Iterator[Stack]:
         DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
     )
     py = sys.executable
-    subprocess.run([py, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT,
-                   env=env, check=True)
     subprocess.run(
-        [py, "-c", "import django; django.setup(); from django.contrib.auth.models "
-         "import User; User.objects.create_superuser('admin', '', "
-         f"{PASSWORD!r})"], cwd=ROOT, env=env, check=True)
+        [py, "manage.py", "migrate", "--noinput", "-v", "0"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+    )
+    subprocess.run(
+        [
+            py,
+            "-c",
+            "import django; django.setup(); from django.contrib.auth.models "
+            "import User; User.objects.create_superuser('admin', '', "
+            f"{PASSWORD!r})",
+        ],
+        cwd=ROOT,
+        env=env,
+        check=True,
+    )
     procs = [
-        subprocess.Popen([py, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                          "dashboard.asgi:application"], cwd=ROOT, env=env,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
-        subprocess.Popen([py, "manage.py", "runworkers"], cwd=ROOT, env=env,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
+        subprocess.Popen(
+            [
+                py,
+                "-m",
+                "daphne",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "dashboard.asgi:application",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        ),
+        subprocess.Popen(
+            [py, "manage.py", "runworkers"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        ),
     ]
     try:
         _wait_for_port(port, 30, procs[0])
@@ -106,9 +138,15 @@ def browser() -> Iterator[object]:
     with playwright_api.sync_playwright() as p:
         b = p.chromium.launch(
             executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run",
-                  "--disable-quic"],
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+                "--disable-quic",
+            ],
         )
         yield b
         b.close()

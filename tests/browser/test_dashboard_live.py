@@ -25,8 +25,10 @@ def _poll(read: Any, ok: Any, timeout_s: float, what: str) -> Any:
 
 
 def _width(page: Any, key: str) -> float:
-    style = page.locator(f'[data-live-progress="{key}"] span').first.get_attribute(
-        "style") or ""
+    style = (
+        page.locator(f'[data-live-progress="{key}"] span').first.get_attribute("style")
+        or ""
+    )
     found = re.search(r"width:\s*([\d.]+)%", style)
     return float(found.group(1)) if found else 0.0
 
@@ -42,10 +44,18 @@ def test_overview_counts_change_live(page: Any, stack: Stack) -> None:
     start = int(cell.inner_text() or 0)
     navigations: list[str] = []
     page.on("framenavigated", lambda frame: navigations.append(frame.url))
-    q.add_bulk([{"name": "demo", "data": {"vram": "1GiB", "steps": 2,
-                                           "step_s": 0.05}} for _ in range(6)])
-    _poll(lambda: int(cell.inner_text() or 0), lambda n: n >= start + 6, 30,
-          "completed count on the overview")
+    q.add_bulk(
+        [
+            {"name": "demo", "data": {"vram": "1GiB", "steps": 2, "step_s": 0.05}}
+            for _ in range(6)
+        ]
+    )
+    _poll(
+        lambda: int(cell.inner_text() or 0),
+        lambda n: n >= start + 6,
+        30,
+        "completed count on the overview",
+    )
     assert navigations == [], "the page reloaded"
     shot(page, "overview")
 
@@ -58,18 +68,19 @@ def test_progress_bar_moves_without_reload(page: Any, stack: Stack) -> None:
     key = f"bull:gpu:{job.id}"
     page.locator(f'[data-live-progress="{key}"]').first.wait_for()
     first = _poll(lambda: _width(page, key), lambda w: w > 0, 30, "progress starts")
-    _poll(lambda: _width(page, key), lambda w: w >= first + 20, 30,
-          "progress advances")
+    _poll(lambda: _width(page, key), lambda w: w >= first + 20, 30, "progress advances")
     shot(page, "job")
 
 
 def test_retry_failed_job_leaves_failed_tab(page: Any, stack: Stack) -> None:
     """Retrying a failed job from its page takes it out of the failed tab."""
     q = Queue("gpu", stack.redis_url)
-    job = q.add("demo", {"vram": "1GiB", "steps": 1, "step_s": 0.01, "fail": True},
-                attempts=1)
-    _poll(lambda: q.get_job_state(job.id).value, lambda s: s == "failed", 30,
-          "job fails")
+    job = q.add(
+        "demo", {"vram": "1GiB", "steps": 1, "step_s": 0.01, "fail": True}, attempts=1
+    )
+    _poll(
+        lambda: q.get_job_state(job.id).value, lambda s: s == "failed", 30, "job fails"
+    )
     page.goto(f"{stack.url}/queues/bull/gpu/?state=failed")
     row = page.locator(f'tr[data-job="bull:gpu:{job.id}"]')
     row.wait_for()
@@ -79,8 +90,12 @@ def test_retry_failed_job_leaves_failed_tab(page: Any, stack: Stack) -> None:
     try:
         page.goto(f"{stack.url}/queues/bull/gpu/jobs/{job.id}/")
         page.get_by_role("button", name=re.compile(r"^Retry", re.I)).first.click()
-        _poll(lambda: q.get_job_state(job.id).value, lambda s: s == "waiting", 15,
-              "job back in wait")
+        _poll(
+            lambda: q.get_job_state(job.id).value,
+            lambda s: s == "waiting",
+            15,
+            "job back in wait",
+        )
         page.goto(f"{stack.url}/queues/bull/gpu/?state=failed")
         page.locator("main").wait_for()
         assert page.locator(f'tr[data-job="bull:gpu:{job.id}"]').count() == 0
@@ -101,11 +116,16 @@ def test_scale_workers_and_committed_gauge(page: Any, stack: Stack) -> None:
         form_row.get_by_role("button", name="Apply").click()
 
     apply(1)
-    _poll(lambda: (page.reload(), workers.count())[1], lambda n: n == 1, 30,
-          "one worker")
+    _poll(
+        lambda: (page.reload(), workers.count())[1], lambda n: n == 1, 30, "one worker"
+    )
     apply(2)
-    _poll(lambda: (page.reload(), workers.count())[1], lambda n: n == 2, 30,
-          "second worker appears")
+    _poll(
+        lambda: (page.reload(), workers.count())[1],
+        lambda n: n == 2,
+        30,
+        "second worker appears",
+    )
     q = Queue("gpu", stack.redis_url)
     q.add("demo", {"vram": "10GiB", "steps": 60, "step_s": 0.25})
 
