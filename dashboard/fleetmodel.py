@@ -16,7 +16,7 @@ from queues import ops
 from queues.keys import QueueKeys
 from queues.ops import DEFAULT_STATES
 
-from . import readmodel
+from . import overviewmodel, readmodel
 from .present import progress_parts
 from .readmodel import QueueRef, cmd, gather
 
@@ -293,7 +293,7 @@ def _capacity_op(keys: QueueKeys, since_ms: int) -> ops.Op:
             ops.get_counts(keys, DEFAULT_STATES),
             cmd("ZCOUNT", keys.completed, since_ms, "+inf"),
             cmd("ZCOUNT", keys.failed, since_ms, "+inf"),
-            readmodel.metrics_minutes_op(keys, THROUGHPUT_WINDOW_MIN + 1),
+            overviewmodel.metrics_minutes_op(keys, THROUGHPUT_WINDOW_MIN + 1),
         ]
     )
     # BullMQ's metrics count jobs that retention deleted: use them when larger

@@ -1,19 +1,20 @@
 """The dashboard's read model over the queues API and the worker registry.
 
-Pages read Redis only through here. Per-queue reads are written as `queues.ops`
+Pages read Redis only through here and its siblings (`overviewmodel`,
+`jobmodel`, `fleetmodel`). Per-queue reads are written as `queues.ops`
 generators and run together with `gather`, so the overview of 100 queues costs
-three pipelined round trips, not hundreds; every list reads one page.
+three pipelined round trips, not hundreds; every list reads one page. This
+module holds the client, `gather`/`run`, which queues exist (discovery) and
+the queue page's reads.
 """
 
 from __future__ import annotations
 
-import base64
 import logging
 import threading
 import time
-from collections import Counter
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any
 
@@ -21,7 +22,7 @@ import redis
 from django.conf import settings
 
 from gpu_workers import Fleet
-from queues import FlowProducer, Job, JobNode, Queue, ops
+from queues import Job, Queue, ops
 from queues.connection import sync_client
 from queues.discovery import discover_queues
 from queues.exceptions import QueueError
@@ -29,20 +30,11 @@ from queues.keys import QueueKeys
 from queues.ops import DEFAULT_STATES
 from queues.queue import check_queue_name
 from queues.scripts import Scripts
-from queues.state import JobState
 
 log = logging.getLogger(__name__)
 
 #: What a dead, unreachable or still-loading Redis raises (pages answer 503).
 REDIS_DOWN = (redis.ConnectionError, redis.TimeoutError)
-
-MINUTE_MS = 60_000
-#: Children of each outcome shown per parent in a job's flow tree.
-FLOW_CHILDREN = 10
-#: Seconds the CLIENT LIST census of connected workers is reused.
-WORKER_CENSUS_TTL_S = 5.0
-#: Log lines the job page shows (the newest ones).
-LOG_LINES = 200
 
 
 def connect(url: str) -> redis.Redis:
@@ -81,6 +73,15 @@ def fleet() -> Fleet:
     return Fleet(client(), settings.BULLPEN_NAMESPACE)
 
 
+#: Clearers of caches that other read-model modules keep (see `on_reset`).
+_resets: list[Callable[[], None]] = []
+
+
+def on_reset(clear: Callable[[], None]) -> None:
+    """Have `reset` also call `clear` (a module's own cache)."""
+    _resets.append(clear)
+
+
 def reset() -> None:
     """Forget the client and every cache (tests point settings elsewhere)."""
     client.cache_clear()
@@ -88,8 +89,8 @@ def reset() -> None:
     _scripts.cache_clear()
     with _discovery.lock:
         _discovery.clear()
-    _census.clear()
-    _minutes.clear()
+    for clear in _resets:
+        clear()
 
 
 # --- running several ops in one round trip ----------------------------------
@@ -340,198 +341,6 @@ def is_read_only(ref: QueueRef) -> bool:
     return "*" in entries or ref.name in entries or ref.key in entries
 
 
-# --- the overview ------------------------------------------------------------
-@dataclass
-class QueueStats:
-    """What the overview shows about one queue."""
-
-    ref: QueueRef
-    counts: dict[str, int]
-    paused: bool
-    completed_per_min: list[int]
-    failed_per_min: list[int]
-    oldest_waiting_ms: int | None
-    workers: int | None = None
-    gpu_workers: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def total(self) -> int:
-        """Jobs in every state."""
-        return sum(self.counts.values())
-
-
-#: Seconds after a minute ends before its count is kept: workers' clocks may lag.
-SETTLE_MS = 10_000
-#: Finished jobs per (completed/failed key, minute start) of minutes that are
-#: over, so each overview only counts the minutes still changing.
-_minutes: dict[str, Any] = {}
-
-
-def _minute_cache(conn: redis.Redis, now_ms: int, minutes: int) -> dict[Any, int]:
-    if _minutes.get("client") is not conn:
-        _minutes.clear()
-        _minutes.update(client=conn, counts={})
-    counts: dict[Any, int] = _minutes["counts"]
-    oldest = now_ms - (minutes + 2) * MINUTE_MS
-    for stale in [k for k in counts if k[1] < oldest]:
-        del counts[stale]
-    return counts
-
-
-def metrics_minutes_op(keys: QueueKeys, minutes: int) -> ops.Op:
-    """Per-minute finished counts from BullMQ's `metrics:{completed,failed}`
-    (kept by workers with the metrics option, whatever retention deletes):
-    {target: {minute number: count}}, empty for a target nobody collects.
-    The per-minute lists are read only where the hash exists."""
-    targets = ("completed", "failed")
-    metas = yield [
-        ops.Cmd(("HMGET", keys.metrics(t), "count", "prevTS", "prevCount"))
-        for t in targets
-    ]
-    parsed = {t: [_int_or_none(v) for v in meta] for t, meta in zip(targets, metas)}
-    kept = [t for t in targets if None not in parsed[t][:2]]
-    lists = (
-        (yield [ops.Cmd(("LRANGE", keys.metrics_data(t), 0, minutes)) for t in kept])
-        if kept
-        else []
-    )
-    data = dict(zip(kept, lists))
-    found: dict[str, dict[int, int]] = {t: {} for t in targets}
-    for t in kept:
-        count, prev_ts, prev_count = parsed[t]
-        assert count is not None and prev_ts is not None
-        # The minute of prevTS is still open (count - prevCount so far); the
-        # list holds the minutes before it, newest first.
-        latest = prev_ts // MINUTE_MS
-        series = {latest: count - (prev_count or 0)}
-        for k, value in enumerate(data[t]):
-            series[latest - 1 - k] = _int_or_none(value) or 0
-        found[t] = series
-    return found
-
-
-def _int_or_none(value: Any) -> int | None:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
-
-
-def _stats_op(
-    keys: QueueKeys, now_ms: int, minutes: int, known: dict[Any, int]
-) -> ops.Op:
-    end = now_ms - now_ms % MINUTE_MS + MINUTE_MS
-    starts = [end - (minutes - i) * MINUTE_MS for i in range(minutes)]
-    wanted = [(key, s) for key in (keys.completed, keys.failed) for s in starts]
-    missing = [w for w in wanted if w not in known]
-    counts, paused, tails, found, collected = yield from gather(
-        [
-            ops.get_counts(keys, DEFAULT_STATES),
-            cmd("HEXISTS", keys.meta, "paused"),
-            cmds([("LRANGE", keys.wait, -1, -1), ("LRANGE", keys.paused, -1, -1)]),
-            cmds([("ZCOUNT", k, s, f"({s + MINUTE_MS}") for k, s in missing]),
-            metrics_minutes_op(keys, minutes),
-        ]
-    )
-    fresh = dict(zip(missing, (int(n) for n in found)))
-    for (key, start), n in fresh.items():
-        if start + MINUTE_MS + SETTLE_MS <= now_ms:
-            known[(key, start)] = n
-    # Jobs still in completed/failed, or BullMQ's metrics where workers keep
-    # them (they count jobs that retention already deleted): the larger.
-    by_key = {keys.completed: collected["completed"], keys.failed: collected["failed"]}
-    per_min = [
-        max(
-            fresh[w] if w in fresh else known[w], by_key[w[0]].get(w[1] // MINUTE_MS, 0)
-        )
-        for w in wanted
-    ]
-    oldest = None
-    tail = [i for found in tails for i in found if not i.startswith("0:")]
-    if tail:
-        stamp, delay = yield ops.Cmd(("HMGET", keys.job(tail[0]), "timestamp", "delay"))
-        if stamp:
-            oldest = max(now_ms - int(stamp) - int(delay or 0), 0)
-    return counts, bool(paused), per_min[:minutes], per_min[minutes:], oldest
-
-
-def worker_census() -> Counter[str]:
-    """Connected BullMQ workers per `prefix:base64(name)` (Node's getWorkers()
-    reads the same CLIENT LIST names); empty when CLIENT LIST is refused."""
-    conn = client()
-    cached: Counter[str] | None = _census.get("value")
-    if (
-        _census.get("client") is conn
-        and cached is not None
-        and (time.monotonic() - _census["at"] < WORKER_CENSUS_TTL_S)
-    ):
-        return cached
-    found: Counter[str] = Counter()
-    try:
-        clients = conn.client_list()
-    except redis.ResponseError:
-        clients = []
-    for c in clients:
-        name = c.get("name") or ""
-        if ":w:" in name:
-            found[name.split(":w:", 1)[0]] += 1
-        elif name and not name.endswith(":qe"):
-            found[name] += 1
-    _census.update(client=conn, value=found, at=time.monotonic())
-    return found
-
-
-_census: dict[str, Any] = {}
-
-
-def worker_name(ref: QueueRef) -> str:
-    """The connection name BullMQ workers of this queue use (prefix:base64)."""
-    return f"{ref.prefix}:{base64.b64encode(ref.name.encode()).decode()}"
-
-
-def overview(refs: Iterable[QueueRef], now_ms: int | None = None) -> list[QueueStats]:
-    """Counts, paused flag, throughput, oldest waiting age and workers of each
-    queue, in a fixed number of round trips whatever the number of queues."""
-    refs = list(refs)
-    now_ms = now_ms or ops.now_ms()
-    minutes = settings.BULLPEN_SPARKLINE_MINUTES
-    known = _minute_cache(client(), now_ms, minutes)
-    results = run(
-        gather(
-            [
-                _stats_op(QueueKeys(r.name, r.prefix), now_ms, minutes, known)
-                for r in refs
-            ]
-        )
-    )
-    census = worker_census()
-    try:
-        gpu = fleet().list_workers()
-    except redis.RedisError:
-        gpu = []
-    rows = []
-    for ref, (counts, paused, done, failed, oldest) in zip(refs, results):
-        serving = [
-            w
-            for w in gpu
-            if (w.get("prefix"), w.get("queue")) == (ref.prefix, ref.name)
-        ]
-        connected = census.get(worker_name(ref), 0)
-        rows.append(
-            QueueStats(
-                ref,
-                counts,
-                paused,
-                done,
-                failed,
-                oldest,
-                workers=max(connected, len(serving)),
-                gpu_workers=serving,
-            )
-        )
-    return rows
-
-
 def queue_counts(refs: Sequence[QueueRef], *states: str) -> list[dict[str, int]]:
     """Counts per state of several queues in one round trip."""
     counts: list[dict[str, int]] = run(
@@ -594,91 +403,3 @@ def job_states(ref: QueueRef, jobs: Sequence[Job]) -> list[str]:
     keys = QueueKeys(ref.name, ref.prefix)
     found = run(gather([ops.get_state(keys, j.id) for j in jobs]))
     return [s.value for s in found]
-
-
-# --- one job -----------------------------------------------------------------
-@dataclass
-class JobDetail:
-    """Everything the job page shows about one job."""
-
-    job: Job
-    state: str
-    logs: list[str]
-    log_total: int
-    vram: dict[str, Any] | None
-    flow: JobNode | None
-    parent_ref: QueueRef | None
-    parent_id: str | None
-
-
-def job_detail(ref: QueueRef, job_id: str, whole: bool = False) -> JobDetail | None:
-    """A job with its state, newest log lines, VRAM record and flow tree
-    (values over BULLPEN_DETAIL_VALUE_MAX_BYTES left out unless `whole`)."""
-    q = queue(ref.prefix, ref.name)
-    job = q.get_job(job_id, None if whole else settings.BULLPEN_DETAIL_VALUE_MAX_BYTES)
-    if job is None:
-        return None
-    state = q.get_job_state(job_id).value
-    lines, total = q.get_job_logs(job_id, 0, LOG_LINES - 1, asc=False)
-    try:
-        vram = fleet().job_vram(ref.name, job_id, ref.prefix)
-        if vram is None and state == JobState.ACTIVE.value:
-            vram = running_vram(ref, job_id)
-    except redis.RedisError:
-        vram = None
-    parent_ref = parent_id = None
-    if job.parent and isinstance(job.parent.get("queueKey"), str):
-        parent_ref = parse_entry(job.parent["queueKey"])
-        parent_id = str(job.parent.get("id", ""))
-    flow = None
-    if state == JobState.WAITING_CHILDREN.value or _has_children(ref, job_id):
-        flow = FlowProducer(client(), ref.prefix).get_flow(
-            ref.name, job_id, depth=2, max_children=FLOW_CHILDREN, prefix=ref.prefix
-        )
-    return JobDetail(
-        job, state, list(reversed(lines)), total, vram, flow, parent_ref, parent_id
-    )
-
-
-def running_vram(ref: QueueRef, job_id: str) -> dict[str, Any] | None:
-    """What the live GPU workers' heartbeats say of a job they hold now (its
-    declared need and GPU; the peak is recorded when it ends), or None."""
-    for w in fleet().list_workers():
-        if (w.get("prefix"), w.get("queue")) != (ref.prefix, ref.name):
-            continue
-        for job in w.get("running") or []:
-            if str(job.get("id")) == job_id:
-                return {
-                    "declared_bytes": job.get("declared_bytes"),
-                    "peak_bytes": None,
-                    "gpu": (w.get("gpu") or {}).get("uuid", ""),
-                    "simulated": w.get("simulated"),
-                    "host": w.get("host"),
-                    "worker": w.get("id"),
-                    "outcome": job.get("state", "running"),
-                    "live": True,
-                }
-    return None
-
-
-def _has_children(ref: QueueRef, job_id: str) -> bool:
-    keys = QueueKeys(ref.name, ref.prefix)
-    return bool(
-        run(
-            cmd(
-                "EXISTS",
-                keys.dependencies(job_id),
-                keys.processed(job_id),
-                keys.failed_children(job_id),
-                keys.unsuccessful(job_id),
-            )
-        )
-    )
-
-
-def find_job(refs: Sequence[QueueRef], job_id: str) -> list[QueueRef]:
-    """The queues that hold a job with this id (one round trip)."""
-    found = run(
-        gather([cmd("EXISTS", QueueKeys(r.name, r.prefix).job(job_id)) for r in refs])
-    )
-    return [r for r, n in zip(refs, found) if n]

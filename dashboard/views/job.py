@@ -16,10 +16,11 @@ from gpu_workers.units import format_bytes
 from queues import Job
 from queues.options import PY_TO_BULLMQ
 
-from .. import forms, readmodel
+from .. import forms, jobmodel, readmodel
+from ..jobmodel import JobDetail
 from ..models import AuditEntry
 from ..present import pretty, progress_parts, redact, too_large
-from ..readmodel import JobDetail, QueueRef
+from ..readmodel import QueueRef
 from .common import (
     OPERATE,
     VIEW,
@@ -135,7 +136,7 @@ def detail_context(request: HttpRequest, ref: QueueRef, d: JobDetail) -> dict[st
 
 
 def _detail(ref: QueueRef, job_id: str, whole: bool = False) -> JobDetail:
-    d = readmodel.job_detail(ref, job_id, whole)
+    d = jobmodel.job_detail(ref, job_id, whole)
     if d is None:
         raise Http404(f"job {job_id} is not in {ref.key}")
     return d
@@ -159,7 +160,7 @@ def job_detail(
 ) -> HttpResponse:
     """The job page's detail fragment (re-rendered on this job's events)."""
     ref = queue_ref(prefix, name)
-    d = readmodel.job_detail(ref, job_id, request.GET.get("full") == "1")
+    d = jobmodel.job_detail(ref, job_id, request.GET.get("full") == "1")
     if d is None:
         # Replaces the polling fragment, which stops polling.
         return render(

@@ -12,9 +12,9 @@ from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET
 
-from .. import readmodel
+from .. import overviewmodel, readmodel
+from ..overviewmodel import QueueStats
 from ..present import sparkline
-from ..readmodel import QueueStats
 from .common import VIEW, is_htmx, live_json, perm_required
 
 #: Count columns in the order jobs move through them.
@@ -71,7 +71,7 @@ def rows_context(request: HttpRequest) -> dict[str, Any]:
     sort = sort if sort in SORTS else "name"
     descending = request.GET.get("dir", "desc" if sort != "name" else "asc") == "desc"
     refs = [r for r in readmodel.known_queues() if text.lower() in r.key.lower()]
-    stats: list[QueueStats] = readmodel.overview(refs)
+    stats: list[QueueStats] = overviewmodel.overview(refs)
     stats.sort(key=_sort_key(sort), reverse=descending)
     rows = [
         {

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET
 
 from queues import ops
 
-from .. import readmodel, scan
+from .. import jobmodel, readmodel, scan
 from ..forms import SearchForm, errors_text
 from ..present import job_row
 from ..readmodel import QueueRef
@@ -21,7 +21,7 @@ from .common import VIEW, is_htmx, perm_required
 
 
 def _by_id(job_id: str, refs: list[QueueRef]) -> list[QueueRef]:
-    return readmodel.find_job(refs, job_id) if refs else []
+    return jobmodel.find_job(refs, job_id) if refs else []
 
 
 def search_context(request: HttpRequest) -> dict[str, Any]:

@@ -8,7 +8,7 @@ import pytest
 import redis
 from django.test import Client
 
-from dashboard import readmodel
+from dashboard import overviewmodel, readmodel
 from queues import Queue
 from tests.dashboard.helpers import HX, run_jobs
 
@@ -89,7 +89,7 @@ def test_throughput_oldest_waiting_and_workers(
     worker = redis.Redis.from_url(dashboard_redis)
     worker.client_setname(f"bull:{base64.b64encode(qname.encode()).decode()}:w:host-a")
     try:
-        [stats] = readmodel.overview([readmodel.QueueRef("bull", qname)])
+        [stats] = overviewmodel.overview([readmodel.QueueRef("bull", qname)])
         assert sum(stats.completed_per_min) == 3
         assert sum(stats.failed_per_min) == 2
         assert stats.completed_per_min[-1] == 3
@@ -148,7 +148,7 @@ def test_throughput_uses_bullmq_metrics_when_retention_deleted_the_jobs(
     )
     q = Queue(qname, dashboard_redis)
     run_jobs(q, 1, "failed")  # one failed job kept this minute: max(1, 0)
-    [stats] = readmodel.overview([readmodel.QueueRef("bull", qname)], now_ms=now)
+    [stats] = overviewmodel.overview([readmodel.QueueRef("bull", qname)], now_ms=now)
     assert stats.completed_per_min[-4:] == [3, 0, 4, 7]
     assert stats.failed_per_min[-3:] == [2, 0, 1]
 

@@ -1,0 +1,109 @@
+"""The job page's read model: a job with its state, newest log lines, VRAM
+record (or what a live GPU worker says of it) and flow tree."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+from django.conf import settings
+
+from queues import FlowProducer, Job, JobNode
+from queues.keys import QueueKeys
+from queues.state import JobState
+
+from .readmodel import QueueRef, client, cmd, fleet, gather, parse_entry, queue, run
+
+#: Children of each outcome shown per parent in a job's flow tree.
+FLOW_CHILDREN = 10
+#: Log lines the job page shows (the newest ones).
+LOG_LINES = 200
+
+
+@dataclass
+class JobDetail:
+    """Everything the job page shows about one job."""
+
+    job: Job
+    state: str
+    logs: list[str]
+    log_total: int
+    vram: dict[str, Any] | None
+    flow: JobNode | None
+    parent_ref: QueueRef | None
+    parent_id: str | None
+
+
+def job_detail(ref: QueueRef, job_id: str, whole: bool = False) -> JobDetail | None:
+    """A job with its state, newest log lines, VRAM record and flow tree
+    (values over BULLPEN_DETAIL_VALUE_MAX_BYTES left out unless `whole`)."""
+    q = queue(ref.prefix, ref.name)
+    job = q.get_job(job_id, None if whole else settings.BULLPEN_DETAIL_VALUE_MAX_BYTES)
+    if job is None:
+        return None
+    state = q.get_job_state(job_id).value
+    lines, total = q.get_job_logs(job_id, 0, LOG_LINES - 1, asc=False)
+    try:
+        vram = fleet().job_vram(ref.name, job_id, ref.prefix)
+        if vram is None and state == JobState.ACTIVE.value:
+            vram = running_vram(ref, job_id)
+    except redis.RedisError:
+        vram = None
+    parent_ref = parent_id = None
+    if job.parent and isinstance(job.parent.get("queueKey"), str):
+        parent_ref = parse_entry(job.parent["queueKey"])
+        parent_id = str(job.parent.get("id", ""))
+    flow = None
+    if state == JobState.WAITING_CHILDREN.value or _has_children(ref, job_id):
+        flow = FlowProducer(client(), ref.prefix).get_flow(
+            ref.name, job_id, depth=2, max_children=FLOW_CHILDREN, prefix=ref.prefix
+        )
+    return JobDetail(
+        job, state, list(reversed(lines)), total, vram, flow, parent_ref, parent_id
+    )
+
+
+def running_vram(ref: QueueRef, job_id: str) -> dict[str, Any] | None:
+    """What the live GPU workers' heartbeats say of a job they hold now (its
+    declared need and GPU; the peak is recorded when it ends), or None."""
+    for w in fleet().list_workers():
+        if (w.get("prefix"), w.get("queue")) != (ref.prefix, ref.name):
+            continue
+        for job in w.get("running") or []:
+            if str(job.get("id")) == job_id:
+                return {
+                    "declared_bytes": job.get("declared_bytes"),
+                    "peak_bytes": None,
+                    "gpu": (w.get("gpu") or {}).get("uuid", ""),
+                    "simulated": w.get("simulated"),
+                    "host": w.get("host"),
+                    "worker": w.get("id"),
+                    "outcome": job.get("state", "running"),
+                    "live": True,
+                }
+    return None
+
+
+def _has_children(ref: QueueRef, job_id: str) -> bool:
+    keys = QueueKeys(ref.name, ref.prefix)
+    return bool(
+        run(
+            cmd(
+                "EXISTS",
+                keys.dependencies(job_id),
+                keys.processed(job_id),
+                keys.failed_children(job_id),
+                keys.unsuccessful(job_id),
+            )
+        )
+    )
+
+
+def find_job(refs: Sequence[QueueRef], job_id: str) -> list[QueueRef]:
+    """The queues that hold a job with this id (one round trip)."""
+    found = run(
+        gather([cmd("EXISTS", QueueKeys(r.name, r.prefix).job(job_id)) for r in refs])
+    )
+    return [r for r, n in zip(refs, found) if n]
