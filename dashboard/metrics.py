@@ -72,12 +72,6 @@ WORKER_STATES = ("starting", "idle", "busy", "draining", "failed")
 WORKER_OUTCOMES = ("processed", "failed", "oom", "cancelled", "too_big")
 
 
-def _metrics_key(keys: QueueKeys, kind: str) -> str:
-    # BullMQ's `metrics:completed` / `metrics:failed` hashes (wire spec 1.2);
-    # QueueKeys has no name for them yet.
-    return f"{keys.base}metrics:{kind}"
-
-
 _FIELDS = ("timestamp", "delay", "processedOn", "finishedOn")
 
 
@@ -97,8 +91,8 @@ def _queue_op(keys: QueueKeys, sample: int) -> ops.Op:
             cmds([("LRANGE", keys.wait, -1, -1), ("LRANGE", keys.paused, -1, -1)]),
             cmds(
                 [
-                    ("HGET", _metrics_key(keys, "completed"), "count"),
-                    ("HGET", _metrics_key(keys, "failed"), "count"),
+                    ("HGET", keys.metrics("completed"), "count"),
+                    ("HGET", keys.metrics("failed"), "count"),
                 ]
             ),
             cmds(

@@ -4,7 +4,6 @@ and the workers serving it, for 100 queues in a few pipelined round trips."""
 
 from __future__ import annotations
 
-import base64
 import time
 from collections import Counter
 from collections.abc import Iterable
@@ -15,6 +14,7 @@ import redis
 from django.conf import settings
 
 from queues import ops
+from queues.clients import QUEUE_EVENTS_SUFFIX, WORKER_SUFFIX, connection_name
 from queues.keys import QueueKeys
 from queues.ops import DEFAULT_STATES
 
@@ -157,20 +157,15 @@ def worker_census() -> Counter[str]:
         clients = []
     for c in clients:
         name = c.get("name") or ""
-        if ":w:" in name:
-            found[name.split(":w:", 1)[0]] += 1
-        elif name and not name.endswith(":qe"):
+        if WORKER_SUFFIX in name:
+            found[name.split(WORKER_SUFFIX, 1)[0]] += 1
+        elif name and not name.endswith(QUEUE_EVENTS_SUFFIX):
             found[name] += 1
     _census.update(client=conn, value=found, at=time.monotonic())
     return found
 
 
 _census: dict[str, Any] = {}
-
-
-def worker_name(ref: QueueRef) -> str:
-    """The connection name BullMQ workers of this queue use (prefix:base64)."""
-    return f"{ref.prefix}:{base64.b64encode(ref.name.encode()).decode()}"
 
 
 def overview(refs: Iterable[QueueRef], now_ms: int | None = None) -> list[QueueStats]:
@@ -200,7 +195,7 @@ def overview(refs: Iterable[QueueRef], now_ms: int | None = None) -> list[QueueS
             for w in gpu
             if (w.get("prefix"), w.get("queue")) == (ref.prefix, ref.name)
         ]
-        connected = census.get(worker_name(ref), 0)
+        connected = census.get(connection_name(ref.prefix, ref.name), 0)
         rows.append(
             QueueStats(
                 ref,
