@@ -176,7 +176,10 @@ def job_detail(
 # --- actions -----------------------------------------------------------------
 def _job(ref: QueueRef, job_id: str, verb: str) -> tuple[Job, str]:
     q = readmodel.queue(ref.prefix, ref.name)
-    job = q.get_job(job_id)
+    # Only a duplicate needs the job's data; the other actions act by id, so a
+    # job holding megabytes is not copied out of Redis to retry or remove it.
+    cap = None if verb == "duplicate" else settings.BULLPEN_LIST_VALUE_MAX_BYTES
+    job = q.get_job(job_id, cap)
     if job is None:
         raise ActionError(f"job {job_id} no longer exists in {ref.key}")
     state = q.get_job_state(job_id).value

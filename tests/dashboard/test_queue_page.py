@@ -11,7 +11,14 @@ from django.urls import reverse
 
 from dashboard.models import AuditEntry
 from queues import Queue
-from tests.dashboard.helpers import HX, hx_post, make_active, queue_url, run_jobs
+from tests.dashboard.helpers import (
+    HX,
+    hx_post,
+    job_url,
+    make_active,
+    queue_url,
+    run_jobs,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -158,6 +165,10 @@ def test_huge_job_fields_are_not_read_for_lists_or_the_job_page(
     assert "0 matches" in found and "2 read; 1 with data too large to search" in found
     assert len(q.get_job(big).data["blob"]) == 8_000_000
     assert q.get_job(small) is not None
+    # Actions other than duplicate act by id, without reading the payload.
+    assert hx_post(admin_client, job_url(q, big, "retry")).status_code == 200
+    assert q.get_job_state(big).value == "waiting"
+    assert len(q.get_job(big).data["blob"]) == 8_000_000
 
 
 def test_job_list_fragment_rerenders_on_queue_events(
