@@ -87,8 +87,7 @@ def reset() -> None:
     client.cache_clear()
     _queue.cache_clear()
     _scripts.cache_clear()
-    with _discovery.lock:
-        _discovery.clear()
+    _discovery.reset()
     for clear in _resets:
         clear()
 
@@ -163,9 +162,10 @@ def _send(conn: redis.Redis, request: Any) -> Any:
     return conn.execute_command(*request.args)  # type: ignore[no-untyped-call]
 
 
-def run(op: ops.Op) -> Any:
-    """Drive an op (usually a `gather`) on the shared client."""
-    conn = client()
+def run(op: ops.Op, conn: redis.Redis | None = None) -> Any:
+    """Drive an op (usually a `gather`) on `conn`, by default the shared
+    client."""
+    conn = conn or client()
     try:
         request = next(op)
         while True:
@@ -208,8 +208,8 @@ DISCOVERY_TTL_PER_SCAN_S = 20
 DISCOVERY_INLINE_SCAN_S = 0.05
 
 
-class _Discovery:
-    """The SCAN for queues, shared by a process's requests.
+class Discovery:
+    """The SCAN for queues under `prefixes()`, shared by a process's requests.
 
     Without a result yet, requests wait for the one scan in flight (started by
     `prewarm` when the server starts) instead of each scanning. A result is
@@ -219,12 +219,18 @@ class _Discovery:
     of SCAN) every ~17 s (BULLPEN_DISCOVERY_TTL_S at most), in the
     background, while pages keep the previous list."""
 
-    def __init__(self) -> None:
+    def __init__(self, prefixes: Callable[[], Sequence[str]]) -> None:
+        self.prefixes = prefixes
         self.lock = threading.Lock()
         self.clear()
 
+    def reset(self) -> None:
+        """Forget the result, under the lock (tests point settings elsewhere)."""
+        with self.lock:
+            self.clear()
+
     def clear(self) -> None:
-        """Forget the result (a new client, or tests)."""
+        """Forget the result (a new client; the lock is held)."""
         self.client: redis.Redis | None = None
         self.found: list[QueueRef] | None = None
         self.at = 0.0
@@ -240,10 +246,7 @@ class _Discovery:
     def _scan(self, conn: redis.Redis, done: threading.Event) -> None:
         try:
             started = time.monotonic()
-            found = [
-                QueueRef(p, n)
-                for p, n in discover_queues(conn, settings.BULLPEN_PREFIXES)
-            ]
+            found = [QueueRef(p, n) for p, n in discover_queues(conn, self.prefixes())]
             with self.lock:
                 if self.client is conn:
                     self.found, self.at = found, time.monotonic()
@@ -306,12 +309,12 @@ class _Discovery:
             return self.found if self.found is not None else []
 
 
-_discovery = _Discovery()
+_discovery = Discovery(lambda: settings.BULLPEN_PREFIXES)
 
 
 def discovered_queues() -> list[QueueRef]:
     """The queues SCAN found with the configured prefixes (cached, see
-    `_Discovery`)."""
+    `Discovery`)."""
     return _discovery.get(client())
 
 

@@ -4,6 +4,7 @@ limited in Redis; job tickets; the public OpenAPI document."""
 from __future__ import annotations
 
 import hashlib
+import time
 from typing import Any
 
 import pytest
@@ -184,3 +185,50 @@ def test_openapi_document_is_public(db: None) -> None:
     response = Client().get("/api/v1/openapi.json")
     assert response.status_code == 200
     assert response.json()["openapi"].startswith("3.1")
+
+
+@pytest.mark.django_db
+def test_star_listing_uses_cached_discovery(
+    make_token: Any, api_redis: str, settings: Any, monkeypatch: Any
+) -> None:
+    """A `*` token's listing does not SCAN the keyspace on every call: a
+    costly scan's result is reused (as the dashboard's is) and refreshed in
+    the background, while a cheap one is redone so a new queue shows at once."""
+    from dashboard import readmodel
+    from dashboard.api.views import queues as queue_views
+
+    settings.BULLPEN_DISCOVERY_TTL_S = 60
+    client = ApiClient(make_token(queues="*")[1])
+    assert client.post_json(jobs("first"), {"name": "a"}).status_code == 201
+
+    def listed() -> list[str]:
+        return [row["queue"] for row in client.get("/api/v1/queues").json()["queues"]]
+
+    assert listed() == ["first"]
+    [row] = client.get("/api/v1/queues").json()["queues"]
+    assert row == client.get("/api/v1/queues/first").json()  # same body, batched
+    assert row["counts"]["waiting"] == 1 and row["paused"] is False
+    time.sleep(queue_views._discovery.ttl() + 0.01)  # a cheap scan is redone
+    assert client.post_json(jobs("second"), {"name": "a"}).status_code == 201
+    assert listed() == ["first", "second"]
+
+    scans: list[object] = []
+    real = readmodel.discover_queues
+
+    def counted(*args: Any) -> Any:
+        scans.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(readmodel, "discover_queues", counted)
+    queue_views._discovery.scan_s = 1.0  # as if a million keys: fresh for 20 s
+    assert client.post_json(jobs("third"), {"name": "a"}).status_code == 201
+    for _ in range(5):
+        assert listed() == ["first", "second"]
+    assert scans == []
+    queue_views._discovery.at -= 120  # stale: answered at once, rescanned behind
+    assert listed() == ["first", "second"]
+    deadline = time.monotonic() + 5
+    while "third" not in listed():
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    assert scans  # the rescan went through discovery
