@@ -18,6 +18,9 @@ MAX_SLOTS = 16
 
 # --- heartbeats, control and reconciling ---
 HEARTBEAT_INTERVAL_S = 2.0
+#: A worker also beats this soon after a job is claimed, admitted or ended
+#: (changes within it share one beat), so pages show the change at once.
+HEARTBEAT_SOON_S = 0.2
 #: A record without a fresh heartbeat disappears after this (3 missed beats).
 HEARTBEAT_TTL_S = 6.0
 #: How often a worker looks at cancel flags, its slot target and its parent.

@@ -145,6 +145,8 @@ class GpuWorker(AsyncWorker):
         self._state = "starting"
         self._ppid = os.getppid()
         self._helpers_stop = asyncio.Event()
+        #: Set when a job is claimed, admitted or ends: beat soon (see defaults).
+        self._changed = asyncio.Event()
         self._pool = ThreadPoolExecutor(spec.max_slots, thread_name_prefix="handler")
         # Bullpen's own keys; decode_responses, so replies are str.
         self._bp: Any = aioredis.Redis.from_url(spec.redis_url, decode_responses=True)
@@ -205,6 +207,7 @@ class GpuWorker(AsyncWorker):
     async def _process_job(self, job: Job) -> Any:
         meter = JobMeter(job.id, job.name)
         self.meters[job.id] = meter
+        self._changed.set()
         loop = asyncio.get_running_loop()
         ctx = JobContext(job, self.device, meter, loop)
         admitted = False
@@ -225,6 +228,7 @@ class GpuWorker(AsyncWorker):
             if not admitted:
                 raise JobCancelled()
             meter.admitted = True
+            self._changed.set()
             self._sample_peaks()
             meter.admitted_us = time.time_ns() // 1000
             meter.started_ms = meter.admitted_us // 1000
@@ -262,6 +266,7 @@ class GpuWorker(AsyncWorker):
                 meter.released_us = time.time_ns() // 1000
                 await self.admission.release(job.id)
             self.meters.pop(job.id, None)
+            self._changed.set()
             await self._record_job(job, meter, outcome)
 
     async def _cancel_requested(self, job_id: str) -> bool:
@@ -397,7 +402,28 @@ class GpuWorker(AsyncWorker):
         return not self._helpers_stop.is_set()
 
     async def _heartbeat_loop(self) -> None:
-        while await self._pause(self.spec.heartbeat_interval_s):
+        """Beat every interval, and at most HEARTBEAT_SOON_S after a change."""
+        while True:
+            due = time.monotonic() + self.spec.heartbeat_interval_s
+            waits = [
+                asyncio.ensure_future(self._helpers_stop.wait()),
+                asyncio.ensure_future(self._changed.wait()),
+            ]
+            await asyncio.wait(
+                waits,
+                timeout=self.spec.heartbeat_interval_s,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+            for w in waits:
+                w.cancel()
+            if self._changed.is_set():
+                # Let the rest of a burst of changes join this beat.
+                soon = min(due, time.monotonic() + defaults.HEARTBEAT_SOON_S)
+                if not await self._pause(soon - time.monotonic()):
+                    return
+            if self._helpers_stop.is_set():
+                return
+            self._changed.clear()
             try:
                 await self._heartbeat()
             except Exception as exc:  # noqa: BLE001 - keep beating after Redis blips

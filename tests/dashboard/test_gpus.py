@@ -335,4 +335,4 @@ def test_job_page_shows_a_running_jobs_declared_vram_and_gpu(
     assert "10.0 GiB" in gpu and "SIM-h1-0" in gpu and "simulated" in gpu
     assert "recorded when the job ends" in gpu and "running" in gpu
     other = viewer_client.get("/queues/bull/gpu/jobs/6/").content.decode()
-    assert "No VRAM record for this job" in other
+    assert "No GPU worker's heartbeat lists this job" in other  # active

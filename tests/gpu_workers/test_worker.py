@@ -239,6 +239,31 @@ def test_heartbeat_reports_budget_and_running_jobs(
     assert finished(q, job.id).returnvalue["steps"] == 40
 
 
+def test_claims_and_ends_are_heartbeated_at_once(
+    redis_url: str, qname: str, q: Queue, fleet: Fleet, workers: list[WorkerThread]
+) -> None:
+    """A job claimed, admitted or ended is in the next heartbeat within
+    HEARTBEAT_SOON_S, not the next interval: with beats 30 s apart, the job
+    page and the GPU page still see a new job (and its end) at once."""
+    workers.append(
+        WorkerThread(
+            make_spec(redis_url, qname, heartbeat_interval_s=30.0, heartbeat_ttl_s=60.0)
+        )
+    )
+    wait_until(lambda: fleet.list_workers(), what="the first heartbeat")
+    job = q.add("demo", {"vram": "5GiB", "steps": 10, "step_s": 0.1})
+
+    def listed() -> bool:
+        [w] = fleet.list_workers()
+        return any(r["id"] == job.id and r["admitted"] for r in w["running"])
+
+    wait_until(listed, timeout=1.5, what="the job in a heartbeat")
+    wait_until(lambda: finished(q, job.id), what="the job to finish")
+    wait_until(lambda: not listed(), timeout=1.5, what="the end in a heartbeat")
+    [w] = fleet.list_workers()
+    assert w["committed_bytes"] == 0 and w["counters"]["processed"] == 1
+
+
 def test_progress_survives_redis_dropping_every_connection(
     redis_url: str, qname: str, q: Queue, r: Any, workers: list[WorkerThread]
 ) -> None:
