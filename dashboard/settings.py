@@ -157,13 +157,26 @@ BULLPEN_DISCOVERY_TTL_S = float(os.environ.get("BULLPEN_DISCOVERY_TTL_S", "30"))
 #: Minutes of completed/failed throughput the overview's sparklines show.
 BULLPEN_SPARKLINE_MINUTES = int(os.environ.get("BULLPEN_SPARKLINE_MINUTES", "30"))
 
+
 # --- Live updates and /metrics (dashboard/live, dashboard/metrics.py) ---
+def channel_layer_host(url: str) -> dict[str, object]:
+    """The channel layer's connection to `url`. channels-redis blocks 5 s per
+    receive (BZPOPMIN), and redis-py 8 reads with a 5 s timeout unless told
+    otherwise: an idle receive would fail every 5 s, and live updates would
+    stall while the hub backs off."""
+    return {
+        "address": url,
+        "socket_connect_timeout": BULLPEN_REDIS_CONNECT_TIMEOUT_S,
+        "socket_timeout": max(BULLPEN_REDIS_TIMEOUT_S, 10.0),
+    }
+
+
 #: The channel layer the events reader fans out through (same Redis, own keys).
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
         "CONFIG": {
-            "hosts": [REDIS_URL],
+            "hosts": [channel_layer_host(REDIS_URL)],
             "prefix": f"{BULLPEN_NAMESPACE}:asgi",
             # Messages one server process may have queued before it reads them.
             "capacity": 1000,

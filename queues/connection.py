@@ -75,6 +75,44 @@ def async_client(connection: ConnectionLike) -> aioredis.Redis:
     )
 
 
+#: A blocking command's connection waits this much longer than the command
+#: itself before it calls the server dead.
+BLOCKING_READ_MARGIN_S = 5.0
+
+
+def _default_of(cls: type, parameter: str) -> Any:
+    """The default of a connection class's constructor parameter (looked up
+    through its bases, as subclasses take **kwargs), else None."""
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is None:
+            continue
+        found = inspect.signature(init).parameters.get(parameter)
+        if found is not None and found.default is not inspect.Parameter.empty:
+            return found.default
+    return None
+
+
+def for_blocking(client: Any, block_s: float) -> Any:
+    """`client`, or a sibling of the same flavour whose socket read timeout
+    outlasts a command that blocks up to `block_s` seconds.
+
+    redis-py 8 reads with a 5 s timeout by default, so an XREAD BLOCK 10000
+    (or a BZPOPMIN 5) on an idle key fails with TimeoutError instead of
+    returning nothing. A client without a read timeout, or with a longer one,
+    is returned as it is."""
+    pool = client.connection_pool
+    current = pool.connection_kwargs.get(
+        "socket_timeout", _default_of(pool.connection_class, "socket_timeout")
+    )
+    if current is None or current > block_s:
+        return client
+    flavour = aioredis.Redis if isinstance(client, aioredis.Redis) else redis.Redis
+    return flavour(
+        **_kwargs_of(client, flavour, socket_timeout=block_s + BLOCKING_READ_MARGIN_S)
+    )
+
+
 def sibling_async_client(client: aioredis.Redis, **overrides: Any) -> aioredis.Redis:
     """A new asyncio client with the same settings (e.g. a blocking connection)."""
     return aioredis.Redis(**_kwargs_of(client, aioredis.Redis, **overrides))

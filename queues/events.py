@@ -9,7 +9,7 @@ from typing import Any
 
 from . import codec, defaults
 from .clients import QUEUE_EVENTS_SUFFIX, connection_name
-from .connection import ConnectionLike, async_client, sync_client
+from .connection import ConnectionLike, async_client, for_blocking, sync_client
 from .keys import QueueKeys
 from .queue import check_queue_name
 
@@ -55,6 +55,9 @@ def _connection_name(keys: QueueKeys) -> str:
 class _EventsReader:
     """What both readers share: where they are in the stream and the parsing."""
 
+    #: The reader's own client (sync or asyncio, see the subclasses).
+    client: Any
+
     def __init__(
         self,
         name: str,
@@ -69,6 +72,8 @@ class _EventsReader:
 
     def _xread_args(self, count: int, block_ms: int | None) -> dict[str, Any]:
         block = self.block_ms if block_ms is None else block_ms
+        # The connection must outwait the block (redis-py 8 reads with 5 s).
+        self.client = for_blocking(self.client, block / 1000)
         return {
             "streams": {self.keys.events: self.last_id},
             "count": count,
@@ -103,7 +108,7 @@ class QueueEvents(_EventsReader):
         block_ms: int = defaults.EVENTS_BLOCK_MS,
     ) -> None:
         super().__init__(name, prefix, last_id, block_ms)
-        self.client = sync_client(connection)
+        self.client = for_blocking(sync_client(connection), block_ms / 1000)
 
     def read(self, count: int = 100, block_ms: int | None = None) -> list[QueueEvent]:
         """Read the events after `last_id` (blocking up to block_ms) and advance."""
@@ -136,7 +141,7 @@ class AsyncQueueEvents(_EventsReader):
         block_ms: int = defaults.EVENTS_BLOCK_MS,
     ) -> None:
         super().__init__(name, prefix, last_id, block_ms)
-        self.client = async_client(connection)
+        self.client = for_blocking(async_client(connection), block_ms / 1000)
 
     async def read(
         self, count: int = 100, block_ms: int | None = None

@@ -28,6 +28,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from queues import AsyncQueue, Job, JobState, Queue
+from queues.connection import for_blocking
 
 from . import defaults
 
@@ -173,6 +174,7 @@ def _stream_bounds(info: dict[str, Any] | None) -> tuple[str, str]:
 def serve_sync(queue: Queue, steps: Generator[Step, Any, None]) -> Iterator[bytes]:
     """Run the steps with blocking redis-py (WSGI)."""
     client: redis.Redis = queue.client
+    reader = client  # a sibling when its read timeout is shorter than a block
     events = queue.keys.events
     reply: Any = None
     try:
@@ -182,7 +184,9 @@ def serve_sync(queue: Queue, steps: Generator[Step, Any, None]) -> Iterator[byte
             if isinstance(step, bytes):
                 yield step
             elif isinstance(step, Read):
-                got: Any = client.xread(
+                if step.block_ms is not None:
+                    reader = for_blocking(reader, step.block_ms / 1000)
+                got: Any = reader.xread(
                     {events: step.after}, count=100, block=step.block_ms
                 )
                 reply = got[0][1] if got else []
@@ -197,6 +201,9 @@ def serve_sync(queue: Queue, steps: Generator[Step, Any, None]) -> Iterator[byte
         RedisError
     ) as exc:  # the headers are sent: end the stream, the client resumes
         log.warning("SSE stream ended by a Redis error: %s", exc)
+    finally:
+        if reader is not client:
+            reader.close()
 
 
 async def serve_async(
@@ -204,6 +211,7 @@ async def serve_async(
 ) -> AsyncIterator[bytes]:
     """Run the steps with redis.asyncio (ASGI); closes the queue's client."""
     client: aioredis.Redis = queue.client
+    reader = client  # a sibling when its read timeout is shorter than a block
     events = queue.keys.events
     reply: Any = None
     try:
@@ -213,7 +221,9 @@ async def serve_async(
             if isinstance(step, bytes):
                 yield step
             elif isinstance(step, Read):
-                got: Any = await client.xread(
+                if step.block_ms is not None:
+                    reader = for_blocking(reader, step.block_ms / 1000)
+                got: Any = await reader.xread(
                     {events: step.after}, count=100, block=step.block_ms
                 )
                 reply = got[0][1] if got else []
@@ -233,4 +243,6 @@ async def serve_async(
     ) as exc:  # the headers are sent: end the stream, the client resumes
         log.warning("SSE stream ended by a Redis error: %s", exc)
     finally:
+        if reader is not client:
+            await reader.aclose()
         await queue.close()

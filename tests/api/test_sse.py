@@ -198,3 +198,34 @@ def test_follow_and_resume_under_asgi(
         "completed",
     ]
     assert [m["id"] for m in resumed] == [m["id"] for m in full[3:]]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_asgi_stream_outlasts_a_quiet_spell(
+    make_token: Any, q: Queue, qname: str, api_redis: str
+) -> None:
+    """A job that waits longer than redis-py's default 5 s read timeout: the
+    stream's XREAD (blocking up to the keep-alive) must not fail, so the
+    client sees the job through to completed on one connection."""
+    _, token = make_token()
+    job = q.add("gen", {})
+
+    async def follow() -> list[dict[str, Any]]:
+        response = await AsyncClient().get(
+            events_url(qname, job.id), headers={"Authorization": f"Bearer {token}"}
+        )
+        assert response.status_code == 200, response.content
+        return list(parse([chunk async for chunk in response.streaming_content]))
+
+    async def main() -> list[dict[str, Any]]:
+        live = asyncio.create_task(follow())
+        await asyncio.sleep(6)  # quiet: nothing in the job's stream
+        assert not live.done(), "the stream ended during the quiet spell"
+        worker = WorkerThread(qname, steps, api_redis)
+        try:
+            return await asyncio.wait_for(live, 15)
+        finally:
+            await asyncio.to_thread(worker.stop)
+
+    got = [m["event"] for m in asyncio.run(main())]
+    assert got[0] == "state" and got[-1] == "completed"

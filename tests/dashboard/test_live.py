@@ -18,6 +18,7 @@ from dashboard.live import defaults
 from dashboard.live.hub import get_hub, reset_hub
 from dashboard.live.messages import queue_group
 from dashboard.live.reader import get_reader, reset_reader
+from dashboard.settings import channel_layer_host
 from queues import AsyncQueue
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -32,7 +33,11 @@ def live(settings: Any, redis_url: str) -> Iterator[str]:
     settings.CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [redis_url], "prefix": "test:asgi", "capacity": 1000},
+            "CONFIG": {
+                "hosts": [channel_layer_host(redis_url)],
+                "prefix": "test:asgi",
+                "capacity": 1000,
+            },
         }
     }
     yield redis_url
@@ -255,6 +260,33 @@ def test_job_subscription_gets_only_that_job(
         await queue.close()
 
     run(test)
+
+
+def test_an_idle_followed_job_still_gets_its_next_event_at_once(
+    live: str, viewer: User, qname: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Nothing arrives for longer than channels-redis's 5 s receive and
+    redis-py's default 5 s read timeout: the hub must not fail (and back off)
+    on that idle receive, so the job's next progress still arrives at once."""
+    key = f"bull:{qname}"
+    cookie_viewer = session_cookie(viewer)
+
+    async def test() -> None:
+        queue = AsyncQueue(qname, live)
+        job = await queue.add("a", {})
+        comm = await open_socket(ORIGIN, cookie_viewer)
+        await comm.connect()
+        await comm.send_json_to({"type": "subscribe", "jobs": [f"{key}:{job.id}"]})
+        await drain(comm, 6.5)  # idle: the hub's receive outlasts 5 s
+        sent = time.monotonic()
+        await job.update_progress(42)
+        got = await receive_until(comm, lambda m: m["type"] == "progress")
+        assert got["progress"] == 42 and time.monotonic() - sent < 1.0
+        await queue.close()
+
+    with caplog.at_level("WARNING", logger="dashboard.live"):
+        run(test)
+    assert not [r for r in caplog.records if "live hub" in r.getMessage()]
 
 
 def test_bad_subscriptions_are_refused_not_followed(live: str, viewer: User) -> None:

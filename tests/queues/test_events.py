@@ -86,3 +86,67 @@ def test_dollar_means_only_new_events(redis_url: str, qname: str) -> None:
         return got
 
     assert asyncio.run(main()) == ["added", "waiting"]
+
+
+def test_an_idle_stream_blocks_for_the_whole_block_not_the_read_timeout(
+    redis_url: str, qname: str
+) -> None:
+    """A read on a stream that stays quiet returns [] after block_ms, though
+    the connection's read timeout is shorter (redis-py 8 reads with 5 s by
+    default, and XREAD BLOCK 10000 is the default here): the reader's
+    connection outwaits its block, sync and asyncio, also for a longer block
+    asked for one read."""
+    import time
+
+    import redis
+    import redis.asyncio as aioredis
+
+    Queue(qname, redis_url).add("x", {})
+    short = redis.Redis.from_url(redis_url, socket_timeout=0.3)
+    events = QueueEvents(qname, short, block_ms=600)
+    started = time.monotonic()
+    assert events.read() == []
+    assert events.read(block_ms=900) == []
+    assert 1.4 < time.monotonic() - started < 3
+    events.close()
+
+    async def main() -> None:
+        short = aioredis.Redis.from_url(redis_url, socket_timeout=0.3)
+        events = AsyncQueueEvents(qname, short, block_ms=600)
+        started = time.monotonic()
+        assert await events.read() == []
+        assert 0.5 < time.monotonic() - started < 2
+        await events.close()
+        await short.aclose()
+
+    asyncio.run(main())
+    short.close()
+
+
+def test_for_blocking_keeps_a_long_enough_timeout_and_extends_a_short_one(
+    redis_url: str,
+) -> None:
+    """for_blocking returns the client when its read timeout (or none)
+    outlasts the block, else a sibling on the same server that does."""
+    import redis
+    import redis.asyncio as aioredis
+
+    from queues.connection import for_blocking
+
+    def timeout_of(client: object) -> object:
+        kwargs = client.connection_pool.connection_kwargs  # type: ignore[attr-defined]
+        return kwargs.get("socket_timeout", "library default")
+
+    unbounded = redis.Redis.from_url(redis_url, socket_timeout=None)
+    assert for_blocking(unbounded, 60) is unbounded
+    long = redis.Redis.from_url(redis_url, socket_timeout=30)
+    assert for_blocking(long, 10) is long
+    for client in (
+        redis.Redis.from_url(redis_url),  # redis-py 8's default: 5 s
+        aioredis.Redis.from_url(redis_url),
+    ):
+        sibling = for_blocking(client, 10)
+        assert sibling is not client and type(sibling) is type(client)
+        assert timeout_of(sibling) == 15.0
+        kwargs = sibling.connection_pool.connection_kwargs
+        assert kwargs["port"] == client.connection_pool.connection_kwargs["port"]
