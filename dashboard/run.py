@@ -16,11 +16,14 @@ import subprocess
 import sys
 import time
 
+from gpu_workers.defaults import DRAIN_TIMEOUT_S
 from queues.devredis import RedisServer
 
 HOST = os.environ.get("BULLPEN_HOST", "127.0.0.1")
 PORT = os.environ.get("BULLPEN_PORT", "8000")
 SIMULATED = "sim:2x24GiB"
+#: What stops everything: Ctrl-C, a process manager's stop, a closed terminal.
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def _gpus_spec(env: dict[str, str]) -> str:
@@ -54,6 +57,10 @@ def _ensure_admin(py: str, env: dict[str, str]) -> None:
         )
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
 def main() -> None:
     """Start everything and stop it all on Ctrl-C."""
     env = dict(os.environ, DJANGO_SETTINGS_MODULE="dashboard.settings")
@@ -84,6 +91,12 @@ def main() -> None:
         "webhooks": [py, "manage.py", "runwebhooks"],
         "producer": [py, "-m", "dashboard.demo", env["REDIS_URL"], "gpu"],
     }
+    # SIGTERM (a process manager, `docker stop`) and SIGHUP (a closed
+    # terminal) stop everything as Ctrl-C does, instead of killing this
+    # process alone and orphaning the others; SIGINT is set too, as a shell
+    # starts a background job with it ignored.
+    for signum in SIGNALS:
+        signal.signal(signum, _interrupt)
     procs = {name: subprocess.Popen(cmd, env=env) for name, cmd in commands.items()}
     gpus = (
         "simulated 2 x 24 GiB"
@@ -100,16 +113,43 @@ def main() -> None:
     except KeyboardInterrupt:
         pass
     finally:
-        for p in procs.values():
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in procs.values():
-            try:
-                p.wait(30)
-            except subprocess.TimeoutExpired:
-                p.kill()
-        if server is not None:
-            server.stop()
+        _stop(procs, server, env)
+
+
+def _stop(
+    procs: dict[str, subprocess.Popen[bytes]],
+    server: RedisServer | None,
+    env: dict[str, str],
+) -> None:
+    """SIGTERM every process and wait while the supervisor drains running
+    jobs (BULLPEN_DRAIN_TIMEOUT_S, + 10 s); a second Ctrl-C kills at once.
+    Redis stops last, after everything that uses it."""
+    again: list[int] = []
+
+    def now(signum: int, frame: object) -> None:
+        if not again:
+            print("stopping now: killing what is still running", flush=True)
+        again.append(signum)
+
+    for signum in SIGNALS:
+        signal.signal(signum, now)
+    running = [p for p in procs.values() if p.poll() is None]
+    for p in running:
+        p.send_signal(signal.SIGTERM)
+    if running:
+        print("stopping: running jobs finish first (Ctrl-C again: now)", flush=True)
+    drain_s = float(env.get("BULLPEN_DRAIN_TIMEOUT_S") or DRAIN_TIMEOUT_S)
+    deadline = time.monotonic() + drain_s + 10
+    while any(p.poll() is None for p in running):
+        if again or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    for p in running:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    if server is not None:
+        server.stop()
 
 
 if __name__ == "__main__":
