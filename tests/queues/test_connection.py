@@ -1,0 +1,83 @@
+"""queues.connection: the asyncio clients it makes pack commands with hiredis,
+byte for byte as redis-py's own packer, and round-trip every kind of value."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+
+from queues import AsyncQueue
+from queues.connection import _HiredisPacking, async_client, sibling_async_client
+
+pytest.importorskip("hiredis")
+
+ARGS: list[tuple[Any, ...]] = [
+    ("EVALSHA", "a" * 40, 2, "bull:q:wait", "bull:q:active", 1796018683259, "{}"),
+    ("SET", "k", "text with ünïcödé and a \u2603"),
+    ("SET", "k", b"\x00\xff raw bytes"),
+    ("SET", "k", "not utf-8: \udcff\udcfe"),  # surrogateescape'd: redis-py's packer
+    ("SET", "k", 1.5),  # floats: redis-py's repr
+    ("SET", "k", 1e20),
+    ("SET", "k", -3),
+    ("SET", "k", 2**70),
+    ("SET", "k", memoryview(b"view")),
+    ("SET", "k", bytearray(b"array")),
+    ("CONFIG GET", "maxmemory"),  # a command name with a space is split
+    ("SET", "k", "x" * 200_000),  # over redis-py's buffer cutoff
+]
+
+
+def python_packed(conn: aioredis.Connection, args: tuple[Any, ...]) -> bytes:
+    return b"".join(bytes(p) for p in aioredis.Connection.pack_command(conn, *args))
+
+
+def test_hiredis_packing_is_byte_for_byte_redis_py(redis_url: str) -> None:
+    """Every kind of argument packs to the bytes redis-py's own asyncio
+    packer makes (hiredis where it agrees, redis-py's packer elsewhere), and
+    what redis-py refuses (None, bool) is still refused."""
+    client = async_client(redis_url)
+    conn = client.connection_pool.make_connection()
+    assert isinstance(conn, _HiredisPacking)
+    for args in ARGS:
+        fast = b"".join(bytes(p) for p in conn.pack_command(*args))
+        assert fast == python_packed(conn, args), args
+    for bad in (None, True):
+        with pytest.raises(Exception) as got:
+            conn.pack_command("SET", "k", bad)
+        with pytest.raises(type(got.value)):
+            aioredis.Connection.pack_command(conn, "SET", "k", bad)
+    sibling = sibling_async_client(client, socket_timeout=None)
+    assert isinstance(sibling.connection_pool.make_connection(), _HiredisPacking)
+
+
+def test_values_round_trip_through_a_hiredis_packing_client(
+    redis_url: str, qname: str
+) -> None:
+    """Values of every kind are stored as sent, and jobs added, read and
+    updated through the fast client read back the same."""
+
+    async def main() -> None:
+        client = async_client(redis_url)
+        for i, args in enumerate(ARGS):
+            if args[0] != "SET":
+                continue
+            await client.set(f"{qname}:{i}", args[2])
+            stored = await client.get(f"{qname}:{i}")
+            sent = args[2]
+            if isinstance(sent, (bytes, bytearray, memoryview)):
+                expected = bytes(sent).decode("utf-8", "surrogateescape")
+            elif isinstance(sent, float):
+                expected = repr(sent)
+            else:
+                expected = str(sent)
+            assert stored == expected, args
+        q = AsyncQueue(qname, client)
+        data = {"prompt": "ünïcödé \u2603", "n": 3, "x": 0.1, "big": "y" * 100_000}
+        job = await q.add("render", data, priority=2)
+        assert (await q.get_job(job.id)).data == data  # type: ignore[union-attr]
+        await client.aclose()
+
+    asyncio.run(main())
