@@ -41,17 +41,12 @@ class FailureHandling:
         if job.malformed:
             fields += job.repair_fields()
         attempts_made = job.attempts_made + 1
-        first_line = " ".join(str(exc).split()) or "-"
-        log.warning(
-            "job %s (%s) failed on attempt %d of %d: %s: %s",
-            job.id,
-            job.name,
-            attempts_made,
-            job.attempts,
-            type(exc).__name__,
-            first_line,
-        )
-        if not isinstance(exc, UnrecoverableError) and attempts_made < job.attempts:
+        delay = -1  # not retried
+        if isinstance(exc, UnrecoverableError):
+            outcome = "unrecoverable, not retried"
+        elif attempts_made >= job.attempts:
+            outcome = "no attempts left"
+        else:
             try:
                 delay = backoff_delay(
                     job.opts.get("backoff"),
@@ -61,12 +56,29 @@ class FailureHandling:
                     self.backoff_strategy,
                 )
             except Exception as backoff_exc:  # noqa: BLE001 - a broken strategy fails the job
-                delay = -1
                 reason = _text(f"{reason} (backoff failed: {backoff_exc})")
                 fields[1] = reason
-            if delay != -1:
-                await self._retry(job, delay, fields)
-                return None
+                outcome = "its backoff failed, not retried"
+            else:
+                if delay == -1:
+                    outcome = "its backoff strategy said not to retry"
+                elif delay:
+                    outcome = f"retrying in {delay / 1000:g} s"
+                else:
+                    outcome = "retrying now"
+        log.warning(
+            "job %s (%s) failed on attempt %d of %d (%s): %s: %s",
+            job.id,
+            job.name,
+            attempts_made,
+            job.attempts,
+            outcome,
+            type(exc).__name__,
+            " ".join(str(exc).split()) or "-",
+        )
+        if delay != -1:
+            await self._retry(job, delay, fields)
+            return None
         return {
             "id": job.id,
             "token": job.token,

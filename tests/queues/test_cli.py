@@ -202,8 +202,8 @@ def test_worker_processes_jobs_and_logs_each_failure(
     failures = [line for line in err.splitlines() if " failed on attempt " in line]
     assert len(failures) == 2, err
     assert any(
-        "job 6 (bad) failed on attempt 1 of 1: ValueError: boom on 7 second line"
-        in line
+        "job 6 (bad) failed on attempt 1 of 1 (no attempts left): "
+        "ValueError: boom on 7 second line" in line
         for line in failures
     )
     assert queue.get_job("1").returnvalue == {"doubled": 0}

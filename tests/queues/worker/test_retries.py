@@ -241,3 +241,35 @@ def test_unrecoverable_error_fails_at_once(redis_url: str, q: Queue) -> None:
         assert (failed.attempts_made, failed.failed_reason) == (1, "boom 1")
         assert failed.get_state() is JobState.FAILED
     assert q.get_counts("delayed", "waiting") == {"delayed": 0, "waiting": 0}
+
+
+def test_each_failure_is_logged_with_what_happens_next(
+    redis_url: str, q: Queue, caplog: Any
+) -> None:
+    """An operator reading the log sees whether a failed attempt is retried
+    (and when), has no attempts left, or was unrecoverable."""
+    fixed = q.add("fixed", None, attempts=2, backoff={"type": "fixed", "delay": 300})
+    now = q.add("now", None, attempts=2)
+    unrecoverable = q.add("u", None, attempts=5)
+
+    def proc(job: Job) -> None:
+        if job.name == "u":
+            raise UnrecoverableError("bad input")
+        raise RuntimeError("boom")
+
+    with caplog.at_level("WARNING", logger="queues.worker"):
+        with worker_thread(q.name, proc, redis_url, concurrency=3):
+            wait_until(lambda: _finished(q, 3), 10, what="three failures")
+    lines = [
+        r.getMessage() for r in caplog.records if "failed on attempt" in r.getMessage()
+    ]
+    expected = [
+        f"job {fixed.id} (fixed) failed on attempt 1 of 2 (retrying in 0.3 s)",
+        f"job {fixed.id} (fixed) failed on attempt 2 of 2 (no attempts left)",
+        f"job {now.id} (now) failed on attempt 1 of 2 (retrying now)",
+        f"job {now.id} (now) failed on attempt 2 of 2 (no attempts left)",
+        f"job {unrecoverable.id} (u) failed on attempt 1 of 5 "
+        "(unrecoverable, not retried): UnrecoverableError: bad input",
+    ]
+    for start in expected:
+        assert any(line.startswith(start) for line in lines), (start, lines)
