@@ -16,6 +16,7 @@ from .config import WorkerSpec
 from .exceptions import GpuWorkerError
 from .handlers import load_handler_modules
 from .probe import make_probe
+from .units import format_bytes
 from .worker import GpuWorker
 
 
@@ -41,10 +42,11 @@ def main(argv: list[str] | None = None) -> int:
         log.error("cannot start: %s", exc)
         return defaults.EXIT_CONFIG
     log.info(
-        "serving %s:%s on %s with %s budget, %d slot(s)",
+        "serving %s:%s on %s with a %s VRAM budget (%d bytes), %d slot(s)",
         spec.prefix,
         spec.queue,
         spec.gpu_uuid,
+        format_bytes(worker.admission.budget_bytes),
         worker.admission.budget_bytes,
         spec.slots,
     )
