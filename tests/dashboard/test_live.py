@@ -100,6 +100,16 @@ async def open_socket(*headers: tuple[bytes, bytes]) -> WebsocketCommunicator:
     return comm
 
 
+async def subscribed(
+    cookie: tuple[bytes, bytes], **subscription: Any
+) -> WebsocketCommunicator:
+    """A connected socket of a logged-in user that sent one subscribe."""
+    comm = await open_socket(ORIGIN, cookie)
+    assert (await comm.connect())[0]
+    await comm.send_json_to({"type": "subscribe", **subscription})
+    return comm
+
+
 _pending: dict[int, list[dict[str, Any]]] = {}
 
 
@@ -197,9 +207,7 @@ def test_counts_events_and_progress_arrive(live: str, viewer: User, qname: str) 
 
     async def test() -> None:
         queue = AsyncQueue(qname, live)
-        comm = await open_socket(ORIGIN, cookie_viewer)
-        assert (await comm.connect())[0]
-        await comm.send_json_to({"type": "subscribe", "queues": [key]})
+        comm = await subscribed(cookie_viewer, queues=[key])
         first = await receive_until(comm, lambda m: m["type"] == "counts")
         assert first["counts"]["waiting"] == 0
         job = await queue.add("render", {"steps": 3})
@@ -246,9 +254,7 @@ def test_job_subscription_gets_only_that_job(
         queue = AsyncQueue(qname, live)
         mine = await queue.add("a", {})
         other = await queue.add("b", {})
-        comm = await open_socket(ORIGIN, cookie_viewer)
-        await comm.connect()
-        await comm.send_json_to({"type": "subscribe", "jobs": [f"{key}:{mine.id}"]})
+        comm = await subscribed(cookie_viewer, jobs=[f"{key}:{mine.id}"])
         await asyncio.sleep(0.2)
         await other.update_progress(10)
         await mine.update_progress(20)
@@ -274,9 +280,7 @@ def test_an_idle_followed_job_still_gets_its_next_event_at_once(
     async def test() -> None:
         queue = AsyncQueue(qname, live)
         job = await queue.add("a", {})
-        comm = await open_socket(ORIGIN, cookie_viewer)
-        await comm.connect()
-        await comm.send_json_to({"type": "subscribe", "jobs": [f"{key}:{job.id}"]})
+        comm = await subscribed(cookie_viewer, jobs=[f"{key}:{job.id}"])
         await drain(comm, 6.5)  # idle: the hub's receive outlasts 5 s
         sent = time.monotonic()
         await job.update_progress(42)
@@ -321,9 +325,7 @@ def test_progress_is_coalesced_to_ten_a_second(
     async def test() -> None:
         queue = AsyncQueue(qname, live)
         job = await queue.add("spam", {})
-        comm = await open_socket(ORIGIN, cookie_viewer)
-        await comm.connect()
-        await comm.send_json_to({"type": "subscribe", "queues": [key]})
+        comm = await subscribed(cookie_viewer, queues=[key])
         await asyncio.sleep(0.3)
         listening = asyncio.create_task(drain(comm, 2.0))
         start = time.monotonic()
@@ -353,9 +355,7 @@ def test_reconnect_resumes_from_last_id(live: str, viewer: User, qname: str) -> 
 
     async def test() -> None:
         queue = AsyncQueue(qname, live)
-        comm = await open_socket(ORIGIN, cookie_viewer)
-        await comm.connect()
-        await comm.send_json_to({"type": "subscribe", "queues": [key]})
+        comm = await subscribed(cookie_viewer, queues=[key])
         await asyncio.sleep(0.2)
         first = await queue.add("before", {})
         # Its last id is that of the job's `waiting`, which follows `added`.
@@ -367,11 +367,7 @@ def test_reconnect_resumes_from_last_id(live: str, viewer: User, qname: str) -> 
         await missed[0].update_progress(50)
         await missed[0].update_progress(60)
 
-        comm = await open_socket(ORIGIN, cookie_viewer)
-        await comm.connect()
-        await comm.send_json_to(
-            {"type": "subscribe", "queues": [key], "last_ids": {key: seen["id"]}}
-        )
+        comm = await subscribed(cookie_viewer, queues=[key], last_ids={key: seen["id"]})
         got = []
         while True:
             message = await next_message(comm)
@@ -414,11 +410,7 @@ def test_replay_is_bounded(
         stream = await queue.client.xrange(queue.keys.events)
         after = stream[-1][0]
         jobs = [await queue.add("j", {"n": i}) for i in range(20)]
-        comm = await open_socket(ORIGIN, cookie_viewer)
-        await comm.connect()
-        await comm.send_json_to(
-            {"type": "subscribe", "queues": [key], "last_ids": {key: after}}
-        )
+        comm = await subscribed(cookie_viewer, queues=[key], last_ids={key: after})
         got = []
         while (message := await next_message(comm))["type"] != "replayed":
             got.append(message)
@@ -511,9 +503,7 @@ def test_subscribe_while_redis_is_down_closes_try_again_and_leaks_nothing(
     cookie_viewer = session_cookie(viewer)
 
     async def test() -> None:
-        comm = await open_socket(ORIGIN, cookie_viewer)
-        assert (await comm.connect())[0]
-        await comm.send_json_to({"type": "subscribe", "queues": ["bull:down"]})
+        comm = await subscribed(cookie_viewer, queues=["bull:down"])
         message = await next_message(comm)
         assert message["type"] == "error"
         assert message["message"].startswith("Redis is not answering")
