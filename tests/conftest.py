@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import signal
+import threading
 import uuid
 from collections.abc import Iterator
 
@@ -10,6 +12,18 @@ import pytest
 import redis
 
 from tests.redis_server import RedisServer
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """SIGTERM (a CI timeout, `timeout`, a closed job) ends the run as Ctrl-C
+    does, so fixtures tear down: the session's redis-server and the helper
+    processes tests start in their own sessions are stopped, not orphaned."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, interrupt)
 
 
 @pytest.fixture(scope="session")
