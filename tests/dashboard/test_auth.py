@@ -230,3 +230,20 @@ def test_htmx_request_without_session_redirects_the_whole_page(
     assert response["HX-Redirect"].startswith("/login/?next=/queues/bull/")
     response = Client().post(queue_url(q, "pause"), **HX)
     assert response["HX-Redirect"].startswith("/login/")
+
+
+def test_pages_have_an_icon_and_favicon_ico_points_to_it(dashboard_redis: str) -> None:
+    """Pages link the icon; /favicon.ico (asked for by browsers on pages
+    without the link, such as the admin's) redirects to it without a login
+    instead of logging a 404."""
+    from pathlib import Path
+
+    from django.conf import settings
+
+    login = Client().get("/login/").content.decode()
+    assert 'rel="icon" href="/static/dashboard/favicon.svg"' in login
+    response = Client().get("/favicon.ico")
+    assert response.status_code == 301
+    assert response["Location"] == "/static/dashboard/favicon.svg"
+    icon = Path(settings.STATICFILES_DIRS[0]) / "dashboard" / "favicon.svg"
+    assert icon.read_text().startswith("<svg")
