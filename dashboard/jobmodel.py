@@ -3,6 +3,7 @@ record (or what a live GPU worker says of it) and flow tree."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -51,6 +52,8 @@ def job_detail(ref: QueueRef, job_id: str, whole: bool = False) -> JobDetail | N
             vram = running_vram(ref, job_id)
     except redis.RedisError:
         vram = None
+    if vram is not None:
+        vram["wait_ms"] = vram_wait_ms(vram)
     parent_ref = parent_id = None
     if job.parent and isinstance(job.parent.get("queueKey"), str):
         parent_ref = parse_entry(job.parent["queueKey"])
@@ -63,6 +66,19 @@ def job_detail(ref: QueueRef, job_id: str, whole: bool = False) -> JobDetail | N
     return JobDetail(
         job, state, list(reversed(lines)), total, vram, flow, parent_ref, parent_id
     )
+
+
+def vram_wait_ms(vram: dict[str, Any]) -> int | None:
+    """How long the job held a slot waiting for VRAM before it started (so
+    far, while it still waits), or None when unknown."""
+    claimed, started = vram.get("claimed_ms"), vram.get("started_ms")
+    if not isinstance(claimed, int):
+        return None
+    if isinstance(started, int):
+        return max(started - claimed, 0)
+    if vram.get("live") and vram.get("outcome") == "waiting-for-vram":
+        return max(int(time.time() * 1000) - claimed, 0)
+    return None
 
 
 def running_vram(ref: QueueRef, job_id: str) -> dict[str, Any] | None:
@@ -81,6 +97,8 @@ def running_vram(ref: QueueRef, job_id: str) -> dict[str, Any] | None:
                     "host": w.get("host"),
                     "worker": w.get("id"),
                     "outcome": job.get("state", "running"),
+                    "claimed_ms": job.get("claimed_ms"),
+                    "started_ms": job.get("started_ms"),
                     "live": True,
                 }
     return None

@@ -334,5 +334,22 @@ def test_job_page_shows_a_running_jobs_declared_vram_and_gpu(
     gpu = gpu[: gpu.index("</dl>")]
     assert "10.0 GiB" in gpu and "SIM-h1-0" in gpu and "simulated" in gpu
     assert "recorded when the job ends" in gpu and "running" in gpu
+    assert "waited for VRAM" not in gpu  # admitted at once (no times: unknown)
     other = viewer_client.get("/queues/bull/gpu/jobs/6/").content.decode()
     assert "No GPU worker's heartbeat lists this job" in other  # active
+
+
+def test_vram_wait_runs_from_claim_to_start_or_to_now_while_waiting() -> None:
+    """The job page's 'waited for VRAM': the record's claim-to-start time;
+    for a job a live worker still holds waiting for VRAM, the time so far."""
+    import time
+
+    from dashboard.jobmodel import vram_wait_ms
+
+    assert vram_wait_ms({"claimed_ms": 1_000, "started_ms": 3_500}) == 2_500
+    assert vram_wait_ms({"claimed_ms": 1_000, "outcome": "failed"}) is None
+    assert vram_wait_ms({"started_ms": 5}) is None
+    now = int(time.time() * 1000)
+    live = {"claimed_ms": now - 3_000, "live": True, "outcome": "waiting-for-vram"}
+    wait = vram_wait_ms(live)
+    assert wait is not None and 3_000 <= wait < 4_000

@@ -75,9 +75,12 @@ def test_completed_job_shows_return_value_and_vram(
             "host": "host-a",
             "worker": "w-1",
             "outcome": "completed",
+            "claimed_ms": 1_700_000_000_000,
+            "started_ms": 1_700_000_004_200,  # held a slot 4.2 s for VRAM
         },
     )
     html = admin_client.get(job_url(q, job_id)).content.decode()
+    assert "<dt>waited for VRAM</dt><dd>4.2 s <span" in html
     assert "&quot;image&quot;: &quot;out.png&quot;" in html
     assert "8.0 GiB" in html and "6.0 GiB" in html and "nvml-process" in html
     assert "GPU-abc" in html and "simulated" in html and "host-a / w-1" in html
