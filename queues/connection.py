@@ -8,6 +8,7 @@ reported as a malformed job instead of failing a whole reply.
 from __future__ import annotations
 
 import inspect
+import socket
 from typing import Any, Union
 
 import redis
@@ -127,6 +128,48 @@ def async_client(connection: ConnectionLike) -> aioredis.Redis:
     raise TypeError(
         f"connection must be a redis URL or client, not {type(connection)!r}"
     )
+
+
+def _dead_server_options() -> dict[int, int]:
+    """TCP options that notice a dead server or network without a read
+    timeout: keepalive probes on an idle connection (30 s, then 3 x 5 s) and,
+    for a command the server never acknowledges, TCP_USER_TIMEOUT (30 s)
+    where the platform has it (Linux)."""
+    wanted = [
+        ("TCP_KEEPIDLE", 30),
+        ("TCP_KEEPALIVE", 30),  # macOS's name for it
+        ("TCP_KEEPINTVL", 5),
+        ("TCP_KEEPCNT", 3),
+        ("TCP_USER_TIMEOUT", 30_000),
+    ]
+    options: dict[int, int] = {}
+    for name, value in wanted:
+        constant = getattr(socket, name, None)
+        if constant is not None and constant not in options:
+            options[constant] = value
+    return options
+
+
+def worker_client(connection: ConnectionLike) -> aioredis.Redis:
+    """A worker's own asyncio client: `async_client(connection)`, except
+    that one made from a URL waits for replies without a per-command read
+    timeout, as BullMQ's workers do (ioredis has none by default). redis-py
+    8's 5 s default costs each command a timer and a task (about 25 us of
+    CPU, most of what one job costs a worker at concurrency 1); TCP keepalive
+    and TCP_USER_TIMEOUT still notice a dead server within about 45 s, and a
+    URL's own socket_timeout still wins. A client passed in is used as it
+    is."""
+    if connection is None or isinstance(connection, str):
+        return _fast(
+            aioredis.Redis.from_url(
+                connection or DEFAULT_URL,
+                socket_timeout=None,
+                socket_keepalive=True,
+                socket_keepalive_options=_dead_server_options(),
+                **_DECODING,
+            )
+        )
+    return async_client(connection)
 
 
 #: A blocking command's connection waits this much longer than the command

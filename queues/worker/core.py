@@ -21,7 +21,7 @@ from typing import Any
 import redis.asyncio as aioredis
 
 from .. import codec, defaults
-from ..connection import ConnectionLike, async_client, sibling_async_client
+from ..connection import ConnectionLike, sibling_async_client, worker_client
 from ..exceptions import UnrecoverableError
 from ..job import Job
 from ..metrics import MetricsOptions
@@ -91,7 +91,7 @@ class AsyncWorker(FailureHandling, Maintenance):
         self.close_timeout = close_timeout
         self.metrics = metrics
         self.id = uuid.uuid4().hex
-        self.queue = AsyncQueue(name, async_client(connection), prefix)
+        self.queue = AsyncQueue(name, worker_client(connection), prefix)
         self.keys = self.queue.keys
         self._claim_keys = self.keys.move_to_active_keys()
         self._finish_keys = self.keys.move_to_finished_keys()

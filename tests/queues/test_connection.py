@@ -81,3 +81,41 @@ def test_values_round_trip_through_a_hiredis_packing_client(
         await client.aclose()
 
     asyncio.run(main())
+
+
+def test_a_workers_own_client_has_no_read_timeout_but_notices_dead_servers(
+    redis_url: str,
+) -> None:
+    """A worker made from a URL reads without redis-py 8's 5 s per-command
+    timeout (a timer and a task per command), and its sockets carry TCP
+    keepalive and, on Linux, TCP_USER_TIMEOUT, so a dead server or network is
+    still noticed; a socket_timeout in the URL wins; a client passed in is
+    used as it is."""
+    import socket
+
+    from queues import AsyncWorker
+    from queues.connection import worker_client
+
+    async def noop(job: Any) -> None:
+        return None
+
+    async def main() -> None:
+        worker = AsyncWorker("q", noop, connection=redis_url)
+        client = worker.queue.client
+        assert client.connection_pool.connection_kwargs["socket_timeout"] is None
+        await client.ping()
+        conn = client.connection_pool._available_connections[0]
+        sock = conn._writer.get_extra_info("socket")
+        assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
+        if hasattr(socket, "TCP_USER_TIMEOUT"):
+            got = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT)
+            assert got == 30_000
+        await client.aclose()
+        timed = worker_client(redis_url + "?socket_timeout=7")
+        assert timed.connection_pool.connection_kwargs["socket_timeout"] == 7.0
+        given = async_client(redis_url)  # 5 s reads: the caller's choice
+        assert worker_client(given) is given
+        await timed.aclose()
+        await given.aclose()
+
+    asyncio.run(main())
