@@ -15,7 +15,6 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -37,6 +36,7 @@ from .support import (
     blocking_connection_name,
     log,
 )
+from .threads import ThreadRunner
 
 
 class AsyncWorker(FailureHandling, Maintenance):
@@ -104,7 +104,7 @@ class AsyncWorker(FailureHandling, Maintenance):
             static["maxMetricsSize"] = metrics.max_data_points
         self._static_opts = codec.dumps(static)[1:]
         self._sync_queue: Queue | None = None
-        self._executor: ThreadPoolExecutor | None = None
+        self._threads: ThreadRunner | None = None
         self._bclient: aioredis.Redis | None = None
         self._running: dict[str, Job] = {}
         self._finished: list[dict[str, Any]] = []
@@ -150,9 +150,7 @@ class AsyncWorker(FailureHandling, Maintenance):
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, self.close)
         if not self.is_async:
-            self._executor = ThreadPoolExecutor(
-                self.concurrency, thread_name_prefix=f"worker-{self.name}"
-            )
+            self._threads = ThreadRunner(loop, self.concurrency, f"worker-{self.name}")
         self._bclient = sibling_async_client(
             self.queue.client,
             socket_timeout=None,
@@ -371,10 +369,8 @@ class AsyncWorker(FailureHandling, Maintenance):
                 if self.is_async:
                     result = await self.processor(job)
                 else:
-                    loop = asyncio.get_running_loop()
-                    result = await loop.run_in_executor(
-                        self._executor, self.processor, job
-                    )
+                    assert self._threads is not None
+                    result = await self._threads.submit(self.processor, job)
                 try:
                     value = codec.dumps(result)
                 except TypeError as exc:
@@ -449,8 +445,8 @@ class AsyncWorker(FailureHandling, Maintenance):
     async def _shutdown_clients(self) -> None:
         if self._bclient is not None:
             await self._bclient.aclose()
-        if self._executor is not None:
-            self._executor.shutdown(wait=False, cancel_futures=True)
+        if self._threads is not None:
+            self._threads.shutdown()
         if self._sync_queue is not None:
             self._sync_queue.close()
         await self.queue.close()
