@@ -34,6 +34,27 @@ from .exceptions import ConfigError, ValidationError
 from .keys import BullpenKeys
 
 
+def _simulated_reading(
+    gpu: dict[str, Any], workers: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """A simulated GPU as its worker processes see it: only they hold its
+    memory, so the supervisor's own reading says idle and empty; memory is
+    their sum, utilisation and temperature their highest."""
+    snaps = [w.get("gpu") or {} for w in workers if w.get("state") != "failed"]
+    used = sum(snap.get("memory_used_bytes") or 0 for snap in snaps)
+    total = gpu["memory_total_bytes"]
+    out: dict[str, Any] = {
+        "memory_used_bytes": used,
+        "memory_free_bytes": total - used,
+        "utilization_memory_pct": int(100 * used / total) if total else 0,
+    }
+    for name in ("utilization_gpu_pct", "temperature_c"):
+        values = [snap[name] for snap in snaps if snap.get(name) is not None]
+        if values:
+            out[name] = max(values)
+    return out
+
+
 def now_ms() -> int:
     """Wall-clock milliseconds (heartbeat expiries are compared across hosts)."""
     return int(time.time() * 1000)
@@ -167,14 +188,7 @@ class Fleet:
                 row["budget_bytes"] = sum(w.get("budget_bytes", 0) for w in on_it)
                 row["committed_bytes"] = sum(w.get("committed_bytes", 0) for w in on_it)
                 if gpu.get("simulated"):
-                    # Only the worker processes hold simulated memory.
-                    used = sum(
-                        (w.get("gpu") or {}).get("memory_used_bytes", 0)
-                        for w in on_it
-                        if w.get("state") != "failed"
-                    )
-                    row["memory_used_bytes"] = used
-                    row["memory_free_bytes"] = gpu["memory_total_bytes"] - used
+                    row.update(_simulated_reading(gpu, on_it))
                 counters = self.client.hgetall(self.keys.gpu_counters(gpu["uuid"]))
                 row["oom_total"] = int(counters.get("oom_total", 0))
                 gpus.append(row)

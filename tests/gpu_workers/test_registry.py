@@ -49,14 +49,17 @@ def test_list_gpus_merges_host_readings_with_workers(
     r: redis.Redis, fleet: Fleet
 ) -> None:
     """Each GPU row: the host's reading, budget and committed VRAM summed over
-    its workers, their ids, and its OOM count; simulated use comes from the
-    workers (only they hold simulated memory)."""
+    its workers, their ids, and its OOM count; a simulated GPU's use,
+    utilisation and temperature come from the workers (only they hold
+    simulated memory: the host's own reading says idle)."""
     gpu = {
         "uuid": "SIM-a-0",
         "index": 0,
         "simulated": True,
         "memory_total_bytes": 24 * GiB,
         "memory_used_bytes": 0,
+        "utilization_gpu_pct": 0,
+        "temperature_c": 35,
     }
     beat(r, "host", "a", {"host": "a", "gpus": [gpu]}, 5)
     beat(
@@ -67,7 +70,12 @@ def test_list_gpus_merges_host_readings_with_workers(
             "id": "a:bull:q:SIM-a-0",
             "host": "a",
             "state": "busy",
-            "gpu": {"uuid": "SIM-a-0", "memory_used_bytes": 5 * GiB},
+            "gpu": {
+                "uuid": "SIM-a-0",
+                "memory_used_bytes": 5 * GiB,
+                "utilization_gpu_pct": 100,
+                "temperature_c": 70,
+            },
             "budget_bytes": 20 * GiB,
             "committed_bytes": 6 * GiB,
         },
@@ -79,6 +87,8 @@ def test_list_gpus_merges_host_readings_with_workers(
     assert (row["budget_bytes"], row["committed_bytes"]) == (20 * GiB, 6 * GiB)
     assert row["memory_used_bytes"] == 5 * GiB
     assert row["memory_free_bytes"] == 19 * GiB and row["oom_total"] == 2
+    assert (row["utilization_gpu_pct"], row["temperature_c"]) == (100, 70)
+    assert row["utilization_memory_pct"] == 20
 
 
 def test_bullpen_keys_never_live_inside_queue_keys(
