@@ -160,14 +160,15 @@ def worker_client(connection: ConnectionLike) -> aioredis.Redis:
     URL's own socket_timeout still wins. A client passed in is used as it
     is."""
     if connection is None or isinstance(connection, str):
+        url = connection or DEFAULT_URL
+        tcp: dict[str, Any] = {}
+        if not url.startswith("unix:"):  # a local socket has no network to lose
+            tcp = {
+                "socket_keepalive": True,
+                "socket_keepalive_options": _dead_server_options(),
+            }
         return _fast(
-            aioredis.Redis.from_url(
-                connection or DEFAULT_URL,
-                socket_timeout=None,
-                socket_keepalive=True,
-                socket_keepalive_options=_dead_server_options(),
-                **_DECODING,
-            )
+            aioredis.Redis.from_url(url, socket_timeout=None, **tcp, **_DECODING)
         )
     return async_client(connection)
 

@@ -119,3 +119,36 @@ def test_a_workers_own_client_has_no_read_timeout_but_notices_dead_servers(
         await given.aclose()
 
     asyncio.run(main())
+
+
+def test_a_worker_over_a_unix_socket_url_processes_jobs(tmp_path: Any) -> None:
+    """A unix:// URL takes no TCP options: a worker made from one connects,
+    blocks for jobs and finishes them."""
+    from queues import AsyncWorker, Queue
+    from queues.devredis import RedisServer
+
+    sock = tmp_path / "redis.sock"
+    server = RedisServer(extra_args=["--unixsocket", str(sock)]).start()
+    try:
+        url = f"unix://{sock}"
+        q = Queue("viasocket", url)
+        job = q.add("x", {"n": 2})
+
+        async def double(job: Any) -> int:
+            return int(job.data["n"]) * 2
+
+        async def main() -> None:
+            worker = AsyncWorker("viasocket", double, connection=url)
+            task = asyncio.create_task(worker.run(install_signals=False))
+            for _ in range(500):
+                if q.get_job_state(job.id).value == "completed":
+                    break
+                await asyncio.sleep(0.01)
+            worker.close()
+            await asyncio.wait_for(task, 10)
+
+        asyncio.run(main())
+        assert q.get_job(job.id).returnvalue == 4
+        q.close()
+    finally:
+        server.stop()
