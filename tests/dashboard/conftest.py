@@ -11,6 +11,7 @@ from django.contrib.auth.models import Group, User
 from django.test import Client
 
 from dashboard import readmodel
+from tests.dashboard.live_helpers import live, viewer  # noqa: F401 - fixtures
 
 
 @pytest.fixture(autouse=True)

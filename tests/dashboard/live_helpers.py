@@ -1,0 +1,152 @@
+"""What the live-socket tests share: the `live` and `viewer` fixtures (used
+through tests/dashboard/conftest.py), sockets on the real ASGI application, and
+reading their messages."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+
+import pytest
+from channels.layers import get_channel_layer
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import Permission, User
+from django.test import Client
+
+from dashboard.live.hub import reset_hub
+from dashboard.live.reader import reset_reader
+from dashboard.settings import channel_layer_host
+
+ORIGIN = (b"origin", b"http://127.0.0.1:8000")
+
+
+@pytest.fixture
+def live(settings: Any, redis_url: str) -> Iterator[str]:
+    """Point Redis, the channel layer and the reader at the test server."""
+    settings.REDIS_URL = redis_url
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {
+                "hosts": [channel_layer_host(redis_url)],
+                "prefix": "test:asgi",
+                "capacity": 1000,
+            },
+        }
+    }
+    yield redis_url
+
+
+def session_cookie(user: User) -> tuple[bytes, bytes]:
+    """A Cookie header carrying a logged-in session of this user."""
+    client = Client()
+    client.force_login(user)
+    return (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode())
+
+
+@pytest.fixture
+def viewer() -> User:
+    """A user holding only the view permission."""
+    user = User.objects.create_user("viewer", password="x")
+    user.user_permissions.add(Permission.objects.get(codename="view_queues"))
+    return user
+
+
+_open: list[WebsocketCommunicator] = []
+
+
+def run(test: Callable[[], Awaitable[None]]) -> None:
+    """Run one async test body, then close its sockets, the reader and the
+    layer's pools (whatever the outcome)."""
+
+    async def body() -> None:
+        try:
+            await asyncio.wait_for(test(), 20)
+        finally:
+            await close_all(_open)
+            _open.clear()
+            _pending.clear()
+            await reset_reader()
+            await reset_hub()
+            await get_channel_layer().close_pools()
+
+    asyncio.run(body())
+
+
+async def close_all(comms: list[WebsocketCommunicator]) -> None:
+    """Disconnect sockets side by side (each may take up to its timeout)."""
+
+    async def close(comm: WebsocketCommunicator) -> None:
+        try:
+            await comm.disconnect()
+        except (Exception, asyncio.CancelledError):  # already closed
+            pass
+
+    await asyncio.gather(*(close(c) for c in comms))
+
+
+async def open_socket(*headers: tuple[bytes, bytes]) -> WebsocketCommunicator:
+    """A communicator on the real ASGI application (closed by run())."""
+    from dashboard.asgi import application
+
+    comm = WebsocketCommunicator(application, "/ws/live/", headers=list(headers))
+    _open.append(comm)
+    return comm
+
+
+async def subscribed(
+    cookie: tuple[bytes, bytes], **subscription: Any
+) -> WebsocketCommunicator:
+    """A connected socket of a logged-in user that sent one subscribe."""
+    comm = await open_socket(ORIGIN, cookie)
+    assert (await comm.connect())[0]
+    await comm.send_json_to({"type": "subscribe", **subscription})
+    return comm
+
+
+_pending: dict[int, list[dict[str, Any]]] = {}
+
+
+async def next_message(
+    comm: WebsocketCommunicator, timeout: float = 5.0
+) -> dict[str, Any]:
+    """The next message, unpacking `batch` frames (several messages at once)."""
+    waiting = _pending.setdefault(id(comm), [])
+    if not waiting:
+        frame = await comm.receive_json_from(timeout=timeout)
+        waiting.extend(frame["messages"] if frame["type"] == "batch" else [frame])
+    return waiting.pop(0)
+
+
+async def receive_until(
+    comm: WebsocketCommunicator, match: Callable[[dict[str, Any]], bool], timeout=5.0
+) -> dict[str, Any]:
+    """The first message that matches (others are skipped)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        assert left > 0, "no matching message in time"
+        message = await next_message(comm, timeout=left)
+        if match(message):
+            return message
+
+
+async def drain(comm: WebsocketCommunicator, seconds: float) -> list[dict[str, Any]]:
+    """Every message arriving within `seconds`, with its arrival time (polling:
+    a receive that times out would cancel the application)."""
+    out = []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not _pending.get(id(comm)) and await comm.receive_nothing(
+            timeout=0.002, interval=0.001
+        ):
+            continue
+        message = await next_message(comm)
+        message["_at"] = time.monotonic()
+        out.append(message)
+    return out
+
+
+# --- who may connect -----------------------------------------------------------------
