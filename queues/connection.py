@@ -178,9 +178,18 @@ def worker_client(connection: ConnectionLike) -> aioredis.Redis:
 BLOCKING_READ_MARGIN_S = 5.0
 
 
+_defaults: dict[tuple[type, str], Any] = {}
+
+
 def _default_of(cls: type, parameter: str) -> Any:
     """The default of a connection class's constructor parameter (looked up
     through its bases, as subclasses take **kwargs), else None."""
+    if (cls, parameter) not in _defaults:
+        _defaults[cls, parameter] = _find_default(cls, parameter)
+    return _defaults[cls, parameter]
+
+
+def _find_default(cls: type, parameter: str) -> Any:
     for klass in cls.__mro__:
         init = klass.__dict__.get("__init__")
         if init is None:
@@ -200,9 +209,10 @@ def for_blocking(client: Any, block_s: float) -> Any:
     returning nothing. A client without a read timeout, or with a longer one,
     is returned as it is."""
     pool = client.connection_pool
-    current = pool.connection_kwargs.get(
-        "socket_timeout", _default_of(pool.connection_class, "socket_timeout")
-    )
+    if "socket_timeout" in pool.connection_kwargs:
+        current = pool.connection_kwargs["socket_timeout"]
+    else:
+        current = _default_of(pool.connection_class, "socket_timeout")
     if current is None or current > block_s:
         return client
     timeout = block_s + BLOCKING_READ_MARGIN_S

@@ -256,10 +256,10 @@ def test_a_bug_is_a_json_500_without_traceback(
 
     settings.DEBUG = debug
 
-    def broken(name: str) -> Any:
+    def broken(names: list[str]) -> Any:
         raise KeyError("secret internals")
 
-    monkeypatch.setattr(queue_views, "_queue_body", broken)
+    monkeypatch.setattr(queue_views, "_queue_bodies", broken)
     response = api.get(f"/api/v1/queues/{qname}")
     error = assert_error(response, 500, "internal_error")
     assert "secret" not in response.content.decode() and "KeyError" not in str(error)
