@@ -63,12 +63,35 @@ def _interrupt(signum: int, frame: object) -> None:
 
 def main() -> None:
     """Start everything and stop it all on Ctrl-C."""
+    # SIGTERM (a process manager, `docker stop`) and SIGHUP (a closed
+    # terminal) stop everything as Ctrl-C does, instead of killing this
+    # process alone and orphaning the others; SIGINT is set too, as a shell
+    # starts a background job with it ignored.
+    for signum in SIGNALS:
+        signal.signal(signum, _interrupt)
     env = dict(os.environ, DJANGO_SETTINGS_MODULE="dashboard.settings")
     server = None
-    if not env.get("REDIS_URL"):
-        server = RedisServer().start()
-        env["REDIS_URL"] = server.url
-        print(f"started redis-server at {server.url} (no persistence)", flush=True)
+    procs: dict[str, subprocess.Popen[bytes]] = {}
+    try:
+        if not env.get("REDIS_URL"):
+            server = RedisServer().start()
+            env["REDIS_URL"] = server.url
+            print(f"started redis-server at {server.url} (no persistence)", flush=True)
+        _start(env, procs)
+        while all(p.poll() is None for p in procs.values()):
+            time.sleep(0.5)
+        for name, p in procs.items():
+            if p.poll() is not None:
+                print(f"{name} exited with status {p.returncode}; stopping", flush=True)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        _stop(procs, server, env)
+
+
+def _start(env: dict[str, str], procs: dict[str, subprocess.Popen[bytes]]) -> None:
+    """Migrate, make the admin account, and start every process into `procs`
+    (filled as they start, so a Ctrl-C half-way stops those already up)."""
     env["BULLPEN_GPUS"] = _gpus_spec(env)
     env.setdefault("BULLPEN_WORKERS", "gpu:3")
     py = sys.executable
@@ -91,29 +114,14 @@ def main() -> None:
         "webhooks": [py, "manage.py", "runwebhooks"],
         "producer": [py, "-m", "dashboard.demo", env["REDIS_URL"], "gpu"],
     }
-    # SIGTERM (a process manager, `docker stop`) and SIGHUP (a closed
-    # terminal) stop everything as Ctrl-C does, instead of killing this
-    # process alone and orphaning the others; SIGINT is set too, as a shell
-    # starts a background job with it ignored.
-    for signum in SIGNALS:
-        signal.signal(signum, _interrupt)
-    procs = {name: subprocess.Popen(cmd, env=env) for name, cmd in commands.items()}
+    for name, cmd in commands.items():
+        procs[name] = subprocess.Popen(cmd, env=env)
     gpus = (
         "simulated 2 x 24 GiB"
         if env["BULLPEN_GPUS"] == SIMULATED
         else env["BULLPEN_GPUS"]
     )
     print(f"dashboard: http://{HOST}:{PORT}/   GPUs: {gpus}   Ctrl-C stops", flush=True)
-    try:
-        while all(p.poll() is None for p in procs.values()):
-            time.sleep(0.5)
-        for name, p in procs.items():
-            if p.poll() is not None:
-                print(f"{name} exited with status {p.returncode}; stopping", flush=True)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        _stop(procs, server, env)
 
 
 def _stop(

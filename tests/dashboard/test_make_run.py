@@ -128,3 +128,48 @@ def test_make_run_comes_up_and_a_stop_signal_takes_everything_down(
                 os.kill(pid, signal.SIGKILL)
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
+def test_a_stop_signal_during_start_up_leaves_nothing(tmp_path: Path) -> None:
+    """SIGTERM while `make run` is still migrating stops the redis-server it
+    had started (and whatever else was up) instead of leaking it."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("REDIS_URL", "BULLPEN_GPUS", "DJANGO_SETTINGS_MODULE")
+    }
+    env.update(
+        BULLPEN_PORT=str(free_port()),
+        BULLPEN_DB_PATH=str(tmp_path / "db.sqlite3"),
+        PYTHONUNBUFFERED="1",
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dashboard.run"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    below: set[int] = set()
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("started redis-server"), line
+        below = descendants(proc.pid)
+        assert below, "no redis-server below make run"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+        wait_until(
+            lambda: not [p for p in below if alive(p)], timeout=10, what="all gone"
+        )
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pid in below:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        if proc.stdout is not None:
+            proc.stdout.close()
