@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -54,15 +56,13 @@ def alive(pid: int) -> bool:
         return False
 
 
-@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
-def test_make_run_comes_up_and_a_stop_signal_takes_everything_down(
-    tmp_path: Path, signum: signal.Signals
-) -> None:
-    """The dashboard answers, its own Redis and the supervisor's workers run;
-    Ctrl-C, SIGTERM (a process manager) or SIGHUP (a closed terminal) to `make run`
-    stops them all, Redis included, instead of orphaning them."""
-    port = free_port()
+@contextmanager
+def make_run(
+    tmp_path: Path, port: int
+) -> Iterator[tuple[subprocess.Popen[str], set[int]]]:
+    """`python -m dashboard.run` on its own Redis, port and database, and the
+    set of processes the test saw below it: whatever is still alive of them
+    (and make run itself) is killed afterwards, whatever the outcome."""
     env = {
         k: v
         for k, v in os.environ.items()
@@ -84,6 +84,28 @@ def test_make_run_comes_up_and_a_stop_signal_takes_everything_down(
     )
     below: set[int] = set()
     try:
+        yield proc, below
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pid in below:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_make_run_comes_up_and_a_stop_signal_takes_everything_down(
+    tmp_path: Path, signum: signal.Signals
+) -> None:
+    """The dashboard answers, its own Redis and the supervisor's workers run;
+    Ctrl-C, SIGTERM (a process manager) or SIGHUP (a closed terminal) to `make run`
+    stops them all, Redis included, instead of orphaning them."""
+    port = free_port()
+    with make_run(tmp_path, port) as (proc, below):
         assert proc.stdout is not None
         deadline = time.monotonic() + 60
         for line in proc.stdout:
@@ -114,62 +136,25 @@ def test_make_run_comes_up_and_a_stop_signal_takes_everything_down(
             )
             return found if ready else None
 
-        below = wait_until(workers_up, timeout=30, what="redis and two GPU workers")
+        below.update(wait_until(workers_up, timeout=30, what="redis and two workers"))
         proc.send_signal(signum)
         assert proc.wait(30) == 0
         left = [p for p in below if alive(p)]
         assert not left, f"processes left running: {left}"
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        for pid in below:
-            if alive(pid):
-                os.kill(pid, signal.SIGKILL)
-        if proc.stdout is not None:
-            proc.stdout.close()
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
 def test_a_stop_signal_during_start_up_leaves_nothing(tmp_path: Path) -> None:
     """SIGTERM while `make run` is still migrating stops the redis-server it
     had started (and whatever else was up) instead of leaking it."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("REDIS_URL", "BULLPEN_GPUS", "DJANGO_SETTINGS_MODULE")
-    }
-    env.update(
-        BULLPEN_PORT=str(free_port()),
-        BULLPEN_DB_PATH=str(tmp_path / "db.sqlite3"),
-        PYTHONUNBUFFERED="1",
-    )
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "dashboard.run"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    below: set[int] = set()
-    try:
+    with make_run(tmp_path, free_port()) as (proc, below):
         assert proc.stdout is not None
         line = proc.stdout.readline()
         assert line.startswith("started redis-server"), line
-        below = descendants(proc.pid)
+        below.update(descendants(proc.pid))  # killed afterwards if left
         assert below, "no redis-server below make run"
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0
         wait_until(
             lambda: not [p for p in below if alive(p)], timeout=10, what="all gone"
         )
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        for pid in below:
-            if alive(pid):
-                os.kill(pid, signal.SIGKILL)
-        if proc.stdout is not None:
-            proc.stdout.close()
