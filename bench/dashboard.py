@@ -50,6 +50,8 @@ sys.path.insert(0, str(ROOT))
 
 from dashboard_fanout import fanout, pct, wait_port  # noqa: E402
 
+from dashboard.run import daphne_args  # noqa: E402 - the repo's package, not this file
+
 FILL_LUA = """
 -- ARGV: base ("bull:big:"), first id, count, now (ms), state
 local base, first, count, now, state = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]),
@@ -252,17 +254,7 @@ def main() -> None:
             profile = os.environ.get("BENCH_PROFILE_DAPHNE")
             wrap = ["-m", "cProfile", "-o", profile] if profile else []
             daphne = subprocess.Popen(
-                [
-                    sys.executable,
-                    *wrap,
-                    "-m",
-                    "daphne",
-                    "-b",
-                    "127.0.0.1",
-                    "-p",
-                    str(port),
-                    "dashboard.asgi:application",
-                ],
+                [sys.executable, *wrap, *daphne_args("127.0.0.1", port)],
                 cwd=ROOT,
                 env=env,
                 stdout=subprocess.DEVNULL,

@@ -26,6 +26,13 @@ SIMULATED = "sim:2x24GiB"
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
+def daphne_args(host: str, port: int | str) -> list[str]:
+    """The arguments after `python` that serve the dashboard (HTTP, API and
+    live sockets) on daphne: the one command line make run, the examples,
+    the benchmarks and the browser tests all start."""
+    return ["-m", "daphne", "-b", host, "-p", str(port), "dashboard.asgi:application"]
+
+
 def _gpus_spec(env: dict[str, str]) -> str:
     """BULLPEN_GPUS as set, else real GPUs when NVML finds some, else simulated."""
     if env.get("BULLPEN_GPUS"):
@@ -100,16 +107,7 @@ def _start(env: dict[str, str], procs: dict[str, subprocess.Popen[bytes]]) -> No
     )
     _ensure_admin(py, env)
     commands = {
-        "dashboard": [
-            py,
-            "-m",
-            "daphne",
-            "-b",
-            HOST,
-            "-p",
-            PORT,
-            "dashboard.asgi:application",
-        ],
+        "dashboard": [py, *daphne_args(HOST, PORT)],
         "supervisor": [py, "manage.py", "runworkers"],
         "webhooks": [py, "manage.py", "runwebhooks"],
         "producer": [py, "-m", "dashboard.demo", env["REDIS_URL"], "gpu"],

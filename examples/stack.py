@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dashboard.run import daphne_args
+
 REPO = Path(__file__).resolve().parent.parent
 
 #: Short heartbeats and reconcile periods, so scaling shows within a second.
@@ -132,16 +134,7 @@ class Stack:
         port = free_port()
         self._start(
             "api",
-            [
-                sys.executable,
-                "-m",
-                "daphne",
-                "-b",
-                "127.0.0.1",
-                "-p",
-                str(port),
-                "dashboard.asgi:application",
-            ],
+            [sys.executable, *daphne_args("127.0.0.1", port)],
         )
         self.api_url = f"http://127.0.0.1:{port}"
         wait_for(self._api_up, 30, "the API to answer")

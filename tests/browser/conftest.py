@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from dashboard.run import daphne_args
 from queues.devredis import RedisServer, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,16 +95,7 @@ def stack() -> Iterator[Stack]:
     )
     procs = [
         subprocess.Popen(
-            [
-                py,
-                "-m",
-                "daphne",
-                "-b",
-                "127.0.0.1",
-                "-p",
-                str(port),
-                "dashboard.asgi:application",
-            ],
+            [py, *daphne_args("127.0.0.1", port)],
             cwd=ROOT,
             env=env,
             stdout=subprocess.DEVNULL,
