@@ -420,6 +420,8 @@ def job_op(keys: QueueKeys, kind: str, job_id: str, *a: Any) -> Op:
                 keys.meta,
                 keys.marker,
                 keys.active,
+                keys.prioritized,
+                keys.pc,
             ),
             (
                 job_id,

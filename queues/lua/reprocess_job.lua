@@ -1,9 +1,10 @@
 --[[
   Manual retry of one finished job (wire spec 4.12, Job.retry): ZREM it from
   `completed` or `failed`, clear finishedOn, processedOn and its result (and
-  atm/ats when asked), push it to `wait` (LPUSH, RPUSH when lifo; priority
-  is ignored as in BullMQ), put it back into its parent's dependencies and
-  emit `waiting {prev=<state>}`.
+  atm/ats when asked), queue it again by its priority as BullMQ 6.7.0 does:
+  `prioritized` (new `pc` counter) when it has one, else `wait` (LPUSH, RPUSH
+  when lifo), put it back into its parent's dependencies and emit
+  `waiting {prev=<state>}`.
 
   KEYS[1] job hash
   KEYS[2] events
@@ -12,6 +13,8 @@
   KEYS[5] meta
   KEYS[6] marker
   KEYS[7] active
+  KEYS[8] prioritized
+  KEYS[9] pc
 
   ARGV[1] job id
   ARGV[2] "1" when lifo
@@ -25,12 +28,15 @@
 --- @include "base"
 --- @include "markers"
 --- @include "metadata"
+--- @include "scores"
+--- @include "parents"
 
 local jobKey = KEYS[1]
+local jobId = ARGV[1]
 if rcall("EXISTS", jobKey) == 0 then
   return -1
 end
-if rcall("ZREM", KEYS[3], ARGV[1]) == 0 then
+if rcall("ZREM", KEYS[3], jobId) == 0 then
   return -3
 end
 rcall("HDEL", jobKey, "finishedOn", "processedOn", ARGV[3])
@@ -40,27 +46,16 @@ end
 if ARGV[6] == "1" then
   rcall("HDEL", jobKey, "ats")
 end
-if ARGV[2] == "1" then
-  rcall("RPUSH", KEYS[4], ARGV[1])
+local priority = tonumber(rcall("HGET", jobKey, "priority")) or 0
+if priority ~= 0 then
+  addJobWithPriority(KEYS[8], priority, jobId, KEYS[9], false)
+elseif ARGV[2] == "1" then
+  rcall("RPUSH", KEYS[4], jobId)
 else
-  rcall("LPUSH", KEYS[4], ARGV[1])
+  rcall("LPUSH", KEYS[4], jobId)
 end
 addBaseMarkerIfNeeded(KEYS[6], isQueuePausedOrMaxed(KEYS[5], KEYS[7]))
--- Only a child whose result the parent recorded becomes pending again; one
--- dropped from the dependencies (rdof) stays dropped, as in BullMQ.
-local parentKey = rcall("HGET", jobKey, "parentKey")
-if parentKey and rcall("EXISTS", parentKey) == 1 then
-  local recorded
-  if ARGV[4] == "failed" then
-    recorded = rcall("ZREM", parentKey .. ":unsuccessful", jobKey) == 1 or
-      rcall("HDEL", parentKey .. ":failed", jobKey) == 1
-  else
-    recorded = rcall("HDEL", parentKey .. ":processed", jobKey) == 1
-  end
-  if recorded then
-    rcall("SADD", parentKey .. ":dependencies", jobKey)
-  end
-end
-emitTrimmed(KEYS[2], getOrSetMaxEvents(KEYS[5]), "event", "waiting", "jobId", ARGV[1],
+restoreChildDependency(jobKey, ARGV[4])
+emitTrimmed(KEYS[2], getOrSetMaxEvents(KEYS[5]), "event", "waiting", "jobId", jobId,
   "prev", ARGV[4])
 return 1

@@ -1,6 +1,6 @@
 --[[
-  Flow bookkeeping when a child finishes (wire spec 4.7 step 9) and
-  deduplication-key cleanup (step 8). A parent lives in its own queue, whose
+  Flow bookkeeping when a child finishes (wire spec 4.7 step 9) or is
+  retried, and deduplication-key cleanup (step 8). A parent lives in its own queue, whose
   keys are derived from the `parent` JSON ({id, queueKey, fpof?, cpof?,
   idof?, rdof?}) or from `parentKey`.
   Requires: base, markers, metadata, scores.
@@ -122,5 +122,26 @@ local function onChildFinished(prefix, jobKey, target, value, now)
       end
       releaseParentIfReady(parentQueueKey, parentKey, parentId, now, false)
     end
+  end
+end
+
+-- A retried child becomes a pending dependency of its parent again when the
+-- parent recorded its outcome (processed value, ignored failure or fpof
+-- failure); one the parent dropped (rdof) stays dropped, and a parent that
+-- already left waiting-children stays where it is, as in BullMQ 6.7.0.
+local function restoreChildDependency(jobKey, prevState)
+  local parentKey = rcall("HGET", jobKey, "parentKey")
+  if not parentKey or rcall("EXISTS", parentKey) == 0 then
+    return
+  end
+  local recorded
+  if prevState == "failed" then
+    recorded = rcall("ZREM", parentKey .. ":unsuccessful", jobKey) == 1 or
+      rcall("HDEL", parentKey .. ":failed", jobKey) == 1
+  else
+    recorded = rcall("HDEL", parentKey .. ":processed", jobKey) == 1
+  end
+  if recorded then
+    rcall("SADD", parentKey .. ":dependencies", jobKey)
   end
 end

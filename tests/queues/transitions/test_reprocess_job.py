@@ -23,6 +23,8 @@ from .helpers import (
     move_to_active,
     move_to_finished,
     new_queue,
+    priority_score,
+    zset,
 )
 
 
@@ -81,19 +83,39 @@ def test_retry_completed_with_resets(
     assert events(r, q) == [{"event": "waiting", "jobId": "1", "prev": "completed"}]
 
 
-def test_priority_is_ignored_and_lifo_goes_to_tail(
+def test_priority_job_is_requeued_by_priority_and_lifo_goes_to_tail(
     r: redis.Redis, redis_url: str, qname: str
 ) -> None:
-    """A prioritized job is retried into `wait`, not `prioritized`; lifo RPUSHes."""
+    """A failed job with a priority goes back to `prioritized` with a new `pc`
+    counter, behind the jobs of its priority already waiting (BullMQ 6.7.0
+    reprocessJob), not to the head of `wait`; lifo RPUSHes."""
     q = new_queue(redis_url, qname)
     _failed(r, q, priority=5)
+    q.add("same", timestamp=NOW, priority=5)
     q.add("w", timestamp=NOW)
     q.get_job("1").retry()
-    assert lst(r, q.keys.wait) == ["1", "2"]
-    assert not r.exists(q.keys.prioritized)
+    assert lst(r, q.keys.wait) == ["3"]
+    assert zset(r, q.keys.prioritized) == [
+        ("2", priority_score(5, 2)),
+        ("1", priority_score(5, 3)),
+    ]
+    assert r.get(q.keys.pc) == "3"
     _failed(r, q, lifo=True)
-    q.get_job("3").retry()
-    assert lst(r, q.keys.wait)[-1] == "3"
+    q.get_job("4").retry()
+    assert lst(r, q.keys.wait)[-1] == "4"
+
+
+def test_completed_priority_job_is_requeued_by_priority(
+    r: redis.Redis, redis_url: str, qname: str
+) -> None:
+    """Retrying a completed job with a priority also uses `prioritized`."""
+    q = new_queue(redis_url, qname)
+    add_active(q, priority=2)
+    move_to_finished(q, [entry("1", value='"done"')], now=NOW + 5)
+    q.get_job("1").retry("completed")
+    assert not r.exists(q.keys.wait)
+    assert zset(r, q.keys.prioritized) == [("1", priority_score(2, 2))]
+    assert markers(r, q) == {"0": 0.0}
 
 
 def test_paused_queue_gets_no_marker(
