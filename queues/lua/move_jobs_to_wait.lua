@@ -2,7 +2,9 @@
   Bulk move of finished or delayed jobs back to `wait` (wire spec 4.12 bulk,
   Queue.retryJobs and Queue.promoteJobs): up to `count` ids of the state set
   with score <= timestamp are cleared of their result fields, LPUSHed to
-  `wait`, and announced with `waiting {prev=<state>}`.
+  `wait`, and announced with `waiting {prev=<state>}`. A retried flow child
+  becomes a pending dependency of its parent again. As in BullMQ 6.7.0 the
+  jobs go to `wait` whatever their priority (Job.retry honours it).
 
   KEYS[1] events
   KEYS[2] state set (completed, failed or delayed)
@@ -21,6 +23,8 @@
 --- @include "base"
 --- @include "markers"
 --- @include "metadata"
+--- @include "scores"
+--- @include "parents"
 
 local maxEvents = getOrSetMaxEvents(KEYS[4])
 local count = tonumber(ARGV[2])
@@ -32,8 +36,10 @@ for _, jobId in ipairs(jobIds) do
   local jobKey = ARGV[1] .. jobId
   if ARGV[4] == "failed" then
     rcall("HDEL", jobKey, "finishedOn", "processedOn", "failedReason")
+    restoreChildDependency(jobKey, ARGV[4])
   elseif ARGV[4] == "completed" then
     rcall("HDEL", jobKey, "finishedOn", "processedOn", "returnvalue")
+    restoreChildDependency(jobKey, ARGV[4])
   end
   emitTrimmed(KEYS[1], maxEvents, "event", "waiting", "jobId", jobId, "prev", ARGV[4])
 end

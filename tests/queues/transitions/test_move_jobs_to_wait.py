@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import redis
 
+from queues.flow import add_flows
 from queues.queue import Queue
 from queues.state import parse_state
 
 from .helpers import (
     NOW,
+    claimed,
     clear_events,
     delayed_score,
+    entry,
     events,
     job_hash,
     lst,
     markers,
+    move_to_active,
+    move_to_finished,
     new_queue,
     write_job,
     zset,
@@ -108,3 +113,60 @@ def test_nothing_to_move(r: redis.Redis, redis_url: str, qname: str) -> None:
     q.retry_jobs("failed")
     assert zset(r, q.keys.delayed) == [("1", float(delayed_score(NOW + 10)))]
     assert not r.exists(q.keys.wait, q.keys.marker, q.keys.events)
+
+
+def _finished_children(r: redis.Redis, q: Queue) -> None:
+    """Parent `p` whose children `ok` completed and `bad` (idof) failed, so the
+    parent left waiting-children for wait."""
+    q._run(
+        add_flows(
+            [
+                {
+                    "name": "p",
+                    "queue_name": q.name,
+                    "opts": {"job_id": "p"},
+                    "children": [
+                        {"name": "ok", "queue_name": q.name, "opts": {"job_id": "ok"}},
+                        {
+                            "name": "bad",
+                            "queue_name": q.name,
+                            "opts": {
+                                "job_id": "bad",
+                                "ignore_dependency_on_failure": True,
+                            },
+                        },
+                    ],
+                }
+            ],
+            lambda name, prefix: q,
+            "bull",
+            NOW,
+        )
+    )
+    ids = [i for i, _, _ in claimed(move_to_active(q, count=2))]
+    finish = {"ok": entry("ok", value='"v"'), "bad": entry("bad", "failed", "e")}
+    move_to_finished(
+        q, [dict(finish[i], token=f"w1:{n}") for n, i in enumerate(ids)], now=NOW + 1
+    )
+    assert lst(r, q.keys.wait) == ["p"]
+
+
+def test_retried_children_are_pending_dependencies_again(
+    r: redis.Redis, redis_url: str, qname: str
+) -> None:
+    """Bulk retry of failed (then completed) flow children moves each back into
+    its parent's pending dependencies, out of the parent's ignored failures and
+    processed values (BullMQ 6.7.0 moveJobsToWait); the parent, already past
+    waiting-children, stays in wait."""
+    q = new_queue(redis_url, qname)
+    _finished_children(r, q)
+    p = q.keys.job("p")
+    assert r.hgetall(p + ":failed") == {q.keys.job("bad"): "e"}
+    q.retry_jobs("failed", timestamp=NOW + 10)
+    assert r.smembers(p + ":dependencies") == {q.keys.job("bad")}
+    assert not r.exists(p + ":failed")
+    assert q.get_job("p").get_dependencies()["ignored"] == {}
+    q.retry_jobs("completed", timestamp=NOW + 10)
+    assert r.smembers(p + ":dependencies") == {q.keys.job("bad"), q.keys.job("ok")}
+    assert not r.exists(p + ":processed")
+    assert lst(r, q.keys.wait) == ["ok", "bad", "p"]
