@@ -206,9 +206,10 @@ class Job:
         """Move a delayed job to run now."""
         return self.queue._job_op("promote", self.id)
 
-    def remove(self) -> Any:
-        """Delete the job (refused while a worker holds its lock)."""
-        return self.queue.remove_job(self.id)
+    def remove(self, remove_children: bool = True) -> Any:
+        """Delete the job and its children (refused while a worker holds the
+        lock of the job or of a pending child)."""
+        return self.queue.remove_job(self.id, remove_children)
 
     # --- flows ----------------------------------------------------------------
     def get_children_values(self) -> Any:

@@ -316,15 +316,19 @@ def move_jobs_to_wait(keys: QueueKeys, state: str, count: int, max_score: Any) -
             return None
 
 
-def remove(keys: QueueKeys, job_id: str) -> Op:
-    """Remove a job from any state; False when it did not exist."""
+def remove(keys: QueueKeys, job_id: str, remove_children: bool = True) -> Op:
+    """Remove a job from any state (with its children unless told otherwise);
+    False when it did not exist."""
     code = yield Eval(
         "remove_job",
         (keys.job(job_id), keys.events, keys.meta),
-        (keys.base, job_id, now_ms()),
+        (keys.base, job_id, now_ms(), "1" if remove_children else "0"),
     )
     if code == 0:
-        raise JobLocked(f"job {job_id} is locked by a worker and cannot be removed")
+        raise JobLocked(
+            f"job {job_id} or one of its pending children is locked by a worker"
+            " and cannot be removed"
+        )
     if code == -1:
         return False
     raise_for_code(code, job_id)

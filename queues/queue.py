@@ -276,9 +276,11 @@ class _QueueBase:
         """Move every delayed job to wait."""
         return self._run(ops.move_jobs_to_wait(self.keys, "delayed", count, "+inf"))
 
-    def remove_job(self, job_id: str) -> Any:
-        """Remove one job; False when it does not exist."""
-        return self._run(ops.remove(self.keys, job_id))
+    def remove_job(self, job_id: str, remove_children: bool = True) -> Any:
+        """Remove one job and, unless remove_children is False, its children in
+        any queue of the prefix; False when it does not exist. JobLocked when
+        the job or a pending child is locked (then nothing is removed)."""
+        return self._run(ops.remove(self.keys, job_id, remove_children))
 
     def _meta_op(self, *command: Any) -> Any:
         def op() -> ops.Op:

@@ -7,15 +7,18 @@ import redis
 
 from queues import codec
 from queues.exceptions import JobLocked, SchedulerIterationError
+from queues.flow import add_flows
 from queues.queue import Queue
 
 from .helpers import (
     NOW,
     add_active,
+    claimed,
     clear_events,
     entry,
     events,
     lst,
+    move_to_active,
     move_to_finished,
     new_queue,
     queue_keys,
@@ -146,3 +149,101 @@ def test_removed_job_leaves_no_keys(r: redis.Redis, redis_url: str, qname: str) 
     move_to_finished(q, [entry("1")])
     q.remove_job("1")
     assert not {k for k in queue_keys(r, q) if k.startswith(q.keys.job("1"))}
+
+
+def _family(r: redis.Redis, q: Queue, b: Queue) -> None:
+    """Parent `p` in q over children in q and b: `done` (completed, its value
+    processed), `bad` (idof, failed, an ignored failure), `mid` (waiting for
+    its own child `leaf`), `todo` (waiting); all in the default prefix."""
+
+    def child(name: str, queue: Queue, **opts: object) -> dict[str, object]:
+        return {
+            "name": name,
+            "queue_name": queue.name,
+            "opts": {"job_id": name, **opts},
+        }
+
+    queues = {q.name: q, b.name: b}
+    tree = {
+        "name": "p",
+        "queue_name": q.name,
+        "opts": {"job_id": "p"},
+        "children": [
+            child("done", b),
+            child("bad", b, ignore_dependency_on_failure=True),
+            {**child("mid", q), "children": [child("leaf", b)]},
+            child("todo", q),
+        ],
+    }
+    q._run(add_flows([tree], lambda name, prefix: queues[name], "bull", NOW))
+    r.lrem(b.keys.wait, 0, "leaf")
+    r.lpush(b.keys.wait, "leaf")
+    ids = [i for i, _, _ in claimed(move_to_active(b, count=2))]
+    assert sorted(ids) == ["bad", "done"]
+    finish = {"done": entry("done", value='"v"'), "bad": entry("bad", "failed", "e")}
+    move_to_finished(
+        b, [dict(finish[i], token=f"w1:{n}") for n, i in enumerate(ids)], now=NOW + 1
+    )
+    assert r.zscore(q.keys.waiting_children, "p") is not None
+
+
+def test_remove_parent_removes_children_across_queues(
+    r: redis.Redis, redis_url: str, qname: str
+) -> None:
+    """Removing a parent removes every child it lists (completed, ignored
+    failure, pending, and their own children) in any queue of the prefix, each
+    with `removed {prev}` in its own queue, children first; no job key is left
+    and the parent is not released on the way (BullMQ 6.7.0 removeChildren)."""
+    q, b = new_queue(redis_url, qname), new_queue(redis_url, qname + "b")
+    _family(r, q, b)
+    clear_events(r, q)
+    clear_events(r, b)
+    assert q.get_job("p").remove() is True
+    jobs = {"p": q, "mid": q, "todo": q, "done": b, "bad": b, "leaf": b}
+    left = queue_keys(r, q) | queue_keys(r, b)
+    gone = {j.keys.job(i) for i, j in jobs.items()}
+    assert not {k for k in left if k in gone or k.rsplit(":", 1)[0] in gone}
+    assert not r.exists(q.keys.wait, q.keys.waiting_children, b.keys.wait)
+    assert not r.exists(b.keys.completed, b.keys.failed)
+    removed_b = [(e["jobId"], e["prev"]) for e in events(r, b)]
+    assert sorted(removed_b) == [
+        ("bad", "failed"),
+        ("done", "completed"),
+        ("leaf", "wait"),
+    ]
+    removed_q = [(e["event"], e["jobId"], e["prev"]) for e in events(r, q)]
+    assert sorted(removed_q[:2]) == [
+        ("removed", "mid", "waiting-children"),
+        ("removed", "todo", "wait"),
+    ]
+    assert removed_q[2:] == [("removed", "p", "waiting-children")]
+
+
+def test_remove_without_children_leaves_them(
+    r: redis.Redis, redis_url: str, qname: str
+) -> None:
+    """remove_children=False removes the parent alone; its children stay where
+    they are, still naming the parent."""
+    q, b = new_queue(redis_url, qname), new_queue(redis_url, qname + "b")
+    _family(r, q, b)
+    assert q.remove_job("p", remove_children=False) is True
+    assert not r.exists(q.keys.job("p"))
+    assert lst(r, q.keys.wait) == ["todo"]
+    assert r.zscore(b.keys.completed, "done") is not None
+    assert r.hget(b.keys.job("leaf"), "parentKey") == q.keys.job("mid")
+
+
+def test_locked_pending_grandchild_refuses_whole_removal(
+    r: redis.Redis, redis_url: str, qname: str
+) -> None:
+    """A locked pending descendant (an active grandchild) refuses the removal
+    (JobLocked) and nothing is removed."""
+    q, b = new_queue(redis_url, qname), new_queue(redis_url, qname + "b")
+    _family(r, q, b)
+    assert claimed(move_to_active(b))[0][0] == "leaf"
+    before = queue_keys(r, q) | queue_keys(r, b)
+    clear_events(r, q)
+    with pytest.raises(JobLocked):
+        q.get_job("p").remove()
+    assert queue_keys(r, q) | queue_keys(r, b) == before - {q.keys.events}
+    assert q.remove_job("p", remove_children=False) is True
