@@ -1,0 +1,89 @@
+// Node side of the 6.7.0 parity tests (tests/interop/test_parity_retry_remove.py):
+// runs a list of steps with real BullMQ and prints one JSON line per step.
+//
+//   node parity.mjs <port> <stepsJson>
+//
+// Steps (arrays):
+//   ["add", queue, jobId, opts]              Queue.add(jobId, {}, {jobId, ...opts})
+//   ["flow", tree]                           FlowProducer.add(tree)
+//   ["take", queue, {jobId: [outcome, value]}]  a manual Worker takes that many jobs
+//                                            and completes, fails or holds each
+//   ["retry", queue, jobId, state]           Job.retry(state)
+//   ["retryJobs", queue, opts]               Queue.retryJobs(opts)
+//   ["remove", queue, jobId, opts]           Queue.remove(jobId, opts), its 0/1 code
+//   ["jobRemove", queue, jobId, opts]        Job.remove(opts); "locked" when it throws
+import { FlowProducer, Job, Queue, Worker } from 'bullmq';
+
+const [port, stepsJson] = process.argv.slice(2);
+const connection = { host: '127.0.0.1', port: Number(port), maxRetriesPerRequest: null };
+const out = value => process.stdout.write(JSON.stringify(value ?? null) + '\n');
+
+const queues = new Map();
+function queue(name) {
+  if (!queues.has(name)) queues.set(name, new Queue(name, { connection }));
+  return queues.get(name);
+}
+
+// Take as many jobs as `outcomes` names, each handled by its id's
+// [outcome, value]: "complete" (value), "fail" (value = message) or "hold"
+// (left active and locked). Returns the ids in the order taken.
+async function take(name, outcomes) {
+  const worker = new Worker(name, null, { connection });
+  const token = 'parity-token';
+  const taken = [];
+  try {
+    for (let i = 0; i < Object.keys(outcomes).length; i++) {
+      const job = await worker.getNextJob(token, { block: false });
+      if (!job || !outcomes[job.id]) throw new Error(`took ${job && job.id} from ${name}`);
+      const [outcome, value] = outcomes[job.id];
+      if (outcome === 'complete') await job.moveToCompleted(value, token, false);
+      else if (outcome === 'fail') await job.moveToFailed(new Error(value), token, false);
+      taken.push(job.id);
+    }
+    return taken;
+  } finally {
+    await worker.close(true);
+  }
+}
+
+async function jobRemove(name, jobId, opts) {
+  const job = await Job.fromId(queue(name), jobId);
+  try {
+    await job.remove(opts);
+    return 'removed';
+  } catch (err) {
+    if (/locked/.test(String(err))) return 'locked';
+    throw err;
+  }
+}
+
+const steps = {
+  add: (name, jobId, opts) => queue(name).add(jobId, {}, { jobId, ...opts }).then(j => j.id),
+  flow: async tree => {
+    const producer = new FlowProducer({ connection });
+    try {
+      return (await producer.add(tree)).job.id;
+    } finally {
+      await producer.close();
+    }
+  },
+  take,
+  retry: async (name, jobId, state) => {
+    await (await Job.fromId(queue(name), jobId)).retry(state);
+    return jobId;
+  },
+  retryJobs: (name, opts) => queue(name).retryJobs(opts),
+  remove: (name, jobId, opts) => queue(name).remove(jobId, opts),
+  jobRemove,
+};
+
+async function main() {
+  for (const [kind, ...args] of JSON.parse(stepsJson)) out(await steps[kind](...args));
+  for (const q of queues.values()) await q.close();
+}
+
+const exit = code => process.stdout.write('', () => process.exit(code));
+main().then(() => exit(0), err => {
+  process.stderr.write(String(err && err.stack || err) + '\n');
+  exit(1);
+});
