@@ -266,7 +266,7 @@ ERROR_CODES: dict[int, tuple[str, ...]] = {
     403: ("queue_not_allowed", "insufficient_scope"),
     404: ("not_found", "job_not_found"),
     405: ("method_not_allowed",),
-    409: ("job_id_taken", "idempotency_in_progress"),
+    409: ("job_id_taken", "idempotency_in_progress", "job_has_running_child"),
     413: ("payload_too_large",),
     415: ("unsupported_media_type",),
     422: ("schema_validation_failed", "idempotency_key_reused", "webhook_url_refused"),

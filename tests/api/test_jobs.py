@@ -11,7 +11,7 @@ from django.template.loader import render_to_string
 
 from dashboard.api import store
 from dashboard.api.webhooks import deliveries
-from queues import Job, Queue
+from queues import FlowProducer, Job, Queue
 from tests.api.conftest import ApiClient
 from tests.api.helpers import WorkerThread, wait_until
 from tests.api.test_validation import assert_error
@@ -103,6 +103,46 @@ def test_delete_of_a_running_job_requests_a_cancel(
     finally:
         release["go"] = True
         worker.stop()
+
+
+@pytest.mark.django_db
+def test_delete_of_a_parent_with_a_running_child_is_refused(
+    api: ApiClient, q: Queue, qname: str, api_redis: str, r: redis.Redis
+) -> None:
+    """DELETE of a flow parent removes its children too; while one of them is
+    running the API answers 409 and removes nothing, and no cancel is set for
+    the parent (which is not running)."""
+    release = {"go": False}
+
+    async def hold(job: Job) -> int:
+        while not release["go"]:
+            await asyncio.sleep(0.02)
+        return 1
+
+    with FlowProducer(api_redis) as producer:
+        producer.add(
+            {
+                "name": "parent",
+                "queue_name": qname + "p",
+                "opts": {"job_id": "P"},
+                "children": [
+                    {"name": "child", "queue_name": qname, "opts": {"job_id": "c"}}
+                ],
+            }
+        )
+    worker = WorkerThread(qname, hold, api_redis)
+    try:
+        wait_until(lambda: q.get_job_state("c").value == "active", what="active")
+        response = api.delete(f"/api/v1/queues/{qname}p/jobs/P")
+        assert_error(response, 409, "job_has_running_child")
+        assert not r.exists(f"bullpen:cancel:bull:{qname}p:P")
+        assert r.exists(f"bull:{qname}p:P", f"bull:{qname}:c") == 2
+    finally:
+        release["go"] = True
+        worker.stop()
+    response = api.delete(f"/api/v1/queues/{qname}p/jobs/P")
+    assert response.json()["result"] == "removed"
+    assert not r.exists(f"bull:{qname}p:P", f"bull:{qname}:c")
 
 
 @pytest.mark.django_db

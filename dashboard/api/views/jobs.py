@@ -207,7 +207,9 @@ def get_job(request: HttpRequest, call: Call, queue: str, job_id: str) -> HttpRe
     path=_JOB,
     operation_id="cancelJob",
     summary="Remove a job that is not running; ask a running one to stop",
-    description="A waiting, delayed or finished job is removed (200). A running "
+    description="A waiting, delayed or finished job is removed (200), a flow "
+    "parent with its children (409 and nothing removed while one of them runs). "
+    "A running "
     "job is asked to stop (202): GPU workers stop it and it fails with reason "
     '"cancelled by operator"; other workers let it finish.',
     scope="write",
@@ -215,6 +217,7 @@ def get_job(request: HttpRequest, call: Call, queue: str, job_id: str) -> HttpRe
         200: ("Removed", "Removed"),
         202: ("Cancel requested (the job is running)", "Removed"),
         404: ("No such job", None),
+        409: ("A child of the job is running (nothing was removed)", None),
     },
 )
 def cancel_job(
@@ -233,7 +236,14 @@ def cancel_job(
                 )
             raise NotFound("job_not_found", f"queue {queue} has no job {job_id}")
         except JobLocked:
-            pass  # it started meanwhile: cancel it instead
+            # Removal takes the job's children too: a running child refuses it.
+            if q.get_job_state(job_id) is not JobState.ACTIVE:
+                raise Conflict(
+                    "job_has_running_child",
+                    f"job {job_id} has a child that a worker is running; "
+                    "remove it once the child has finished",
+                ) from None
+            # Otherwise it started meanwhile: cancel it instead.
     try:
         Fleet(store.client(), conf.namespace()).request_cancel(
             queue, job_id, conf.prefix()
