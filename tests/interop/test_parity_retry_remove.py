@@ -17,6 +17,8 @@ import redis
 
 from queues import Queue
 from queues.exceptions import JobLocked
+from queues.ops import now_ms
+from tests.queues.transitions.helpers import move_stalled
 
 from .helpers import HERE, port_of
 
@@ -27,7 +29,7 @@ PARITY = HERE / "node" / "parity.mjs"
 SKIPPED_FIELDS = {"timestamp", "processedOn", "finishedOn", "version"}
 #: Scored sets whose scores are not clock readings (the others are compared
 #: by members only).
-EXACT_SCORES = (":prioritized", ":marker", ":pc")
+EXACT_SCORES = (":prioritized", ":pc")
 
 Steps = list[list[Any]]
 PyOp = Callable[[Callable[[str], Queue]], list[Any]]
@@ -61,12 +63,17 @@ def snapshot(r: redis.Redis) -> dict[str, Any]:
             value = sorted(r.smembers(key))
         elif kind == "zset":
             pairs = r.zrange(key, 0, -1, withscores=True)
-            if key.endswith(EXACT_SCORES):
+            if key.endswith(":marker"):  # "1" is scored by a due time
+                value = [(m, "<time>" if m == "1" else s) for m, s in pairs]
+            elif key.endswith(EXACT_SCORES):
                 value = pairs
             else:  # clock scores: which members, not their order
                 value = sorted(m for m, _ in pairs)
-        elif kind == "stream":
-            value = [fields for _, fields in r.xrange(key)]
+        elif kind == "stream":  # a `delayed` event's `delay` is a due time
+            value = [
+                {k: "<time>" if k == "delay" else v for k, v in fields.items()}
+                for _, fields in r.xrange(key)
+            ]
         elif key.endswith(":stalled-check"):
             value = "<time>"
         else:
@@ -172,6 +179,50 @@ def test_retry_jobs_of_priority_jobs(
 
     node_state, py_state, _, _ = run_both(r, redis_url, setup, node_op, py_op)
     assert sorted(node_state[f"bull:{qname}:wait"][1]) == ["a", "d", "k", "l"]
+    assert_same(node_state, py_state)
+
+
+def test_promote_of_priority_job(r: redis.Redis, redis_url: str, qname: str) -> None:
+    """Job.promote of a delayed job with a priority queues it in `prioritized`
+    (new `pc`), behind waiting jobs of its priority, as 6.7.0's promote does."""
+    setup = [
+        ["add", qname, "a", {"priority": 2, "delay": 60_000}],
+        ["add", qname, "b", {"priority": 2}],
+        ["add", qname, "c", {}],
+    ]
+
+    def py_op(queue: Callable[[str], Queue]) -> list[Any]:
+        return [queue(qname).get_job("a").promote()]
+
+    node_state, py_state, _, _ = run_both(
+        r, redis_url, setup, [["promote", qname, "a"]], py_op
+    )
+    prioritized = node_state[f"bull:{qname}:prioritized"][1]
+    assert [m for m, _ in prioritized] == ["b", "a"]
+    assert_same(node_state, py_state)
+
+
+def test_stalled_priority_job(r: redis.Redis, redis_url: str, qname: str) -> None:
+    """A stalled job with a priority goes back to the tail of `wait` (to run
+    next), not to `prioritized`, as 6.7.0's moveStalledJobsToWait does."""
+    setup = [
+        ["add", qname, "a", {"priority": 3}],
+        ["add", qname, "b", {"priority": 3}],
+        ["add", qname, "c", {}],
+        ["take", qname, {"c": ["complete", 1], "a": ["hold"]}],
+        ["del", f"bull:{qname}:a:lock"],
+        ["stalledCheck", qname],
+        ["del", f"bull:{qname}:stalled-check"],
+    ]
+
+    def py_op(queue: Callable[[str], Queue]) -> list[Any]:
+        return move_stalled(queue(qname), now=now_ms())
+
+    node_state, py_state, _, py_results = run_both(
+        r, redis_url, setup, [["stalledCheck", qname]], py_op
+    )
+    assert py_results == ["a"]
+    assert node_state[f"bull:{qname}:wait"][1] == ["a"]
     assert_same(node_state, py_state)
 
 

@@ -12,7 +12,11 @@
 //   ["retryJobs", queue, opts]               Queue.retryJobs(opts)
 //   ["remove", queue, jobId, opts]           Queue.remove(jobId, opts), its 0/1 code
 //   ["jobRemove", queue, jobId, opts]        Job.remove(opts); "locked" when it throws
+//   ["promote", queue, jobId]                Job.promote()
+//   ["stalledCheck", queue]                  one Worker.moveStalledJobsToWait()
+//   ["del", ...keys]                         DEL of raw keys
 import { FlowProducer, Job, Queue, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
 
 const [port, stepsJson] = process.argv.slice(2);
 const connection = { host: '127.0.0.1', port: Number(port), maxRetriesPerRequest: null };
@@ -75,6 +79,28 @@ const steps = {
   retryJobs: (name, opts) => queue(name).retryJobs(opts),
   remove: (name, jobId, opts) => queue(name).remove(jobId, opts),
   jobRemove,
+  promote: async (name, jobId) => {
+    await (await Job.fromId(queue(name), jobId)).promote();
+    return jobId;
+  },
+  stalledCheck: async name => {
+    const worker = new Worker(name, null, { connection });
+    try {
+      await worker.waitUntilReady();
+      await worker.moveStalledJobsToWait();
+    } finally {
+      await worker.close(true);
+    }
+    return name;
+  },
+  del: async (...keys) => {
+    const client = new Redis(connection);
+    try {
+      return await client.del(...keys);
+    } finally {
+      client.disconnect();
+    }
+  },
 };
 
 async function main() {
