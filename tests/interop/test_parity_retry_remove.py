@@ -507,3 +507,67 @@ def test_locked_pending_descendant_refuses_removal(
     assert node_results == [0]
     assert f"bull:{qname}:P" in node_state
     assert_same(node_state, py_state)
+
+
+# --- 4. bulk removal of a parent's last pending child ------------------------
+def _stuck_parents_setup(q: str) -> Steps:
+    """Children `c1`, `c2` (queue q) of `P` (q), itself the only child of `G`
+    (q); child `c3` (q) of `O` in queue q+"o". All children wait in q."""
+    return [
+        [
+            "flow",
+            {
+                "name": "G",
+                "queueName": q,
+                "opts": {"jobId": "G"},
+                "children": [
+                    {
+                        "name": "P",
+                        "queueName": q,
+                        "opts": {"jobId": "P"},
+                        "children": [
+                            {"name": "c1", "queueName": q, "opts": {"jobId": "c1"}},
+                            {"name": "c2", "queueName": q, "opts": {"jobId": "c2"}},
+                        ],
+                    }
+                ],
+            },
+        ],
+        [
+            "flow",
+            {
+                "name": "O",
+                "queueName": q + "o",
+                "opts": {"jobId": "O", "priority": 2},
+                "children": [{"name": "c3", "queueName": q, "opts": {"jobId": "c3"}}],
+            },
+        ],
+    ]
+
+
+@pytest.mark.parametrize("how", ["drain", "clean"])
+def test_bulk_removal_does_not_strand_parents(
+    r: redis.Redis, redis_url: str, qname: str, how: str
+) -> None:
+    """Draining (or cleaning `wait` of) a queue that holds the last pending
+    children of parents does what 6.7.0's "hard" removal does: a parent in the
+    same queue is deleted too, and so is its own parent when that was its last
+    pending child; a parent in another queue is pushed to its `wait` (whatever
+    its priority). None stays in waiting-children for ever."""
+    node_op = (
+        [["call", qname, "drain", []]]
+        if how == "drain"
+        else [["call", qname, "clean", [0, 0, "wait"]]]
+    )
+
+    def py_op(queue: Callable[[str], Queue]) -> list[Any]:
+        q = queue(qname)
+        return [q.drain() if how == "drain" else q.clean(0, 0, "wait")]
+
+    node_state, py_state, _, _ = run_both(
+        r, redis_url, _stuck_parents_setup(qname), node_op, py_op
+    )
+    for job_id in ("G", "P", "c1", "c2", "c3"):
+        assert f"bull:{qname}:{job_id}" not in node_state
+    assert node_state[f"bull:{qname}o:wait"][1] == ["O"]
+    assert_same(node_state, py_state)

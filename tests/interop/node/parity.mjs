@@ -15,6 +15,7 @@
 //   ["promote", queue, jobId]                Job.promote()
 //   ["stalledCheck", queue]                  one Worker.moveStalledJobsToWait()
 //   ["del", ...keys]                         DEL of raw keys
+//   ["call", queue, method, args]            await Queue[method](...args)
 import { FlowProducer, Job, Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 
@@ -93,6 +94,7 @@ const steps = {
     }
     return name;
   },
+  call: (name, method, args) => queue(name)[method](...args),
   del: async (...keys) => {
     const client = new Redis(connection);
     try {
