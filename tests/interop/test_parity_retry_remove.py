@@ -509,6 +509,41 @@ def test_locked_pending_descendant_refuses_removal(
     assert_same(node_state, py_state)
 
 
+def test_removing_last_child_releases_parent_by_priority(
+    r: redis.Redis, redis_url: str, qname: str
+) -> None:
+    """Removing the last pending child of a parent with a priority releases
+    the parent to `prioritized`, as a finishing child does; 6.7.0's removeJob
+    pushes it to `wait` whatever its priority (a documented difference). All
+    else (events, marker, the child's keys) is the same."""
+    setup = [
+        [
+            "flow",
+            {
+                "name": "P",
+                "queueName": qname,
+                "opts": {"jobId": "P", "priority": 2},
+                "children": [{"name": "c", "queueName": qname, "opts": {"jobId": "c"}}],
+            },
+        ],
+    ]
+
+    def py_op(queue: Callable[[str], Queue]) -> list[Any]:
+        return [queue(qname).remove_job("c")]
+
+    node_state, py_state, _, _ = run_both(
+        r, redis_url, setup, [["remove", qname, "c", {}]], py_op
+    )
+    wait, prioritized = f"bull:{qname}:wait", f"bull:{qname}:prioritized"
+    assert node_state[wait][1] == ["P"] and prioritized not in node_state
+    assert py_state[prioritized][1] == [("P", 2 * 2**32 + 1)] and wait not in py_state
+    differ = {wait, prioritized, f"bull:{qname}:pc"}
+    assert_same(
+        {k: v for k, v in node_state.items() if k not in differ},
+        {k: v for k, v in py_state.items() if k not in differ},
+    )
+
+
 # --- 4. bulk removal of a parent's last pending child ------------------------
 def _stuck_parents_setup(q: str) -> Steps:
     """Children `c1`, `c2` (queue q) of `P` (q), itself the only child of `G`
