@@ -247,3 +247,35 @@ def test_locked_pending_grandchild_refuses_whole_removal(
         q.get_job("p").remove()
     assert queue_keys(r, q) | queue_keys(r, b) == before - {q.keys.events}
     assert q.remove_job("p", remove_children=False) is True
+
+
+def test_cycle_in_broken_flow_data_is_walked_once(
+    r: redis.Redis, redis_url: str, qname: str
+) -> None:
+    """Two jobs listing each other as pending children (broken data) are both
+    removed, each with one `removed` event, instead of recursing for ever."""
+    q = new_queue(redis_url, qname)
+    for job_id, other in (("a", "b"), ("b", "a")):
+        write_job(r, q, job_id)
+        r.sadd(q.keys.job(job_id) + ":dependencies", q.keys.job(other))
+    r.lpush(q.keys.wait, "a", "b")
+    assert q.remove_job("a") is True
+    assert not r.exists(q.keys.job("a"), q.keys.job("b"), q.keys.wait)
+    assert sorted(e["jobId"] for e in events(r, q)) == ["a", "b"]
+
+
+def test_bulk_removal_deletes_stranded_parent_and_its_dedup_key(
+    r: redis.Redis, redis_url: str, qname: str
+) -> None:
+    """Draining the last pending child of a same-queue parent deletes the
+    parent with the deduplication key that still points to it."""
+    q = new_queue(redis_url, qname)
+    parent_key = q.keys.job("parent")
+    write_job(r, q, "parent", deid="d1")
+    r.set(q.keys.base + "de:d1", "parent")
+    r.zadd(q.keys.waiting_children, {"parent": NOW})
+    write_job(r, q, "child", parentKey=parent_key)
+    r.lpush(q.keys.wait, "child")
+    r.sadd(parent_key + ":dependencies", q.keys.job("child"))
+    assert q.drain() == 1
+    assert not r.exists(parent_key, q.keys.waiting_children, q.keys.base + "de:d1")
