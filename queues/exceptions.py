@@ -33,7 +33,7 @@ class JobNotInState(QueueError):
 
 
 class JobLocked(QueueError):
-    """Raised when a job is locked by a worker and cannot be removed."""
+    """Raised when a job (or a pending child) is locked and cannot be removed."""
 
 
 class LockMismatch(QueueError):
