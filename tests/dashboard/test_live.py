@@ -19,6 +19,7 @@ from tests.dashboard.live_helpers import (
     ORIGIN,
     close_all,
     drain,
+    existing_queue,
     next_message,
     open_socket,
     receive_until,
@@ -82,7 +83,7 @@ def test_counts_events_and_progress_arrive(live: str, viewer: User, qname: str) 
     cookie_viewer = session_cookie(viewer)
 
     async def test() -> None:
-        queue = AsyncQueue(qname, live)
+        queue = await existing_queue(qname, live)
         comm = await subscribed(cookie_viewer, queues=[key])
         first = await receive_until(comm, lambda m: m["type"] == "counts")
         assert first["counts"]["waiting"] == 0
@@ -230,7 +231,7 @@ def test_reconnect_resumes_from_last_id(live: str, viewer: User, qname: str) -> 
     cookie_viewer = session_cookie(viewer)
 
     async def test() -> None:
-        queue = AsyncQueue(qname, live)
+        queue = await existing_queue(qname, live)
         comm = await subscribed(cookie_viewer, queues=[key])
         await asyncio.sleep(0.2)
         first = await queue.add("before", {})
@@ -339,7 +340,7 @@ def test_one_reader_serves_many_sockets(live: str, viewer: User, qname: str) -> 
     cookie_viewer = session_cookie(viewer)
 
     async def test() -> None:
-        queue = AsyncQueue(qname, live)
+        queue = await existing_queue(qname, live)
         socks = []
         for _ in range(5):
             comm = await open_socket(ORIGIN, cookie_viewer)
@@ -358,8 +359,10 @@ def test_one_reader_serves_many_sockets(live: str, viewer: User, qname: str) -> 
         # is the only group member, receiving each batch once for all five.
         assert reader.stats.group_sends - before <= 3
         hub = get_hub()
-        assert list(hub.members) == [queue_group(key)]
+        session = next(g for g in hub.members if g != queue_group(key))
+        assert sorted(hub.members) == sorted([queue_group(key), session])
         assert len(hub.members[queue_group(key)]) == 5
+        assert len(hub.members[session]) == 5  # one session, five sockets
         await close_all(socks)
         assert reader.followed == {} and hub.members == {}
         await queue.close()
