@@ -29,6 +29,7 @@ import redis.asyncio as aioredis
 from channels.layers import BaseChannelLayer, get_channel_layer
 from redis.exceptions import ResponseError
 
+from dashboard import fleetmodel
 from gpu_workers import Fleet
 from gpu_workers.keys import BullpenKeys
 from queues import AsyncQueue
@@ -415,10 +416,13 @@ class EventsReader:
     def _read_fleet(self) -> dict[str, Any]:
         if self._fleet is None:
             self._fleet = Fleet(self.redis_url, self.namespace)
+        records = self._fleet.list_workers()
         return {
             "type": "workers",
-            "hosts": self._fleet.list_workers(),
+            "hosts": fleetmodel.shown_records(records),
             "gpus": self._fleet.list_gpus(),
+            # The GPU page's scaling table: workers running per host/queue.
+            "running": fleetmodel.running_workers(records),
         }
 
     async def _send_workers(self) -> None:
