@@ -107,7 +107,9 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
         self._pump = loop.create_task(self._pump_inbox())
         self._watch = loop.create_task(self._recheck_access())
         self.session = access.session_group(self.session_key or "")
+        self.user_group = access.user_group(user.pk)
         await self.hub.join(self.session, self)
+        await self.hub.join(self.user_group, self)
         await self.accept()
 
     async def disconnect(self, code: int) -> None:
@@ -124,6 +126,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
         if self._flush_handle is not None:
             self._flush_handle.cancel()
         await self.hub.leave(self.session, self)
+        await self.hub.leave(self.user_group, self)
         await self._apply(subscriptions.Subscription())
 
     async def _end(self, code: int) -> None:
@@ -296,6 +299,12 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
     async def session_ended(self, event: dict[str, Any]) -> None:
         """The socket's session logged out (in any dashboard process)."""
         await self._end(CLOSE_UNAUTHENTICATED)
+
+    async def access_changed(self, event: dict[str, Any]) -> None:
+        """The user's permissions or groups changed: check again now."""
+        code = await self._access()
+        if code is not None:
+            await self._end(code)
 
     async def queue_events(self, event: dict[str, Any]) -> None:
         """A batch of one queue's events: filter, drop repeats, coalesce progress."""

@@ -11,6 +11,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from dashboard.live import defaults
+from dashboard.live.access import user_group
 from dashboard.live.hub import get_hub
 from dashboard.live.messages import queue_group
 from dashboard.live.reader import get_reader
@@ -359,10 +360,11 @@ def test_one_reader_serves_many_sockets(live: str, viewer: User, qname: str) -> 
         # is the only group member, receiving each batch once for all five.
         assert reader.stats.group_sends - before <= 3
         hub = get_hub()
-        session = next(g for g in hub.members if g != queue_group(key))
-        assert sorted(hub.members) == sorted([queue_group(key), session])
-        assert len(hub.members[queue_group(key)]) == 5
-        assert len(hub.members[session]) == 5  # one session, five sockets
+        mine = {queue_group(key), user_group(viewer.pk)}
+        session = next(g for g in hub.members if g not in mine)
+        assert sorted(hub.members) == sorted([*mine, session])
+        # One queue, one user, one session: five sockets in each group.
+        assert all(len(found) == 5 for found in hub.members.values())
         await close_all(socks)
         assert reader.followed == {} and hub.members == {}
         await queue.close()

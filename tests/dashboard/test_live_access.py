@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Group, Permission, User
 
 from dashboard.live import defaults
 from dashboard.live.reader import get_reader
+from dashboard.models import VIEW
 from tests.dashboard.live_helpers import (
     drain,
     existing_queue,
@@ -193,5 +194,48 @@ def test_queues_per_process_are_capped(
         assert added["job"] == job.id
         for q in queues:
             await q.close()
+
+    run(test)
+
+
+@pytest.mark.parametrize("how", ["user", "group", "deactivate"])
+def test_taking_access_away_closes_sockets_at_once(
+    live: str, qname: str, how: str
+) -> None:
+    """Removing the user's permission, the permission from the user's group,
+    or deactivating the user closes their sockets in well under the periodic
+    check's 30 s; a change that keeps the access keeps them open."""
+    user = User.objects.create_user("grouped", password="x")
+    group = Group.objects.create(name=f"g-{how}")
+    view = Permission.objects.get(codename=VIEW.split(".")[1])
+    group.permissions.add(view)
+    user.groups.add(group)
+    if how == "user":
+        user.user_permissions.add(view)
+        group.permissions.remove(view)
+    cookie = session_cookie(user)
+    key = f"bull:{qname}"
+
+    def take_away() -> None:
+        if how == "user":
+            user.user_permissions.remove(view)
+        elif how == "group":
+            group.permissions.remove(view)
+        else:
+            user.is_active = False
+            user.save()
+
+    async def test() -> None:
+        queue = await existing_queue(qname, live)
+        comm = await subscribed(cookie, queues=[key])
+        await receive_until(comm, lambda m: m["type"] == "counts")
+        other = Permission.objects.exclude(codename=view.codename).first
+        await database_sync_to_async(lambda: user.user_permissions.remove(other()))()
+        assert await comm.receive_nothing(timeout=0.5)  # still allowed
+        await database_sync_to_async(take_away)()
+        _, code = await asyncio.wait_for(closed_with(comm), 3)
+        assert code == (4401 if how == "deactivate" else 4403)
+        assert get_reader().followed == {}
+        await queue.close()
 
     run(test)
