@@ -74,7 +74,7 @@ def too_many_queues(count: int, most: int) -> SubscriptionError:
     """The refusal of a subscribe that would follow more queues than a socket may."""
     return SubscriptionError(
         f"this page asks to follow {count} queues, but a live socket may follow "
-        f"at most {most} (BULLPEN_LIVE_MAX_QUEUES_PER_SOCKET): nothing followed"
+        f"at most {most} (BULLPEN_LIVE_MAX_QUEUES_PER_SOCKET): subscribe refused"
     )
 
 
