@@ -17,7 +17,15 @@ from django.test import Client
 from dashboard import fleetmodel
 from dashboard.present import REDACTED, redact_sensitive_keys
 from queues import AsyncQueue, Queue
-from tests.dashboard.helpers import beat, job_url, make_active, queue_url, run_jobs
+from queues.ops import now_ms
+from tests.dashboard.helpers import (
+    SIM_GPU,
+    beat,
+    job_url,
+    make_active,
+    queue_url,
+    run_jobs,
+)
 from tests.dashboard.live_helpers import (
     next_message,
     receive_until,
@@ -84,24 +92,33 @@ def test_pages_never_show_a_redacted_value(
 
 
 @pytest.mark.django_db
-def test_gpu_running_jobs_are_redacted(
-    dashboard_redis: str, settings: Any, qname: str
+def test_gpu_page_and_worker_snapshots_are_redacted(
+    dashboard_redis: str, admin_client: Client, settings: Any
 ) -> None:
-    """Running jobs' progress on the GPU page and in live worker snapshots."""
+    """Running jobs' progress on the GPU page, and in the worker records
+    that live updates send."""
     settings.BULLPEN_REDACT = HOOK
     r = redis.Redis.from_url(dashboard_redis)
+    host = {"host": "h1", "state": "running", "mode": "simulated", "gpus": [SIM_GPU]}
+    beat(r, "host", "h1", {**host, "ts_ms": now_ms()})
     record = {
+        "id": "w1",
         "host": "h1",
-        "queue": qname,
+        "queue": "gpu",
         "prefix": "bull",
+        "gpu": {"uuid": SIM_GPU["uuid"]},
         "state": "busy",
-        "running": [{"id": "1", "name": "x", "progress": {"token": SECRET}}],
+        "ts_ms": now_ms(),
+        "running": [
+            {"id": "1", "name": "x", "state": "running", "progress": {"t": SECRET}}
+        ],
     }
     beat(r, "worker", "w1", record)
-    shown = fleetmodel.shown_records([record])
-    assert SECRET not in json.dumps(shown) and REDACTED in json.dumps(shown)
-    job = fleetmodel._worker(record, 0).running[0]
-    assert SECRET not in job.text and REDACTED in job.text
+    html = admin_client.get("/gpus/").content.decode()
+    assert 'data-worker="w1"' in html
+    assert SECRET not in html and REDACTED in html
+    shown = json.dumps(fleetmodel.shown_records([record]))
+    assert SECRET not in shown and REDACTED in shown
 
 
 @pytest.mark.django_db(transaction=True)
