@@ -300,7 +300,8 @@ def test_replay_is_bounded(
 
 
 def test_gpus_subscription_gets_worker_snapshots(live: str, viewer: User) -> None:
-    """Following the GPUs sends Fleet snapshots after a heartbeat."""
+    """Following the GPUs sends Fleet snapshots after a heartbeat, with the
+    workers running per host and queue."""
     import redis
 
     from gpu_workers.keys import BullpenKeys
@@ -329,6 +330,8 @@ def test_gpus_subscription_gets_worker_snapshots(live: str, viewer: User) -> Non
         )
         assert got["hosts"][0]["id"] == "h1:bull:gpu:GPU-1"
         assert got["gpus"] == []
+        # The GPU page's Running column, per host/queue (failed ones left out).
+        assert got["running"] == {"h1/bull:gpu": 1}
 
     run(test)
 
