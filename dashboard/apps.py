@@ -13,3 +13,4 @@ class DashboardConfig(AppConfig):
 
     def ready(self) -> None:
         from . import checks  # noqa: F401  (registers the checks)
+        from .live import access  # noqa: F401  (logging out closes live sockets)

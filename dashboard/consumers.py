@@ -1,9 +1,13 @@
 """The live-updates socket (`/ws/live/`, one per page): docs/dashboard-design.md.
 
 A socket needs a logged-in session with the view permission (the Origin is
-checked in asgi.py). It sends `subscribe`; the server makes this process's
-events reader follow what it asks, replays what a reconnecting browser missed
-(bounded), and then forwards what the reader fans out through the channel
+checked in asgi.py), and keeps it only while both hold: logging out closes it,
+and it checks its session and permission again on every subscribe and
+periodically (dashboard/live/access.py). It sends `subscribe`; the server
+makes this process's events reader follow what it asks of the queues that
+exist (at most BULLPEN_LIVE_MAX_QUEUES_PER_SOCKET per socket and
+BULLPEN_LIVE_MAX_QUEUES_PER_PROCESS per process), replays what a reconnecting
+browser missed (bounded), and then forwards what the reader fans out through the channel
 layer: events, progress (at most 10 a second per job, latest wins), counts and
 worker snapshots. Group messages reach the socket through the process's hub
 (dashboard/live/hub.py), which is the one channel-layer member per process;
@@ -28,7 +32,9 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
-from dashboard.live import defaults, subscriptions
+from dashboard import readmodel
+from dashboard.live import access, defaults, subscriptions
+from dashboard.live.access import CLOSE_FORBIDDEN, CLOSE_UNAUTHENTICATED
 from dashboard.live.coalesce import Coalescer
 from dashboard.live.hub import encode, get_hub
 from dashboard.live.messages import FINAL_EVENTS, WORKERS_GROUP, id_key, queue_group
@@ -38,9 +44,12 @@ from dashboard.readmodel import REDIS_DOWN
 
 log = logging.getLogger(__name__)
 
-#: Close codes (4000-4999 are the application's): no session, no permission.
-CLOSE_UNAUTHENTICATED = 4401
-CLOSE_FORBIDDEN = 4403
+__all__ = ["CLOSE_FORBIDDEN", "CLOSE_UNAUTHENTICATED", "LiveConsumer"]
+#: Why a socket that was open is closed, as its last message says.
+_ENDED = {
+    CLOSE_UNAUTHENTICATED: "the session ended (logged out or expired): log in again",
+    CLOSE_FORBIDDEN: "this user may no longer view queues",
+}
 #: Redis did not answer a subscribe: reconnect later (RFC 6455 "Try Again Later").
 CLOSE_TRY_AGAIN = 1013
 #: Group messages a socket may have waiting; beyond that (a browser that does
@@ -75,6 +84,8 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
             return
         self.reader = get_reader()
         self.hub = get_hub()
+        self.user_pk = user.pk
+        self.session_key: str | None = self.scope["session"].session_key
         self.sub = subscriptions.Subscription()
         #: Streams this socket has joined and the reader follows for it.
         self.following: set[str] = set()
@@ -92,24 +103,71 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
         self._closed = False
         #: Texts of the frame being gathered (None: send each message at once).
         self._out: list[str] | None = None
-        self._pump = asyncio.get_running_loop().create_task(self._pump_inbox())
+        loop = asyncio.get_running_loop()
+        self._pump = loop.create_task(self._pump_inbox())
+        self._watch = loop.create_task(self._recheck_access())
+        self.session = access.session_group(self.session_key or "")
+        self.user_group = access.user_group(user.pk)
+        await self.hub.join(self.session, self)
+        await self.hub.join(self.user_group, self)
         await self.accept()
 
     async def disconnect(self, code: int) -> None:
         """Stop following everything."""
         if not hasattr(self, "sub"):
             return
-        self._closed = True
         self._pump.cancel()
+        self._watch.cancel()
+        await self._stop()
+
+    async def _stop(self) -> None:
+        """Forward nothing more and follow nothing (closing, or closed)."""
+        self._closed = True
         if self._flush_handle is not None:
             self._flush_handle.cancel()
+        await self.hub.leave(self.session, self)
+        await self.hub.leave(self.user_group, self)
         await self._apply(subscriptions.Subscription())
+
+    async def _end(self, code: int) -> None:
+        """Say why and close a socket whose user may no longer see it (with
+        the lock held, so nothing else goes out after the reason)."""
+        if self._closed:
+            return
+        await self._stop()
+        await self.send_json({"type": "error", "message": _ENDED[code]})
+        await self.close(code=code)
+
+    async def _access(self) -> int | None:
+        check = database_sync_to_async(access.check)
+        result: int | None = await check(self.session_key, self.user_pk)
+        return result
+
+    async def _recheck_access(self) -> None:
+        """Close the socket once its session or view permission is gone."""
+        while not self._closed:
+            await asyncio.sleep(defaults.ACCESS_RECHECK_S)
+            try:
+                code = await self._access()
+            except Exception as exc:  # noqa: BLE001 - the next check may work
+                log.warning("live socket: access check failed: %r", exc)
+                continue
+            if code is not None:
+                async with self._lock:
+                    await self._end(code)
+                return
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         """Browser -> server: only `subscribe`."""
+        if self._closed:
+            return
         if isinstance(content, dict) and content.get("type") == "subscribe":
             try:
                 async with self._lock:
+                    code = await self._access()
+                    if code is not None:
+                        await self._end(code)
+                        return
                     await self.subscribe(content)
             except REDIS_DOWN as exc:
                 # The browser reconnects with backoff and resubscribes.
@@ -123,6 +181,8 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
 
     def deliver(self, message: dict[str, Any]) -> None:
         """The hub hands over a group message (never blocks)."""
+        if self._closed:
+            return
         try:
             self.inbox.put_nowait(message)
         except asyncio.QueueFull:
@@ -134,13 +194,18 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
     async def subscribe(self, content: dict[str, Any]) -> None:
         """Follow what the message asks (replacing any earlier subscription)."""
         try:
-            sub = subscriptions.parse(content, settings.BULLPEN_PREFIXES)
+            sub = subscriptions.parse(
+                content,
+                settings.BULLPEN_PREFIXES,
+                settings.BULLPEN_LIVE_MAX_QUEUES_PER_SOCKET,
+            )
         except subscriptions.SubscriptionError as exc:
             await self.send_json({"type": "error", "message": str(exc)})
             return
+        await self._drop_missing(sub)
+        await self._apply(sub)
         for reason in sub.rejected:
             await self.send_json({"type": "error", "message": reason})
-        await self._apply(sub)
         for queue, after in sub.last_ids.items():
             await self._replay(queue, after)
         for queue in sorted(sub.queues):
@@ -149,6 +214,15 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
                 await self.send_json(counts)
         if sub.gpus and self.reader.workers_snapshot is not None:
             await self.send_json(self.reader.workers_snapshot)
+
+    async def _drop_missing(self, sub: subscriptions.Subscription) -> None:
+        """Take queues that do not exist (and are not configured) out of the
+        subscription: a socket cannot make the reader follow arbitrary keys."""
+        configured = {ref.key for ref in readmodel.configured_queues()}
+        unknown = sub.streams - self.following - configured
+        missing = unknown - await self.reader.existing(unknown)
+        for queue in sorted(missing):
+            sub.drop(queue, f"no queue {queue}: not followed")
 
     async def _apply(self, new: subscriptions.Subscription) -> None:
         """Join before the reader follows (so nothing between is lost); leave.
@@ -167,6 +241,10 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
             await self.hub.join(queue_group(queue), self)
             try:
                 await self.reader.follow(queue)
+            except subscriptions.FollowRefused as exc:
+                await self.hub.leave(queue_group(queue), self)
+                new.drop(queue, str(exc))
+                continue
             except BaseException:
                 await self.hub.leave(queue_group(queue), self)
                 raise
@@ -197,6 +275,8 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
             while len(ready) < _DRAIN_MAX and not self.inbox.empty():
                 ready.append(self.inbox.get_nowait())
             async with self._lock:
+                if self._closed:
+                    return
                 self._out = []
                 for message in ready:
                     kind = str(message.get("type", "")).replace(".", "_")
@@ -208,12 +288,24 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
                     except Exception:  # noqa: BLE001 - one bad message must not end it
                         log.exception("live socket: %s failed", message.get("type"))
                 out, self._out = self._out, None
+                if self._closed:
+                    return
                 if len(out) == 1:
                     await self.send(text_data=out[0])
                 elif out:
                     await self.send(text_data=batch_frame(out))
 
     # --- what the reader sends (channel-layer message types) -------------------------
+    async def session_ended(self, event: dict[str, Any]) -> None:
+        """The socket's session logged out (in any dashboard process)."""
+        await self._end(CLOSE_UNAUTHENTICATED)
+
+    async def access_changed(self, event: dict[str, Any]) -> None:
+        """The user's permissions or groups changed: check again now."""
+        code = await self._access()
+        if code is not None:
+            await self._end(code)
+
     async def queue_events(self, event: dict[str, Any]) -> None:
         """A batch of one queue's events: filter, drop repeats, coalesce progress."""
         queue = event["queue"]

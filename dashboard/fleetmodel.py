@@ -17,7 +17,7 @@ from queues.keys import QueueKeys
 from queues.ops import DEFAULT_STATES
 
 from . import overviewmodel, readmodel
-from .present import progress_parts
+from .present import progress_parts, redact, redact_fields
 from .readmodel import QueueRef, cmd, gather
 
 #: Minutes of finished jobs the capacity view's throughput is measured over.
@@ -175,7 +175,7 @@ def _worker(record: dict[str, Any], now_ms: int) -> WorkerView:
     ref = QueueRef(str(record.get("prefix", "bull")), str(record.get("queue", "")))
     running = []
     for job in record.get("running") or []:
-        pct, text = progress_parts(job.get("progress"))
+        pct, text = progress_parts(redact(job.get("progress")))
         job_id = str(job.get("id", ""))
         running.append(
             RunningJob(
@@ -207,6 +207,32 @@ def _worker(record: dict[str, Any], now_ms: int) -> WorkerView:
     )
 
 
+def running_key(host: str, queue: QueueRef) -> str:
+    """`host/prefix:name`: a scaling row, as `running_workers` keys it."""
+    return f"{host}/{queue.key}"
+
+
+def running_workers(records: list[dict[str, Any]]) -> dict[str, int]:
+    """Workers running (not failed) per host and queue (`running_key`), from
+    worker records: the scaling table's Running column, rendered and live."""
+    counts: dict[str, int] = {}
+    for record in records:
+        if str(record.get("state", "unknown")) == "failed":
+            continue
+        ref = QueueRef(str(record.get("prefix", "bull")), str(record.get("queue", "")))
+        key = running_key(str(record.get("host", "")), ref)
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def shown_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Worker records as live updates send them: running jobs redacted."""
+    return [
+        {**r, "running": [redact_fields(j) for j in r.get("running") or []]}
+        for r in records
+    ]
+
+
 def _gpu(row: dict[str, Any]) -> GpuView:
     return GpuView(
         host=str(row.get("host", "")),
@@ -233,6 +259,7 @@ def hosts(now_ms: int | None = None) -> list[HostView]:
     now_ms = now_ms or ops.now_ms()
     fleet = readmodel.fleet()
     records = fleet.list_workers()
+    running = running_workers(records)
     gpu_rows = fleet.list_gpus()
     views = []
     for host in fleet.list_hosts():
@@ -265,9 +292,7 @@ def hosts(now_ms: int | None = None) -> list[HostView]:
                     queue=ref,
                     desired_workers=want.get("workers"),
                     desired_slots=want.get("slots"),
-                    running_workers=sum(
-                        1 for w in mine if w.queue == ref and w.state != "failed"
-                    ),
+                    running_workers=running.get(running_key(name, ref), 0),
                     max_workers=int(limits.get("max_workers", 0)),
                     max_slots=int(limits.get("max_slots", 0)),
                 )

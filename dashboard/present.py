@@ -60,6 +60,49 @@ def redact(value: Any) -> Any:
         return REDACTED
 
 
+#: What a job carries, under the names the job hash, the events stream, the API
+#: and webhooks give it: every path that shows one of these (pages, live
+#: messages, API, SSE, webhooks) passes it through `redact` first.
+CONTENT_FIELDS = frozenset(
+    {
+        "data",
+        "progress",
+        "returnvalue",
+        "failedReason",
+        "failed_reason",
+        "stacktrace",
+        "logs",
+    }
+)
+
+
+def redact_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """`fields` with the job content in it (`CONTENT_FIELDS`) redacted: a
+    copy, or `fields` itself when no hook is set."""
+    if not settings.BULLPEN_REDACT:
+        return fields
+    return {k: redact(v) if k in CONTENT_FIELDS else v for k, v in fields.items()}
+
+
+def redact_text(text: str | None) -> str:
+    """A text of a job (failed reason, a log line) as shown: redacted, and
+    still a text whatever the hook returns."""
+    if not text:
+        return ""
+    value = redact(text)
+    return value if isinstance(value, str) else compact(value)
+
+
+def redact_lines(lines: list[str] | None) -> list[str]:
+    """Lines of a job (logs, stack traces) as shown: redacted, still lines."""
+    if not lines:
+        return []
+    value = redact(list(lines))
+    if not isinstance(value, list):
+        value = [value]
+    return [v if isinstance(v, str) else compact(v) for v in value]
+
+
 def truncate(text: str, cap: int) -> tuple[str, bool]:
     """`text` cut to `cap` characters (with an ellipsis) and whether it was cut."""
     if len(text) <= cap:
@@ -134,8 +177,9 @@ class JobRow:
 
 
 def job_row(job: Job, state: str, queue_key: str, now_ms: int) -> JobRow:
-    """A job as its list row shows it (data redacted and truncated)."""
-    pct, text = progress_parts(job.progress)
+    """A job as its list row shows it (data, progress and failed reason
+    redacted, and truncated)."""
+    pct, text = progress_parts(redact(job.progress))
     duration = None
     if job.processed_on:
         end = job.finished_on or (now_ms if state == "active" else None)
@@ -156,7 +200,7 @@ def job_row(job: Job, state: str, queue_key: str, now_ms: int) -> JobRow:
         processed_by=job.processed_by,
         preview=preview(job),
         failed_reason=too_large(job, "failedReason")
-        or truncate(job.failed_reason or "", REASON_CHARS)[0],
+        or truncate(redact_text(job.failed_reason), REASON_CHARS)[0],
     )
 
 

@@ -20,7 +20,7 @@ from queues import Job, codec, ops
 from queues.keys import QueueKeys
 
 from . import readmodel
-from .present import compact, redact
+from .present import compact, redact, redact_text
 from .readmodel import QueueRef, cmd, gather, guarded
 
 #: Jobs read per Redis round trip while scanning.
@@ -220,7 +220,9 @@ def triage(
         group = groups.get(reason)
         if group is None:
             group = groups[reason] = Group(
-                reason, signature(reason), (job.failed_reason or "")[:500]
+                redact_text(reason),
+                signature(reason),
+                redact_text(job.failed_reason)[:500],
             )
         group.ids.append(job.id)
         group.latest_ms = max(group.latest_ms, job.finished_on or 0)

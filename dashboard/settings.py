@@ -184,6 +184,17 @@ CHANNEL_LAYERS = {
         },
     }
 }
+# Live sockets: queues one socket may follow (its queues and those of its
+# jobs), and queues one process's events reader follows for all its sockets;
+# a subscribe past either is refused with a message saying which.
+from dashboard.live import defaults as _live  # noqa: E402
+
+BULLPEN_LIVE_MAX_QUEUES_PER_SOCKET = int(
+    os.environ.get("BULLPEN_LIVE_MAX_QUEUES_PER_SOCKET", _live.MAX_QUEUES_PER_SOCKET)
+)
+BULLPEN_LIVE_MAX_QUEUES_PER_PROCESS = int(
+    os.environ.get("BULLPEN_LIVE_MAX_QUEUES_PER_PROCESS", _live.MAX_QUEUES_PER_PROCESS)
+)
 #: Bearer token accepted by /metrics (empty: none is).
 BULLPEN_METRICS_TOKEN = os.environ.get("BULLPEN_METRICS_TOKEN", "")
 #: Networks (CIDR) that may read /metrics without a token.

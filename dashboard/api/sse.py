@@ -27,6 +27,7 @@ import redis
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from dashboard.present import redact_fields
 from queues import AsyncQueue, Job, JobState, Queue
 from queues.connection import for_blocking
 
@@ -76,7 +77,7 @@ def _state_data(job_id: str, state: JobState, job: Job | None) -> dict[str, Any]
             failed_reason=job.failed_reason,
             attempts_made=job.attempts_made,
         )
-    return data
+    return redact_fields(data)
 
 
 def _event_data(job_id: str, fields: dict[str, str]) -> dict[str, Any]:
@@ -93,7 +94,7 @@ def _event_data(job_id: str, fields: dict[str, str]) -> dict[str, Any]:
             data["failed_reason"] = value
         else:
             data[name] = value
-    return data
+    return redact_fields(data)
 
 
 def _older(a: str, b: str) -> bool:

@@ -11,7 +11,8 @@ every message between processes, so any process (or any code) that sends to a
 group reaches the sockets of every dashboard process.
 
 Messages are routed by their content: `workers.*` to the `workers` group's
-sockets, anything else by its `queue` (or `message.queue`).
+sockets, one naming its `group` to that group (a session's or a user's
+sockets, see access.py), anything else by its `queue` (or `message.queue`).
 """
 
 from __future__ import annotations
@@ -70,6 +71,9 @@ def group_of(message: dict[str, Any]) -> str | None:
     kind = str(message.get("type", ""))
     if kind.startswith("workers."):
         return WORKERS_GROUP
+    group = message.get("group")
+    if isinstance(group, str):
+        return group
     queue = message.get("queue")
     if queue is None and isinstance(message.get("message"), dict):
         queue = message["message"].get("queue")

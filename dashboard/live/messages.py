@@ -3,8 +3,10 @@
 - `{"type": "progress", "queue", "job", "progress", "id"}`
 - `{"type": "event", "queue", "job", "event", "id", ...fields}`
 
-Field values come from job data and errors, so they are untrusted: long values
-are cut here (the browser only ever sets them as text).
+Field values come from job data and errors, so they are untrusted: the job's
+content in them (progress, return value, failed reason) goes through the
+BULLPEN_REDACT hook as on every page, and long values are cut here (the
+browser only ever sets them as text).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import hashlib
 import re
 from typing import Any
 
+from dashboard.present import redact_fields
 from queues import QueueEvent, codec
 
 from . import defaults
@@ -51,13 +54,14 @@ def _cut(value: Any, limit: int = defaults.FIELD_MAX_CHARS) -> Any:
 
 
 def from_event(queue_key: str, event: QueueEvent) -> dict[str, Any]:
-    """The browser message for one parsed stream entry."""
+    """The browser message for one parsed stream entry (redacted, cut)."""
+    fields = redact_fields(event.fields)
     if event.event == "progress":
         return {
             "type": "progress",
             "queue": queue_key,
             "job": event.job_id,
-            "progress": _cut(event.fields.get("data")),
+            "progress": _cut(fields.get("data")),
             "id": event.id,
         }
     message: dict[str, Any] = {
@@ -67,7 +71,7 @@ def from_event(queue_key: str, event: QueueEvent) -> dict[str, Any]:
         "event": event.event,
         "id": event.id,
     }
-    for name, value in event.fields.items():
+    for name, value in fields.items():
         if name not in message:
             message[name] = _cut(value)
     return message

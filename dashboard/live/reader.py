@@ -29,14 +29,16 @@ import redis.asyncio as aioredis
 from channels.layers import BaseChannelLayer, get_channel_layer
 from redis.exceptions import ResponseError
 
+from dashboard import fleetmodel
 from gpu_workers import Fleet
 from gpu_workers.keys import BullpenKeys
 from queues import AsyncQueue
+from queues.keys import QueueKeys
 
 from . import defaults, messages
 from .coalesce import Coalescer
 from .messages import WORKERS_GROUP, id_key, queue_group
-from .subscriptions import split_queue_key
+from .subscriptions import FollowRefused, split_queue_key
 
 log = logging.getLogger(__name__)
 
@@ -76,8 +78,11 @@ class EventsReader:
         prefixes: list[str],
         namespace: str = "bullpen",
         layer: BaseChannelLayer | None = None,
+        max_queues: int = defaults.MAX_QUEUES_PER_PROCESS,
     ) -> None:
         self.redis_url = redis_url
+        #: Most queues followed at once, for all of this process's sockets.
+        self.max_queues = max_queues
         self.prefixes = list(prefixes)
         self.bkeys = BullpenKeys(namespace)
         self.namespace = namespace
@@ -112,6 +117,7 @@ class EventsReader:
         """Start (or keep) following a queue's events for one more socket."""
         followed = self.followed.get(queue_key)
         if followed is None:
+            self._check_room(queue_key)
             prefix, name = split_queue_key(queue_key, self.prefixes)
             queue = AsyncQueue(name, self.side, prefix)
             # Start at the stream's end: what came before is a replay's job.
@@ -119,12 +125,35 @@ class EventsReader:
             start = newest[0][0] if newest else "0-0"
             followed = self.followed.get(queue_key)
             if followed is None:
+                self._check_room(queue_key)  # another socket may have taken it
                 followed = Followed(queue_key, queue, queue.keys.events, start)
                 self.followed[queue_key] = followed
                 self._counts_at = 0.0
                 await self._interrupt()
         followed.refs += 1
         self._ensure_running()
+
+    def _check_room(self, queue_key: str) -> None:
+        if len(self.followed) >= self.max_queues:
+            raise FollowRefused(
+                f"not following {queue_key}: this dashboard process already "
+                f"follows {len(self.followed)} queues, its most "
+                "(BULLPEN_LIVE_MAX_QUEUES_PER_PROCESS)"
+            )
+
+    async def existing(self, queue_keys: set[str]) -> set[str]:
+        """Those of these queues that exist: they have a `meta` or `id` key
+        (what discovery looks for), read in one round trip."""
+        keys = sorted(queue_keys)
+        if not keys:
+            return set()
+        async with self.side.pipeline(transaction=False) as pipe:
+            for key in keys:
+                prefix, name = split_queue_key(key, self.prefixes)
+                qkeys = QueueKeys(name, prefix)
+                pipe.exists(qkeys.meta, qkeys.id)
+            found = await pipe.execute()
+        return {key for key, n in zip(keys, found) if n}
 
     async def release(self, queue_key: str) -> None:
         """One socket less follows the queue; stop reading it after the last."""
@@ -387,10 +416,13 @@ class EventsReader:
     def _read_fleet(self) -> dict[str, Any]:
         if self._fleet is None:
             self._fleet = Fleet(self.redis_url, self.namespace)
+        records = self._fleet.list_workers()
         return {
             "type": "workers",
-            "hosts": self._fleet.list_workers(),
+            "hosts": fleetmodel.shown_records(records),
             "gpus": self._fleet.list_gpus(),
+            # The GPU page's scaling table: workers running per host/queue.
+            "running": fleetmodel.running_workers(records),
         }
 
     async def _send_workers(self) -> None:
@@ -441,7 +473,10 @@ def get_reader() -> EventsReader:
     reader = _readers.get(loop)
     if reader is None:
         reader = EventsReader(
-            settings.REDIS_URL, settings.BULLPEN_PREFIXES, settings.BULLPEN_NAMESPACE
+            settings.REDIS_URL,
+            settings.BULLPEN_PREFIXES,
+            settings.BULLPEN_NAMESPACE,
+            max_queues=settings.BULLPEN_LIVE_MAX_QUEUES_PER_PROCESS,
         )
         _readers[loop] = reader
     return reader

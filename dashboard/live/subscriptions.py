@@ -26,6 +26,10 @@ class SubscriptionError(ValueError):
     """Raised when a subscribe message cannot be followed at all."""
 
 
+class FollowRefused(SubscriptionError):
+    """Raised when this process already follows as many queues as it may."""
+
+
 @dataclass
 class Subscription:
     """What one socket follows."""
@@ -43,6 +47,13 @@ class Subscription:
         """Every queue whose events stream this socket needs."""
         return self.queues | {q for q, _ in self.jobs}
 
+    def drop(self, queue: str, reason: str) -> None:
+        """Follow nothing of `queue` after all, and say why."""
+        self.queues.discard(queue)
+        self.jobs = {(q, j) for q, j in self.jobs if q != queue}
+        self.last_ids.pop(queue, None)
+        self.rejected.append(reason)
+
     def wants(self, queue: str, job: str | None) -> bool:
         """Whether a message about this queue (and job) goes to this socket."""
         return queue in self.queues or (job is not None and (queue, job) in self.jobs)
@@ -59,18 +70,29 @@ def split_queue_key(key: Any, prefixes: Iterable[str]) -> tuple[str, str]:
     return prefix, name
 
 
-def parse(content: dict[str, Any], prefixes: Iterable[str]) -> Subscription:
-    """The subscription a message asks for; bad entries are dropped and listed."""
+def too_many_queues(count: int, most: int) -> SubscriptionError:
+    """The refusal of a subscribe that would follow more queues than a socket may."""
+    return SubscriptionError(
+        f"this page asks to follow {count} queues, but a live socket may follow "
+        f"at most {most} (BULLPEN_LIVE_MAX_QUEUES_PER_SOCKET): subscribe refused"
+    )
+
+
+def parse(
+    content: dict[str, Any],
+    prefixes: Iterable[str],
+    max_queues: int = defaults.MAX_QUEUES_PER_SOCKET,
+) -> Subscription:
+    """The subscription a message asks for; bad entries are dropped and listed.
+    More than `max_queues` queues (its own and those of its jobs) is refused."""
     prefixes = list(prefixes)
     sub = Subscription()
     queues = content.get("queues") or []
     jobs = content.get("jobs") or []
     if not isinstance(queues, list) or not isinstance(jobs, list):
         raise SubscriptionError("`queues` and `jobs` must be lists")
-    if len(queues) > defaults.MAX_QUEUES_PER_SOCKET:
-        raise SubscriptionError(
-            f"at most {defaults.MAX_QUEUES_PER_SOCKET} queues per socket"
-        )
+    if len(queues) > max_queues:
+        raise too_many_queues(len(queues), max_queues)
     if len(jobs) > defaults.MAX_JOBS_PER_SOCKET:
         raise SubscriptionError(
             f"at most {defaults.MAX_JOBS_PER_SOCKET} jobs per socket"
@@ -96,6 +118,8 @@ def parse(content: dict[str, Any], prefixes: Iterable[str]) -> Subscription:
             sub.rejected.append(f"bad job id in {key!r}")
             continue
         sub.jobs.add((queue, job_id))
+    if len(sub.streams) > max_queues:
+        raise too_many_queues(len(sub.streams), max_queues)
     sub.gpus = content.get("gpus") is True
     last_ids = content.get("last_ids") or {}
     if isinstance(last_ids, dict):

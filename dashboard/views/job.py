@@ -19,7 +19,14 @@ from queues.options import PY_TO_BULLMQ
 from .. import forms, jobmodel, readmodel
 from ..jobmodel import JobDetail
 from ..models import AuditEntry
-from ..present import pretty, progress_parts, redact, too_large
+from ..present import (
+    pretty,
+    progress_parts,
+    redact,
+    redact_lines,
+    redact_text,
+    too_large,
+)
 from ..readmodel import QueueRef
 from .common import (
     OPERATE,
@@ -92,7 +99,7 @@ def detail_context(request: HttpRequest, ref: QueueRef, d: JobDetail) -> dict[st
     cap = None if full else settings.BULLPEN_DATA_DETAIL_CHARS
     data_text, data_cut = pretty(redact(job.data), cap)
     result_text, result_cut = pretty(redact(job.returnvalue), cap)
-    pct, progress_text = progress_parts(job.progress)
+    pct, progress_text = progress_parts(redact(job.progress))
     allowed = {name for name, states in ALLOWED.items() if d.state in states}
     read_only = readmodel.is_read_only(ref)
     vram = d.vram or {}
@@ -116,7 +123,9 @@ def detail_context(request: HttpRequest, ref: QueueRef, d: JobDetail) -> dict[st
         "result_cut": result_cut,
         "progress_pct": pct,
         "progress_text": progress_text,
-        "logs": d.logs,
+        "logs": redact_lines(d.logs),
+        "failed_reason": redact_text(job.failed_reason),
+        "stacktrace": redact_lines(job.stacktrace),
         "log_total": d.log_total,
         "timeline": timeline(job),
         "vram": vram,

@@ -100,7 +100,11 @@ def queue_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     context = list_context(request, ref, header.counts)
     context.update(
         header=header,
-        tabs=[(t, sum(header.counts.get(s, 0) for s in TABS[t])) for t in TABS],
+        # (tab, count, its states): live.js adds up a tab of several states.
+        tabs=[
+            (t, sum(header.counts.get(s, 0) for s in s_), " ".join(s_))
+            for t, s_ in TABS.items()
+        ],
         read_only=readmodel.is_read_only(ref),
         can_operate=request.user.has_perm(OPERATE),
         can_scale=request.user.has_perm(SCALE),

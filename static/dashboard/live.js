@@ -3,12 +3,16 @@
  * The page says what it follows in <body data-live='{"queues": [...], "jobs":
  * [...], "gpus": true}'> (optionally "last_ids": {queue: stream id} as of the
  * render). This script opens /ws/live/, subscribes, and applies what arrives:
- *   counts   -> text of [data-live-count="<queue>:<state>"]; [data-live-paused]
+ *   counts   -> text of [data-live-count="<queue>:<state>"]; of
+ *               [data-live-sum="<queue>"] the sum of the counts of the states
+ *               in its data-live-states (space separated); [data-live-paused]
  *   progress -> [data-live-progress="<queue>:<job>"] (<progress> value, or the
  *               width of .bar > span) and text of [data-live-progress-text]
  *   event    -> text of [data-live-state="<queue>:<job>"], then a
  *               `bullpen:queue-event` DOM event on <body> (detail = message)
- *   workers  -> a `bullpen:workers` DOM event on <body>
+ *   workers  -> text of [data-live-running="<host>/<queue>"] (workers
+ *               running there, 0 when absent), then a `bullpen:workers` DOM
+ *               event on <body>
  *   replayed -> also `bullpen:queue-event` (lists re-render after a gap)
  *   batch    -> {"messages": [...]}: several of the above, applied in order
  * It reconnects with backoff and resends the last stream id it saw per queue,
@@ -86,6 +90,16 @@
         el.classList.toggle("zero", !counts[state]);
       });
     });
+    each("data-live-sum", msg.queue, function (el) {
+      var states = (el.getAttribute("data-live-states") || "").split(" ");
+      var sum = 0, known = false;
+      for (var i = 0; i < states.length; i++) {
+        if (typeof counts[states[i]] === "number") { sum += counts[states[i]]; known = true; }
+      }
+      if (!known) { return; }
+      el.textContent = String(sum);
+      el.classList.toggle("zero", !sum);
+    });
     if (typeof msg.paused === "boolean") {
       each("data-live-paused", msg.queue, function (el) { el.hidden = !msg.paused; });
     }
@@ -116,6 +130,16 @@
       });
     }
     fire("bullpen:queue-event", msg);
+  }
+
+  function applyWorkers(msg) {
+    var running = msg.running || {};
+    var found = document.querySelectorAll("[data-live-running]");
+    for (var i = 0; i < found.length; i++) {
+      var n = running[found[i].getAttribute("data-live-running")] || 0;
+      found[i].textContent = String(n);
+    }
+    fire("bullpen:workers", msg);
   }
 
   function Live(spec) {
@@ -156,8 +180,11 @@
       try { msg = JSON.parse(e.data); } catch (err) { return; }
       self.handle(msg);
     };
-    socket.onclose = function () {
+    socket.onclose = function (e) {
       document.body.setAttribute("data-live-status", "closed");
+      // Logged out (4401) or no longer allowed to view (4403): trying again
+      // cannot help; the next page load asks for a login.
+      if (e.code === 4401 || e.code === 4403) { self.stopped = true; }
       if (self.stopped) { return; }
       var delay = Math.min(MAX_DELAY_MS, MIN_DELAY_MS * Math.pow(2, self.attempt++));
       setTimeout(function () { self.connect(); }, delay * (0.75 + Math.random() / 2));
@@ -182,7 +209,7 @@
         fire("bullpen:queue-event", msg);
         break;
       case "workers":
-        fire("bullpen:workers", msg);
+        applyWorkers(msg);
         break;
       case "batch":
         // Several messages that were ready at once, in order.

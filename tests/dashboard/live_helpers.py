@@ -18,6 +18,7 @@ from django.test import Client
 from dashboard.live.hub import reset_hub
 from dashboard.live.reader import reset_reader
 from dashboard.settings import channel_layer_host
+from queues import AsyncQueue
 
 ORIGIN = (b"origin", b"http://127.0.0.1:8000")
 
@@ -39,11 +40,25 @@ def live(settings: Any, redis_url: str) -> Iterator[str]:
     yield redis_url
 
 
-def session_cookie(user: User) -> tuple[bytes, bytes]:
-    """A Cookie header carrying a logged-in session of this user."""
+async def existing_queue(name: str, redis_url: str) -> AsyncQueue:
+    """A queue that exists before its first job (its meta key holds what the
+    first job would write there): sockets follow only queues that exist."""
+    queue = AsyncQueue(name, redis_url)
+    await queue.client.hset(queue.keys.meta, "opts.maxLenEvents", 10_000)
+    return queue
+
+
+def logged_in(user: User) -> tuple[Client, tuple[bytes, bytes]]:
+    """A test client logged in as `user` and the Cookie header of its session."""
     client = Client()
     client.force_login(user)
-    return (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode())
+    sessionid = client.cookies["sessionid"].value
+    return client, (b"cookie", f"sessionid={sessionid}".encode())
+
+
+def session_cookie(user: User) -> tuple[bytes, bytes]:
+    """A Cookie header carrying a logged-in session of this user."""
+    return logged_in(user)[1]
 
 
 @pytest.fixture

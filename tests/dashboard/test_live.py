@@ -11,6 +11,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from dashboard.live import defaults
+from dashboard.live.access import user_group
 from dashboard.live.hub import get_hub
 from dashboard.live.messages import queue_group
 from dashboard.live.reader import get_reader
@@ -19,6 +20,7 @@ from tests.dashboard.live_helpers import (
     ORIGIN,
     close_all,
     drain,
+    existing_queue,
     next_message,
     open_socket,
     receive_until,
@@ -82,7 +84,7 @@ def test_counts_events_and_progress_arrive(live: str, viewer: User, qname: str) 
     cookie_viewer = session_cookie(viewer)
 
     async def test() -> None:
-        queue = AsyncQueue(qname, live)
+        queue = await existing_queue(qname, live)
         comm = await subscribed(cookie_viewer, queues=[key])
         first = await receive_until(comm, lambda m: m["type"] == "counts")
         assert first["counts"]["waiting"] == 0
@@ -230,7 +232,7 @@ def test_reconnect_resumes_from_last_id(live: str, viewer: User, qname: str) -> 
     cookie_viewer = session_cookie(viewer)
 
     async def test() -> None:
-        queue = AsyncQueue(qname, live)
+        queue = await existing_queue(qname, live)
         comm = await subscribed(cookie_viewer, queues=[key])
         await asyncio.sleep(0.2)
         first = await queue.add("before", {})
@@ -298,7 +300,8 @@ def test_replay_is_bounded(
 
 
 def test_gpus_subscription_gets_worker_snapshots(live: str, viewer: User) -> None:
-    """Following the GPUs sends Fleet snapshots after a heartbeat."""
+    """Following the GPUs sends Fleet snapshots after a heartbeat, with the
+    workers running per host and queue."""
     import redis
 
     from gpu_workers.keys import BullpenKeys
@@ -327,6 +330,8 @@ def test_gpus_subscription_gets_worker_snapshots(live: str, viewer: User) -> Non
         )
         assert got["hosts"][0]["id"] == "h1:bull:gpu:GPU-1"
         assert got["gpus"] == []
+        # The GPU page's Running column, per host/queue (failed ones left out).
+        assert got["running"] == {"h1/bull:gpu": 1}
 
     run(test)
 
@@ -339,7 +344,7 @@ def test_one_reader_serves_many_sockets(live: str, viewer: User, qname: str) -> 
     cookie_viewer = session_cookie(viewer)
 
     async def test() -> None:
-        queue = AsyncQueue(qname, live)
+        queue = await existing_queue(qname, live)
         socks = []
         for _ in range(5):
             comm = await open_socket(ORIGIN, cookie_viewer)
@@ -358,8 +363,11 @@ def test_one_reader_serves_many_sockets(live: str, viewer: User, qname: str) -> 
         # is the only group member, receiving each batch once for all five.
         assert reader.stats.group_sends - before <= 3
         hub = get_hub()
-        assert list(hub.members) == [queue_group(key)]
-        assert len(hub.members[queue_group(key)]) == 5
+        mine = {queue_group(key), user_group(viewer.pk)}
+        session = next(g for g in hub.members if g not in mine)
+        assert sorted(hub.members) == sorted([*mine, session])
+        # One queue, one user, one session: five sockets in each group.
+        assert all(len(found) == 5 for found in hub.members.values())
         await close_all(socks)
         assert reader.followed == {} and hub.members == {}
         await queue.close()

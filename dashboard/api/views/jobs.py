@@ -7,6 +7,7 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 
+from dashboard.present import redact_fields
 from gpu_workers import Fleet
 from gpu_workers.exceptions import ValidationError as FleetValidationError
 from queues import Job, JobState
@@ -36,26 +37,28 @@ def new_job_id() -> str:
 
 
 def job_body(queue_name: str, job: Job, state: JobState) -> dict[str, Any]:
-    """A job as the API shows it."""
-    return {
-        "id": job.id,
-        "queue": queue_name,
-        "name": job.name,
-        "state": state.value,
-        "data": job.data,
-        "progress": job.progress,
-        "returnvalue": job.returnvalue,
-        "failed_reason": job.failed_reason,
-        "attempts_made": job.attempts_made,
-        "attempts": job.attempts,
-        "priority": job.priority,
-        "delay": job.delay,
-        "timestamps": {
-            "created": job.timestamp or None,
-            "processed": job.processed_on,
-            "finished": job.finished_on,
-        },
-    }
+    """A job as the API shows it (its content redacted as on the pages)."""
+    return redact_fields(
+        {
+            "id": job.id,
+            "queue": queue_name,
+            "name": job.name,
+            "state": state.value,
+            "data": job.data,
+            "progress": job.progress,
+            "returnvalue": job.returnvalue,
+            "failed_reason": job.failed_reason,
+            "attempts_made": job.attempts_made,
+            "attempts": job.attempts,
+            "priority": job.priority,
+            "delay": job.delay,
+            "timestamps": {
+                "created": job.timestamp or None,
+                "processed": job.processed_on,
+                "finished": job.finished_on,
+            },
+        }
+    )
 
 
 def _enqueued(

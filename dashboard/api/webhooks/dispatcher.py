@@ -26,6 +26,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from dashboard.present import redact_fields
 from queues import Queue, Worker
 from queues.connection import sync_client
 
@@ -105,7 +106,7 @@ def _payload(queue_key: str, event_id: str, fields: dict[str, str]) -> dict[str,
         payload["returnvalue"] = _json(fields.get("returnvalue"))
     elif event == "failed":
         payload["failed_reason"] = fields.get("failedReason")
-    return payload
+    return redact_fields(payload)
 
 
 def _json(text: str | None) -> Any:
