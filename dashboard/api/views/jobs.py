@@ -11,11 +11,13 @@ from gpu_workers import Fleet
 from gpu_workers.exceptions import ValidationError as FleetValidationError
 from queues import Job, JobState
 from queues.exceptions import InvalidJobOptions, JobLocked
+from queues.options import merge_job_options
 
 from .. import conf, defaults, idempotency, store
 from ..auth import make_ticket
 from ..exceptions import ApiError, BadRequest, Conflict, NotFound
 from ..handling import Call, json_response
+from ..models import QueueSettings
 from ..spec import Param, operation
 from ..validation import (
     EnqueueRequest,
@@ -117,8 +119,9 @@ def _add(
             call.principal.token.webhook_secret,
         )
         webhook = {"url": req.webhook_url, "events": events}
+    options = merge_job_options(QueueSettings.job_defaults(queue_name), req.options)
     try:
-        job = q.add(req.name, req.data, job_id=job_id, **req.options)
+        job = q.add(req.name, req.data, job_id=job_id, **options)
     except InvalidJobOptions as exc:
         raise BadRequest("invalid_option", str(exc)) from None
     return str(job.id), webhook
