@@ -6,6 +6,7 @@ values; with an `AsyncQueue` they return awaitables.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +55,8 @@ class Job:
     left_out: dict[str, int] = field(default_factory=dict, repr=False)
     #: The lock token of the worker running it (worker side only).
     token: str | None = field(default=None, repr=False)
+    #: Called with (job, progress) by update_progress (worker side only).
+    on_progress: Callable[[Job, Any], None] | None = field(default=None, repr=False)
     raw: dict[str, str] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -180,7 +183,10 @@ class Job:
     def update_progress(self, progress: Any) -> Any:
         """Store progress (a number or a JSON object) and emit `progress`."""
         self.progress = progress
-        return self.queue._job_op("update_progress", self.id, progress)
+        done = self.queue._job_op("update_progress", self.id, progress)
+        if self.on_progress is not None:
+            self.on_progress(self, progress)
+        return done
 
     def log(self, line: str) -> Any:
         """Append a line to the job's log."""

@@ -1,0 +1,230 @@
+"""In-process telemetry of a worker: counters always, OpenTelemetry spans and
+metrics when the `opentelemetry` package is installed (a no-op otherwise).
+
+What a worker records (the events BullMQ's Elixir port and `bullmq-otel`
+report):
+
+- job attempts: started, completed, failed, retried, with their duration
+- rate-limit hits, with the delay the limiter imposed
+- worker start and stop, with its uptime
+- stalled checks: jobs recovered (moved back to wait) and jobs that will
+  fail for stalling too often, with the check's duration
+
+OpenTelemetry: a `process {queue}` span (kind CONSUMER) per job attempt, a
+`stalled check {queue}` span per check that moved jobs, and the instruments
+below, on the providers of `Telemetry` or else the global ones (which do
+nothing until the application installs the SDK, as for any library):
+
+- `bullpen.worker.jobs` (counter, attribute `outcome`: started, completed,
+  failed, retried) and `bullpen.worker.job.duration` (histogram, s)
+- `bullpen.worker.rate_limit.hits` (counter), `bullpen.worker.rate_limit.delay`
+  (histogram, ms)
+- `bullpen.worker.stalled_jobs` (counter, `outcome`: recovered, failed),
+  `bullpen.worker.stalled_check.duration` (histogram, s)
+- `bullpen.workers` (up-down counter of running workers),
+  `bullpen.worker.uptime` (histogram, s, recorded at stop)
+
+Every instrument carries `messaging.destination.name` (the queue).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+try:
+    from opentelemetry import metrics as otel_metrics
+    from opentelemetry import trace as otel_trace
+except ImportError:  # the optional dependency is absent: counters only
+    otel_metrics = otel_trace = None  # type: ignore[assignment]
+
+if TYPE_CHECKING:
+    from .job import Job
+
+#: The counters every worker keeps (and GPU workers publish in heartbeats).
+COUNTERS = (
+    "jobs_started",
+    "jobs_completed",
+    "jobs_failed",
+    "jobs_retried",
+    "rate_limit_hits",
+    "stalled_recovered",
+    "stalled_failed",
+)
+SCOPE = "bullpen.queues"
+
+
+def otel_available() -> bool:
+    """Whether the `opentelemetry` API package can be imported."""
+    return otel_trace is not None
+
+
+@dataclass(frozen=True)
+class Telemetry:
+    """How a worker reports telemetry: OpenTelemetry providers (None: the
+    global ones), or `enabled=False` for counters only."""
+
+    tracer_provider: Any = None
+    meter_provider: Any = None
+    enabled: bool = True
+
+
+class WorkerTelemetry:
+    """One worker's counters and, with OpenTelemetry, its spans and metrics."""
+
+    def __init__(
+        self, queue: str, worker_name: str | None, options: Telemetry | None = None
+    ) -> None:
+        options = options or Telemetry()
+        self.queue = queue
+        self.counters: dict[str, int] = dict.fromkeys(COUNTERS, 0)
+        self._attrs = {"messaging.destination.name": queue}
+        self._span_attrs = {
+            "messaging.system": "bullmq",
+            "messaging.operation.type": "process",
+            **self._attrs,
+        }
+        if worker_name:
+            self._span_attrs["bullmq.worker.name"] = worker_name
+        self._running: dict[tuple[str, str | None], tuple[Any, float]] = {}
+        self._started_at = 0.0
+        self.otel = options.enabled and otel_available()
+        if not self.otel:
+            return
+        self._tracer = otel_trace.get_tracer(
+            SCOPE, tracer_provider=options.tracer_provider
+        )
+        meter = otel_metrics.get_meter(SCOPE, meter_provider=options.meter_provider)
+        self._jobs = meter.create_counter(
+            "bullpen.worker.jobs", "{job}", "Job attempts by outcome"
+        )
+        self._job_duration = meter.create_histogram(
+            "bullpen.worker.job.duration", "s", "Run time of job attempts"
+        )
+        self._limit_hits = meter.create_counter(
+            "bullpen.worker.rate_limit.hits", "{hit}", "Claims the rate limit stopped"
+        )
+        self._limit_delay = meter.create_histogram(
+            "bullpen.worker.rate_limit.delay", "ms", "Waits the rate limit imposed"
+        )
+        self._stalled = meter.create_counter(
+            "bullpen.worker.stalled_jobs", "{job}", "Jobs found stalled, by outcome"
+        )
+        self._check_duration = meter.create_histogram(
+            "bullpen.worker.stalled_check.duration", "s", "Checks that moved jobs"
+        )
+        self._workers = meter.create_up_down_counter(
+            "bullpen.workers", "{worker}", "Running workers"
+        )
+        self._uptime = meter.create_histogram(
+            "bullpen.worker.uptime", "s", "How long stopped workers ran"
+        )
+
+    # --- the worker -------------------------------------------------------
+    def worker_started(self) -> None:
+        """The worker's run() began."""
+        self._started_at = time.monotonic()
+        if self.otel:
+            self._workers.add(1, self._attrs)
+
+    def worker_stopped(self) -> None:
+        """run() is returning: end what is still open, record the uptime."""
+        for key in list(self._running):
+            self._end(key, "abandoned", "the worker stopped before the job ended")
+        if self.otel:
+            self._workers.add(-1, self._attrs)
+            self._uptime.record(time.monotonic() - self._started_at, self._attrs)
+
+    # --- jobs -------------------------------------------------------------
+    def job_started(self, job: Job) -> None:
+        """An attempt of `job` began."""
+        self.counters["jobs_started"] += 1
+        span = None
+        if self.otel:
+            self._jobs.add(1, {**self._attrs, "outcome": "started"})
+            span = self._tracer.start_span(
+                f"process {self.queue}",
+                kind=otel_trace.SpanKind.CONSUMER,
+                attributes={
+                    **self._span_attrs,
+                    "messaging.message.id": job.id,
+                    "bullmq.job.name": job.name,
+                    "bullmq.job.attempts_made": job.attempts_made,
+                },
+            )
+        self._running[(job.id, job.token)] = (span, time.monotonic())
+
+    def job_completed(self, job: Job) -> None:
+        """The attempt succeeded."""
+        self.counters["jobs_completed"] += 1
+        self._end((job.id, job.token), "completed")
+
+    def job_failed(self, job: Job, error: BaseException) -> None:
+        """The attempt failed for good."""
+        self.counters["jobs_failed"] += 1
+        self._end((job.id, job.token), "failed", error=error)
+
+    def job_retried(self, job: Job, error: BaseException, delay_ms: int) -> None:
+        """The attempt failed; the job runs again after `delay_ms`."""
+        self.counters["jobs_retried"] += 1
+        self._end((job.id, job.token), "retried", error=error, delay_ms=delay_ms)
+
+    def _end(
+        self,
+        key: tuple[str, str | None],
+        outcome: str,
+        reason: str = "",
+        error: BaseException | None = None,
+        delay_ms: int | None = None,
+    ) -> None:
+        span, started = self._running.pop(key, (None, 0.0))
+        if not self.otel or not started:
+            return
+        attrs = {**self._attrs, "outcome": outcome}
+        self._jobs.add(1, attrs)
+        self._job_duration.record(time.monotonic() - started, attrs)
+        if span is None:
+            return
+        span.set_attribute("bullpen.job.outcome", outcome)
+        if delay_ms is not None:
+            span.set_attribute("bullpen.job.retry_delay_ms", delay_ms)
+        if error is not None:
+            span.record_exception(error)
+        if error is not None or reason:
+            description = reason or f"{type(error).__name__}: {error}"
+            span.set_status(otel_trace.StatusCode.ERROR, description)
+        span.end()
+
+    # --- the queue --------------------------------------------------------
+    def rate_limited(self, delay_ms: int) -> None:
+        """A claim found the rate limit reached; claims wait `delay_ms`."""
+        self.counters["rate_limit_hits"] += 1
+        if self.otel:
+            self._limit_hits.add(1, self._attrs)
+            self._limit_delay.record(delay_ms, self._attrs)
+
+    def stalled_check(self, recovered: list[str], failed: int, started: float) -> None:
+        """A stalled check (begun at monotonic `started`) moved `recovered`
+        back to wait, `failed` of them to fail for stalling too often."""
+        self.counters["stalled_recovered"] += len(recovered)
+        self.counters["stalled_failed"] += failed
+        if not self.otel or not recovered:
+            return
+        now = time.monotonic()
+        self._stalled.add(len(recovered), {**self._attrs, "outcome": "recovered"})
+        if failed:
+            self._stalled.add(failed, {**self._attrs, "outcome": "failed"})
+        self._check_duration.record(now - started, self._attrs)
+        end_ns = time.time_ns()
+        span = self._tracer.start_span(
+            f"stalled check {self.queue}",
+            attributes={
+                **self._span_attrs,
+                "bullpen.stalled.recovered": len(recovered),
+                "bullpen.stalled.failed": failed,
+                "bullpen.stalled.job_ids": recovered[:100],
+            },
+            start_time=end_ns - int((now - started) * 1e9),
+        )
+        span.end(end_time=end_ns)
