@@ -12,8 +12,9 @@ report):
 
 OpenTelemetry: a `process {queue}` span (kind CONSUMER) per job attempt, a
 `stalled check {queue}` span per check that moved jobs, and the instruments
-below, on the providers of `Telemetry` or else the global ones (which do
-nothing until the application installs the SDK, as for any library):
+below, on the providers of `Telemetry` or else the global ones. Which
+providers are live is settled when the worker starts: with none (the API
+without an SDK set up), a job costs only the counters, not no-op spans.
 
 - `bullpen.worker.jobs` (counter, attribute `outcome`: started, completed,
   failed, retried) and `bullpen.worker.job.duration` (histogram, s)
@@ -42,6 +43,15 @@ except ImportError:  # the optional dependency is absent: counters only
 if TYPE_CHECKING:
     from .job import Job
 
+#: Provider classes that record nothing (the API's defaults until an SDK is set).
+_IDLE_PROVIDERS = frozenset(
+    {
+        "ProxyTracerProvider",
+        "NoOpTracerProvider",
+        "_ProxyMeterProvider",
+        "NoOpMeterProvider",
+    }
+)
 #: The counters every worker keeps (and GPU workers publish in heartbeats).
 COUNTERS = (
     "jobs_started",
@@ -58,6 +68,10 @@ SCOPE = "bullpen.queues"
 def otel_available() -> bool:
     """Whether the `opentelemetry` API package can be imported."""
     return otel_trace is not None
+
+
+def _live(provider: Any) -> bool:
+    return type(provider).__name__ not in _IDLE_PROVIDERS
 
 
 @dataclass(frozen=True)
@@ -89,13 +103,22 @@ class WorkerTelemetry:
             self._span_attrs["bullmq.worker.name"] = worker_name
         self._running: dict[tuple[str, str | None], tuple[Any, float]] = {}
         self._started_at = 0.0
-        self.otel = options.enabled and otel_available()
+        self._options = options
+        #: Whether spans and metrics are recorded (settled by worker_started).
+        self.otel = False
+
+    def _setup(self) -> None:
+        """Record through OpenTelemetry when it is there and a provider is live."""
+        options = self._options
+        if not (options.enabled and otel_available()):
+            return
+        tracer_provider = options.tracer_provider or otel_trace.get_tracer_provider()
+        meter_provider = options.meter_provider or otel_metrics.get_meter_provider()
+        self.otel = _live(tracer_provider) or _live(meter_provider)
         if not self.otel:
             return
-        self._tracer = otel_trace.get_tracer(
-            SCOPE, tracer_provider=options.tracer_provider
-        )
-        meter = otel_metrics.get_meter(SCOPE, meter_provider=options.meter_provider)
+        self._tracer = otel_trace.get_tracer(SCOPE, tracer_provider=tracer_provider)
+        meter = otel_metrics.get_meter(SCOPE, meter_provider=meter_provider)
         self._jobs = meter.create_counter(
             "bullpen.worker.jobs", "{job}", "Job attempts by outcome"
         )
@@ -123,8 +146,9 @@ class WorkerTelemetry:
 
     # --- the worker -------------------------------------------------------
     def worker_started(self) -> None:
-        """The worker's run() began."""
+        """The worker's run() began: settle the providers, count it."""
         self._started_at = time.monotonic()
+        self._setup()
         if self.otel:
             self._workers.add(1, self._attrs)
 
@@ -140,19 +164,19 @@ class WorkerTelemetry:
     def job_started(self, job: Job) -> None:
         """An attempt of `job` began."""
         self.counters["jobs_started"] += 1
-        span = None
-        if self.otel:
-            self._jobs.add(1, {**self._attrs, "outcome": "started"})
-            span = self._tracer.start_span(
-                f"process {self.queue}",
-                kind=otel_trace.SpanKind.CONSUMER,
-                attributes={
-                    **self._span_attrs,
-                    "messaging.message.id": job.id,
-                    "bullmq.job.name": job.name,
-                    "bullmq.job.attempts_made": job.attempts_made,
-                },
-            )
+        if not self.otel:
+            return
+        self._jobs.add(1, {**self._attrs, "outcome": "started"})
+        span = self._tracer.start_span(
+            f"process {self.queue}",
+            kind=otel_trace.SpanKind.CONSUMER,
+            attributes={
+                **self._span_attrs,
+                "messaging.message.id": job.id,
+                "bullmq.job.name": job.name,
+                "bullmq.job.attempts_made": job.attempts_made,
+            },
+        )
         self._running[(job.id, job.token)] = (span, time.monotonic())
 
     def job_completed(self, job: Job) -> None:
