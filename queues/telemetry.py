@@ -10,7 +10,8 @@ report):
 - stalled checks: jobs recovered (moved back to wait) and jobs that will
   fail for stalling too often, with the check's duration
 
-OpenTelemetry: a `process {queue}` span (kind CONSUMER) per job attempt, a
+OpenTelemetry: a `process {queue}` span (kind CONSUMER) per job attempt,
+current in the task and thread that run the processor (its spans nest), a
 `stalled check {queue}` span per check that moved jobs, and the instruments
 below, on the providers of `Telemetry` or else the global ones. Which
 providers are live is settled when the worker starts: with none (the API
@@ -30,15 +31,17 @@ Every instrument carries `messaging.destination.name` (the queue).
 
 from __future__ import annotations
 
+import contextvars
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 try:
+    from opentelemetry import context as otel_context
     from opentelemetry import metrics as otel_metrics
     from opentelemetry import trace as otel_trace
 except ImportError:  # the optional dependency is absent: counters only
-    otel_metrics = otel_trace = None  # type: ignore[assignment]
+    otel_context = otel_metrics = otel_trace = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
     from .job import Job
@@ -178,6 +181,17 @@ class WorkerTelemetry:
             },
         )
         self._running[(job.id, job.token)] = (span, time.monotonic())
+
+    def job_context(self, job: Job) -> contextvars.Context | None:
+        """A context in which the job's span is current, for the task (and
+        thread) that runs it, so spans its processor starts nest under it;
+        None (the caller's own) when nothing is traced."""
+        entry = self._running.get((job.id, job.token))
+        if entry is None or entry[0] is None:
+            return None
+        context = contextvars.copy_context()
+        context.run(otel_context.attach, otel_trace.set_span_in_context(entry[0]))
+        return context
 
     def job_completed(self, job: Job) -> None:
         """The attempt succeeded."""

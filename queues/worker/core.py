@@ -376,7 +376,9 @@ class AsyncWorker(FailureHandling, Maintenance):
     def _start(self, job: Job) -> None:
         self._running[job.id] = job
         self._reports.active(job)
-        task = asyncio.create_task(self._process(job))
+        task = asyncio.create_task(
+            self._process(job), context=self.telemetry.job_context(job)
+        )
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 

@@ -5,6 +5,7 @@ no-op without the `opentelemetry` package."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -21,7 +22,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
 )
 from opentelemetry.trace import SpanKind, StatusCode
 
-from queues import Job, JobState, Queue, Worker
+from queues import AsyncWorker, Job, JobState, Queue, Worker
 from queues.telemetry import Telemetry
 from tests.helpers import wait_until
 from tests.queues.worker.helpers import REPO_ROOT, WorkerThread
@@ -159,6 +160,22 @@ def test_disabled_telemetry_keeps_only_counters(redis_url: str, q: Queue) -> Non
     assert points(reader) == {}
 
 
+def test_idle_global_providers_cost_no_spans(redis_url: str, q: Queue) -> None:
+    """With the OpenTelemetry API but no SDK set up (the global providers
+    record nothing), the worker settles at start to count only: it builds no
+    no-op spans per job."""
+    q.add("ok", {"n": 1})
+    worker = Worker(q.name, flaky, connection=redis_url)
+    handle = WorkerThread(worker)
+    handle.thread.start()
+    try:
+        wait_until(lambda: q.get_counts("completed")["completed"] == 1)
+    finally:
+        handle.stop()
+    assert worker.telemetry.counters["jobs_completed"] == 1
+    assert worker.telemetry.otel is False
+
+
 NO_OTEL = """
 import importlib.abc, json, sys, threading
 
@@ -205,3 +222,50 @@ def test_without_opentelemetry_the_worker_counts_only(
     assert report["counters"]["jobs_started"] == 2
     assert report["counters"]["jobs_completed"] == 1
     assert report["counters"]["jobs_failed"] == 1
+
+
+def test_processor_spans_nest_under_the_job_span(redis_url: str, q: Queue) -> None:
+    """Spans a processor starts (plain def on a thread, or async def) are
+    children of its job's `process` span."""
+    spans = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
+    tracer = tracer_provider.get_tracer("test")
+    options = Telemetry(tracer_provider, MeterProvider())
+
+    def sync_processor(job: Job) -> int:
+        with tracer.start_as_current_span("inner sync"):
+            return 1
+
+    async def async_processor(job: Job) -> int:
+        with tracer.start_as_current_span("inner async"):
+            await asyncio.sleep(0)
+            return 2
+
+    first = q.add("sync", {})
+    worker = Worker(q.name, sync_processor, connection=redis_url, telemetry=options)
+    handle = WorkerThread(worker)
+    handle.thread.start()
+    try:
+        wait_until(lambda: q.get_job_state(first.id) is JobState.COMPLETED)
+    finally:
+        handle.stop()
+
+    async def run_async() -> None:
+        worker = AsyncWorker(
+            q.name, async_processor, connection=redis_url, telemetry=options
+        )
+        worker.on("completed", lambda job, result: worker.close())
+        q.add("async", {})
+        await asyncio.wait_for(worker.run(install_signals=False), 15)
+
+    asyncio.run(run_async())
+    finished = {s.name: s for s in spans.get_finished_spans()}
+    jobs = [s for s in spans.get_finished_spans() if s.name == f"process {q.name}"]
+    assert len(jobs) == 2
+    for inner_name in ("inner sync", "inner async"):
+        inner = finished[inner_name]
+        assert inner.parent is not None, inner_name
+        parent = [j for j in jobs if j.context.span_id == inner.parent.span_id]
+        assert len(parent) == 1, inner_name
+        assert parent[0].context.trace_id == inner.context.trace_id
