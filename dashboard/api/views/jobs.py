@@ -133,8 +133,10 @@ def _add(
     operation_id="enqueueJob",
     summary="Enqueue a job",
     description="Returns at once with the job's id, its status URL and a "
-    "read-only ticket. With an Idempotency-Key, a retried request returns "
-    "the first request's job (200, Idempotent-Replayed: true) and adds nothing.",
+    "read-only ticket. The options lie over the queue's default job options "
+    "(set in the Django admin), key by key. With an Idempotency-Key, a retried "
+    "request returns the first request's job (200, Idempotent-Replayed: true) "
+    "and adds nothing.",
     scope="write",
     request_schema="EnqueueRequest",
     params=(
