@@ -1,6 +1,6 @@
 """Job schedulers as BullMQ 6 stores them (wire spec 1.2, 1.4): operations to
 upsert, read and remove them, and to produce the next iteration when a worker
-takes the current one.
+takes the current one; `JobSchedulerMethods` is the queue API over them.
 
 A scheduler is the `repeat` ZSET entry (score = millis of its current
 iteration) plus the `repeat:{id}` hash; each iteration is a job
