@@ -111,7 +111,8 @@ def test_sync_worker_hooks(redis_url: str, q: Queue) -> None:
 
 def test_async_worker_async_listeners(redis_url: str, qname: str) -> None:
     """An AsyncWorker with an async processor awaits async listeners (a slow
-    one on closed still runs before run() returns); off() removes one."""
+    one on closed still runs before run() returns); progress reaches
+    listeners once written; off() removes one."""
     seen: list[tuple[str, Any]] = []
 
     async def process(job: Job) -> Any:
@@ -137,12 +138,18 @@ def test_async_worker_async_listeners(redis_url: str, qname: str) -> None:
 
             worker.on("completed", on_completed)
             worker.on("closed", on_closed)
-            worker.on("progress", lambda j, p: seen.append(("progress", p)))
+            stored = redis.Redis.from_url(redis_url, decode_responses=True)
+            key = aq.keys.job(job.id)
+            worker.on(
+                "progress",
+                lambda j, p: seen.append(("progress", stored.hget(key, "progress"))),
+            )
             worker.on("active", unwanted)
             worker.off("active", unwanted)
             await asyncio.wait_for(worker.run(install_signals=False), 15)
+            stored.close()
             assert seen == [
-                ("progress", 10),
+                ("progress", "10"),
                 ("completed", (job.id, 2, 2)),
                 ("closed", None),
             ]
