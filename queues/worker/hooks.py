@@ -8,7 +8,7 @@ listener that raises is logged; it never fails a job or stops the worker.
 Events and the arguments listeners get:
 
 - `active(job)`: the worker started the job.
-- `progress(job, progress)`: the job reported progress.
+- `progress(job, progress)`: the job reported progress (once it is written).
 - `completed(job, result)`: the job's completion is saved.
 - `failed(job, error)`: an attempt failed; the retry, or the final failure,
   is saved (`job.attempts_made` counts this attempt, as BullMQ's does).
