@@ -18,6 +18,11 @@ Workers (label `worker` = registry id, plus host, queue, gpu)
   bullpen_worker_heartbeat_timestamp_seconds
   bullpen_worker_restarts_total, bullpen_worker_jobs_total{...,outcome}
   bullpen_worker_slots, bullpen_worker_running_jobs
+  bullpen_worker_attempts_total{...,outcome}         job attempts started, completed,
+                                                     failed, retried (worker telemetry)
+  bullpen_worker_rate_limit_hits_total               claims the rate limit stopped
+  bullpen_worker_stalled_jobs_total{...,outcome}     jobs its stalled checks recovered,
+                                                     and those that fail for stalling
 GPUs (labels host, gpu = UUID, index, name, simulated)
   bullpen_gpu_memory_{total,used,committed,free,budget}_bytes
   bullpen_gpu_utilization_ratio, bullpen_gpu_temperature_celsius,
@@ -70,6 +75,17 @@ SAMPLE_BUDGET_JOBS = 1_000
 WORKER_STATES = ("starting", "idle", "busy", "draining", "failed")
 #: Per-worker job counters a heartbeat carries.
 WORKER_OUTCOMES = ("processed", "failed", "oom", "cancelled", "too_big")
+#: Worker telemetry counters a heartbeat carries (queues.telemetry.COUNTERS),
+#: by family and outcome label.
+TELEMETRY = {
+    "attempts": {
+        "started": "jobs_started",
+        "completed": "jobs_completed",
+        "failed": "jobs_failed",
+        "retried": "jobs_retried",
+    },
+    "stalled": {"recovered": "stalled_recovered", "failed": "stalled_failed"},
+}
 
 
 _FIELDS = ("timestamp", "delay", "processedOn", "finishedOn")
@@ -259,6 +275,22 @@ class BullpenCollector(Collector):
         running = GaugeMetricFamily(
             "bullpen_worker_running_jobs", "Jobs the worker holds now", labels=wl
         )
+        attempts = CounterMetricFamily(
+            "bullpen_worker_attempts",
+            "Job attempts the worker process started and ended, by outcome",
+            labels=[*wl, "outcome"],
+        )
+        limit_hits = CounterMetricFamily(
+            "bullpen_worker_rate_limit_hits",
+            "Claims of the worker process the queue's rate limit stopped",
+            labels=wl,
+        )
+        stalled = CounterMetricFamily(
+            "bullpen_worker_stalled_jobs",
+            "Jobs the worker's stalled checks moved back to wait (recovered), "
+            "and those of them that fail for stalling too often (failed)",
+            labels=[*wl, "outcome"],
+        )
         for w in workers:
             labels = [
                 str(w.get("id", "")),
@@ -278,7 +310,19 @@ class BullpenCollector(Collector):
                     outcomes.add_metric([*labels, outcome], float(counters[outcome]))
             slots.add_metric(labels, float(w.get("slots") or 0))
             running.add_metric(labels, float(len(w.get("running") or [])))
+            telemetry = w.get("telemetry")
+            if isinstance(telemetry, dict):
+                for family, names in (
+                    (attempts, TELEMETRY["attempts"]),
+                    (stalled, TELEMETRY["stalled"]),
+                ):
+                    for outcome, key in names.items():
+                        count = float(telemetry.get(key) or 0)
+                        family.add_metric([*labels, outcome], count)
+                hits = float(telemetry.get("rate_limit_hits") or 0)
+                limit_hits.add_metric(labels, hits)
         yield from (state, beat, restarts, outcomes, slots, running)
+        yield from (attempts, limit_hits, stalled)
         yield from self._gpu_families(gpus)
 
     def _gpu_families(self, gpus: list[dict[str, Any]]) -> Iterable[Metric]:

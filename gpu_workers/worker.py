@@ -375,6 +375,7 @@ class GpuWorker(AsyncWorker):
             "max_committed_bytes": adm.max_committed_bytes,
             "running": [m.summary() for m in self.meters.values()],
             "counters": dict(self.counters),
+            "telemetry": dict(self.telemetry.counters),
             "restarts": self.spec.restarts,
             "state": self.state,
             "started_ms": self.started_ms,

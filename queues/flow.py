@@ -9,7 +9,9 @@ transaction, as Node's FlowProducer does: each parent through
 done. Nodes without a `job_id` get a UUID, as in BullMQ 6.
 
 A node is a dict: {name, queue_name, data?, opts? (the keyword options of
-`Queue.add`), prefix?, children?}; `queueName` is accepted too.
+`Queue.add`), prefix?, children?}; `queueName` is accepted too. As in
+BullMQ (`queuesOptions[name].defaultJobOptions`), `add` may take default
+job options per queue name, under each node's own opts.
 """
 
 from __future__ import annotations
@@ -24,13 +26,20 @@ from .connection import ConnectionLike, async_client, sync_client
 from .exceptions import InvalidJobOptions, raise_for_code
 from .job import Job
 from .keys import QueueKeys
-from .options import build_opts, decode_opts
+from .options import (
+    build_opts,
+    check_default_job_options,
+    decode_opts,
+    merge_job_options,
+)
 from .queue import AsyncQueue, Queue, _QueueBase, check_queue_name
 
 #: The flags a child's `parent` JSON carries (short opts keys, wire spec 2).
 PARENT_FLAGS = ("fpof", "cpof", "idof", "rdof")
 
 QueueFor = Callable[[str, str], _QueueBase]
+#: Default job options per queue name.
+QueueDefaults = Mapping[str, Mapping[str, Any]]
 
 
 @dataclass
@@ -63,6 +72,7 @@ def _plan(
     entries: list[_Entry],
     releases: list[ops.Eval],
     parent: tuple[QueueKeys, str] | None,
+    queue_defaults: QueueDefaults,
 ) -> JobNode:
     """Append the add call of `node` then of its descendants (parents first)."""
     name = node.get("name")
@@ -72,7 +82,9 @@ def _plan(
     prefix = node.get("prefix") or default_prefix
     queue = queue_for(queue_name, prefix)
     children = list(node.get("children") or [])
-    options = dict(node.get("opts") or {})
+    options = merge_job_options(
+        queue_defaults.get(queue_name) or {}, node.get("opts") or {}
+    )
     if options.get("deduplication") and (children or parent):
         raise InvalidJobOptions(
             "deduplication cannot be used on flow nodes with children or a parent"
@@ -125,6 +137,7 @@ def _plan(
                     entries,
                     releases,
                     (keys, job_id),
+                    queue_defaults,
                 )
             )
         releases.append(
@@ -138,12 +151,23 @@ def _plan(
 
 
 def add_flows(
-    flows: Sequence[Mapping[str, Any]], queue_for: QueueFor, prefix: str, now: int
+    flows: Sequence[Mapping[str, Any]],
+    queue_for: QueueFor,
+    prefix: str,
+    now: int,
+    queue_defaults: QueueDefaults | None = None,
 ) -> ops.Op:
     """Add flow trees in one transaction; returns their JobNodes."""
     entries: list[_Entry] = []
     releases: list[ops.Eval] = []
-    trees = [_plan(f, queue_for, prefix, now, entries, releases, None) for f in flows]
+    checked = {
+        name: check_default_job_options(given)
+        for name, given in (queue_defaults or {}).items()
+    }
+    trees = [
+        _plan(f, queue_for, prefix, now, entries, releases, None, checked)
+        for f in flows
+    ]
     if not entries:
         return trees
     requests: list[ops.Cmd | ops.Eval] = [e.call for e in entries]
@@ -225,20 +249,31 @@ class _FlowProducerBase:
         name = first.get("queue_name") or first.get("queueName") or "flow"
         return self._queue(str(name), first.get("prefix") or self.prefix)
 
-    def add(self, flow: Mapping[str, Any]) -> Any:
-        """Add one flow tree atomically; returns its root JobNode."""
+    def add(
+        self, flow: Mapping[str, Any], default_job_options: QueueDefaults | None = None
+    ) -> Any:
+        """Add one flow tree atomically; returns its root JobNode.
+        `default_job_options`: {queue name: options its nodes start from}."""
 
         def op() -> ops.Op:
-            trees = yield from add_flows([flow], self._queue, self.prefix, ops.now_ms())
+            trees = yield from add_flows(
+                [flow], self._queue, self.prefix, ops.now_ms(), default_job_options
+            )
             return trees[0]
 
         return self._driver([flow])._run(op())
 
-    def add_bulk(self, flows: Iterable[Mapping[str, Any]]) -> Any:
+    def add_bulk(
+        self,
+        flows: Iterable[Mapping[str, Any]],
+        default_job_options: QueueDefaults | None = None,
+    ) -> Any:
         """Add several flow trees in one transaction; returns their JobNodes."""
         flows = list(flows)
         return self._driver(flows)._run(
-            add_flows(flows, self._queue, self.prefix, ops.now_ms())
+            add_flows(
+                flows, self._queue, self.prefix, ops.now_ms(), default_job_options
+            )
         )
 
     def get_flow(

@@ -6,6 +6,8 @@ values; with an `AsyncQueue` they return awaitables.
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +56,9 @@ class Job:
     left_out: dict[str, int] = field(default_factory=dict, repr=False)
     #: The lock token of the worker running it (worker side only).
     token: str | None = field(default=None, repr=False)
+    #: Called with (job, progress) once update_progress has written it
+    #: (worker side only).
+    on_progress: Callable[[Job, Any], None] | None = field(default=None, repr=False)
     raw: dict[str, str] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -180,7 +185,20 @@ class Job:
     def update_progress(self, progress: Any) -> Any:
         """Store progress (a number or a JSON object) and emit `progress`."""
         self.progress = progress
-        return self.queue._job_op("update_progress", self.id, progress)
+        done = self.queue._job_op("update_progress", self.id, progress)
+        listener = self.on_progress
+        if listener is None:
+            return done
+        if not inspect.isawaitable(done):
+            listener(self, progress)
+            return done
+
+        async def then_tell() -> Any:
+            result = await done
+            listener(self, progress)
+            return result
+
+        return then_tell()
 
     def log(self, line: str) -> Any:
         """Append a line to the job's log."""

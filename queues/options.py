@@ -205,6 +205,44 @@ def build_opts(**kwargs: Any) -> dict[str, Any]:
     return opts
 
 
+#: The `add` options a queue may default (BullMQ's `DefaultJobOptions`).
+DEFAULTABLE_OPTIONS = frozenset(
+    {
+        "priority",
+        "delay",
+        "attempts",
+        "backoff",
+        "lifo",
+        "remove_on_complete",
+        "remove_on_fail",
+        "timestamp",
+        "stack_trace_limit",
+        "keep_logs",
+        "size_limit",
+    }
+)
+
+
+def check_default_job_options(given: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A queue's default job options, checked as `add` checks its own."""
+    options = dict(given or {})
+    unknown = set(options) - DEFAULTABLE_OPTIONS
+    if unknown:
+        raise InvalidJobOptions(
+            f"options a queue cannot default: {', '.join(sorted(unknown))}"
+        )
+    build_opts(**options)
+    return options
+
+
+def merge_job_options(
+    queue_defaults: Mapping[str, Any], options: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A job's options over its queue's defaults, as BullMQ 6 merges them: key
+    by key, a key the job gives (even as None) replaces the default whole."""
+    return {**queue_defaults, **options}
+
+
 def decode_opts(stored: Mapping[str, Any]) -> dict[str, Any]:
     """Stored opts with short keys expanded to BullMQ's long names."""
     return {LONG_KEYS.get(k, k): v for k, v in stored.items()}

@@ -14,12 +14,18 @@ import redis
 import redis.asyncio as aioredis
 from redis.exceptions import ResponseError
 
-from . import clients, codec, defaults, metrics, ops, scheduler
+from . import clients, codec, defaults, metrics, ops
 from .connection import ConnectionLike, async_client, sync_client
 from .exceptions import InvalidJobOptions
 from .job import Job
 from .keys import QueueKeys
-from .options import build_opts, decode_opts
+from .options import (
+    build_opts,
+    check_default_job_options,
+    decode_opts,
+    merge_job_options,
+)
+from .scheduler import JobSchedulerMethods
 from .scripts import Scripts
 from .state import JobState, parse_state
 
@@ -33,16 +39,27 @@ def check_queue_name(name: str) -> str:
     return name
 
 
-class _QueueBase:
+class _QueueBase(JobSchedulerMethods):
     """The queue API shared by `Queue` and `AsyncQueue`."""
 
     client: Any
     scripts: Scripts
 
-    def __init__(self, name: str, prefix: str = defaults.PREFIX) -> None:
+    def __init__(
+        self,
+        name: str,
+        prefix: str = defaults.PREFIX,
+        default_job_options: Mapping[str, Any] | None = None,
+    ) -> None:
         self.name = check_queue_name(name)
         self.prefix = prefix
         self.keys = QueueKeys(name, prefix)
+        self._job_defaults = check_default_job_options(default_job_options)
+
+    @property
+    def default_job_options(self) -> dict[str, Any]:
+        """The options every `add` of this queue starts from (a copy)."""
+        return dict(self._job_defaults)
 
     def _run(self, op: ops.Op) -> Any:
         raise NotImplementedError
@@ -61,6 +78,7 @@ class _QueueBase:
     ) -> tuple[ops.Eval, Job]:
         if not isinstance(name, str):
             raise InvalidJobOptions("job name must be a string")
+        options = merge_job_options(self._job_defaults, options)
         size_limit = options.get("size_limit")
         opts = build_opts(**options)
         data_json = codec.dumps({} if data is None else data)
@@ -88,8 +106,9 @@ class _QueueBase:
         """Add a job; options: job_id, priority, delay, lifo, attempts, backoff,
         remove_on_complete, remove_on_fail, timestamp, stack_trace_limit,
         keep_logs, size_limit, deduplication={id, ttl?, extend?, replace?,
-        keep_last_if_active?}, and the flow failure flags. Returns the Job (a
-        deduplicated add returns the Job with the owner's id)."""
+        keep_last_if_active?}, and the flow failure flags, each over the
+        queue's `default_job_options`. Returns the Job (a deduplicated add
+        returns the Job with the owner's id)."""
         call, job = self._prepare(name, data, options)
 
         def op() -> ops.Op:
@@ -311,78 +330,8 @@ class _QueueBase:
         """Lift the global rate limit."""
         return self._meta_op("HDEL", self.keys.meta, "max", "duration")
 
-    # --- job schedulers ---------------------------------------------------
-    def upsert_job_scheduler(
-        self,
-        scheduler_id: str,
-        *,
-        every_ms: int | None = None,
-        cron: str | None = None,
-        tz: str | None = None,
-        limit: int | None = None,
-        start_date: Any = None,
-        end_date: Any = None,
-        offset_ms: int | None = None,
-        template: Mapping[str, Any] | None = None,
-    ) -> Any:
-        """Create or replace a job scheduler (every `every_ms` or on a `cron`
-        pattern) from a template {name, data, opts}; returns its next
-        iteration's Job, or None when `limit` allows none."""
-        now = ops.now_ms()
-
-        def op() -> ops.Op:
-            added = yield from scheduler.upsert(
-                self.keys,
-                scheduler_id,
-                now,
-                every_ms=every_ms,
-                cron=cron,
-                tz=tz,
-                limit=limit,
-                start_date=start_date,
-                end_date=end_date,
-                offset_ms=offset_ms,
-                template=dict(template or {}),
-            )
-            if added is None:
-                return None
-            h = yield ops.Cmd(("HGETALL", self.keys.job(added[0])))
-            return self._job(added[0], h) if h else None
-
-        return self._run(op())
-
-    def remove_job_scheduler(self, scheduler_id: str) -> Any:
-        """Delete a job scheduler and its delayed next iteration; False if unknown."""
-        return self._run(scheduler.remove(self.keys, scheduler_id))
-
-    def get_job_scheduler(self, scheduler_id: str) -> Any:
-        """One JobScheduler, or None."""
-        return self._run(scheduler.get_one(self.keys, scheduler_id))
-
-    def get_job_schedulers(
-        self, start: int = 0, end: int = -1, asc: bool = False
-    ) -> Any:
-        """JobSchedulers ordered by their next run (latest first unless asc)."""
-        return self._run(scheduler.get_many(self.keys, start, end, asc))
-
-    def schedule_next_iteration(self, job: Job) -> Any:
-        """Add the iteration after a scheduler's job (workers call this when they
-        take one, as Node's worker does); returns the new id or None."""
-        if not job.repeat_job_key:
-            return self._run(_nothing())
-        return self._run(
-            scheduler.next_iteration(
-                self.keys, job.id, job.repeat_job_key, job.raw.get("opts"), ops.now_ms()
-            )
-        )
-
     def _job_op(self, kind: str, job_id: str, *args: Any) -> Any:
         return self._run(ops.job_op(self.keys, kind, job_id, *args))
-
-
-def _nothing() -> ops.Op:
-    return None
-    yield  # pragma: no cover - makes this a generator
 
 
 class Queue(_QueueBase):
@@ -393,8 +342,9 @@ class Queue(_QueueBase):
         name: str,
         connection: ConnectionLike = None,
         prefix: str = defaults.PREFIX,
+        default_job_options: Mapping[str, Any] | None = None,
     ) -> None:
-        super().__init__(name, prefix)
+        super().__init__(name, prefix, default_job_options)
         self.client: redis.Redis = sync_client(connection)
         self.scripts = Scripts(self.client)
 
@@ -446,8 +396,9 @@ class AsyncQueue(_QueueBase):
         name: str,
         connection: ConnectionLike = None,
         prefix: str = defaults.PREFIX,
+        default_job_options: Mapping[str, Any] | None = None,
     ) -> None:
-        super().__init__(name, prefix)
+        super().__init__(name, prefix, default_job_options)
         self.client: aioredis.Redis = async_client(connection)
         self.scripts = Scripts(self.client)
 

@@ -1,6 +1,6 @@
 """Job schedulers as BullMQ 6 stores them (wire spec 1.2, 1.4): operations to
 upsert, read and remove them, and to produce the next iteration when a worker
-takes the current one.
+takes the current one; `JobSchedulerMethods` is the queue API over them.
 
 A scheduler is the `repeat` ZSET entry (score = millis of its current
 iteration) plus the `repeat:{id}` hash; each iteration is a job
@@ -12,9 +12,10 @@ zone of the process).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
@@ -22,8 +23,11 @@ from croniter import croniter
 from . import codec
 from .exceptions import InvalidJobOptions, raise_for_code
 from .keys import QueueKeys
-from .ops import Cmd, Eval, Op
-from .options import build_opts, decode_opts
+from .ops import Cmd, Eval, Op, now_ms
+from .options import build_opts, decode_opts, merge_job_options
+
+if TYPE_CHECKING:
+    from .job import Job
 
 DateLike = int | float | datetime | None
 
@@ -188,9 +192,12 @@ def upsert(
     end_date: DateLike = None,
     offset_ms: int | None = None,
     template: dict[str, Any] | None = None,
+    queue_defaults: Mapping[str, Any] | None = None,
 ) -> Op:
     """Create or replace a scheduler and add its next iteration; returns
-    (iteration id, delay ms), or None when `limit` allows no run."""
+    (iteration id, delay ms), or None when `limit` allows no run. The
+    template's opts lie over `queue_defaults` (the queue's default job
+    options but delay and timestamp, which the scheduler sets), as in BullMQ."""
     if not isinstance(scheduler_id, str) or not scheduler_id:
         raise ValueError("a job scheduler id must be a non-empty string")
     if (every_ms is None) == (cron is None):
@@ -205,7 +212,14 @@ def upsert(
     if unknown:
         raise ValueError(f"template has unknown keys {sorted(unknown)}")
     name = template.get("name") or scheduler_id
-    template_opts = _template_opts(template.get("opts"))
+    inherited = {
+        k: v
+        for k, v in (queue_defaults or {}).items()
+        if k not in ("delay", "timestamp")
+    }
+    template_opts = _template_opts(
+        merge_job_options(inherited, template.get("opts") or {})
+    )
     data_json = codec.dumps(
         template.get("data") if template.get("data") is not None else {}
     )
@@ -352,3 +366,86 @@ def get_many(keys: QueueKeys, start: int, end: int, asc: bool) -> Op:
         for (sid, score), h in zip(pairs, hashes, strict=True)
         if h
     ]
+
+
+class JobSchedulerMethods:
+    """The job scheduler methods of `Queue` and `AsyncQueue`."""
+
+    keys: QueueKeys
+    _job_defaults: dict[str, Any]
+
+    def _run(self, op: Op) -> Any:
+        raise NotImplementedError
+
+    def _job(self, job_id: str, h: Mapping[str, str]) -> Any:
+        raise NotImplementedError
+
+    def upsert_job_scheduler(
+        self,
+        scheduler_id: str,
+        *,
+        every_ms: int | None = None,
+        cron: str | None = None,
+        tz: str | None = None,
+        limit: int | None = None,
+        start_date: Any = None,
+        end_date: Any = None,
+        offset_ms: int | None = None,
+        template: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """Create or replace a job scheduler (every `every_ms` or on a `cron`
+        pattern) from a template {name, data, opts}; returns its next
+        iteration's Job, or None when `limit` allows none."""
+        now = now_ms()
+
+        def op() -> Op:
+            added = yield from upsert(
+                self.keys,
+                scheduler_id,
+                now,
+                every_ms=every_ms,
+                cron=cron,
+                tz=tz,
+                limit=limit,
+                start_date=start_date,
+                end_date=end_date,
+                offset_ms=offset_ms,
+                template=dict(template or {}),
+                queue_defaults=self._job_defaults,
+            )
+            if added is None:
+                return None
+            h = yield Cmd(("HGETALL", self.keys.job(added[0])))
+            return self._job(added[0], h) if h else None
+
+        return self._run(op())
+
+    def remove_job_scheduler(self, scheduler_id: str) -> Any:
+        """Delete a job scheduler and its delayed next iteration; False if unknown."""
+        return self._run(remove(self.keys, scheduler_id))
+
+    def get_job_scheduler(self, scheduler_id: str) -> Any:
+        """One JobScheduler, or None."""
+        return self._run(get_one(self.keys, scheduler_id))
+
+    def get_job_schedulers(
+        self, start: int = 0, end: int = -1, asc: bool = False
+    ) -> Any:
+        """JobSchedulers ordered by their next run (latest first unless asc)."""
+        return self._run(get_many(self.keys, start, end, asc))
+
+    def schedule_next_iteration(self, job: Job) -> Any:
+        """Add the iteration after a scheduler's job (workers call this when they
+        take one, as Node's worker does); returns the new id or None."""
+        if not job.repeat_job_key:
+            return self._run(_nothing())
+        return self._run(
+            next_iteration(
+                self.keys, job.id, job.repeat_job_key, job.raw.get("opts"), now_ms()
+            )
+        )
+
+
+def _nothing() -> Op:
+    return None
+    yield  # pragma: no cover - makes this a generator

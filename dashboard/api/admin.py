@@ -1,5 +1,5 @@
 """Django admin: API tokens (the plain token is shown once, on creation),
-per-queue JSON Schemas and webhook subscriptions."""
+per-queue JSON Schemas and settings, and webhook subscriptions."""
 
 from __future__ import annotations
 
@@ -11,17 +11,17 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
-from .models import ApiToken, QueueSchema, WebhookSubscription
+from .models import ApiToken, QueueSchema, QueueSettings, WebhookSubscription
 
 # ModelAdmin is generic only in django-stubs, not at run time.
 if TYPE_CHECKING:
     _ApiTokenAdminBase = admin.ModelAdmin[ApiToken]
     _QueueSchemaAdminBase = admin.ModelAdmin[QueueSchema]
+    _QueueSettingsAdminBase = admin.ModelAdmin[QueueSettings]
     _WebhookSubscriptionAdminBase = admin.ModelAdmin[WebhookSubscription]
 else:
-    _ApiTokenAdminBase = _QueueSchemaAdminBase = _WebhookSubscriptionAdminBase = (
-        admin.ModelAdmin
-    )
+    _ApiTokenAdminBase = _QueueSchemaAdminBase = admin.ModelAdmin
+    _QueueSettingsAdminBase = _WebhookSubscriptionAdminBase = admin.ModelAdmin
 
 
 @admin.register(ApiToken)
@@ -71,6 +71,14 @@ class QueueSchemaAdmin(_QueueSchemaAdminBase):
     """JSON Schemas that job data of a queue must satisfy."""
 
     list_display = ("queue", "description", "updated_at")
+    search_fields = ("queue",)
+
+
+@admin.register(QueueSettings)
+class QueueSettingsAdmin(_QueueSettingsAdminBase):
+    """Default job options per queue, under each enqueue request's options."""
+
+    list_display = ("queue", "default_job_options", "updated_at")
     search_fields = ("queue",)
 
 

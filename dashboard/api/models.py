@@ -1,4 +1,4 @@
-"""API tokens, per-queue JSON Schemas and webhook subscriptions."""
+"""API tokens, per-queue JSON Schemas and settings, and webhook subscriptions."""
 
 from __future__ import annotations
 
@@ -141,6 +141,55 @@ class QueueSchema(models.Model):
             Draft202012Validator.check_schema(self.json_schema)
         except SchemaError as exc:
             raise ValidationError({"json_schema": exc.message}) from None
+
+
+class QueueSettings(models.Model):
+    """Per-queue settings of the API: default options of the jobs it enqueues."""
+
+    queue = models.CharField(max_length=100, unique=True)
+    default_job_options = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='Like a request\'s "options", e.g. {"attempts": 3}; '
+        "the request's own options win key by key.",
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "queue settings"
+        verbose_name_plural = "queue settings"
+
+    def __str__(self) -> str:
+        return self.queue
+
+    @classmethod
+    def job_defaults(cls, queue: str) -> dict[str, Any]:
+        """The queue's default job options ({} when it has no settings)."""
+        row = cls.objects.filter(queue=queue).only("default_job_options").first()
+        return dict(row.default_job_options) if row is not None else {}
+
+    def clean(self) -> None:
+        from jsonschema import Draft202012Validator
+        from jsonschema.exceptions import best_match
+
+        from queues.exceptions import InvalidJobOptions
+        from queues.options import check_default_job_options
+
+        from .schemas import DEFAULT_JOB_OPTIONS
+        from .validation import QUEUE_NAME_RE
+
+        if not QUEUE_NAME_RE.fullmatch(self.queue or ""):
+            raise ValidationError({"queue": "not a queue name"})
+        validator = Draft202012Validator(DEFAULT_JOB_OPTIONS)
+        error = best_match(validator.iter_errors(self.default_job_options))
+        if error is not None:
+            where = ".".join(str(p) for p in error.absolute_path)
+            message = f"{where}: {error.message}" if where else error.message
+            raise ValidationError({"default_job_options": message})
+        try:
+            check_default_job_options(self.default_job_options)
+        except InvalidJobOptions as exc:
+            raise ValidationError({"default_job_options": str(exc)}) from None
 
 
 def _default_events() -> str:

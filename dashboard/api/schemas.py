@@ -102,6 +102,18 @@ JOB_OPTIONS: dict[str, Any] = {
     },
 }
 
+#: A queue's default job options (its settings in the admin): the request
+#: options a queue may default.
+DEFAULT_JOB_OPTIONS: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        k: v
+        for k, v in JOB_OPTIONS["properties"].items()
+        if k not in ("job_id", "webhook_url", "webhook_events")
+    },
+}
+
 ENQUEUE_REQUEST: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,

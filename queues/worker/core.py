@@ -26,8 +26,11 @@ from ..job import Job
 from ..metrics import MetricsOptions
 from ..options import BackoffStrategy, keep_jobs
 from ..queue import AsyncQueue, Queue
+from ..telemetry import Telemetry, WorkerTelemetry
 from .failures import FailureHandling
+from .hooks import Listener, WorkerHooks
 from .maintenance import Maintenance
+from .reporting import WorkerReports
 from .support import (
     _TRANSIENT,
     Processor,
@@ -60,6 +63,7 @@ class AsyncWorker(FailureHandling, Maintenance):
         drain_delay: float = defaults.DRAIN_DELAY_S,
         close_timeout: float = defaults.CLOSE_TIMEOUT_S,
         metrics: MetricsOptions | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
         if not callable(processor):
             raise TypeError("processor must be callable")
@@ -118,6 +122,9 @@ class AsyncWorker(FailureHandling, Maintenance):
         self._limited_until = 0.0
         self.processed = 0
         self.failed = 0
+        self.hooks = WorkerHooks(worker_name or name)
+        self.telemetry = WorkerTelemetry(name, worker_name, telemetry)
+        self._reports = WorkerReports(self.hooks, self.telemetry)
 
     # --- public -----------------------------------------------------------
     @property
@@ -129,6 +136,15 @@ class AsyncWorker(FailureHandling, Maintenance):
     def running_jobs(self) -> list[Job]:
         """Jobs this worker is processing now."""
         return list(self._running.values())
+
+    def on(self, event: str, listener: Listener | None = None) -> Any:
+        """Call `listener` on a worker event (see queues.worker.hooks); without
+        a listener, a decorator. Returns the listener."""
+        return self.hooks.on(event, listener)
+
+    def off(self, event: str, listener: Listener) -> None:
+        """Stop calling `listener` on `event`."""
+        self.hooks.off(event, listener)
 
     def claim_capacity(self) -> int:
         """How many more jobs may be claimed now; override to gate claims
@@ -146,6 +162,8 @@ class AsyncWorker(FailureHandling, Maintenance):
         self._loop = loop
         self._wake = asyncio.Event()
         self._closed = asyncio.Event()
+        self.hooks.bind(loop)
+        self._reports.started()
         if install_signals and threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, self.close)
@@ -186,6 +204,7 @@ class AsyncWorker(FailureHandling, Maintenance):
                 for sig in (signal.SIGTERM, signal.SIGINT):
                     loop.remove_signal_handler(sig)
             await self._shutdown_clients()
+            await self._reports.stopped(defaults.HOOKS_STOP_S)
             self._closed.set()
 
     def close(self) -> None:
@@ -223,6 +242,7 @@ class AsyncWorker(FailureHandling, Maintenance):
                 except Exception as exc:
                     if not _transient(exc):
                         raise
+                    self._reports.error(exc)
                     failures += 1
                     delay = min(
                         0.1 * 2 ** min(failures, 6), defaults.RECONNECT_DELAY_MAX_S
@@ -290,6 +310,7 @@ class AsyncWorker(FailureHandling, Maintenance):
             self._start(job)
         ttl = int(ttl or 0)
         if ttl > 0:
+            self._reports.rate_limited(ttl)
             self._limited_until = time.time() * 1000 + min(
                 ttl, defaults.RATE_LIMIT_MAX_DELAY_MS
             )
@@ -298,6 +319,7 @@ class AsyncWorker(FailureHandling, Maintenance):
             self._drained = False
         elif not flat:
             self._drained = True
+            self._reports.nothing_to_claim()
             next_delay = float(next_delay or 0)
             if next_delay > 0:
                 self._block_until = next_delay
@@ -339,20 +361,24 @@ class AsyncWorker(FailureHandling, Maintenance):
                     entry["target"],
                     code,
                 )
+        self._reports.saved(entries, codes)
         if fetch:
             self._take_claimed(flat, ttl, next_delay)
 
     # --- processing ----------------------------------------------------------
     def _make_job(self, job_id: str, h: dict[str, str]) -> Job:
-        if self.is_async:
-            return Job.from_hash(self.queue, job_id, h)
-        if self._sync_queue is None:
+        if not self.is_async and self._sync_queue is None:
             self._sync_queue = Queue(self.name, self.queue.client, self.keys.prefix)
-        return Job.from_hash(self._sync_queue, job_id, h)
+        job = Job.from_hash(self._sync_queue or self.queue, job_id, h)
+        job.on_progress = self._reports.progress
+        return job
 
     def _start(self, job: Job) -> None:
         self._running[job.id] = job
-        task = asyncio.create_task(self._process(job))
+        self._reports.active(job)
+        task = asyncio.create_task(
+            self._process(job), context=self.telemetry.job_context(job)
+        )
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -378,6 +404,7 @@ class AsyncWorker(FailureHandling, Maintenance):
                         f"return value is not JSON serializable: {exc}"
                     ) from exc
                 self.processed += 1
+                self._reports.completed(job, result)
                 entry = {
                     "id": job.id,
                     "token": job.token,
@@ -405,6 +432,8 @@ class AsyncWorker(FailureHandling, Maintenance):
                         "attempts": 0,
                         "keep": {"count": -1},
                     }
+                if entry is not None:
+                    self._reports.failed(job, exc)
         finally:
             self._running.pop(job.id, None)
             if entry is not None:

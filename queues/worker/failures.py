@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ..keys import QueueKeys
     from ..options import BackoffStrategy
     from ..queue import AsyncQueue
+    from .reporting import WorkerReports
 
 
 class FailureHandling:
@@ -28,6 +29,7 @@ class FailureHandling:
     failed: int
     backoff_strategy: BackoffStrategy | None
     remove_on_fail: Any
+    _reports: WorkerReports
 
     async def _on_failure(self, job: Job, exc: BaseException) -> dict[str, Any] | None:
         """Retry the job (now or after backoff) or return its final failure entry."""
@@ -78,6 +80,7 @@ class FailureHandling:
         )
         if delay != -1:
             await self._retry(job, delay, fields)
+            self._reports.retried(job, exc, delay)
             return None
         return {
             "id": job.id,

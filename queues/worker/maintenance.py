@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from ..job import Job
     from ..keys import QueueKeys
     from ..queue import AsyncQueue
+    from .reporting import WorkerReports
 
 
 class Maintenance:
@@ -28,6 +29,7 @@ class Maintenance:
     _stopping: asyncio.Event
     _drained: bool
     _wake: asyncio.Event | None
+    _reports: WorkerReports
 
     async def _lock_renewal_loop(self) -> None:
         # A quarter of the lock duration, like BullMQ's timer (lockRenewTime/2):
@@ -50,9 +52,18 @@ class Maintenance:
                 )
             except Exception as exc:  # noqa: BLE001 - renewal must outlive any error
                 log.warning("worker %s: lock renewal failed (%s)", self.name, exc)
+                self._reports.error(exc)
                 continue
             for job_id in lost:
                 log.warning("worker %s: lost the lock of job %s", self.name, job_id)
+
+    async def _count_failing(self, moved: list[str]) -> int:
+        """How many of the moved jobs the check marked to fail (stalled more
+        than max_stalled_count times): they fail when next taken."""
+        pipe = self.queue.client.pipeline(transaction=False)
+        for job_id in moved:
+            pipe.hexists(self.keys.job(job_id), "defa")
+        return sum(1 for marked in await pipe.execute() if marked)
 
     async def _stop_within(self, seconds: float) -> bool:
         """Sleep up to `seconds`; True as soon as the worker is shutting down."""
@@ -66,6 +77,7 @@ class Maintenance:
         k = self.keys
         while not self._stopping.is_set():
             try:
+                started = time.monotonic()
                 moved = await self.queue.scripts.move_stalled_jobs_to_wait(
                     (
                         k.stalled,
@@ -92,6 +104,9 @@ class Maintenance:
                     self._drained = False
                     if self._wake is not None:
                         self._wake.set()
+                    failing = await self._count_failing(moved)
+                    self._reports.stalled(moved, failing, started)
             except Exception as exc:  # noqa: BLE001 - the check must outlive any error
                 log.warning("worker %s: stalled check failed (%s)", self.name, exc)
+                self._reports.error(exc)
             await self._stop_within(self.stalled_interval / 1000)

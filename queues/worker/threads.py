@@ -11,6 +11,7 @@ about 22 us per call.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import queue
 import threading
 from collections.abc import Callable
@@ -39,9 +40,11 @@ class ThreadRunner:
             thread.start()
 
     def submit(self, fn: Callable[[Any], Any], arg: Any) -> asyncio.Future[Any]:
-        """Run `fn(arg)` on a thread; the future resolves on the loop."""
+        """Run `fn(arg)` on a thread, in the caller's context (as
+        asyncio.to_thread: a job's span is current there); the future
+        resolves on the loop."""
         future = self._loop.create_future()
-        self._calls.put((future, fn, arg))
+        self._calls.put((future, fn, arg, contextvars.copy_context()))
         return future
 
     def shutdown(self) -> None:
@@ -53,7 +56,7 @@ class ThreadRunner:
                 pending.append(self._calls.get_nowait())
             except queue.Empty:
                 break
-        for future, _, _ in pending:
+        for future, *_ in pending:
             future.cancel()
         for _ in self._threads:
             self._calls.put(None)
@@ -63,11 +66,11 @@ class ThreadRunner:
             call = self._calls.get()
             if call is None:
                 return
-            future, fn, arg = call
+            future, fn, arg, context = call
             if future.cancelled():
                 continue
             try:
-                outcome: tuple[bool, Any] = (True, fn(arg))
+                outcome: tuple[bool, Any] = (True, context.run(fn, arg))
             except StopIteration as exc:  # a future cannot carry one
                 outcome = (False, RuntimeError(f"processor raised {exc!r}"))
             except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task

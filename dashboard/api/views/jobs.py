@@ -12,11 +12,13 @@ from gpu_workers import Fleet
 from gpu_workers.exceptions import ValidationError as FleetValidationError
 from queues import Job, JobState
 from queues.exceptions import InvalidJobOptions, JobLocked
+from queues.options import merge_job_options
 
 from .. import conf, defaults, idempotency, store
 from ..auth import make_ticket
 from ..exceptions import ApiError, BadRequest, Conflict, NotFound
 from ..handling import Call, json_response
+from ..models import QueueSettings
 from ..spec import Param, operation
 from ..validation import (
     EnqueueRequest,
@@ -120,8 +122,9 @@ def _add(
             call.principal.token.webhook_secret,
         )
         webhook = {"url": req.webhook_url, "events": events}
+    options = merge_job_options(QueueSettings.job_defaults(queue_name), req.options)
     try:
-        job = q.add(req.name, req.data, job_id=job_id, **req.options)
+        job = q.add(req.name, req.data, job_id=job_id, **options)
     except InvalidJobOptions as exc:
         raise BadRequest("invalid_option", str(exc)) from None
     return str(job.id), webhook
@@ -133,8 +136,10 @@ def _add(
     operation_id="enqueueJob",
     summary="Enqueue a job",
     description="Returns at once with the job's id, its status URL and a "
-    "read-only ticket. With an Idempotency-Key, a retried request returns "
-    "the first request's job (200, Idempotent-Replayed: true) and adds nothing.",
+    "read-only ticket. The options lie over the queue's default job options "
+    "(set in the Django admin), key by key. With an Idempotency-Key, a retried "
+    "request returns the first request's job (200, Idempotent-Replayed: true) "
+    "and adds nothing.",
     scope="write",
     request_schema="EnqueueRequest",
     params=(

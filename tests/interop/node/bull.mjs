@@ -1,6 +1,7 @@
 // Node.js side of the interop tests: real BullMQ driven from pytest.
 //
-//   node bull.mjs <port> call <queue> <method> [argsJson]   Queue method, result as JSON
+//   node bull.mjs <port> call <queue> <method> [argsJson] [queueOptsJson]
+//                                                           Queue method, result as JSON
 //   node bull.mjs <port> read <queue> <idsJson>             Job.fromId for each id
 //   node bull.mjs <port> flow <flowJson>                    FlowProducer.add
 //   node bull.mjs <port> worker <queue> <optsJson>          a worker, JSON lines out
@@ -49,8 +50,8 @@ function toJSON(value) {
   return value === undefined ? null : value;
 }
 
-async function call(queueName, method, args) {
-  const queue = new Queue(queueName, { connection });
+async function call(queueName, method, args, queueOpts) {
+  const queue = new Queue(queueName, { ...queueOpts, connection });
   try {
     out(toJSON(await queue[method](...args)));
   } finally {
@@ -131,7 +132,7 @@ async function raw(commands) {
 }
 
 const modes = {
-  call: () => call(rest[0], rest[1], json(rest[2], [])),
+  call: () => call(rest[0], rest[1], json(rest[2], []), json(rest[3], {})),
   read: () => read(rest[0], json(rest[1])),
   flow: () => flow(json(rest[0])),
   worker: () => worker(rest[0], json(rest[1], {})),

@@ -1,0 +1,107 @@
+"""What a worker reports as it runs: its event hooks and its telemetry.
+
+The worker calls one method here per happening; this module decides what
+each listener and instrument gets, and when: `completed` and a final
+`failed` reach listeners only once the batch that saves them has run
+(BullMQ emits them after its moveToFinished), retries once they are saved.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from ..job import Job
+from ..telemetry import WorkerTelemetry
+from .hooks import WorkerHooks
+
+
+class WorkerReports:
+    """The hooks and telemetry of one worker, fed by its loop."""
+
+    def __init__(self, hooks: WorkerHooks, telemetry: WorkerTelemetry) -> None:
+        self.hooks = hooks
+        self.telemetry = telemetry
+        #: Finished jobs whose listeners wait for the save: (id, token) ->
+        #: (event, job, result or error).
+        self._unsaved: dict[tuple[str, str | None], tuple[str, Job, Any]] = {}
+        self._drained = False
+
+    def started(self) -> None:
+        """The worker's run() began."""
+        self.telemetry.worker_started()
+
+    async def stopped(self, wait_s: float) -> None:
+        """run() ends: `closed` to listeners, whose async calls get `wait_s`."""
+        self.telemetry.worker_stopped()
+        self.hooks.emit("closed")
+        await self.hooks.wait(wait_s)
+
+    # --- jobs -------------------------------------------------------------
+    def active(self, job: Job) -> None:
+        """The worker took `job` and starts it."""
+        self._drained = False
+        self.telemetry.job_started(job)
+        self.hooks.emit("active", job)
+
+    def progress(self, job: Job, progress: Any) -> None:
+        """`job` reported progress (from any thread)."""
+        self.hooks.emit("progress", job, progress)
+
+    def completed(self, job: Job, result: Any) -> None:
+        """`job` returned `result`; its completion is queued for saving."""
+        self.telemetry.job_completed(job)
+        if self.hooks.listened("completed"):
+            job.returnvalue = result
+            self._unsaved[(job.id, job.token)] = ("completed", job, result)
+
+    def failed(self, job: Job, error: BaseException) -> None:
+        """`job` failed for good; its failure is queued for saving."""
+        self.telemetry.job_failed(job, error)
+        if self.hooks.listened("failed"):
+            job.failed_reason = str(error) or type(error).__name__
+            self._unsaved[(job.id, job.token)] = ("failed", job, error)
+
+    def retried(self, job: Job, error: BaseException, delay_ms: int) -> None:
+        """An attempt of `job` failed and its retry is saved."""
+        self.telemetry.job_retried(job, error, delay_ms)
+        if self.hooks.listened("failed"):
+            job.attempts_made += 1
+            job.failed_reason = str(error) or type(error).__name__
+            self.hooks.emit("failed", job, error)
+
+    def saved(self, entries: Sequence[dict[str, Any]], codes: Sequence[int]) -> None:
+        """A batch of finished jobs was written; code 0 = saved as reported."""
+        if not self._unsaved:
+            return
+        now = int(time.time() * 1000)
+        for entry, code in zip(entries, codes):
+            unsaved = self._unsaved.pop((entry["id"], entry["token"]), None)
+            if unsaved is None or code != 0:
+                continue
+            event, job, value = unsaved
+            job.attempts_made += 1
+            job.finished_on = now
+            self.hooks.emit(event, job, value)
+
+    # --- the queue --------------------------------------------------------
+    def nothing_to_claim(self) -> None:
+        """A claim found the queue empty: `drained`, once until a job comes."""
+        if not self._drained:
+            self._drained = True
+            self.hooks.emit("drained")
+
+    def rate_limited(self, delay_ms: int) -> None:
+        """A claim found the rate limit reached."""
+        self.telemetry.rate_limited(delay_ms)
+
+    def stalled(self, recovered: list[str], failed: int, started: float) -> None:
+        """This worker's stalled check moved `recovered` back to wait."""
+        self.telemetry.stalled_check(recovered, failed, started)
+        for job_id in recovered:
+            self.hooks.emit("stalled", job_id)
+
+    def error(self, error: BaseException) -> None:
+        """A worker error not tied to a job."""
+        self.hooks.emit("error", error)
