@@ -1,4 +1,4 @@
-// Node side of the 6.7.0 parity tests (tests/interop/test_parity_retry_remove.py):
+// Node side of the 6.7.0 parity tests (tests/interop/test_parity_retry.py and test_parity_remove.py):
 // runs a list of steps with real BullMQ and prints one JSON line per step.
 //
 //   node parity.mjs <port> <stepsJson>
