@@ -112,6 +112,31 @@ def progress_parts(progress: Any) -> tuple[float | None, str]:
     return None, truncate(compact(progress), 60)[0]
 
 
+#: States of a job that has not started its next attempt yet.
+PENDING = frozenset({"waiting", "prioritized", "delayed"})
+
+
+def attempts_text(made: int, allowed: int) -> str:
+    """Attempts made against the limit, in words that stay true after a
+    manual retry (which runs a job past its `attempts`, never "2/1")."""
+    if made <= allowed:
+        return f"{made} of {allowed}"
+    return f"{made} ({allowed} allowed; retried by hand)"
+
+
+def retry_text(job: Job, state: str) -> str:
+    """ "retry k of n" for a job waiting to run again after a failed attempt
+    ("" for any other job): it is not a scheduled job, and the progress it
+    last reported belongs to the failed attempt."""
+    made = job.attempts_made
+    if state not in PENDING or not made:
+        return ""
+    retries = job.attempts - 1
+    if made <= retries:
+        return f"retry {made} of {retries}"
+    return f"retried by hand (attempt {made + 1})"
+
+
 @dataclass
 class JobRow:
     """One row of a job list."""
@@ -122,8 +147,6 @@ class JobRow:
     live_key: str
     progress_pct: float | None
     progress_text: str
-    attempts_made: int
-    attempts: int
     added_ms: int
     started_ms: int | None
     finished_ms: int | None
@@ -131,11 +154,15 @@ class JobRow:
     processed_by: str | None
     preview: str
     failed_reason: str
+    attempts_text: str
+    #: "retry k of n" while the job waits to run again ("" otherwise).
+    retry: str
 
 
 def job_row(job: Job, state: str, queue_key: str, now_ms: int) -> JobRow:
     """A job as its list row shows it (data redacted and truncated)."""
-    pct, text = progress_parts(job.progress)
+    retry = retry_text(job, state)
+    pct, text = (None, "") if retry else progress_parts(job.progress)
     duration = None
     if job.processed_on:
         end = job.finished_on or (now_ms if state == "active" else None)
@@ -147,8 +174,6 @@ def job_row(job: Job, state: str, queue_key: str, now_ms: int) -> JobRow:
         live_key=f"{queue_key}:{job.id}",
         progress_pct=pct,
         progress_text=text,
-        attempts_made=job.attempts_made,
-        attempts=job.attempts,
         added_ms=job.timestamp,
         started_ms=job.processed_on,
         finished_ms=job.finished_on,
@@ -157,14 +182,20 @@ def job_row(job: Job, state: str, queue_key: str, now_ms: int) -> JobRow:
         preview=preview(job),
         failed_reason=too_large(job, "failedReason")
         or truncate(job.failed_reason or "", REASON_CHARS)[0],
+        attempts_text=attempts_text(job.attempts_made, job.attempts),
+        retry=retry,
     )
 
 
-def sparkline(values: list[int], width: int = 120, height: int = 24) -> str:
-    """SVG polyline points for a series (numbers only, so safe in an attribute)."""
+def sparkline(
+    values: list[int], width: int = 120, height: int = 24, top: int = 0
+) -> str:
+    """SVG polyline points for a series (numbers only, so safe in an attribute),
+    scaled to `top` (default: the series' own peak). Series drawn together
+    share one `top`, so one failure does not draw the spike of 28 completions."""
     if not values:
         return ""
-    top = max(max(values), 1)
+    top = max(top, *values, 1)
     step = width / max(len(values) - 1, 1)
     return " ".join(
         f"{i * step:.1f},{height - 1 - (v / top) * (height - 2):.1f}"

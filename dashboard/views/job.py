@@ -13,13 +13,20 @@ from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.api.webhooks import deliveries
 from gpu_workers.units import format_bytes
-from queues import Job
+from queues import Job, ops
 from queues.options import PY_TO_BULLMQ
 
 from .. import forms, jobmodel, readmodel
 from ..jobmodel import JobDetail
 from ..models import AuditEntry
-from ..present import pretty, progress_parts, redact, too_large
+from ..present import (
+    attempts_text,
+    pretty,
+    progress_parts,
+    redact,
+    retry_text,
+    too_large,
+)
 from ..readmodel import QueueRef
 from .common import (
     OPERATE,
@@ -29,6 +36,7 @@ from .common import (
     Done,
     action,
     live_json,
+    not_found,
     perm_required,
     queue_ref,
 )
@@ -67,12 +75,14 @@ DUPLICATE_OPTIONS = (
 )
 
 
-def timeline(job: Job) -> list[tuple[str, int | None, str]]:
-    """(label, epoch ms or duration ms, kind) rows: added, delayed until,
-    started, finished, waited for, ran for."""
+def timeline(job: Job, due_ms: int | None = None) -> list[tuple[str, int | None, str]]:
+    """(label, epoch ms or duration ms, kind) rows: added, delayed until (or,
+    for a delayed job, when it is due), started, finished, waited for, ran for."""
     rows: list[tuple[str, int | None, str]] = [("added", job.timestamp, "time")]
     ready = job.timestamp + (job.delay or 0)
-    if job.delay:
+    if due_ms is not None:
+        rows.append(("runs at", due_ms, "time"))
+    elif job.delay and not job.attempts_made:
         rows.append(("delayed until", ready, "time"))
     if job.processed_on:
         rows.append(("started", job.processed_on, "time"))
@@ -92,7 +102,10 @@ def detail_context(request: HttpRequest, ref: QueueRef, d: JobDetail) -> dict[st
     cap = None if full else settings.BULLPEN_DATA_DETAIL_CHARS
     data_text, data_cut = pretty(redact(job.data), cap)
     result_text, result_cut = pretty(redact(job.returnvalue), cap)
-    pct, progress_text = progress_parts(job.progress)
+    retry = retry_text(job, d.state)
+    # A job waiting to retry: the progress it reported belongs to the failed
+    # attempt, so none is shown until the next attempt reports.
+    pct, progress_text = (None, "") if retry else progress_parts(job.progress)
     allowed = {name for name, states in ALLOWED.items() if d.state in states}
     read_only = readmodel.is_read_only(ref)
     vram = d.vram or {}
@@ -118,7 +131,11 @@ def detail_context(request: HttpRequest, ref: QueueRef, d: JobDetail) -> dict[st
         "progress_text": progress_text,
         "logs": d.logs,
         "log_total": d.log_total,
-        "timeline": timeline(job),
+        "timeline": timeline(job, d.run_at_ms),
+        "run_at_ms": d.run_at_ms,
+        "run_in_ms": (d.run_at_ms or 0) - ops.now_ms(),
+        "retry": retry,
+        "attempts_text": attempts_text(job.attempts_made, job.attempts),
         "vram": vram,
         "flow": d.flow,
         "parent_ref": d.parent_ref,
@@ -274,5 +291,5 @@ def job_action(
     """POST /queues/<prefix>/<name>/jobs/<id>/actions/<verb>/."""
     view = ACTIONS.get(verb)
     if view is None:
-        raise Http404("no such action")
+        return not_found(request, f"no such action: {verb}")
     return view(request, prefix, name, job_id)

@@ -26,6 +26,7 @@ from .common import (
     action,
     is_htmx,
     live_json,
+    not_found,
     perm_required,
     queue_ref,
 )
@@ -243,5 +244,5 @@ def queue_action(
     """POST /queues/<prefix>/<name>/actions/<verb>/."""
     view = ACTIONS.get(verb)
     if view is None:
-        raise Http404("no such action")
+        return not_found(request, f"no such action: {verb}")
     return view(request, prefix, name)

@@ -123,7 +123,7 @@ def test_rows_show_job_fields_and_truncated_data(
     assert f'data-live-progress="{key}"' in html
     assert 'style="width: 42.0%"' in html or 'style="width: 42%"' in html
     assert f'data-live-progress-text="{key}">42%<' in html
-    assert ">render<" in html and "gpu-host-1" in html and "0/1" in html
+    assert ">render<" in html and "gpu-host-1" in html and "0 of 1" in html
     preview = html.split('<div class="preview mono" title="')[1].split('"')[0]
     assert preview.startswith("{&quot;prompt&quot;:&quot;xxx")
     assert preview.endswith("…") and preview.count("x") < 45
@@ -190,8 +190,11 @@ def test_job_list_fragment_rerenders_on_queue_events(
 def test_unknown_queue_prefix_or_tab_is_404(
     dashboard_redis: str, admin_client: Client, qname: str
 ) -> None:
-    """Only configured prefixes are served; tabs are the known states."""
+    """Only configured prefixes and queues that exist are served; tabs are
+    the known states."""
     assert admin_client.get(f"/queues/bullpen/{qname}/").status_code == 404
+    assert admin_client.get(f"/queues/bull/{qname}/").status_code == 404
+    Queue(qname, dashboard_redis).add("a", {})
     assert (
         admin_client.get(
             queue_url(Queue(qname, dashboard_redis)), {"state": "bogus"}
@@ -223,4 +226,5 @@ def test_read_only_queue_offers_and_allows_no_action(
     }
     settings.BULLPEN_READ_ONLY_QUEUES = ["*"]
     other = Queue(qname + "x", dashboard_redis)
+    other.add("a", {})
     assert hx_post(admin_client, queue_url(other, "pause")).status_code == 403
