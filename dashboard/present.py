@@ -24,6 +24,8 @@ SENSITIVE_KEY = re.compile(
     r"pass(word|wd)?|secret|token|api[-_]?key|auth|cookie|credential|private[-_]?key",
     re.IGNORECASE,
 )
+#: Longest job name a list row holds.
+NAME_CHARS = 400
 #: Longest failed reason a list row shows.
 REASON_CHARS = 200
 
@@ -169,7 +171,8 @@ def job_row(job: Job, state: str, queue_key: str, now_ms: int) -> JobRow:
         duration = end - job.processed_on if end else None
     return JobRow(
         id=job.id,
-        name=truncate(job.name, 80)[0],
+        # Shown cut by CSS, whole (up to NAME_CHARS) in the cell's title.
+        name=truncate(job.name, NAME_CHARS)[0],
         state=state,
         live_key=f"{queue_key}:{job.id}",
         progress_pct=pct,
