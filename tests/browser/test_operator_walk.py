@@ -185,7 +185,10 @@ def test_long_names_stay_on_screen(page: Any, stack: Stack) -> None:
     Queue(name, stack.redis_url).add(job_name, {"prompt": "a cat"})
     link = reload_until(page, stack.url + "/", f'tr[data-queue="bull:{name}"] a.clip')
     assert link.get_attribute("title") == f"bull:{name}"
-    overflow = "(s) => { const e = document.querySelector(s); return e.scrollWidth - e.clientWidth; }"
+    overflow = (
+        "(s) => { const e = document.querySelector(s);"
+        " return e.scrollWidth - e.clientWidth; }"
+    )
     shot(page, "walk-overview-long-name")
     assert page.evaluate(overflow, "#queue-table") <= 0
     page.goto(stack.url + f"/queues/bull/{name}/")
