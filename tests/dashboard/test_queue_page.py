@@ -10,6 +10,7 @@ from django.test import Client
 from django.urls import reverse
 
 from dashboard.models import AuditEntry
+from dashboard.views import job, queue
 from queues import Queue
 from tests.dashboard.helpers import (
     HX,
@@ -228,3 +229,50 @@ def test_read_only_queue_offers_and_allows_no_action(
     other = Queue(qname + "x", dashboard_redis)
     other.add("a", {})
     assert hx_post(admin_client, queue_url(other, "pause")).status_code == 403
+
+
+def test_every_action_on_an_unknown_queue_refuses_and_writes_nothing(
+    dashboard_redis: str, admin_client: Client, settings: Any, qname: str
+) -> None:
+    """A mistyped queue: its page, fragments and job pages are our 404 page
+    (with DEBUG on too, not Django's debug page), and every queue, job and
+    triage action answers 404 without writing a key or an audit row."""
+    settings.DEBUG = True
+    r = redis.Redis.from_url(dashboard_redis)
+    for url in [
+        f"/queues/bull/{qname}/",
+        f"/queues/bull/{qname}/fragments/jobs/",
+        f"/queues/bull/{qname}/jobs/1/",
+        f"/triage/bull/{qname}/",
+    ]:
+        response = admin_client.get(url)
+        assert response.status_code == 404, url
+        body = response.content.decode()
+        assert f"No such queue: bull:{qname}" in body and 'id="not-found"' in body
+        assert "/actions/" not in body and "technical" not in body.lower()
+    urls = [
+        reverse("queue-action", args=["bull", qname, verb]) for verb in queue.ACTIONS
+    ]
+    urls += [
+        reverse("job-action", args=["bull", qname, "1", verb]) for verb in job.ACTIONS
+    ]
+    urls.append(reverse("triage-action", args=["bull", qname, "retry-group"]))
+    form = {"confirm": "1", "name": qname, "state": "completed", "grace_s": "0"}
+    for url in urls:
+        response = hx_post(admin_client, url, form)
+        assert response.status_code == 404, url
+        assert b"No such queue" in response.content, url
+    assert r.keys(f"bull:{qname}*") == []
+    assert not AuditEntry.objects.exists()
+
+
+def test_a_configured_queue_is_known_before_it_exists(
+    dashboard_redis: str, admin_client: Client, settings: Any, qname: str
+) -> None:
+    """BULLPEN_QUEUES names queues that are shown, and can be acted on,
+    before they have a key."""
+    settings.BULLPEN_QUEUES = [qname]
+    assert admin_client.get(f"/queues/bull/{qname}/").status_code == 200
+    q = Queue(qname, dashboard_redis)
+    assert hx_post(admin_client, queue_url(q, "pause")).status_code == 200
+    assert q.is_paused()

@@ -4,7 +4,6 @@ failure triage (groups by normalised reason, retry-the-group), both bounded."""
 from __future__ import annotations
 
 import re
-
 from typing import Any
 
 import pytest
