@@ -76,18 +76,21 @@ DUPLICATE_OPTIONS = (
 
 
 def timeline(job: Job, due_ms: int | None = None) -> list[tuple[str, int | None, str]]:
-    """(label, epoch ms or duration ms, kind) rows: added, delayed until (or,
-    for a delayed job, when it is due), started, finished, waited for, ran for."""
+    """(label, epoch ms or duration ms, kind) rows: added, delayed until (the
+    add's delay), started and finished (the latest attempt), runs at (a
+    delayed job's due time), waited for, ran for."""
     rows: list[tuple[str, int | None, str]] = [("added", job.timestamp, "time")]
-    ready = job.timestamp + (job.delay or 0)
-    if due_ms is not None:
-        rows.append(("runs at", due_ms, "time"))
-    elif job.delay and not job.attempts_made:
+    # `delay` holds a retry's backoff once an attempt failed; opts keep the add's.
+    delay = job.opts.get("delay")
+    ready = job.timestamp + (delay if isinstance(delay, int) else 0)
+    if ready > job.timestamp and ready != due_ms:
         rows.append(("delayed until", ready, "time"))
     if job.processed_on:
         rows.append(("started", job.processed_on, "time"))
     if job.finished_on:
         rows.append(("finished", job.finished_on, "time"))
+    if due_ms is not None:
+        rows.append(("runs at", due_ms, "time"))
     if job.processed_on:
         rows.append(("waited for", max(job.processed_on - ready, 0), "duration"))
     if job.processed_on and job.finished_on:
