@@ -103,6 +103,7 @@ def queue_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
         header=header,
         tabs=[(t, sum(header.counts.get(s, 0) for s in TABS[t])) for t in TABS],
         read_only=readmodel.is_read_only(ref),
+        internal=ref in readmodel.internal_queues(),
         can_operate=request.user.has_perm(OPERATE),
         can_scale=request.user.has_perm(SCALE),
         clean_form=forms.CleanForm(initial={"state": "completed", "grace_s": 3600}),

@@ -254,3 +254,5 @@ def test_internal_webhook_queue_is_kept_off_user_lists(
     head, _, tail = html.partition('<tbody class="internal"')
     assert f'data-queue="bull:{qname}"' in head and internal in tail
     assert ">internal</span>" in tail
+    page = admin_client.get("/queues/bull/bullpen-webhooks/").content.decode()
+    assert ">internal</span>" in page
