@@ -353,13 +353,17 @@ def is_allowed(ref: QueueRef) -> bool:
 
 
 def queue_exists(ref: QueueRef) -> bool:
-    """Whether the queue is configured or has its `meta` or `id` key in Redis
+    """Whether the queue is configured, has its `meta` or `id` key in Redis
     (what discovery looks for, asked directly so a queue made a moment ago
-    counts): a mistyped name is not a queue."""
+    counts) or is served by a live GPU worker (before its first job): a
+    mistyped name is not a queue."""
     if ref in configured_queues():
         return True
     keys = QueueKeys(ref.name, ref.prefix)
-    return bool(run(cmd("EXISTS", keys.meta, keys.id)))
+    if run(cmd("EXISTS", keys.meta, keys.id)):
+        return True
+    served = {(w.get("prefix"), w.get("queue")) for w in fleet().list_workers()}
+    return (ref.prefix, ref.name) in served
 
 
 def is_read_only(ref: QueueRef) -> bool:

@@ -71,11 +71,12 @@ def peak(s: QueueStats) -> int:
 
 def _row(s: QueueStats) -> dict[str, Any]:
     url = reverse("queue", args=[s.ref.prefix, s.ref.name])
+    top = peak(s)
     return {
         "s": s,
         "cells": _count_cells(s, url),
-        "done_line": sparkline(s.completed_per_min, top=peak(s)),
-        "failed_line": sparkline(s.failed_per_min, top=peak(s)),
+        "done_line": sparkline(s.completed_per_min, top=top),
+        "failed_line": sparkline(s.failed_per_min, top=top),
         "done_total": sum(s.completed_per_min),
         "failed_total": sum(s.failed_per_min),
         "read_only": readmodel.is_read_only(s.ref),

@@ -14,6 +14,7 @@ from dashboard.views import job, queue
 from queues import Queue
 from tests.dashboard.helpers import (
     HX,
+    beat,
     hx_post,
     job_url,
     make_active,
@@ -276,3 +277,15 @@ def test_a_configured_queue_is_known_before_it_exists(
     q = Queue(qname, dashboard_redis)
     assert hx_post(admin_client, queue_url(q, "pause")).status_code == 200
     assert q.is_paused()
+
+
+def test_a_queue_served_by_a_gpu_worker_is_known_before_its_first_job(
+    dashboard_redis: str, admin_client: Client, qname: str
+) -> None:
+    """The GPU page links the queues that live workers serve: their pages
+    answer before any job was added."""
+    assert admin_client.get(f"/queues/bull/{qname}/").status_code == 404
+    r = redis.Redis.from_url(dashboard_redis)
+    record = {"id": f"h1:bull:{qname}:0", "host": "h1", "prefix": "bull"}
+    beat(r, "worker", record["id"], {**record, "queue": qname})
+    assert admin_client.get(f"/queues/bull/{qname}/").status_code == 200
