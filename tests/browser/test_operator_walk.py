@@ -172,6 +172,7 @@ def test_internal_webhook_queue_is_apart_and_marked(page: Any, stack: Stack) -> 
     assert row.locator(".badge", has_text="internal").count() == 1
     user = page.locator('tr[data-queue="bull:walk-user"]').locator("xpath=..")
     assert user.get_attribute("class") is None
+    shot(page, "walk-overview-internal")
     page.goto(stack.url + "/search/")
     options = page.locator("#id_queue option").all_inner_texts()
     assert "bull:walk-user" in options and "bull:bullpen-webhooks" not in options
