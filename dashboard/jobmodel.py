@@ -89,6 +89,20 @@ def due_ms(ref: QueueRef, job_id: str) -> int | None:
     return None if score is None else int(float(score)) // DELAYED_SCORE_PER_MS
 
 
+def due_times(ref: QueueRef, job_ids: Sequence[str]) -> dict[str, int]:
+    """When each of these delayed jobs is due (epoch ms), in one round trip;
+    jobs no longer delayed are left out."""
+    if not job_ids:
+        return {}
+    delayed = QueueKeys(ref.name, ref.prefix).delayed
+    scores = run(cmd("ZMSCORE", delayed, *job_ids))
+    return {
+        i: int(float(score)) // DELAYED_SCORE_PER_MS
+        for i, score in zip(job_ids, scores)
+        if score is not None
+    }
+
+
 def vram_wait_ms(vram: dict[str, Any]) -> int | None:
     """How long the job held a slot waiting for VRAM before it started (so
     far, while it still waits), or None when unknown."""

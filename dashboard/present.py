@@ -159,10 +159,15 @@ class JobRow:
     attempts_text: str
     #: "retry k of n" while the job waits to run again ("" otherwise).
     retry: str
+    #: When a delayed job runs (epoch ms), when the list read it.
+    run_at_ms: int | None = None
 
 
-def job_row(job: Job, state: str, queue_key: str, now_ms: int) -> JobRow:
-    """A job as its list row shows it (data redacted and truncated)."""
+def job_row(
+    job: Job, state: str, queue_key: str, now_ms: int, run_at_ms: int | None = None
+) -> JobRow:
+    """A job as its list row shows it (data redacted and truncated);
+    `run_at_ms`: when it runs, for a delayed job."""
     retry = retry_text(job, state)
     pct, text = (None, "") if retry else progress_parts(job.progress)
     duration = None
@@ -187,6 +192,7 @@ def job_row(job: Job, state: str, queue_key: str, now_ms: int) -> JobRow:
         or truncate(job.failed_reason or "", REASON_CHARS)[0],
         attempts_text=attempts_text(job.attempts_made, job.attempts),
         retry=retry,
+        run_at_ms=run_at_ms,
     )
 
 

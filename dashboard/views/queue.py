@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from queues import ops
 
-from .. import forms, readmodel
+from .. import forms, jobmodel, readmodel
 from ..present import job_row
 from ..readmodel import QueueRef
 from .common import (
@@ -77,6 +77,9 @@ def list_context(
         readmodel.job_states(ref, jobs) if len(states) > 1 else [states[0]] * len(jobs)
     )
     now = ops.now_ms()
+    due = jobmodel.due_times(
+        ref, [j.id for j, s in zip(jobs, job_states) if s == "delayed"]
+    )
     base = reverse("queue", args=[ref.prefix, ref.name])
     return {
         "ref": ref,
@@ -85,7 +88,9 @@ def list_context(
         "page_no": page_no,
         "pages": pages,
         "total": total,
-        "rows": [job_row(j, s, ref.key, now) for j, s in zip(jobs, job_states)],
+        "rows": [
+            job_row(j, s, ref.key, now, due.get(j.id)) for j, s in zip(jobs, job_states)
+        ],
         "list_url": reverse("queue-jobs", args=[ref.prefix, ref.name]),
         "base_url": base,
         "query": f"state={tab}&order={order}",

@@ -15,6 +15,7 @@ from typing import Any
 
 import redis
 
+from dashboard.templatetags.bullpen import ms_short
 from queues import Queue, ops
 from tests.queues.transitions.helpers import (
     claimed,
@@ -208,6 +209,9 @@ def test_delayed_job_says_when_it_runs(page: Any, stack: Stack) -> None:
     assert f"runs at {utc(job.timestamp + 10 * MINUTE_MS)} UTC" in text
     assert "in 9 m" in text or "in 10 m" in text
     shot(page, "walk-job-delayed")
+    page.goto(stack.url + "/queues/bull/walk-later/?state=delayed")
+    row = page.locator(f'tr[data-job="bull:walk-later:{job.id}"]')
+    assert f"runs at {ms_short(job.timestamp + 10 * MINUTE_MS)}" in row.inner_text()
 
 
 def test_job_waiting_to_retry_says_so_without_stale_progress(
@@ -240,7 +244,9 @@ def test_job_waiting_to_retry_says_so_without_stale_progress(
     shot(page, "walk-job-retrying")
     page.goto(stack.url + "/queues/bull/walk-retry/?state=delayed")
     row = page.locator(f'tr[data-job="bull:walk-retry:{job.id}"]')
-    assert "retry 1 of 2" in row.inner_text() and "40%" not in row.inner_text()
+    assert f"retry 1 of 2 at {ms_short(now + 10 * MINUTE_MS)}" in row.inner_text()
+    assert "40%" not in row.inner_text()
+    shot(page, "walk-queue-delayed-rows")
 
 
 def test_attempts_stay_true_after_a_manual_retry(page: Any, stack: Stack) -> None:
