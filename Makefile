@@ -3,15 +3,24 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
+# `make run` needs only the runtime (requirements.txt); `make test` installs
+# the test toolchain (requirements-test.txt) on top of it.
+RUNTIME_STAMP := $(VENV)/.installed-runtime
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench venv node-deps browser-deps clean
+.PHONY: run test bench venv runtime-venv node-deps browser-deps clean
 
-$(STAMP): requirements.txt requirements-test.txt
+$(RUNTIME_STAMP): requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	touch $(RUNTIME_STAMP)
+
+$(STAMP): $(RUNTIME_STAMP) requirements-test.txt
 	$(PY) -m pip install -q -r requirements-test.txt
 	touch $(STAMP)
+
+runtime-venv: $(RUNTIME_STAMP)
 
 venv: $(STAMP)
 
@@ -37,7 +46,7 @@ test: $(STAMP) node-deps browser-deps
 bench: $(STAMP) node-deps
 	$(PY) bench/throughput.py
 
-run: $(STAMP)
+run: $(RUNTIME_STAMP)
 	$(PY) -m dashboard.run
 
 clean:

@@ -128,7 +128,7 @@ class SearchForm(forms.Form):
     def __init__(self, *args: Any, queues: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         field = cast(forms.ChoiceField, self.fields["queue"])
-        field.choices = [("", "any queue")] + [(q, q) for q in queues]
+        field.choices = [("", "any queue (job id only)")] + [(q, q) for q in queues]
 
 
 _HEX = re.compile(r"^[0-9a-f]{16}$")

@@ -35,6 +35,8 @@ class JobDetail:
     flow: JobNode | None
     parent_ref: QueueRef | None
     parent_id: str | None
+    #: When a delayed job is due (epoch ms), from its delayed score.
+    run_at_ms: int | None = None
 
 
 def job_detail(ref: QueueRef, job_id: str, whole: bool = False) -> JobDetail | None:
@@ -64,8 +66,41 @@ def job_detail(ref: QueueRef, job_id: str, whole: bool = False) -> JobDetail | N
             ref.name, job_id, depth=2, max_children=FLOW_CHILDREN, prefix=ref.prefix
         )
     return JobDetail(
-        job, state, list(reversed(lines)), total, vram, flow, parent_ref, parent_id
+        job,
+        state,
+        list(reversed(lines)),
+        total,
+        vram,
+        flow,
+        parent_ref,
+        parent_id,
+        due_ms(ref, job_id) if state == JobState.DELAYED.value else None,
     )
+
+
+#: A delayed score is the due time in ms times this, plus a counter.
+DELAYED_SCORE_PER_MS = 4096
+
+
+def due_ms(ref: QueueRef, job_id: str) -> int | None:
+    """When a delayed job is due (epoch ms), or None when it is not delayed:
+    its `timestamp + delay` is wrong after a retry's backoff, the score is not."""
+    score = run(cmd("ZSCORE", QueueKeys(ref.name, ref.prefix).delayed, job_id))
+    return None if score is None else int(float(score)) // DELAYED_SCORE_PER_MS
+
+
+def due_times(ref: QueueRef, job_ids: Sequence[str]) -> dict[str, int]:
+    """When each of these delayed jobs is due (epoch ms), in one round trip;
+    jobs no longer delayed are left out."""
+    if not job_ids:
+        return {}
+    delayed = QueueKeys(ref.name, ref.prefix).delayed
+    scores = run(cmd("ZMSCORE", delayed, *job_ids))
+    return {
+        i: int(float(score)) // DELAYED_SCORE_PER_MS
+        for i, score in zip(job_ids, scores)
+        if score is not None
+    }
 
 
 def vram_wait_ms(vram: dict[str, Any]) -> int | None:

@@ -24,6 +24,8 @@ SENSITIVE_KEY = re.compile(
     r"pass(word|wd)?|secret|token|api[-_]?key|auth|cookie|credential|private[-_]?key",
     re.IGNORECASE,
 )
+#: Longest job name a list row holds.
+NAME_CHARS = 400
 #: Longest failed reason a list row shows.
 REASON_CHARS = 200
 
@@ -155,6 +157,31 @@ def progress_parts(progress: Any) -> tuple[float | None, str]:
     return None, truncate(compact(progress), 60)[0]
 
 
+#: States of a job that has not started its next attempt yet.
+PENDING = frozenset({"waiting", "prioritized", "delayed"})
+
+
+def attempts_text(made: int, allowed: int) -> str:
+    """Attempts made against the limit, in words that stay true after a
+    manual retry (which runs a job past its `attempts`, never "2/1")."""
+    if made <= allowed:
+        return f"{made} of {allowed}"
+    return f"{made} ({allowed} allowed; retried by hand)"
+
+
+def retry_text(job: Job, state: str) -> str:
+    """ "retry k of n" for a job waiting to run again after a failed attempt
+    ("" for any other job): it is not a scheduled job, and the progress it
+    last reported belongs to the failed attempt."""
+    made = job.attempts_made
+    if state not in PENDING or not made:
+        return ""
+    retries = job.attempts - 1
+    if made <= retries:
+        return f"retry {made} of {retries}"
+    return f"retried by hand (attempt {made + 1})"
+
+
 @dataclass
 class JobRow:
     """One row of a job list."""
@@ -165,8 +192,6 @@ class JobRow:
     live_key: str
     progress_pct: float | None
     progress_text: str
-    attempts_made: int
-    attempts: int
     added_ms: int
     started_ms: int | None
     finished_ms: int | None
@@ -174,25 +199,32 @@ class JobRow:
     processed_by: str | None
     preview: str
     failed_reason: str
+    attempts_text: str
+    #: "retry k of n" while the job waits to run again ("" otherwise).
+    retry: str
+    #: When a delayed job runs (epoch ms), when the list read it.
+    run_at_ms: int | None = None
 
 
-def job_row(job: Job, state: str, queue_key: str, now_ms: int) -> JobRow:
+def job_row(
+    job: Job, state: str, queue_key: str, now_ms: int, run_at_ms: int | None = None
+) -> JobRow:
     """A job as its list row shows it (data, progress and failed reason
-    redacted, and truncated)."""
-    pct, text = progress_parts(redact(job.progress))
+    redacted, and truncated); `run_at_ms`: when it runs, for a delayed job."""
+    retry = retry_text(job, state)
+    pct, text = (None, "") if retry else progress_parts(redact(job.progress))
     duration = None
     if job.processed_on:
         end = job.finished_on or (now_ms if state == "active" else None)
         duration = end - job.processed_on if end else None
     return JobRow(
         id=job.id,
-        name=truncate(job.name, 80)[0],
+        # Shown cut by CSS, whole (up to NAME_CHARS) in the cell's title.
+        name=truncate(job.name, NAME_CHARS)[0],
         state=state,
         live_key=f"{queue_key}:{job.id}",
         progress_pct=pct,
         progress_text=text,
-        attempts_made=job.attempts_made,
-        attempts=job.attempts,
         added_ms=job.timestamp,
         started_ms=job.processed_on,
         finished_ms=job.finished_on,
@@ -201,14 +233,21 @@ def job_row(job: Job, state: str, queue_key: str, now_ms: int) -> JobRow:
         preview=preview(job),
         failed_reason=too_large(job, "failedReason")
         or truncate(redact_text(job.failed_reason), REASON_CHARS)[0],
+        attempts_text=attempts_text(job.attempts_made, job.attempts),
+        retry=retry,
+        run_at_ms=run_at_ms,
     )
 
 
-def sparkline(values: list[int], width: int = 120, height: int = 24) -> str:
-    """SVG polyline points for a series (numbers only, so safe in an attribute)."""
+def sparkline(
+    values: list[int], width: int = 120, height: int = 24, top: int = 0
+) -> str:
+    """SVG polyline points for a series (numbers only, so safe in an attribute),
+    scaled to `top` (default: the series' own peak). Series drawn together
+    share one `top`, so one failure does not draw the spike of 28 completions."""
     if not values:
         return ""
-    top = max(max(values), 1)
+    top = max(top, *values, 1)
     step = width / max(len(values) - 1, 1)
     return " ".join(
         f"{i * step:.1f},{height - 1 - (v / top) * (height - 2):.1f}"

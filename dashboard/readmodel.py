@@ -329,6 +329,20 @@ def known_queues() -> list[QueueRef]:
     return sorted(set(discovered_queues()) | set(configured_queues()))
 
 
+def internal_queues() -> set[QueueRef]:
+    """Queues Bullpen itself uses (the webhook deliveries): kept out of the
+    operators' queue lists, shown to admins apart and marked internal."""
+    from .api import conf  # the API's settings; it imports this module
+
+    return {QueueRef(conf.prefix(), conf.webhook_queue())}
+
+
+def user_queues() -> list[QueueRef]:
+    """`known_queues` without Bullpen's internal ones."""
+    internal = internal_queues()
+    return [r for r in known_queues() if r not in internal]
+
+
 def is_allowed(ref: QueueRef) -> bool:
     """Whether the dashboard may show this queue (a configured prefix or queue)."""
     try:
@@ -336,6 +350,20 @@ def is_allowed(ref: QueueRef) -> bool:
     except ValueError:
         return False
     return ref.prefix in settings.BULLPEN_PREFIXES or ref in configured_queues()
+
+
+def queue_exists(ref: QueueRef) -> bool:
+    """Whether the queue is configured, has its `meta` or `id` key in Redis
+    (what discovery looks for, asked directly so a queue made a moment ago
+    counts) or is served by a live GPU worker (before its first job): a
+    mistyped name is not a queue."""
+    if ref in configured_queues():
+        return True
+    keys = QueueKeys(ref.name, ref.prefix)
+    if run(cmd("EXISTS", keys.meta, keys.id)):
+        return True
+    served = {(w.get("prefix"), w.get("queue")) for w in fleet().list_workers()}
+    return (ref.prefix, ref.name) in served
 
 
 def is_read_only(ref: QueueRef) -> bool:

@@ -12,25 +12,41 @@ from __future__ import annotations
 import os
 import secrets
 import signal
+import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
-from gpu_workers.defaults import DRAIN_TIMEOUT_S
+import redis
+
+from gpu_workers import Fleet
+from gpu_workers.defaults import DRAIN_TIMEOUT_S, NAMESPACE
 from queues.devredis import RedisServer
 
 HOST = os.environ.get("BULLPEN_HOST", "127.0.0.1")
 PORT = os.environ.get("BULLPEN_PORT", "8000")
+#: Where daphne writes one line per request: a file, so that the terminal
+#: keeps the banner (URL, admin password) readable; "-" for the terminal.
+ACCESS_LOG = os.environ.get(
+    "BULLPEN_ACCESS_LOG",
+    str(Path(__file__).resolve().parents[1] / "var" / "access.log"),
+)
+#: Seconds to wait for the dashboard to answer before printing the banner.
+UP_TIMEOUT_S = 30
 SIMULATED = "sim:2x24GiB"
+ASGI_APP = "dashboard.asgi:application"
 #: What stops everything: Ctrl-C, a process manager's stop, a closed terminal.
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-def daphne_args(host: str, port: int | str) -> list[str]:
+def daphne_args(host: str, port: int | str, access_log: str | None = None) -> list[str]:
     """The arguments after `python` that serve the dashboard (HTTP, API and
     live sockets) on daphne: the one command line make run, the examples,
-    the benchmarks and the browser tests all start."""
-    return ["-m", "daphne", "-b", host, "-p", str(port), "dashboard.asgi:application"]
+    the benchmarks and the browser tests all start (`access_log`: a file for
+    the request lines, else daphne's default, the terminal)."""
+    log = ["--access-log", access_log] if access_log else []
+    return ["-m", "daphne", "-b", host, "-p", str(port), *log, ASGI_APP]
 
 
 def _gpus_spec(env: dict[str, str]) -> str:
@@ -46,7 +62,8 @@ def _gpus_spec(env: dict[str, str]) -> str:
     return "auto" if found else SIMULATED
 
 
-def _ensure_admin(py: str, env: dict[str, str]) -> None:
+def _ensure_admin(py: str, env: dict[str, str]) -> str:
+    """Create the admin account; what the banner says about its password."""
     password = secrets.token_urlsafe(12)
     script = (
         "import django, sys; django.setup();"
@@ -56,12 +73,36 @@ def _ensure_admin(py: str, env: dict[str, str]) -> None:
     )
     created = subprocess.run([py, "-c", script], env=env).returncode == 0
     if created:
-        print(f"created user admin with password {password}  (shown only once)")
-    else:
-        print(
-            "user admin exists (its password was printed when it was created; "
-            "`python manage.py changepassword admin` resets it)"
-        )
+        return f"log in as admin, password {password}  (shown only once)"
+    return (
+        "log in as admin (its password was printed when it was created; "
+        "`python manage.py changepassword admin` resets it)"
+    )
+
+
+def _wait_until_up(env: dict[str, str], dashboard: subprocess.Popen[bytes]) -> None:
+    """Return once the dashboard accepts connections and a GPU worker beats
+    (their start-up lines are then above the banner), or it exited, or
+    UP_TIMEOUT_S passed: the banner comes anyway."""
+    deadline = time.monotonic() + UP_TIMEOUT_S
+    fleet = Fleet(env["REDIS_URL"], env.get("BULLPEN_NAMESPACE") or NAMESPACE)
+    try:
+        while time.monotonic() < deadline and dashboard.poll() is None:
+            try:
+                socket.create_connection((HOST, int(PORT)), timeout=1).close()
+                if fleet.list_workers():
+                    return
+            except (OSError, redis.RedisError):
+                pass
+            time.sleep(0.2)
+    finally:
+        fleet.close()
+
+
+def banner(lines: list[str]) -> str:
+    """The lines an operator needs, framed so they stand out in the terminal."""
+    rule = "=" * max(len(line) for line in lines)
+    return "\n".join(["", rule, *lines, rule, ""])
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -105,9 +146,12 @@ def _start(env: dict[str, str], procs: dict[str, subprocess.Popen[bytes]]) -> No
     subprocess.run(
         [py, "manage.py", "migrate", "--noinput", "-v", "0"], env=env, check=True
     )
-    _ensure_admin(py, env)
+    admin = _ensure_admin(py, env)
+    access_log = None if ACCESS_LOG == "-" else ACCESS_LOG
+    if access_log:
+        Path(access_log).parent.mkdir(parents=True, exist_ok=True)
     commands = {
-        "dashboard": [py, *daphne_args(HOST, PORT)],
+        "dashboard": [py, *daphne_args(HOST, PORT, access_log)],
         "supervisor": [py, "manage.py", "runworkers"],
         "webhooks": [py, "manage.py", "runwebhooks"],
         "producer": [py, "-m", "dashboard.demo", env["REDIS_URL"], "gpu"],
@@ -119,7 +163,13 @@ def _start(env: dict[str, str], procs: dict[str, subprocess.Popen[bytes]]) -> No
         if env["BULLPEN_GPUS"] == SIMULATED
         else env["BULLPEN_GPUS"]
     )
-    print(f"dashboard: http://{HOST}:{PORT}/   GPUs: {gpus}   Ctrl-C stops", flush=True)
+    _wait_until_up(env, procs["dashboard"])
+    lines = [
+        f"dashboard: http://{HOST}:{PORT}/   GPUs: {gpus}   Ctrl-C stops",
+        admin,
+        f"access log: {access_log or 'this terminal'}",
+    ]
+    print(banner(lines), flush=True)
 
 
 def _stop(

@@ -1,4 +1,5 @@
-"""Audit log page: recent operator actions, newest first, filterable by target."""
+"""Audit log page: recent operator actions, newest first, filterable by target
+and by action (`<what>.<verb>`, or a family such as `job.`)."""
 
 from __future__ import annotations
 
@@ -24,5 +25,10 @@ def audit_log(request: HttpRequest) -> HttpResponse:
         # The target itself and what is under it (a queue's jobs), not
         # `bull:render2` for `bull:render`.
         entries = entries.filter(Q(target=target) | Q(target__startswith=target + ":"))
+    action = request.GET.get("action", "").strip()[:64]
+    if action:
+        # One action (`job.retry`) or a family of them (`job.`, `workers.`).
+        entries = entries.filter(action__startswith=action)
     page = Paginator(entries, PAGE_SIZE).get_page(request.GET.get("page"))
-    return render(request, "dashboard/audit.html", {"page": page, "target": target})
+    context = {"page": page, "target": target, "action": action}
+    return render(request, "dashboard/audit.html", context)

@@ -23,7 +23,7 @@ from queues.exceptions import QueueError
 
 from .. import audit
 from ..models import OPERATE, SCALE, VIEW
-from ..readmodel import REDIS_DOWN, QueueRef, is_allowed, is_read_only
+from ..readmodel import REDIS_DOWN, QueueRef, is_allowed, is_read_only, queue_exists
 
 __all__ = ["OPERATE", "SCALE", "VIEW"]
 
@@ -54,6 +54,14 @@ def forbidden(request: HttpRequest, message: str) -> HttpResponse:
     """A 403: a flash fragment for htmx, else the 403 page."""
     template = "dashboard/_flash.html" if is_htmx(request) else "403.html"
     return render(request, template, {"level": "error", "message": message}, status=403)
+
+
+def not_found(request: HttpRequest, message: str) -> HttpResponse:
+    """Our own 404 (DEBUG or not, never Django's debug page): a flash
+    fragment for htmx, else the 404 page, with no actions on it."""
+    template = "dashboard/_flash.html" if is_htmx(request) else "404.html"
+    context = {"level": "error", "message": message, "exception": message}
+    return render(request, template, context, status=404)
 
 
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
@@ -120,7 +128,8 @@ class RedisUnavailableMiddleware:
 
 
 def perm_required(perm: str) -> Callable[[View], View]:
-    """Anonymous users go to the login page; users without `perm` get a 403."""
+    """Anonymous users go to the login page; users without `perm` get a 403;
+    an Http404 raised by the view becomes our 404 page."""
 
     def decorate(view: View) -> View:
         @wraps(view)
@@ -129,18 +138,24 @@ def perm_required(perm: str) -> Callable[[View], View]:
                 return to_login(request)
             if not request.user.has_perm(perm):
                 return forbidden(request, f"You need the {perm} permission.")
-            return view(request, *args, **kwargs)
+            try:
+                return view(request, *args, **kwargs)
+            except Http404 as exc:
+                return not_found(request, str(exc))
 
         return wrapper
 
     return decorate
 
 
-def queue_ref(prefix: str, name: str) -> QueueRef:
-    """The queue named in the URL, or 404 when the dashboard may not show it."""
+def queue_ref(prefix: str, name: str, must_exist: bool = True) -> QueueRef:
+    """The queue named in the URL, or 404 when the dashboard may not show it
+    or (`must_exist`) it is neither configured nor in Redis: a mistyped name
+    gets a "no such queue" page, not an empty queue whose actions would
+    create it."""
     ref = QueueRef(prefix, name)
-    if not is_allowed(ref):
-        raise Http404("no such queue")
+    if not is_allowed(ref) or (must_exist and not queue_exists(ref)):
+        raise Http404(f"No such queue: {ref.key}")
     return ref
 
 
@@ -171,9 +186,10 @@ class Done:
 Action = Callable[..., Done]
 
 
-def action(name: str, perm: str) -> Callable[[Action], View]:
-    """Make an action view: POST only, login, `perm`, the queue not read-only,
-    one audit entry whatever happens, and a response fit for htmx or a form.
+def action(name: str, perm: str, must_exist: bool = True) -> Callable[[Action], View]:
+    """Make an action view: POST only, login, `perm`, the queue known (404,
+    nothing written, unless `must_exist` is off), not read-only, one audit
+    entry whatever happens, and a response fit for htmx or a form.
 
     The wrapped function gets (request, ref, *url args) and returns Done or
     raises ActionError / BadInput / a queue or worker error."""
@@ -187,7 +203,10 @@ def action(name: str, perm: str) -> Callable[[Action], View]:
                 return HttpResponse(status=405, headers={"Allow": "POST"})
             if not request.user.is_authenticated:
                 return to_login(request)
-            ref = queue_ref(prefix, name_)
+            try:
+                ref = queue_ref(prefix, name_, must_exist=False)
+            except Http404 as exc:
+                return not_found(request, str(exc))
             target = ":".join([ref.key, *map(str, args), *map(str, kwargs.values())])
             if not request.user.has_perm(perm):
                 audit.record(request, target, name, "denied", f"missing {perm}")
@@ -196,7 +215,11 @@ def action(name: str, perm: str) -> Callable[[Action], View]:
                 audit.record(request, target, name, "denied", "queue is read-only")
                 return forbidden(request, f"{ref.key} is read-only here.")
             try:
+                if must_exist:  # checked here: Redis being down is audited
+                    queue_ref(prefix, name_)
                 done = func(request, ref, *args, **kwargs)
+            except Http404 as exc:
+                return not_found(request, str(exc))
             except BadInput as exc:
                 return _failed(request, target, name, str(exc), 400)
             except REDIS_DOWN as exc:

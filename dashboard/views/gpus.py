@@ -66,7 +66,9 @@ def _count(request: HttpRequest, field: str, low: int) -> int | None:
     return value
 
 
-@action("scale_workers", SCALE)
+# Scaling writes only Bullpen's own keys, for a queue that workers serve
+# (Fleet checks host and queue), which may have no keys of its own yet.
+@action("workers.scale", SCALE, must_exist=False)
 def _scale(request: HttpRequest, ref: QueueRef) -> Done:
     host = request.POST.get("host", "").strip()
     workers = _count(request, "workers", 0)

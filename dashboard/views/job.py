@@ -13,18 +13,20 @@ from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.api.webhooks import deliveries
 from gpu_workers.units import format_bytes
-from queues import Job
+from queues import Job, ops
 from queues.options import PY_TO_BULLMQ
 
 from .. import forms, jobmodel, readmodel
 from ..jobmodel import JobDetail
 from ..models import AuditEntry
 from ..present import (
+    attempts_text,
     pretty,
     progress_parts,
     redact,
     redact_lines,
     redact_text,
+    retry_text,
     too_large,
 )
 from ..readmodel import QueueRef
@@ -36,6 +38,7 @@ from .common import (
     Done,
     action,
     live_json,
+    not_found,
     perm_required,
     queue_ref,
 )
@@ -74,17 +77,22 @@ DUPLICATE_OPTIONS = (
 )
 
 
-def timeline(job: Job) -> list[tuple[str, int | None, str]]:
-    """(label, epoch ms or duration ms, kind) rows: added, delayed until,
-    started, finished, waited for, ran for."""
+def timeline(job: Job, due_ms: int | None = None) -> list[tuple[str, int | None, str]]:
+    """(label, epoch ms or duration ms, kind) rows: added, delayed until (the
+    add's delay), started and finished (the latest attempt), runs at (a
+    delayed job's due time), waited for, ran for."""
     rows: list[tuple[str, int | None, str]] = [("added", job.timestamp, "time")]
-    ready = job.timestamp + (job.delay or 0)
-    if job.delay:
+    # `delay` holds a retry's backoff once an attempt failed; opts keep the add's.
+    delay = job.opts.get("delay")
+    ready = job.timestamp + (delay if isinstance(delay, int) else 0)
+    if ready > job.timestamp and ready != due_ms:
         rows.append(("delayed until", ready, "time"))
     if job.processed_on:
         rows.append(("started", job.processed_on, "time"))
     if job.finished_on:
         rows.append(("finished", job.finished_on, "time"))
+    if due_ms is not None:
+        rows.append(("runs at", due_ms, "time"))
     if job.processed_on:
         rows.append(("waited for", max(job.processed_on - ready, 0), "duration"))
     if job.processed_on and job.finished_on:
@@ -99,7 +107,10 @@ def detail_context(request: HttpRequest, ref: QueueRef, d: JobDetail) -> dict[st
     cap = None if full else settings.BULLPEN_DATA_DETAIL_CHARS
     data_text, data_cut = pretty(redact(job.data), cap)
     result_text, result_cut = pretty(redact(job.returnvalue), cap)
-    pct, progress_text = progress_parts(redact(job.progress))
+    retry = retry_text(job, d.state)
+    # A job waiting to retry: the progress it reported belongs to the failed
+    # attempt, so none is shown until the next attempt reports.
+    pct, progress_text = (None, "") if retry else progress_parts(redact(job.progress))
     allowed = {name for name, states in ALLOWED.items() if d.state in states}
     read_only = readmodel.is_read_only(ref)
     vram = d.vram or {}
@@ -127,7 +138,11 @@ def detail_context(request: HttpRequest, ref: QueueRef, d: JobDetail) -> dict[st
         "failed_reason": redact_text(job.failed_reason),
         "stacktrace": redact_lines(job.stacktrace),
         "log_total": d.log_total,
-        "timeline": timeline(job),
+        "timeline": timeline(job, d.run_at_ms),
+        "run_at_ms": d.run_at_ms,
+        "run_in_ms": (d.run_at_ms or 0) - ops.now_ms(),
+        "retry": retry,
+        "attempts_text": attempts_text(job.attempts_made, job.attempts),
         "vram": vram,
         "flow": d.flow,
         "parent_ref": d.parent_ref,
@@ -283,5 +298,5 @@ def job_action(
     """POST /queues/<prefix>/<name>/jobs/<id>/actions/<verb>/."""
     view = ACTIONS.get(verb)
     if view is None:
-        raise Http404("no such action")
+        return not_found(request, f"no such action: {verb}")
     return view(request, prefix, name, job_id)

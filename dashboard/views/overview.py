@@ -64,32 +64,46 @@ def _count_cells(s: QueueStats, url: str) -> SafeString:
     return mark_safe("".join(cells))  # noqa: S308 - every value escaped above
 
 
+def peak(s: QueueStats) -> int:
+    """The busiest minute of either series: both lines share this scale."""
+    return max([*s.completed_per_min, *s.failed_per_min, 1])
+
+
+def _row(s: QueueStats) -> dict[str, Any]:
+    url = reverse("queue", args=[s.ref.prefix, s.ref.name])
+    top = peak(s)
+    return {
+        "s": s,
+        "cells": _count_cells(s, url),
+        "done_line": sparkline(s.completed_per_min, top=top),
+        "failed_line": sparkline(s.failed_per_min, top=top),
+        "done_total": sum(s.completed_per_min),
+        "failed_total": sum(s.failed_per_min),
+        "read_only": readmodel.is_read_only(s.ref),
+        "url": url,
+    }
+
+
 def rows_context(request: HttpRequest) -> dict[str, Any]:
     """The queue table for the filter and sort in the query string."""
     text = request.GET.get("q", "").strip()[:200]
     sort = request.GET.get("sort", "name")
     sort = sort if sort in SORTS else "name"
     descending = request.GET.get("dir", "desc" if sort != "name" else "asc") == "desc"
-    refs = [r for r in readmodel.known_queues() if text.lower() in r.key.lower()]
+    internal = readmodel.internal_queues()
+    staff = request.user.is_staff
+    refs = [
+        r
+        for r in readmodel.known_queues()
+        if text.lower() in r.key.lower() and (staff or r not in internal)
+    ]
     stats: list[QueueStats] = overviewmodel.overview(refs)
     stats.sort(key=_sort_key(sort), reverse=descending)
-    rows = [
-        {
-            "s": s,
-            "cells": _count_cells(
-                s, url := reverse("queue", args=[s.ref.prefix, s.ref.name])
-            ),
-            "done_line": sparkline(s.completed_per_min),
-            "failed_line": sparkline(s.failed_per_min),
-            "done_total": sum(s.completed_per_min),
-            "failed_total": sum(s.failed_per_min),
-            "read_only": readmodel.is_read_only(s.ref),
-            "url": url,
-        }
-        for s in stats
-    ]
+    rows = [_row(s) for s in stats if s.ref not in internal]
     return {
         "rows": rows,
+        # Bullpen's own queues: admins see them apart, marked internal.
+        "internal_rows": [_row(s) for s in stats if s.ref in internal],
         "states": [(state, state not in PHONE_STATES) for state in STATES],
         "q": text,
         "sort": sort,

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from queues import ops
 
-from .. import forms, readmodel
+from .. import forms, jobmodel, readmodel
 from ..present import job_row
 from ..readmodel import QueueRef
 from .common import (
@@ -26,6 +26,7 @@ from .common import (
     action,
     is_htmx,
     live_json,
+    not_found,
     perm_required,
     queue_ref,
 )
@@ -76,6 +77,9 @@ def list_context(
         readmodel.job_states(ref, jobs) if len(states) > 1 else [states[0]] * len(jobs)
     )
     now = ops.now_ms()
+    due = jobmodel.due_times(
+        ref, [j.id for j, s in zip(jobs, job_states) if s == "delayed"]
+    )
     base = reverse("queue", args=[ref.prefix, ref.name])
     return {
         "ref": ref,
@@ -84,7 +88,9 @@ def list_context(
         "page_no": page_no,
         "pages": pages,
         "total": total,
-        "rows": [job_row(j, s, ref.key, now) for j, s in zip(jobs, job_states)],
+        "rows": [
+            job_row(j, s, ref.key, now, due.get(j.id)) for j, s in zip(jobs, job_states)
+        ],
         "list_url": reverse("queue-jobs", args=[ref.prefix, ref.name]),
         "base_url": base,
         "query": f"state={tab}&order={order}",
@@ -106,6 +112,7 @@ def queue_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
             for t, s_ in TABS.items()
         ],
         read_only=readmodel.is_read_only(ref),
+        internal=ref in readmodel.internal_queues(),
         can_operate=request.user.has_perm(OPERATE),
         can_scale=request.user.has_perm(SCALE),
         clean_form=forms.CleanForm(initial={"state": "completed", "grace_s": 3600}),
@@ -247,5 +254,5 @@ def queue_action(
     """POST /queues/<prefix>/<name>/actions/<verb>/."""
     view = ACTIONS.get(verb)
     if view is None:
-        raise Http404("no such action")
+        return not_found(request, f"no such action: {verb}")
     return view(request, prefix, name)

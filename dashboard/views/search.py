@@ -26,8 +26,13 @@ def _by_id(job_id: str, refs: list[QueueRef]) -> list[QueueRef]:
 
 def search_context(request: HttpRequest) -> dict[str, Any]:
     """The form and, when it was submitted, what it found."""
-    known = readmodel.known_queues()
-    form = SearchForm(request.GET or None, queues=[r.key for r in known])
+    known = readmodel.user_queues()
+    # Opened empty, the form is set to something it can run at once: the
+    # first queue (a scan needs one; "any queue" is for a job id only).
+    initial = {"queue": known[0].key} if known else {}
+    form = SearchForm(
+        request.GET or None, queues=[r.key for r in known], initial=initial
+    )
     context: dict[str, Any] = {"form": form, "cap": settings.BULLPEN_SCAN_CAP}
     if not form.is_bound:
         return context

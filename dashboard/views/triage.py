@@ -4,7 +4,7 @@ bounded, resumable window at a time), with retry-the-group."""
 from __future__ import annotations
 
 from django.conf import settings
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -18,6 +18,7 @@ from .common import (
     Done,
     action,
     live_json,
+    not_found,
     perm_required,
     queue_ref,
 )
@@ -27,7 +28,7 @@ from .common import (
 @perm_required(VIEW)
 def triage_index(request: HttpRequest) -> HttpResponse:
     """Queues with failed jobs, to pick one to triage."""
-    refs = readmodel.known_queues()
+    refs = readmodel.user_queues()
     counts = readmodel.queue_counts(refs, "failed") if refs else []
     rows = sorted(
         ((r, c["failed"]) for r, c in zip(refs, counts)), key=lambda rc: (-rc[1], rc[0])
@@ -83,5 +84,5 @@ def triage_action(
 ) -> HttpResponse:
     """POST /triage/<prefix>/<name>/actions/<verb>/."""
     if verb != "retry-group":
-        raise Http404("no such action")
+        return not_found(request, f"no such action: {verb}")
     return retry_group(request, prefix, name)

@@ -292,6 +292,7 @@ def test_audit_page_and_job_history(
     and its jobs, not queues sharing a name prefix); the job page shows its own."""
     q, other = Queue(qname, dashboard_redis), Queue(qname + "2", dashboard_redis)
     [failed] = run_jobs(q, 1, "failed")
+    other.add("a", {})
     hx_post(admin_client, job_url(q, failed, "retry"))
     hx_post(admin_client, queue_url(q, "pause"))
     hx_post(viewer_client, queue_url(other, "pause"))

@@ -266,7 +266,7 @@ def test_scaler_sets_desired_workers(
     }
     entry = AuditEntry.objects.get()
     assert (entry.action, entry.target, entry.outcome) == (
-        "scale_workers",
+        "workers.scale",
         "bull:gpu",
         "ok",
     )

@@ -11,8 +11,9 @@ import redis
 from django.test import Client
 from django.urls import reverse
 
+from dashboard.views.job import timeline
 from gpu_workers.keys import BullpenKeys
-from queues import FlowProducer, Queue
+from queues import FlowProducer, Job, Queue
 from tests.dashboard.helpers import HX, job_url, make_active, run_jobs
 
 pytestmark = pytest.mark.django_db
@@ -96,7 +97,7 @@ def test_pending_and_active_jobs_offer_their_actions(
     delayed = q.add("d", {}, delay=60_000)
     html = admin_client.get(job_url(q, delayed.id)).content.decode()
     assert _actions(html) == {"promote", "priority", "duplicate", "remove"}
-    assert "<dt>delayed until</dt>" in html
+    assert "<dt>runs at</dt>" in html and "Scheduled:" in html
     active = make_active(q)
     q.get_job(active).update_progress({"percent": 30, "step": "sampling"})
     html = admin_client.get(job_url(q, active)).content.decode()
@@ -163,3 +164,25 @@ def test_detail_fragment_and_missing_job(
     gone = admin_client.get(reverse("job-detail", args=["bull", qname, "nope"]), **HX)
     assert gone.status_code == 200 and b"no longer exists" in gone.content
     assert b"hx-get" not in gone.content
+
+
+def test_timeline_of_a_job_waiting_to_retry(dashboard_redis: str, qname: str) -> None:
+    """After a failed attempt `delay` holds the backoff: the timeline keeps the
+    add's delay (none here) for "waited for", and ends with when it runs."""
+    q = Queue(qname, dashboard_redis)
+    job = Job(
+        q,
+        "1",
+        opts={"attempts": 3, "delay": 0},
+        attempts_made=1,
+        timestamp=1_000_000,
+        delay=600_000,
+        processed_on=1_000_050,
+    )
+    rows = timeline(job, due_ms=1_600_100)
+    assert rows == [
+        ("added", 1_000_000, "time"),
+        ("started", 1_000_050, "time"),
+        ("runs at", 1_600_100, "time"),
+        ("waited for", 50, "duration"),
+    ]

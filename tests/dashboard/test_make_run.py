@@ -4,6 +4,8 @@ own redis-server and a stop signal takes every process down with it."""
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -58,11 +60,12 @@ def alive(pid: int) -> bool:
 
 @contextmanager
 def make_run(
-    tmp_path: Path, port: int
+    tmp_path: Path, port: int, **extra_env: str
 ) -> Iterator[tuple[subprocess.Popen[str], set[int]]]:
-    """`python -m dashboard.run` on its own Redis, port and database, and the
-    set of processes the test saw below it: whatever is still alive of them
-    (and make run itself) is killed afterwards, whatever the outcome."""
+    """`python -m dashboard.run` on its own Redis, port, database and access
+    log (`extra_env` overrides), and the set of processes the test saw below
+    it: whatever is still alive of them (and make run itself) is killed
+    afterwards, whatever the outcome."""
     env = {
         k: v
         for k, v in os.environ.items()
@@ -73,7 +76,9 @@ def make_run(
         BULLPEN_DB_PATH=str(tmp_path / "db.sqlite3"),
         BULLPEN_DRAIN_TIMEOUT_S="2",
         PYTHONUNBUFFERED="1",
+        BULLPEN_ACCESS_LOG=str(tmp_path / "access.log"),
     )
+    env.update(extra_env)
     proc = subprocess.Popen(
         [sys.executable, "-m", "dashboard.run"],
         cwd=ROOT,
@@ -158,3 +163,68 @@ def test_a_stop_signal_during_start_up_leaves_nothing(tmp_path: Path) -> None:
         wait_until(
             lambda: not [p for p in below if alive(p)], timeout=10, what="all gone"
         )
+
+
+def _dry_run(tmp_path: Path, target: str) -> str:
+    """What `make -n <target>` would run from a fresh checkout (no venv)."""
+    for name in ("Makefile", "requirements.txt", "requirements-test.txt"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    return subprocess.run(
+        ["make", "-n", target, "PYTHON=python3"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+
+@pytest.mark.skipif(not shutil.which("make"), reason="needs make")
+def test_make_run_installs_only_the_runtime(tmp_path: Path) -> None:
+    """`make run` installs requirements.txt and nothing for tests; `make
+    test` installs the test requirements on top."""
+    run = _dry_run(tmp_path, "run")
+    assert "-r requirements.txt" in run and "requirements-test.txt" not in run
+    assert "-m dashboard.run" in run
+    test = _dry_run(tmp_path, "test")
+    assert "-r requirements.txt" in test and "-r requirements-test.txt" in test
+    runtime = (ROOT / "requirements.txt").read_text().lower()
+    for tool in ("pytest", "ruff", "mypy", "playwright", "schemathesis"):
+        assert tool not in runtime, tool
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
+def test_make_run_banner_comes_last_and_requests_go_to_the_access_log(
+    tmp_path: Path,
+) -> None:
+    """The URL and the admin password are printed together in a banner after
+    everything's start-up lines; requests are logged to the access log file,
+    not the terminal."""
+    port = free_port()
+    access_log = tmp_path / "var" / "access.log"
+    with make_run(tmp_path, port, BULLPEN_ACCESS_LOG=str(access_log)) as (proc, _):
+        assert proc.stdout is not None
+        before: list[str] = []
+        for line in proc.stdout:
+            if line.startswith("dashboard: http://"):
+                break
+            before.append(line)
+        else:
+            raise AssertionError(f"make run exited with {proc.wait()}")
+        banner = [line, proc.stdout.readline(), proc.stdout.readline()]
+        assert re.match(r"log in as admin, password \S{12,}", banner[1]), banner
+        assert banner[2].strip() == f"access log: {access_log}"
+        assert set(proc.stdout.readline().strip()) == {"="}
+        # The workers were up before the banner: their lines are above it.
+        assert any("serving bull:gpu" in b for b in before), before
+        for _ in range(5):
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/login/") as r:
+                assert r.status == 200
+        wait_until(
+            lambda: access_log.exists() and "/login/" in access_log.read_text(),
+            timeout=10,
+            what="requests in the access log",
+        )
+        proc.send_signal(signal.SIGINT)
+        rest = proc.stdout.read()
+        assert proc.wait(30) == 0
+    assert "/login/" not in "".join(before) + rest

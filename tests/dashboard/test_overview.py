@@ -235,3 +235,24 @@ def test_prewarm_scans_once_and_pages_wait_for_it(
     assert len(calls) == 1
     assert len(results) == 3
     assert all(readmodel.QueueRef("bull", qname) in found for found in results)
+
+
+def test_internal_webhook_queue_is_kept_off_user_lists(
+    dashboard_redis: str, admin_client: Client, viewer_client: Client, qname: str
+) -> None:
+    """The webhook deliveries queue is not listed for operators (overview,
+    search, triage); admins see it on the overview apart, marked internal."""
+    Queue("bullpen-webhooks", dashboard_redis).add("deliver", {})
+    run_jobs(Queue(qname, dashboard_redis), 1, "failed")
+    internal = 'data-queue="bull:bullpen-webhooks"'
+    html = viewer_client.get("/").content.decode()
+    assert f'data-queue="bull:{qname}"' in html and internal not in html
+    for url in ("/search/", "/triage/"):
+        html = admin_client.get(url).content.decode()
+        assert f"bull:{qname}" in html and "bullpen-webhooks" not in html, url
+    html = admin_client.get("/").content.decode()
+    head, _, tail = html.partition('<tbody class="internal"')
+    assert f'data-queue="bull:{qname}"' in head and internal in tail
+    assert ">internal</span>" in tail
+    page = admin_client.get("/queues/bull/bullpen-webhooks/").content.decode()
+    assert ">internal</span>" in page

@@ -10,9 +10,11 @@ from django.test import Client
 from django.urls import reverse
 
 from dashboard.models import AuditEntry
+from dashboard.views import job, queue
 from queues import Queue
 from tests.dashboard.helpers import (
     HX,
+    beat,
     hx_post,
     job_url,
     make_active,
@@ -123,7 +125,7 @@ def test_rows_show_job_fields_and_truncated_data(
     assert f'data-live-progress="{key}"' in html
     assert 'style="width: 42.0%"' in html or 'style="width: 42%"' in html
     assert f'data-live-progress-text="{key}">42%<' in html
-    assert ">render<" in html and "gpu-host-1" in html and "0/1" in html
+    assert ">render<" in html and "gpu-host-1" in html and "0 of 1" in html
     preview = html.split('<div class="preview mono" title="')[1].split('"')[0]
     assert preview.startswith("{&quot;prompt&quot;:&quot;xxx")
     assert preview.endswith("…") and preview.count("x") < 45
@@ -190,8 +192,11 @@ def test_job_list_fragment_rerenders_on_queue_events(
 def test_unknown_queue_prefix_or_tab_is_404(
     dashboard_redis: str, admin_client: Client, qname: str
 ) -> None:
-    """Only configured prefixes are served; tabs are the known states."""
+    """Only configured prefixes and queues that exist are served; tabs are
+    the known states."""
     assert admin_client.get(f"/queues/bullpen/{qname}/").status_code == 404
+    assert admin_client.get(f"/queues/bull/{qname}/").status_code == 404
+    Queue(qname, dashboard_redis).add("a", {})
     assert (
         admin_client.get(
             queue_url(Queue(qname, dashboard_redis)), {"state": "bogus"}
@@ -223,4 +228,64 @@ def test_read_only_queue_offers_and_allows_no_action(
     }
     settings.BULLPEN_READ_ONLY_QUEUES = ["*"]
     other = Queue(qname + "x", dashboard_redis)
+    other.add("a", {})
     assert hx_post(admin_client, queue_url(other, "pause")).status_code == 403
+
+
+def test_every_action_on_an_unknown_queue_refuses_and_writes_nothing(
+    dashboard_redis: str, admin_client: Client, settings: Any, qname: str
+) -> None:
+    """A mistyped queue: its page, fragments and job pages are our 404 page
+    (with DEBUG on too, not Django's debug page), and every queue, job and
+    triage action answers 404 without writing a key or an audit row."""
+    settings.DEBUG = True
+    r = redis.Redis.from_url(dashboard_redis)
+    for url in [
+        f"/queues/bull/{qname}/",
+        f"/queues/bull/{qname}/fragments/jobs/",
+        f"/queues/bull/{qname}/jobs/1/",
+        f"/triage/bull/{qname}/",
+    ]:
+        response = admin_client.get(url)
+        assert response.status_code == 404, url
+        body = response.content.decode()
+        assert f"No such queue: bull:{qname}" in body and 'id="not-found"' in body
+        assert "/actions/" not in body and "technical" not in body.lower()
+    urls = [
+        reverse("queue-action", args=["bull", qname, verb]) for verb in queue.ACTIONS
+    ]
+    urls += [
+        reverse("job-action", args=["bull", qname, "1", verb]) for verb in job.ACTIONS
+    ]
+    urls.append(reverse("triage-action", args=["bull", qname, "retry-group"]))
+    form = {"confirm": "1", "name": qname, "state": "completed", "grace_s": "0"}
+    for url in urls:
+        response = hx_post(admin_client, url, form)
+        assert response.status_code == 404, url
+        assert b"No such queue" in response.content, url
+    assert r.keys(f"bull:{qname}*") == []
+    assert not AuditEntry.objects.exists()
+
+
+def test_a_configured_queue_is_known_before_it_exists(
+    dashboard_redis: str, admin_client: Client, settings: Any, qname: str
+) -> None:
+    """BULLPEN_QUEUES names queues that are shown, and can be acted on,
+    before they have a key."""
+    settings.BULLPEN_QUEUES = [qname]
+    assert admin_client.get(f"/queues/bull/{qname}/").status_code == 200
+    q = Queue(qname, dashboard_redis)
+    assert hx_post(admin_client, queue_url(q, "pause")).status_code == 200
+    assert q.is_paused()
+
+
+def test_a_queue_served_by_a_gpu_worker_is_known_before_its_first_job(
+    dashboard_redis: str, admin_client: Client, qname: str
+) -> None:
+    """The GPU page links the queues that live workers serve: their pages
+    answer before any job was added."""
+    assert admin_client.get(f"/queues/bull/{qname}/").status_code == 404
+    r = redis.Redis.from_url(dashboard_redis)
+    record = {"id": f"h1:bull:{qname}:0", "host": "h1", "prefix": "bull"}
+    beat(r, "worker", record["id"], {**record, "queue": qname})
+    assert admin_client.get(f"/queues/bull/{qname}/").status_code == 200
