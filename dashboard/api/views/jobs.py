@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from gpu_workers import Fleet
 from gpu_workers.exceptions import ValidationError as FleetValidationError
 from queues import Job, JobState
-from queues.exceptions import InvalidJobOptions, JobLocked
+from queues.exceptions import InvalidJobId, InvalidJobOptions, JobLocked
 
 from .. import conf, defaults, idempotency, store
 from ..auth import make_ticket
@@ -119,6 +119,8 @@ def _add(
         webhook = {"url": req.webhook_url, "events": events}
     try:
         job = q.add(req.name, req.data, job_id=job_id, **req.options)
+    except InvalidJobId as exc:
+        raise BadRequest("invalid_job_id", str(exc)) from None
     except InvalidJobOptions as exc:
         raise BadRequest("invalid_option", str(exc)) from None
     return str(job.id), webhook
