@@ -22,7 +22,7 @@ import redis
 from django.conf import settings
 
 from gpu_workers import Fleet
-from queues import Job, Queue, ops
+from queues import Job, JobState, Queue, ops
 from queues.connection import sync_client
 from queues.discovery import discover_queues
 from queues.exceptions import QueueError
@@ -401,8 +401,18 @@ def page(
     return jobs
 
 
-def job_states(ref: QueueRef, jobs: Sequence[Job]) -> list[str]:
-    """The state of each job, in one round trip."""
-    keys = QueueKeys(ref.name, ref.prefix)
-    found = run(gather([ops.get_state(keys, j.id) for j in jobs]))
-    return [s.value for s in found]
+def page_with_states(
+    ref: QueueRef, states: Sequence[str], start: int, end: int, asc: bool
+) -> list[tuple[Job, str]]:
+    """`page` with each job's state, read in the same atomic step as its
+    fields (a row never says "completed" beside the fields of before)."""
+    pairs: list[tuple[Job, JobState]] = queue(
+        ref.prefix, ref.name
+    ).get_jobs_with_states(
+        list(states),
+        start,
+        end,
+        asc,
+        max_value_bytes=settings.BULLPEN_LIST_VALUE_MAX_BYTES,
+    )
+    return [(job, state.value) for job, state in pairs]

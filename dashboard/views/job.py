@@ -179,10 +179,10 @@ def _job(ref: QueueRef, job_id: str, verb: str) -> tuple[Job, str]:
     # Only a duplicate needs the job's data; the other actions act by id, so a
     # job holding megabytes is not copied out of Redis to retry or remove it.
     cap = None if verb == "duplicate" else settings.BULLPEN_LIST_VALUE_MAX_BYTES
-    job = q.get_job(job_id, cap)
+    job, job_state = q.get_job_with_state(job_id, cap)
     if job is None:
         raise ActionError(f"job {job_id} no longer exists in {ref.key}")
-    state = q.get_job_state(job_id).value
+    state = job_state.value
     if state not in ALLOWED[verb]:
         raise ActionError(f"cannot {verb} job {job_id}: it is {state}")
     return job, state

@@ -197,11 +197,10 @@ def enqueue(request: HttpRequest, call: Call, queue: str) -> HttpResponse:
 )
 def get_job(request: HttpRequest, call: Call, queue: str, job_id: str) -> HttpResponse:
     """The job as it is now."""
-    q = queue_of(queue)
-    job = q.get_job(job_id)
+    job, state = queue_of(queue).get_job_with_state(job_id)
     if job is None:
         raise NotFound("job_not_found", f"queue {queue} has no job {job_id}")
-    return json_response(job_body(queue, job, q.get_job_state(job_id)))
+    return json_response(job_body(queue, job, state))
 
 
 @operation(
