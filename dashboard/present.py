@@ -15,7 +15,7 @@ from django.conf import settings
 from django.utils.module_loading import import_string
 
 from gpu_workers.units import format_bytes
-from queues import Job
+from queues import Job, codec
 
 ELLIPSIS = "…"
 REDACTED = "[redacted]"
@@ -112,6 +112,33 @@ def progress_parts(progress: Any) -> tuple[float | None, str]:
     return None, truncate(compact(progress), 60)[0]
 
 
+#: Integer fields of a job hash that Bullpen reads with a fallback (0, unset).
+NUMERIC_FIELDS = (
+    "timestamp",
+    "delay",
+    "priority",
+    "processedOn",
+    "finishedOn",
+    "atm",
+    "ats",
+    "stc",
+    "attemptsMade",
+)
+
+
+def oddities(job: Job) -> str:
+    """What another client wrote into this job that the pages show with a
+    fallback (a non-numeric timestamp, an id with line breaks), or ""."""
+    found = [
+        f"{name} {truncate(job.raw[name], 40)[0]!r} is not a number"
+        for name in NUMERIC_FIELDS
+        if job.raw.get(name) and codec.to_int(job.raw[name]) is None
+    ]
+    if not job.id.isprintable():
+        found.append("its id holds line breaks or control characters")
+    return "; ".join(found)
+
+
 @dataclass
 class JobRow:
     """One row of a job list."""
@@ -131,6 +158,8 @@ class JobRow:
     processed_by: str | None
     preview: str
     failed_reason: str
+    #: What another client wrote oddly (see `oddities`), or "".
+    odd: str = ""
 
 
 def job_row(job: Job, state: str, queue_key: str, now_ms: int) -> JobRow:
@@ -157,6 +186,7 @@ def job_row(job: Job, state: str, queue_key: str, now_ms: int) -> JobRow:
         preview=preview(job),
         failed_reason=too_large(job, "failedReason")
         or truncate(job.failed_reason or "", REASON_CHARS)[0],
+        odd=oddities(job),
     )
 
 

@@ -187,6 +187,23 @@ class QueueRef:
         """`prefix:name`, as the live updates name queues."""
         return f"{self.prefix}:{self.name}"
 
+    @property
+    def label(self) -> str:
+        """The key as text that can always be shown: bytes that are not UTF-8
+        (read with surrogateescape) as `\\xNN` escapes."""
+        raw = self.key.encode("utf-8", "surrogateescape")
+        return raw.decode("utf-8", "backslashreplace")
+
+    @property
+    def odd(self) -> str:
+        """Why the pages cannot address this queue, which another client named
+        (Node allows any name), or "" when they can."""
+        if self.label != self.key:
+            return "its name is not UTF-8"
+        if "/" in self.key:
+            return "its name holds '/', which a page address cannot"
+        return ""
+
 
 def parse_entry(entry: str) -> QueueRef:
     """`name` (first configured prefix) or `prefix:name`."""
@@ -325,8 +342,16 @@ def prewarm_discovery() -> None:
 
 
 def known_queues() -> list[QueueRef]:
-    """Configured queues and those found by SCAN, sorted."""
-    return sorted(set(discovered_queues()) | set(configured_queues()))
+    """Configured queues and those found by SCAN that the pages can address,
+    sorted (see `odd_queues` for the others)."""
+    found = set(discovered_queues()) | set(configured_queues())
+    return sorted(ref for ref in found if not ref.odd)
+
+
+def odd_queues() -> list[QueueRef]:
+    """Queues found by SCAN that the pages cannot address (`QueueRef.odd`):
+    the overview lists them apart instead of failing on them."""
+    return sorted(ref for ref in discovered_queues() if ref.odd)
 
 
 def is_allowed(ref: QueueRef) -> bool:

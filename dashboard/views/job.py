@@ -19,7 +19,7 @@ from queues.options import PY_TO_BULLMQ
 from .. import forms, jobmodel, readmodel
 from ..jobmodel import JobDetail
 from ..models import AuditEntry
-from ..present import pretty, progress_parts, redact, too_large
+from ..present import oddities, pretty, progress_parts, redact, too_large
 from ..readmodel import QueueRef
 from .common import (
     OPERATE,
@@ -117,6 +117,7 @@ def detail_context(request: HttpRequest, ref: QueueRef, d: JobDetail) -> dict[st
         "progress_pct": pct,
         "progress_text": progress_text,
         "logs": d.logs,
+        "odd": oddities(job),
         "log_total": d.log_total,
         "timeline": timeline(job),
         "vram": vram,
