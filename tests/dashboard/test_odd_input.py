@@ -148,3 +148,16 @@ def test_every_shared_page_survives_odd_queues_and_jobs(
     listed = Client(HTTP_AUTHORIZATION=f"Bearer {token}").get("/api/v1/queues")
     assert listed.status_code == 200, listed.content
     assert qname in [row["queue"] for row in listed.json()["queues"]]
+
+
+@pytest.mark.parametrize("job_id", ["wait", "meta", "events", "1:logs"])
+def test_job_ids_naming_queue_keys_are_no_job(
+    dashboard_redis: str, admin_client: Client, qname: str, job_id: str
+) -> None:
+    """The job page of an id that names one of the queue's keys is a 404, not
+    a 500 from WRONGTYPE."""
+    with Queue(qname, dashboard_redis) as q:
+        q.add("a", {}).log("line")
+        q.client.xadd(q.keys.events, {"event": "x"})
+        response = admin_client.get(reverse("job", args=["bull", qname, job_id]))
+        assert response.status_code == 404
