@@ -430,7 +430,11 @@ def page_with_states(
     ref: QueueRef, states: Sequence[str], start: int, end: int, asc: bool
 ) -> list[tuple[Job, str]]:
     """`page` with each job's state, read in the same atomic step as its
-    fields (a row never says "completed" beside the fields of before)."""
+    fields (a row never says "completed" beside the fields of before). One
+    state's rows do not show it: they are that page, without the state read
+    (an LPOS over `wait` per waiting job)."""
+    if len(states) == 1:
+        return [(job, states[0]) for job in page(ref, states, start, end, asc)]
     pairs: list[tuple[Job, JobState]] = queue(
         ref.prefix, ref.name
     ).get_jobs_with_states(

@@ -152,12 +152,16 @@ _GONE = JobRead({}, {}, JobState.UNKNOWN)
 
 
 def get_job_hashes(
-    keys: QueueKeys, ids: Sequence[str], max_value_bytes: int | None = None
+    keys: QueueKeys,
+    ids: Sequence[str],
+    max_value_bytes: int | None = None,
+    with_state: bool = False,
 ) -> Op:
-    """A JobRead per id, hash and state read atomically: the job's fields
-    (without values longer than `max_value_bytes`, whose byte lengths
-    `left_out` gives instead). A gone job, or an id that names one of the
-    queue's own keys, reads as an empty hash in state UNKNOWN."""
+    """A JobRead per id: the job's fields (without values longer than
+    `max_value_bytes`, whose byte lengths `left_out` gives instead) and, with
+    `with_state`, its state read in the same atomic step (else UNKNOWN). A
+    gone job, or an id that names one of the queue's own keys, reads as an
+    empty hash in state UNKNOWN."""
     wanted = [i for i in ids if not names_queue_key(i)]
     if not wanted:
         return [_GONE for _ in ids]
@@ -165,13 +169,13 @@ def get_job_hashes(
     replies = yield Eval(
         "get_job_hashes",
         state_keys(keys) + tuple(keys.job(i) for i in wanted),
-        (cap, *wanted),
+        (cap, "1" if with_state else "", *wanted),
     )
     found = {}
     for job_id, (flat, cut, state) in zip(wanted, replies):
         fields = dict(zip(flat[::2], flat[1::2]))
         left_out = {name: int(size) for name, size in zip(cut[::2], cut[1::2])}
-        found[job_id] = JobRead(fields, left_out, JobState(state))
+        found[job_id] = JobRead(fields, left_out, JobState(state or "unknown"))
     return [found.get(i, _GONE) for i in ids]
 
 

@@ -33,7 +33,7 @@ class JobReads:
         whose data may be megabytes."""
 
         def op() -> ops.Op:
-            job, _ = yield from self._with_state(job_id, max_value_bytes)
+            job, _ = yield from self._with_state(job_id, max_value_bytes, False)
             return job
 
         return self._run(op())
@@ -44,10 +44,14 @@ class JobReads:
         """(Job or None, JobState), both read in one atomic step, so the state
         always matches the fields shown beside it (a "completed" job has its
         return value); `max_value_bytes` as get_job."""
-        return self._run(self._with_state(job_id, max_value_bytes))
+        return self._run(self._with_state(job_id, max_value_bytes, True))
 
-    def _with_state(self, job_id: str, max_value_bytes: int | None) -> ops.Op:
-        [read] = yield from ops.get_job_hashes(self.keys, [job_id], max_value_bytes)
+    def _with_state(
+        self, job_id: str, max_value_bytes: int | None, with_state: bool
+    ) -> ops.Op:
+        [read] = yield from ops.get_job_hashes(
+            self.keys, [job_id], max_value_bytes, with_state
+        )
         if not (read.fields or read.left_out):
             return None, read.state
         return self._job(job_id, read.fields, read.left_out), read.state
@@ -64,7 +68,9 @@ class JobReads:
         (with `max_value_bytes`, as get_job: long values left out)."""
 
         def op() -> ops.Op:
-            rows = yield from self._page(states, start, end, asc, max_value_bytes)
+            rows = yield from self._page(
+                states, start, end, asc, max_value_bytes, False
+            )
             return [job for job, _ in rows]
 
         return self._run(op())
@@ -78,8 +84,9 @@ class JobReads:
         max_value_bytes: int | None = None,
     ) -> Any:
         """get_jobs as (Job, JobState) pairs, each state read in the same atomic
-        step as the job's fields."""
-        return self._run(self._page(states, start, end, asc, max_value_bytes))
+        step as the job's fields (which costs an LPOS over `wait` per waiting
+        job: get_jobs when the states are not shown)."""
+        return self._run(self._page(states, start, end, asc, max_value_bytes, True))
 
     def _page(
         self,
@@ -88,13 +95,16 @@ class JobReads:
         end: int,
         asc: bool,
         max_value_bytes: int | None,
+        with_state: bool,
     ) -> ops.Op:
         if isinstance(states, (str, JobState)):
             states = [states]
         ids = yield from ops.page_ids(self.keys, states, start, end, asc)
         if not ids:
             return []
-        found = yield from ops.get_job_hashes(self.keys, ids, max_value_bytes)
+        found = yield from ops.get_job_hashes(
+            self.keys, ids, max_value_bytes, with_state
+        )
         return [
             (self._job(i, read.fields, read.left_out), read.state)
             for i, read in zip(ids, found)

@@ -11,7 +11,9 @@
   KEYS[8+i]  the hash key of job i
 
   ARGV[1]   cap in bytes; negative: no cap (every field whole)
-  ARGV[1+i] the id of job i
+  ARGV[2]   "1": find each job's state too (an LPOS over `wait` for a
+            waiting job, so only when the state is shown); else "" states
+  ARGV[2+i] the id of job i
 
   Returns one {fields, left_out, state} triple per job: `fields` is a flat
   field/value list (empty when the job is gone), `left_out` a flat
@@ -22,6 +24,7 @@
 --- @include "job_state"
 
 local cap = tonumber(ARGV[1])
+local withState = ARGV[2] == "1"
 local out = {}
 for i = 9, #KEYS do
   local key = KEYS[i]
@@ -42,6 +45,10 @@ for i = 9, #KEYS do
       end
     end
   end
-  out[#out + 1] = {fields, leftOut, jobState(KEYS, ARGV[i - 7])}
+  local state = ""
+  if withState then
+    state = jobState(KEYS, ARGV[i - 6])
+  end
+  out[#out + 1] = {fields, leftOut, state}
 end
 return out
