@@ -10,6 +10,7 @@ import pytest
 
 from queues import Queue
 from tests.api.conftest import ApiClient
+from tests.api.test_sse import parse
 from tests.queues.test_cli import start_worker, stop_worker
 
 JOBS = 150
@@ -43,3 +44,29 @@ def test_polling_readers_never_see_completed_without_its_result(
         stop_worker(worker)
     assert torn == []
     assert q.get_counts("completed") == {"completed": JOBS}
+
+
+@pytest.mark.django_db
+def test_sse_state_frames_match_the_fields_beside_them(
+    api: ApiClient, q: Queue, qname: str, redis_url: str
+) -> None:
+    """Each SSE connection's first `state` frame, taken again and again while
+    a worker finishes the jobs, carries a return value exactly when the state
+    says completed."""
+    ids = [q.add("j", {"seconds": 0.004}).id for _ in range(JOBS)]
+    torn = []
+    worker = start_worker(redis_url, qname, "slow")
+    try:
+        for job_id in ids:
+            while True:
+                response = api.get(f"/api/v1/queues/{qname}/jobs/{job_id}/events")
+                first = next(parse(response.streaming_content))["data"]
+                response.close()
+                done = first["state"] == "completed"
+                if done != (first["returnvalue"] is not None):
+                    torn.append(first)
+                if done:
+                    break
+    finally:
+        stop_worker(worker)
+    assert torn == []
