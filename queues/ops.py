@@ -14,7 +14,13 @@ from collections.abc import Generator, Iterable, Sequence
 from typing import Any, NamedTuple, Union
 
 from . import codec, defaults
-from .exceptions import JobLocked, QueueHasActiveJobs, QueueNotPaused, raise_for_code
+from .exceptions import (
+    JobLocked,
+    JobNotFound,
+    QueueHasActiveJobs,
+    QueueNotPaused,
+    raise_for_code,
+)
 from .keys import QueueKeys, names_queue_key
 from .state import JobState, parse_state
 
@@ -204,7 +210,10 @@ def get_counts(keys: QueueKeys, states: Iterable[str | JobState]) -> Op:
 
 
 def get_state(keys: QueueKeys, job_id: str) -> Op:
-    """The state that holds a job."""
+    """The state that holds a job (UNKNOWN for an id naming a queue key, even
+    one another client listed)."""
+    if names_queue_key(job_id):
+        return JobState.UNKNOWN
     state = yield Eval("get_state", state_keys(keys), (job_id,))
     return JobState(state)
 
@@ -342,6 +351,8 @@ def move_jobs_to_wait(keys: QueueKeys, state: str, count: int, max_score: Any) -
 
 def remove(keys: QueueKeys, job_id: str) -> Op:
     """Remove a job from any state; False when it did not exist."""
+    if names_queue_key(job_id):  # never a job: its "hash" is a queue key
+        return False
     code = yield Eval(
         "remove_job",
         (keys.job(job_id), keys.events, keys.meta),
@@ -387,6 +398,8 @@ def _json_or_text(value: str) -> Any:
 
 def job_op(keys: QueueKeys, kind: str, job_id: str, *a: Any) -> Op:
     """Single-job transitions used by `Job` methods."""
+    if names_queue_key(job_id):
+        raise JobNotFound(f"{job_id!r} names one of the queue's keys, not a job")
     if kind == "update_progress":
         code = yield Eval(
             "update_progress",

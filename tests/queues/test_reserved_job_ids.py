@@ -9,8 +9,8 @@ import asyncio
 import pytest
 import redis
 
-from queues import AsyncQueue, FlowProducer, Queue
-from queues.exceptions import InvalidJobId
+from queues import AsyncQueue, FlowProducer, Job, JobState, Queue
+from queues.exceptions import InvalidJobId, JobNotFound
 from queues.keys import SUFFIXES
 from tests.queues.test_cli import assert_error, cli
 
@@ -107,3 +107,20 @@ def test_a_job_key_of_another_type_reads_as_gone(
         job.log("line")
         assert q.get_job(f"{job.id}:logs") is None
         assert q.get_job_with_state(f"{job.id}:logs")[0] is None
+
+
+def test_acting_on_such_an_id_never_touches_the_queue_key(
+    r: redis.Redis, redis_url: str, qname: str
+) -> None:
+    """An id `wait` that another client pushed into `wait` is no job: its state
+    is unknown, removing it removes nothing (the wait list survives) and job
+    transitions on it raise JobNotFound."""
+    with Queue(qname, redis_url) as q:
+        q.add("a", {})
+        r.lpush(q.keys.wait, "wait")
+        assert q.get_job_state("wait") is JobState.UNKNOWN
+        assert q.remove_job("wait") is False
+        assert r.type(q.keys.wait) == "list" and r.llen(q.keys.wait) == 2
+        with pytest.raises(JobNotFound):
+            Job(q, "meta").update_progress(5)
+        assert r.type(q.keys.meta) == "hash"
