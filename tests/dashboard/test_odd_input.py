@@ -161,3 +161,21 @@ def test_job_ids_naming_queue_keys_are_no_job(
         q.client.xadd(q.keys.events, {"event": "x"})
         response = admin_client.get(reverse("job", args=["bull", qname, job_id]))
         assert response.status_code == 404
+
+
+def test_a_parent_with_odd_child_keys_shows_its_real_children(
+    dashboard_redis: str, admin_client: Client, qname: str
+) -> None:
+    """Dependencies another client wrote that are no job keys (a queue's own
+    list, text without colons, an empty queue name) are skipped: the parent's
+    page shows its real child."""
+    r = redis.Redis.from_url(dashboard_redis)
+    base = f"bull:{qname}:".encode()
+    _raw_job(r, base, b"kid")
+    r.hset(base + b"parent", mapping=JOB)
+    r.zadd(base + b"waiting-children", {b"parent": NOW})
+    r.sadd(base + b"parent:dependencies", base + b"kid", base + b"wait")
+    r.sadd(base + b"parent:dependencies", b"garbage", b"bull::x")
+    r.close()
+    page = _job_page(admin_client, qname, "parent")
+    assert f"bull:{qname}:kid</a>" in page
