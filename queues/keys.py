@@ -24,8 +24,9 @@ SUFFIXES = (
     "waiting-children",
 )
 
-#: First segments of the queue's multi-part keys (`metrics:completed:data`,
-#: `de:<dedup id>`, `dn:<dedup id>`) and of job scheduler hashes (`repeat:<id>`).
+#: First segments of the queue's multi-part keys: `metrics:completed:data`,
+#: `de:<dedup id>`, `dn:<dedup id>` (scheduler hashes, `repeat:<id>`, are the
+#: two-part `repeat` ids; three-part `repeat:<id>:<millis>` are its jobs).
 _KEY_FAMILIES = ("metrics", "de", "dn")
 
 
