@@ -23,6 +23,7 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from dashboard import readmodel  # noqa: E402
+from dashboard.api import bodylimit  # noqa: E402
 from dashboard.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
@@ -33,6 +34,9 @@ application = ProtocolTypeRouter(
         ),
     }
 )
+
+# daphne would read a whole API request body before the API could refuse it.
+bodylimit.install()
 
 # The first overview need not wait for the SCAN that discovers queues (seconds
 # over a million keys): it starts now, in the background.

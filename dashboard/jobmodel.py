@@ -43,10 +43,11 @@ def job_detail(ref: QueueRef, job_id: str, whole: bool = False) -> JobDetail | N
     """A job with its state, newest log lines, VRAM record and flow tree
     (values over BULLPEN_DETAIL_VALUE_MAX_BYTES left out unless `whole`)."""
     q = queue(ref.prefix, ref.name)
-    job = q.get_job(job_id, None if whole else settings.BULLPEN_DETAIL_VALUE_MAX_BYTES)
+    cap = None if whole else settings.BULLPEN_DETAIL_VALUE_MAX_BYTES
+    job, job_state = q.get_job_with_state(job_id, cap)
     if job is None:
         return None
-    state = q.get_job_state(job_id).value
+    state = job_state.value
     lines, total = q.get_job_logs(job_id, 0, LOG_LINES - 1, asc=False)
     try:
         vram = fleet().job_vram(ref.name, job_id, ref.prefix)

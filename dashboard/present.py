@@ -15,7 +15,7 @@ from django.conf import settings
 from django.utils.module_loading import import_string
 
 from gpu_workers.units import format_bytes
-from queues import Job
+from queues import Job, codec
 
 ELLIPSIS = "…"
 REDACTED = "[redacted]"
@@ -182,6 +182,33 @@ def retry_text(job: Job, state: str) -> str:
     return f"retried by hand (attempt {made + 1})"
 
 
+#: Integer fields of a job hash that Bullpen reads with a fallback (0, unset).
+NUMERIC_FIELDS = (
+    "timestamp",
+    "delay",
+    "priority",
+    "processedOn",
+    "finishedOn",
+    "atm",
+    "ats",
+    "stc",
+    "attemptsMade",
+)
+
+
+def oddities(job: Job) -> str:
+    """What another client wrote into this job that the pages show with a
+    fallback (a non-numeric timestamp, an id with line breaks), or ""."""
+    found = [
+        f"{name} {truncate(job.raw[name], 40)[0]!r} is not a number"
+        for name in NUMERIC_FIELDS
+        if job.raw.get(name) and codec.to_int(job.raw[name]) is None
+    ]
+    if not job.id.isprintable():
+        found.append("its id holds line breaks or control characters")
+    return "; ".join(found)
+
+
 @dataclass
 class JobRow:
     """One row of a job list."""
@@ -204,6 +231,8 @@ class JobRow:
     retry: str
     #: When a delayed job runs (epoch ms), when the list read it.
     run_at_ms: int | None = None
+    #: What another client wrote oddly (see `oddities`), or "".
+    odd: str = ""
 
 
 def job_row(
@@ -236,6 +265,7 @@ def job_row(
         attempts_text=attempts_text(job.attempts_made, job.attempts),
         retry=retry,
         run_at_ms=run_at_ms,
+        odd=oddities(job),
     )
 
 

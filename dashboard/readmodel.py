@@ -22,7 +22,7 @@ import redis
 from django.conf import settings
 
 from gpu_workers import Fleet
-from queues import Job, Queue, ops
+from queues import Job, JobState, Queue, ops
 from queues.connection import sync_client
 from queues.discovery import discover_queues
 from queues.exceptions import QueueError
@@ -187,6 +187,23 @@ class QueueRef:
         """`prefix:name`, as the live updates name queues."""
         return f"{self.prefix}:{self.name}"
 
+    @property
+    def label(self) -> str:
+        """The key as text that can always be shown: bytes that are not UTF-8
+        (read with surrogateescape) as `\\xNN` escapes."""
+        raw = self.key.encode("utf-8", "surrogateescape")
+        return raw.decode("utf-8", "backslashreplace")
+
+    @property
+    def odd(self) -> str:
+        """Why the pages cannot address this queue, which another client named
+        (Node allows any name), or "" when they can."""
+        if self.label != self.key:
+            return "its name is not UTF-8"
+        if "/" in self.key:
+            return "its name holds '/', which a page address cannot"
+        return ""
+
 
 def parse_entry(entry: str) -> QueueRef:
     """`name` (first configured prefix) or `prefix:name`."""
@@ -325,8 +342,16 @@ def prewarm_discovery() -> None:
 
 
 def known_queues() -> list[QueueRef]:
-    """Configured queues and those found by SCAN, sorted."""
-    return sorted(set(discovered_queues()) | set(configured_queues()))
+    """Configured queues and those found by SCAN that the pages can address,
+    sorted (see `odd_queues` for the others)."""
+    found = set(discovered_queues()) | set(configured_queues())
+    return sorted(ref for ref in found if not ref.odd)
+
+
+def odd_queues() -> list[QueueRef]:
+    """Queues found by SCAN that the pages cannot address (`QueueRef.odd`):
+    the overview lists them apart instead of failing on them."""
+    return sorted(ref for ref in discovered_queues() if ref.odd)
 
 
 def internal_queues() -> set[QueueRef]:
@@ -429,8 +454,22 @@ def page(
     return jobs
 
 
-def job_states(ref: QueueRef, jobs: Sequence[Job]) -> list[str]:
-    """The state of each job, in one round trip."""
-    keys = QueueKeys(ref.name, ref.prefix)
-    found = run(gather([ops.get_state(keys, j.id) for j in jobs]))
-    return [s.value for s in found]
+def page_with_states(
+    ref: QueueRef, states: Sequence[str], start: int, end: int, asc: bool
+) -> list[tuple[Job, str]]:
+    """`page` with each job's state, read in the same atomic step as its
+    fields (a row never says "completed" beside the fields of before). One
+    state's rows do not show it: they are that page, without the state read
+    (an LPOS over `wait` per waiting job)."""
+    if len(states) == 1:
+        return [(job, states[0]) for job in page(ref, states, start, end, asc)]
+    pairs: list[tuple[Job, JobState]] = queue(
+        ref.prefix, ref.name
+    ).get_jobs_with_states(
+        list(states),
+        start,
+        end,
+        asc,
+        max_value_bytes=settings.BULLPEN_LIST_VALUE_MAX_BYTES,
+    )
+    return [(job, state.value) for job, state in pairs]

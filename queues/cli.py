@@ -178,8 +178,7 @@ def _row(job: Job, state: JobState) -> list[str]:
 def cmd_jobs(queue: Queue, args: argparse.Namespace) -> None:
     """Print one page of jobs, newest first unless --asc."""
     end = args.start + PAGE_SIZE - 1 if args.end is None else args.end
-    jobs: list[Job] = queue.get_jobs(args.state or [], args.start, end, args.asc)
-    pairs = [(job, queue.get_job_state(job.id)) for job in jobs]
+    pairs = queue.get_jobs_with_states(args.state or [], args.start, end, args.asc)
     if args.json:
         print(codec.dumps([{**job.to_dict(), "state": st.value} for job, st in pairs]))
     elif pairs:

@@ -26,7 +26,7 @@ _UNKNOWN_CLIENT = re.compile(r"unknown command ['`]\s*client\s*['`]", re.IGNOREC
 def connection_name(prefix: str, queue: str, suffix: str = "") -> str:
     """BullMQ's name for a connection of `queue`: `{prefix}:{base64(queue)}`
     followed by `suffix`."""
-    encoded = base64.b64encode(queue.encode()).decode()
+    encoded = base64.b64encode(queue.encode(errors="surrogateescape")).decode()
     return f"{prefix}:{encoded}{suffix}"
 
 

@@ -13,6 +13,7 @@ from typing import Any, Union
 
 import redis
 import redis.asyncio as aioredis
+from redis._parsers import Encoder
 
 _hiredis_pack: Any = None
 try:
@@ -68,6 +69,39 @@ def _hiredis_packing(cls: type) -> type:
     return _packing_classes[cls]
 
 
+class _SurrogateSafePacker:
+    """The sync twin of `_HiredisPacking`: redis-py's sync connections pack with
+    hiredis, which encodes text as strict UTF-8, so a key read back with
+    surrogateescape (a queue name with non-UTF-8 bytes, written by another
+    client) could not be sent again. Such a command goes through redis-py's
+    Python packer, which encodes it back to the original bytes."""
+
+    def __init__(self) -> None:
+        self._hiredis: Any = None
+        if _hiredis_pack is not None:
+            self._hiredis = redis.connection.HiredisRespSerializer()
+        encoder: Any = Encoder("utf-8", "surrogateescape", True)  # type: ignore[no-untyped-call]
+        self._python: Any = redis.connection.PythonRespSerializer(6000, encoder.encode)
+
+    def pack(self, *args: Any) -> list[bytes]:
+        """The command as RESP, in one or more chunks."""
+        if self._hiredis is not None:
+            try:
+                return self._hiredis.pack(*args)  # type: ignore[no-any-return]
+            except UnicodeEncodeError:
+                pass
+        return self._python.pack(*args)  # type: ignore[no-any-return]
+
+
+def _surrogate_safe(client: redis.Redis) -> redis.Redis:
+    """`client` packing surrogateescape'd text (on connections made from now:
+    a client is handed over before it has connected)."""
+    kwargs = client.connection_pool.connection_kwargs
+    if kwargs.get("command_packer") is None:
+        kwargs["command_packer"] = _SurrogateSafePacker()
+    return client
+
+
 def _fast(client: aioredis.Redis) -> aioredis.Redis:
     """`client` (one this module made) with hiredis packing its commands."""
     pool = client.connection_pool
@@ -107,11 +141,13 @@ def _kwargs_of(client: Any, target: type, **overrides: Any) -> dict[str, Any]:
 def sync_client(connection: ConnectionLike) -> redis.Redis:
     """A sync client (the given one when it already decodes as we need)."""
     if connection is None or isinstance(connection, str):
-        return redis.Redis.from_url(connection or DEFAULT_URL, **_DECODING)
+        return _surrogate_safe(
+            redis.Redis.from_url(connection or DEFAULT_URL, **_DECODING)
+        )
     if isinstance(connection, redis.Redis) and _ours(connection):
-        return connection
+        return _surrogate_safe(connection)
     if isinstance(connection, (redis.Redis, aioredis.Redis)):
-        return redis.Redis(**_kwargs_of(connection, redis.Redis))
+        return _surrogate_safe(redis.Redis(**_kwargs_of(connection, redis.Redis)))
     raise TypeError(
         f"connection must be a redis URL or client, not {type(connection)!r}"
     )

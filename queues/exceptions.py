@@ -11,6 +11,7 @@ QueueError
  ├── QueueNotPaused
  ├── QueueHasActiveJobs
  ├── InvalidJobOptions
+ │    └── InvalidJobId
  └── ScriptError
 UnrecoverableError      (raised by processors; not a QueueError)
 """
@@ -62,6 +63,10 @@ class QueueHasActiveJobs(QueueError):
 
 class InvalidJobOptions(QueueError, ValueError):
     """Raised when job options are invalid (id, priority, delay, backoff, retention)."""
+
+
+class InvalidJobId(InvalidJobOptions):
+    """Raised when a custom job id is refused (integer-like, ':', a queue key)."""
 
 
 class ScriptError(QueueError):

@@ -200,10 +200,11 @@ def get_flow(
     """The tree under a job, `depth` levels deep, at most `max_children` of each
     outcome per parent (for dashboards)."""
     queue = queue_for(queue_name, prefix)
-    h = yield ops.Cmd(("HGETALL", queue.keys.job(job_id)))
-    if not h:
+    # Type-safe: a child key another client wrote may name a list or a set.
+    [read] = yield from ops.get_job_hashes(queue.keys, [job_id])
+    if not read.fields:
         return None
-    node = JobNode(Job.from_hash(queue, job_id, h))
+    node = JobNode(Job.from_hash(queue, job_id, read.fields))
     if depth <= 1:
         return node
     deps = yield from ops.dependencies(queue.keys, job_id)
@@ -216,7 +217,11 @@ def get_flow(
     ):
         keys.extend(group[:max_children])
     for key in keys:
-        child_prefix, child_queue, child_id = split_job_key(key, prefix)
+        try:
+            child_prefix, child_queue, child_id = split_job_key(key, prefix)
+            check_queue_name(child_queue)
+        except ValueError:  # not a job key (another client wrote it)
+            continue
         child = yield from get_flow(
             queue_for, child_queue, child_id, child_prefix, depth - 1, max_children
         )

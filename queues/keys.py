@@ -24,6 +24,23 @@ SUFFIXES = (
     "waiting-children",
 )
 
+#: First segments of the queue's multi-part keys: `metrics:completed:data`,
+#: `de:<dedup id>`, `dn:<dedup id>` (scheduler hashes, `repeat:<id>`, are the
+#: two-part `repeat` ids; three-part `repeat:<id>:<millis>` are its jobs).
+_KEY_FAMILIES = ("metrics", "de", "dn")
+
+
+def names_queue_key(job_id: str) -> bool:
+    """Whether a job with this id would have one of the queue's own keys as its
+    hash (`wait`, `meta`, `metrics:failed:data`, a scheduler's `repeat:<id>`...):
+    such a job breaks the queue, and such an id is never a job to read."""
+    head, colon, rest = job_id.partition(":")
+    return (
+        job_id in SUFFIXES
+        or head in _KEY_FAMILIES
+        or (head == "repeat" and bool(colon) and ":" not in rest)
+    )
+
 
 class QueueKeys:
     """Key names of one queue: `{prefix}:{name}:{suffix}` and per-job keys."""

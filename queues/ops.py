@@ -14,8 +14,14 @@ from collections.abc import Generator, Iterable, Sequence
 from typing import Any, NamedTuple, Union
 
 from . import codec, defaults
-from .exceptions import JobLocked, QueueHasActiveJobs, QueueNotPaused, raise_for_code
-from .keys import QueueKeys
+from .exceptions import (
+    JobLocked,
+    JobNotFound,
+    QueueHasActiveJobs,
+    QueueNotPaused,
+    raise_for_code,
+)
+from .keys import QueueKeys, names_queue_key
 from .state import JobState, parse_state
 
 
@@ -125,21 +131,58 @@ def add_call(
     )
 
 
-def get_job_hashes(keys: QueueKeys, ids: Sequence[str], max_value_bytes: int) -> Op:
-    """[(hash, left_out)] per id: the job's fields, without values longer than
-    `max_value_bytes`, whose byte lengths `left_out` gives instead (an empty
-    hash when the job is gone)."""
-    if not ids:
-        return []
-    replies = yield Eval(
-        "get_job_hashes", [keys.job(i) for i in ids], [int(max_value_bytes)]
+def state_keys(keys: QueueKeys) -> tuple[str, ...]:
+    """The keys get_state searches, in its order."""
+    return (
+        keys.completed,
+        keys.failed,
+        keys.delayed,
+        keys.prioritized,
+        keys.active,
+        keys.wait,
+        keys.paused,
+        keys.waiting_children,
     )
-    found = []
-    for flat, cut in replies:
+
+
+class JobRead(NamedTuple):
+    """A job's hash and the state that held it at the same instant."""
+
+    fields: dict[str, str]
+    #: Fields over the cap, with their byte lengths.
+    left_out: dict[str, int]
+    state: JobState
+
+
+_GONE = JobRead({}, {}, JobState.UNKNOWN)
+
+
+def get_job_hashes(
+    keys: QueueKeys,
+    ids: Sequence[str],
+    max_value_bytes: int | None = None,
+    with_state: bool = False,
+) -> Op:
+    """A JobRead per id: the job's fields (without values longer than
+    `max_value_bytes`, whose byte lengths `left_out` gives instead) and, with
+    `with_state`, its state read in the same atomic step (else UNKNOWN). A
+    gone job, or an id that names one of the queue's own keys, reads as an
+    empty hash in state UNKNOWN."""
+    wanted = [i for i in ids if not names_queue_key(i)]
+    if not wanted:
+        return [_GONE for _ in ids]
+    cap = -1 if max_value_bytes is None else int(max_value_bytes)
+    replies = yield Eval(
+        "get_job_hashes",
+        state_keys(keys) + tuple(keys.job(i) for i in wanted),
+        (cap, "1" if with_state else "", *wanted),
+    )
+    found = {}
+    for job_id, (flat, cut, state) in zip(wanted, replies):
         fields = dict(zip(flat[::2], flat[1::2]))
         left_out = {name: int(size) for name, size in zip(cut[::2], cut[1::2])}
-        found.append((fields, left_out))
-    return found
+        found[job_id] = JobRead(fields, left_out, JobState(state or "unknown"))
+    return [found.get(i, _GONE) for i in ids]
 
 
 def get_counts(keys: QueueKeys, states: Iterable[str | JobState]) -> Op:
@@ -167,21 +210,11 @@ def get_counts(keys: QueueKeys, states: Iterable[str | JobState]) -> Op:
 
 
 def get_state(keys: QueueKeys, job_id: str) -> Op:
-    """The state that holds a job."""
-    state = yield Eval(
-        "get_state",
-        (
-            keys.completed,
-            keys.failed,
-            keys.delayed,
-            keys.prioritized,
-            keys.active,
-            keys.wait,
-            keys.paused,
-            keys.waiting_children,
-        ),
-        (job_id,),
-    )
+    """The state that holds a job (UNKNOWN for an id naming a queue key, even
+    one another client listed)."""
+    if names_queue_key(job_id):
+        return JobState.UNKNOWN
+    state = yield Eval("get_state", state_keys(keys), (job_id,))
     return JobState(state)
 
 
@@ -319,6 +352,8 @@ def move_jobs_to_wait(keys: QueueKeys, state: str, count: int, max_score: Any) -
 def remove(keys: QueueKeys, job_id: str, remove_children: bool = True) -> Op:
     """Remove a job from any state (with its children unless told otherwise);
     False when it did not exist."""
+    if names_queue_key(job_id):  # never a job: its "hash" is a queue key
+        return False
     code = yield Eval(
         "remove_job",
         (keys.job(job_id), keys.events, keys.meta),
@@ -367,6 +402,8 @@ def _json_or_text(value: str) -> Any:
 
 def job_op(keys: QueueKeys, kind: str, job_id: str, *a: Any) -> Op:
     """Single-job transitions used by `Job` methods."""
+    if names_queue_key(job_id):
+        raise JobNotFound(f"{job_id!r} names one of the queue's keys, not a job")
     if kind == "update_progress":
         code = yield Eval(
             "update_progress",

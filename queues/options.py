@@ -4,11 +4,13 @@ and retention (wire spec 2.1)."""
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, Union
 
 from . import defaults
-from .exceptions import InvalidJobOptions
+from .exceptions import InvalidJobId, InvalidJobOptions
+from .keys import names_queue_key
 
 #: Long public names and the short keys BullMQ stores them under.
 SHORT_KEYS = {
@@ -42,6 +44,8 @@ PY_TO_BULLMQ = {
     "remove_dependency_on_failure": "removeDependencyOnFailure",
 }
 
+_INTEGER_LIKE = re.compile(r"[+-]?[0-9]+")
+
 KeepJobs = Union[bool, int, Mapping[str, int], None]
 BackoffSpec = Union[int, Mapping[str, Any], None]
 #: A custom strategy: (attempts_made, type, error, job) -> delay ms; -1 = no retry.
@@ -49,16 +53,23 @@ BackoffStrategy = Callable[[int, str, BaseException, Any], "int | float | None"]
 
 
 def validate_job_id(job_id: str) -> str:
-    """Check a custom id by BullMQ's client rules (wire spec 7)."""
+    """Check a custom id by BullMQ's client rules (wire spec 7), and refuse ids
+    whose job hash would be one of the queue's own keys."""
     if not isinstance(job_id, str) or job_id == "":
-        raise InvalidJobOptions("job_id must be a non-empty string")
-    if job_id.isdigit():
-        raise InvalidJobOptions(f"custom job id {job_id!r} cannot be an integer")
+        raise InvalidJobId("job_id must be a non-empty string")
+    # Node refuses ids that parseInt reads back unchanged; Bullpen also refuses
+    # zero-padded and signed ones, which read as numbers everywhere else.
+    if _INTEGER_LIKE.fullmatch(job_id):
+        raise InvalidJobId(f"custom job id {job_id!r} cannot be an integer")
     if job_id.startswith("0:"):
-        raise InvalidJobOptions(f"custom job id {job_id!r} cannot start with '0:'")
+        raise InvalidJobId(f"custom job id {job_id!r} cannot start with '0:'")
     if ":" in job_id and len(job_id.split(":")) != 3:
-        raise InvalidJobOptions(
+        raise InvalidJobId(
             f"custom job id {job_id!r} cannot contain ':' (except repeat:id:millis)"
+        )
+    if names_queue_key(job_id):
+        raise InvalidJobId(
+            f"custom job id {job_id!r} names one of the queue's own keys"
         )
     return job_id
 

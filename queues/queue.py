@@ -7,7 +7,7 @@ sync class executes at once and the async class returns as an awaitable, so
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import redis
@@ -25,6 +25,7 @@ from .options import (
     decode_opts,
     merge_job_options,
 )
+from .reads import JobReads
 from .scheduler import JobSchedulerMethods
 from .scripts import Scripts
 from .state import JobState, parse_state
@@ -39,7 +40,7 @@ def check_queue_name(name: str) -> str:
     return name
 
 
-class _QueueBase(JobSchedulerMethods):
+class _QueueBase(JobReads, JobSchedulerMethods):
     """The queue API shared by `Queue` and `AsyncQueue`."""
 
     client: Any
@@ -134,50 +135,7 @@ class _QueueBase(JobSchedulerMethods):
 
         return self._run(op())
 
-    # --- reading --------------------------------------------------------
-    def get_job(self, job_id: str, max_value_bytes: int | None = None) -> Any:
-        """The job with this id, or None. With `max_value_bytes`, fields whose
-        value is longer are not read (see Job.left_out): for showing jobs
-        whose data may be megabytes."""
-
-        def op() -> ops.Op:
-            if max_value_bytes is not None:
-                [(h, cut)] = yield from ops.get_job_hashes(
-                    self.keys, [job_id], max_value_bytes
-                )
-                return self._job(job_id, h, cut) if h or cut else None
-            h = yield ops.Cmd(("HGETALL", self.keys.job(job_id)))
-            return self._job(job_id, h) if h else None
-
-        return self._run(op())
-
-    def get_jobs(
-        self,
-        states: Sequence[str | JobState] | str | JobState = (),
-        start: int = 0,
-        end: int = -1,
-        asc: bool = False,
-        max_value_bytes: int | None = None,
-    ) -> Any:
-        """One page of jobs across states, reading only that page from Redis
-        (with `max_value_bytes`, as get_job: long values left out)."""
-        if isinstance(states, (str, JobState)):
-            states = [states]
-
-        def op() -> ops.Op:
-            ids = yield from ops.page_ids(self.keys, states, start, end, asc)
-            if not ids:
-                return []
-            if max_value_bytes is not None:
-                found = yield from ops.get_job_hashes(self.keys, ids, max_value_bytes)
-                return [
-                    self._job(i, h, cut) for i, (h, cut) in zip(ids, found) if h or cut
-                ]
-            hashes = yield [ops.Cmd(("HGETALL", self.keys.job(i))) for i in ids]
-            return [self._job(i, h) for i, h in zip(ids, hashes) if h]
-
-        return self._run(op())
-
+    # --- reading (more in JobReads) ------------------------------------
     def get_counts(self, *states: str | JobState) -> Any:
         """Counts per state ({"waiting": n, ...}); default states when none given."""
         return self._run(ops.get_counts(self.keys, states))

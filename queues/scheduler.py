@@ -200,6 +200,10 @@ def upsert(
     options but delay and timestamp, which the scheduler sets), as in BullMQ."""
     if not isinstance(scheduler_id, str) or not scheduler_id:
         raise ValueError("a job scheduler id must be a non-empty string")
+    if ":" in scheduler_id:
+        # Its hash `repeat:<id>` and iteration ids `repeat:<id>:<millis>` would
+        # then collide with other schedulers' and custom jobs' keys.
+        raise ValueError("a job scheduler id cannot contain ':'")
     if (every_ms is None) == (cron is None):
         raise ValueError("give exactly one of every_ms and cron")
     if every_ms is not None and (not isinstance(every_ms, int) or every_ms < 1):

@@ -13,6 +13,8 @@ from django.db import DatabaseError
 from django.http import HttpRequest
 from django.utils import timezone
 
+from queues import Job
+
 from . import conf, tokens
 from .exceptions import Forbidden, Unauthorized
 from .models import ApiToken
@@ -29,6 +31,9 @@ class Principal:
     token: ApiToken | None = None
     #: (queue, job id) a ticket grants read access to.
     ticket: tuple[str, str] | None = None
+    #: The `timestamp` of the one job (of that id) the ticket was made for: a
+    #: later job that reuses the id is not the ticket's.
+    ticket_job_ts: int | None = None
 
     @property
     def rate_key(self) -> str:
@@ -53,6 +58,13 @@ class Principal:
         if not allowed:
             raise Forbidden("insufficient_scope", f"this token has no {scope} scope")
 
+    def owns(self, job: Job | None) -> bool:
+        """Whether the caller may see this job as the one its ticket names (a
+        token: always; a ticket: only the job instance it was made for)."""
+        if self.ticket is None:
+            return True
+        return job is not None and job.timestamp == self.ticket_job_ts
+
     def require(self, scope: str, queue: str, job_id: str | None = None) -> None:
         """Forbidden unless the caller may do `scope` on this queue (and job)."""
         if self.ticket is not None:
@@ -69,21 +81,24 @@ class Principal:
         self.require_scope(scope)
 
 
-def make_ticket(queue: str, job_id: str) -> str:
-    """A signed, expiring, read-only grant on one job."""
-    return signing.dumps([queue, job_id], salt=_TICKET_SALT, compress=False)
+def make_ticket(queue: str, job_id: str, job_ts: int | None) -> str:
+    """A signed, expiring, read-only grant on one job: the job of this id
+    whose `timestamp` is `job_ts` (None: a job that is gone, so none)."""
+    return signing.dumps([queue, job_id, job_ts], salt=_TICKET_SALT, compress=False)
 
 
 def _from_ticket(value: str) -> Principal:
     try:
-        queue, job_id = signing.loads(
+        queue, job_id, job_ts = signing.loads(
             value, salt=_TICKET_SALT, max_age=conf.ticket_max_age_s()
         )
+        if job_ts is not None and not isinstance(job_ts, int):
+            raise TypeError(job_ts)
     except (signing.BadSignature, ValueError, TypeError):
         raise Unauthorized(
             "invalid_ticket", "the ticket is invalid or expired", headers=_BEARER
         ) from None
-    return Principal(ticket=(str(queue), str(job_id)))
+    return Principal(ticket=(str(queue), str(job_id)), ticket_job_ts=job_ts)
 
 
 def _from_header(header: str) -> Principal:

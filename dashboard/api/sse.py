@@ -192,7 +192,8 @@ def serve_sync(queue: Queue, steps: Generator[Step, Any, None]) -> Iterator[byte
                 )
                 reply = got[0][1] if got else []
             elif isinstance(step, JobNow):
-                reply = (queue.get_job_state(step.job_id), queue.get_job(step.job_id))
+                job, state = queue.get_job_with_state(step.job_id)
+                reply = (state, job)
             else:
                 info = client.xinfo_stream(events) if client.exists(events) else None
                 reply = _stream_bounds(info)
@@ -229,10 +230,8 @@ async def serve_async(
                 )
                 reply = got[0][1] if got else []
             elif isinstance(step, JobNow):
-                reply = (
-                    await queue.get_job_state(step.job_id),
-                    await queue.get_job(step.job_id),
-                )
+                job, state = await queue.get_job_with_state(step.job_id)
+                reply = (state, job)
             else:
                 exists = await client.exists(events)
                 info = await client.xinfo_stream(events) if exists else None

@@ -14,6 +14,9 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError as SchemaError
 from jsonschema.exceptions import best_match
 
+from queues.exceptions import InvalidJobId
+from queues.options import validate_job_id
+
 from . import conf, defaults, schemas
 from .exceptions import BadRequest, PayloadTooLarge, Unprocessable, UnsupportedMediaType
 from .webhooks import ssrf
@@ -191,12 +194,13 @@ def validate_enqueue(body: Any) -> EnqueueRequest:
     job_id = options.get("job_id")
     if job_id is not None and not CLIENT_JOB_ID_RE.fullmatch(job_id):
         raise _error_for(SchemaError("bad job_id", path=["options", "job_id"]))
-    if job_id is not None and job_id.isdigit():
-        raise BadRequest(
-            "invalid_job_id",
-            "job_id cannot be all digits (Redis assigns those)",
-            {"field": "options.job_id"},
-        )
+    if job_id is not None:
+        try:
+            validate_job_id(job_id)
+        except InvalidJobId as exc:
+            raise BadRequest(
+                "invalid_job_id", str(exc), {"field": "options.job_id"}
+            ) from None
     url = options.pop("webhook_url", None)
     events = options.pop("webhook_events", None)
     if url is not None:

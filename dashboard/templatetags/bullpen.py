@@ -7,6 +7,8 @@ from typing import Any
 
 from django import template
 
+from dashboard.readmodel import QueueRef
+
 register = template.Library()
 
 
@@ -87,3 +89,9 @@ def get(mapping: Any, key: Any) -> Any:
         return mapping[key]
     except (KeyError, IndexError, TypeError):
         return ""
+
+
+@register.filter
+def queue_ref(queue: Any) -> Any:
+    """The QueueRef of a Queue object (for `.odd` and `.label` in templates)."""
+    return QueueRef(queue.prefix, queue.name)

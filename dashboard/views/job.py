@@ -21,6 +21,7 @@ from ..jobmodel import JobDetail
 from ..models import AuditEntry
 from ..present import (
     attempts_text,
+    oddities,
     pretty,
     progress_parts,
     redact,
@@ -137,6 +138,7 @@ def detail_context(request: HttpRequest, ref: QueueRef, d: JobDetail) -> dict[st
         "logs": redact_lines(d.logs),
         "failed_reason": redact_text(job.failed_reason),
         "stacktrace": redact_lines(job.stacktrace),
+        "odd": oddities(job),
         "log_total": d.log_total,
         "timeline": timeline(job, d.run_at_ms),
         "run_at_ms": d.run_at_ms,
@@ -203,10 +205,10 @@ def _job(ref: QueueRef, job_id: str, verb: str) -> tuple[Job, str]:
     # Only a duplicate needs the job's data; the other actions act by id, so a
     # job holding megabytes is not copied out of Redis to retry or remove it.
     cap = None if verb == "duplicate" else settings.BULLPEN_LIST_VALUE_MAX_BYTES
-    job = q.get_job(job_id, cap)
+    job, job_state = q.get_job_with_state(job_id, cap)
     if job is None:
         raise ActionError(f"job {job_id} no longer exists in {ref.key}")
-    state = q.get_job_state(job_id).value
+    state = job_state.value
     if state not in ALLOWED[verb]:
         raise ActionError(f"cannot {verb} job {job_id}: it is {state}")
     return job, state

@@ -110,6 +110,7 @@ def rows_context(request: HttpRequest) -> dict[str, Any]:
         "dir": "desc" if descending else "asc",
         "minutes": len(stats[0].completed_per_min) if stats else 0,
         "keys": [s.ref.key for s in stats],
+        "odd_queues": readmodel.odd_queues(),
     }
 
 

@@ -72,14 +72,11 @@ def list_context(
     pages = max((total + size - 1) // size, 1)
     page_no = min(page_no, pages)
     start = (page_no - 1) * size
-    jobs = readmodel.page(ref, states, start, start + size - 1, order == "oldest")
-    job_states = (
-        readmodel.job_states(ref, jobs) if len(states) > 1 else [states[0]] * len(jobs)
+    pairs = readmodel.page_with_states(
+        ref, states, start, start + size - 1, order == "oldest"
     )
     now = ops.now_ms()
-    due = jobmodel.due_times(
-        ref, [j.id for j, s in zip(jobs, job_states) if s == "delayed"]
-    )
+    due = jobmodel.due_times(ref, [j.id for j, s in pairs if s == "delayed"])
     base = reverse("queue", args=[ref.prefix, ref.name])
     return {
         "ref": ref,
@@ -88,9 +85,7 @@ def list_context(
         "page_no": page_no,
         "pages": pages,
         "total": total,
-        "rows": [
-            job_row(j, s, ref.key, now, due.get(j.id)) for j, s in zip(jobs, job_states)
-        ],
+        "rows": [job_row(j, s, ref.key, now, due.get(j.id)) for j, s in pairs],
         "list_url": reverse("queue-jobs", args=[ref.prefix, ref.name]),
         "base_url": base,
         "query": f"state={tab}&order={order}",

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import path, register_converter
+from django.urls.converters import PathConverter
 
 from . import audit, auth, job, overview, queue, search, triage
 
+
+class JobIdConverter(PathConverter):
+    """Any job id, slashes and line breaks included (another client's ids may
+    hold them; `path` stops at a newline)."""
+
+    regex = r"[\s\S]+"
+
+
+register_converter(JobIdConverter, "job_id")
+
 Q = "queues/<str:prefix>/<str:name>/"
-J = Q + "jobs/<path:job_id>/"
+J = Q + "jobs/<job_id:job_id>/"
 
 urlpatterns = [
     path("", overview.overview, name="overview"),

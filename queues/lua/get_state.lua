@@ -17,21 +17,6 @@
   Returns the state name, or "unknown".
 ]]
 --- @include "base"
+--- @include "job_state"
 
-local jobId = ARGV[1]
-local names = {"completed", "failed", "delayed", "prioritized"}
-for i = 1, 4 do
-  if rcall("ZSCORE", KEYS[i], jobId) then
-    return names[i]
-  end
-end
-if rcall("LPOS", KEYS[5], jobId) then
-  return "active"
-end
-if rcall("LPOS", KEYS[6], jobId) or rcall("LPOS", KEYS[7], jobId) then
-  return "waiting"
-end
-if rcall("ZSCORE", KEYS[8], jobId) then
-  return "waiting-children"
-end
-return "unknown"
+return jobState(KEYS, ARGV[1])

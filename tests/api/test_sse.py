@@ -184,7 +184,9 @@ def test_follow_and_resume_under_asgi(
             await asyncio.to_thread(worker.stop)
         from dashboard.api.auth import make_ticket
 
-        resumed = await follow(full[2]["id"], ticket=make_ticket(qname, job.id))
+        resumed = await follow(
+            full[2]["id"], ticket=make_ticket(qname, job.id, job.timestamp)
+        )
         return full, resumed
 
     full, resumed = asyncio.run(main())

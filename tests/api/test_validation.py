@@ -40,6 +40,18 @@ ENQUEUE_CASES: list[tuple[str, Any, int, str]] = [
         "invalid_job_id",
     ),
     (
+        "queue key job id",
+        {"name": "a", "options": {"job_id": "stalled-check"}},
+        400,
+        "invalid_job_id",
+    ),
+    (
+        "signed integer job id",
+        {"name": "a", "options": {"job_id": "-7"}},
+        400,
+        "invalid_job_id",
+    ),
+    (
         "negative priority",
         {"name": "a", "options": {"priority": -1}},
         400,
@@ -175,6 +187,19 @@ def test_invalid_job_id_in_path(api: ApiClient, qname: str, job_id: str) -> None
     assert_error(
         api.get(f"/api/v1/queues/{qname}/jobs/{job_id}"), 400, "invalid_job_id"
     )
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("job_id", ["wait", "meta", "events", "1:logs"])
+def test_job_ids_naming_queue_keys_are_not_found(
+    api: ApiClient, q: Queue, qname: str, job_id: str
+) -> None:
+    """Reading a job whose id names one of the queue's keys answers 404, not a
+    500 from WRONGTYPE."""
+    q.add("a", {}).log("line")
+    q.client.xadd(q.keys.events, {"event": "x"})
+    q.client.hset(q.keys.meta, "opts.maxLenEvents", 10)
+    assert_error(api.get(f"/api/v1/queues/{qname}/jobs/{job_id}"), 404, "job_not_found")
 
 
 @pytest.mark.django_db

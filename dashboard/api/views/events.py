@@ -46,6 +46,13 @@ def follow_job(
     if last_event_id is not None:
         check_stream_id(last_event_id)
     q = queue_of(queue)
+    assert call.principal is not None
+    if call.principal.ticket is not None:
+        # A ticket follows only the job it was made for, never a later one
+        # that reuses its id (a gone job may still be resumed: its events).
+        job = q.get_job(job_id, max_value_bytes=64)
+        if job is not None and not call.principal.owns(job):
+            raise NotFound("job_not_found", f"queue {queue} has no job {job_id}")
     if last_event_id is None and q.get_job_state(job_id) is JobState.UNKNOWN:
         raise NotFound("job_not_found", f"queue {queue} has no job {job_id}")
     steps = sse.job_events(

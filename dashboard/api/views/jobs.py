@@ -10,8 +10,8 @@ from django.http import HttpRequest, HttpResponse
 from dashboard.present import redact_fields
 from gpu_workers import Fleet
 from gpu_workers.exceptions import ValidationError as FleetValidationError
-from queues import Job, JobState
-from queues.exceptions import InvalidJobOptions, JobLocked
+from queues import Job, JobState, ops
+from queues.exceptions import InvalidJobId, InvalidJobOptions, JobLocked
 from queues.options import merge_job_options
 
 from .. import conf, defaults, idempotency, store
@@ -70,6 +70,7 @@ def _enqueued(
     name: str,
     webhook: dict[str, Any] | None,
     status: int,
+    job_ts: int | None,
 ) -> HttpResponse:
     path = f"/queues/{queue_name}/jobs/{job_id}"
     status_url = api_url(request, path)
@@ -79,7 +80,7 @@ def _enqueued(
         "name": name,
         "status_url": status_url,
         "events_url": api_url(request, path + "/events"),
-        "ticket": make_ticket(queue_name, job_id),
+        "ticket": make_ticket(queue_name, job_id, job_ts),
         "webhook": webhook,
     }
     headers = {"Location": status_url}
@@ -88,29 +89,40 @@ def _enqueued(
     return json_response(body, status, headers)
 
 
+def _job_ts(queue_name: str, job_id: str) -> int | None:
+    """The `timestamp` of the job now holding this id (None: no job)."""
+    job = queue_of(queue_name).get_job(job_id, max_value_bytes=_TS_READ_BYTES)
+    return None if job is None else int(job.timestamp)
+
+
+#: Values read to learn a job's timestamp (its data is left out).
+_TS_READ_BYTES = 64
+
+
 def _add(
     call: Call,
     queue_name: str,
     req: EnqueueRequest,
     job_id: str | None,
     check_taken: bool,
-) -> tuple[str, dict[str, Any] | None]:
+) -> tuple[str, dict[str, Any] | None, int | None]:
+    """Add the job; returns its id, its webhook and the `timestamp` that tells
+    this job from any other that had or will have the same id."""
     q = queue_of(queue_name)
+    client, keys, queue_key = store.client(), store.keys(), store.queue_key(queue_name)
     if job_id is not None and check_taken:
         if q.get_job_state(job_id) is not JobState.UNKNOWN:
             raise Conflict(
                 "job_id_taken", f"queue {queue_name} already has a job {job_id}"
             )
+        # A webhook recorded for an earlier job of this id is not this job's.
+        registry.clear_job_webhook(client, keys, queue_key, job_id)
+    job_ts = ops.now_ms()
     webhook = None
     if req.webhook_url is not None:
         assert call.principal is not None and call.principal.token is not None
         job_id = job_id or new_job_id()
         events = req.webhook_events or list(defaults.WEBHOOK_EVENTS)
-        client, keys, queue_key = (
-            store.client(),
-            store.keys(),
-            store.queue_key(queue_name),
-        )
         registry.follow(client, keys, queue_key)
         registry.set_job_webhook(
             client,
@@ -120,14 +132,19 @@ def _add(
             req.webhook_url,
             events,
             call.principal.token.webhook_secret,
+            job_ts,
         )
         webhook = {"url": req.webhook_url, "events": events}
     options = merge_job_options(QueueSettings.job_defaults(queue_name), req.options)
     try:
-        job = q.add(req.name, req.data, job_id=job_id, **options)
+        job = q.add(req.name, req.data, job_id=job_id, timestamp=job_ts, **options)
+    except InvalidJobId as exc:
+        raise BadRequest("invalid_job_id", str(exc)) from None
     except InvalidJobOptions as exc:
         raise BadRequest("invalid_option", str(exc)) from None
-    return str(job.id), webhook
+    if not check_taken:  # a retried request: the job may be the first attempt's
+        return str(job.id), webhook, _job_ts(queue_name, str(job.id))
+    return str(job.id), webhook, job_ts
 
 
 @operation(
@@ -165,8 +182,8 @@ def enqueue(request: HttpRequest, call: Call, queue: str) -> HttpResponse:
     job_id = req.options.pop("job_id", None)
     key = request.headers.get("Idempotency-Key")
     if key is None:
-        added, webhook = _add(call, queue, req, job_id, check_taken=True)
-        return _enqueued(request, queue, added, req.name, webhook, 201)
+        added, webhook, job_ts = _add(call, queue, req, job_id, check_taken=True)
+        return _enqueued(request, queue, added, req.name, webhook, 201, job_ts)
     assert call.principal is not None
     check_idempotency_key(key)
     client = store.client()
@@ -182,14 +199,17 @@ def enqueue(request: HttpRequest, call: Call, queue: str) -> HttpResponse:
                 "url": req.webhook_url,
                 "events": req.webhook_events or list(defaults.WEBHOOK_EVENTS),
             }
-        return _enqueued(request, queue, claim.job_id, req.name, webhook, 200)
+        job_ts = _job_ts(queue, claim.job_id)
+        return _enqueued(request, queue, claim.job_id, req.name, webhook, 200, job_ts)
     try:
-        added, webhook = _add(call, queue, req, claim.job_id, check_taken=claim.fresh)
+        added, webhook, job_ts = _add(
+            call, queue, req, claim.job_id, check_taken=claim.fresh
+        )
     except ApiError:
         idempotency.release(client, redis_key)
         raise
     idempotency.done(client, redis_key, fp, added)
-    return _enqueued(request, queue, added, req.name, webhook, 201)
+    return _enqueued(request, queue, added, req.name, webhook, 201, job_ts)
 
 
 @operation(
@@ -203,11 +223,10 @@ def enqueue(request: HttpRequest, call: Call, queue: str) -> HttpResponse:
 )
 def get_job(request: HttpRequest, call: Call, queue: str, job_id: str) -> HttpResponse:
     """The job as it is now."""
-    q = queue_of(queue)
-    job = q.get_job(job_id)
-    if job is None:
+    job, state = queue_of(queue).get_job_with_state(job_id)
+    if job is None or not call.principal or not call.principal.owns(job):
         raise NotFound("job_not_found", f"queue {queue} has no job {job_id}")
-    return json_response(job_body(queue, job, q.get_job_state(job_id)))
+    return json_response(job_body(queue, job, state))
 
 
 @operation(

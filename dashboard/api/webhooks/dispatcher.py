@@ -242,10 +242,13 @@ class StreamReader:
         """Push the deliveries one event causes; returns how many were pushed."""
         event = fields.get("event")
         job_id = fields.get("jobId")
+        if event == "added" and job_id:
+            # A new job of this id: drop a record an earlier job of it left.
+            registry.bound_job_webhook(self.client, self.keys, queue_key, job_id)
         if event not in defaults.WEBHOOK_EVENTS or not job_id:
             return 0
         targets: list[tuple[str, str]] = []
-        record = registry.job_webhook(self.client, self.keys, queue_key, job_id)
+        record = registry.bound_job_webhook(self.client, self.keys, queue_key, job_id)
         if record and event in record.get("events", defaults.WEBHOOK_EVENTS):
             targets.append(("job", record["url"]))
         for sub in self.subs.get(queue_key, []):

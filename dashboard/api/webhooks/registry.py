@@ -1,7 +1,9 @@
 """Which webhooks exist, in Redis, where the dispatcher reads them.
 
 - A job's own webhook (from its enqueue request) is written *before* the job
-  is added, so no event of the job can precede it.
+  is added, so no event of the job can precede it. It holds the job's
+  `timestamp`: a later job that reuses the id (after the first was removed)
+  is not its job, and the record is dropped when that job shows up.
 - The admin's queue subscriptions live in the Django database and are
   mirrored into one hash on every save and delete (and re-synced by
   `manage.py runwebhooks` at start), so the dispatcher never needs the DB.
@@ -19,6 +21,7 @@ import orjson
 import redis
 from redis.exceptions import ResponseError
 
+from queues import codec
 from queues.keys import QueueKeys
 
 from .. import defaults
@@ -65,11 +68,20 @@ def set_job_webhook(
     url: str,
     events: Iterable[str],
     secret: str,
+    job_ts: int,
     ttl_s: int = defaults.WEBHOOK_RECORD_TTL_S,
 ) -> None:
-    """Record a job's own webhook (before the job is added)."""
-    record = {"url": url, "events": list(events), "secret": secret}
+    """Record a job's own webhook (before the job is added with `timestamp`
+    `job_ts`, which binds the record to that job, not to its id)."""
+    record = {"url": url, "events": list(events), "secret": secret, "job_ts": job_ts}
     client.set(keys.job_webhook(queue_key, job_id), orjson.dumps(record), ex=ttl_s)
+
+
+def clear_job_webhook(
+    client: redis.Redis, keys: ApiKeys, queue_key: str, job_id: str
+) -> None:
+    """Forget the webhook recorded for a job of this id (a stale one)."""
+    client.delete(keys.job_webhook(queue_key, job_id))
 
 
 def job_webhook(
@@ -78,6 +90,24 @@ def job_webhook(
     """A job's own webhook, or None."""
     raw = client.get(keys.job_webhook(queue_key, job_id))
     return orjson.loads(raw) if raw else None
+
+
+def bound_job_webhook(
+    client: redis.Redis, keys: ApiKeys, queue_key: str, job_id: str
+) -> dict[str, Any] | None:
+    """The job's own webhook when it was recorded for the job that now holds
+    this id, or for one that is gone (these are its last events). A record of
+    an earlier job whose id a later job reuses is deleted: its owner must not
+    receive the later job's events."""
+    record = job_webhook(client, keys, queue_key, job_id)
+    if record is None or "job_ts" not in record:
+        return record
+    prefix, _, name = queue_key.rpartition(":")
+    ts = client.hget(QueueKeys(name, prefix).job(job_id), "timestamp")
+    if ts is None or codec.to_int(str(ts)) == record["job_ts"]:
+        return record
+    clear_job_webhook(client, keys, queue_key, job_id)
+    return None
 
 
 def mirror_subscription(

@@ -7,7 +7,7 @@ import asyncio
 
 import redis
 
-from queues import AsyncQueue, Queue
+from queues import AsyncQueue, JobState, Queue
 
 from .helpers import new_queue
 
@@ -68,3 +68,23 @@ def test_async_queue_reads_the_same(redis_url: str, qname: str) -> None:
         await aq.close()
 
     asyncio.run(read())
+
+
+def test_states_come_with_the_fields_when_asked(
+    r: redis.Redis, redis_url: str, qname: str
+) -> None:
+    """get_job_with_state / get_jobs_with_states give each job's state from the
+    same read as its fields; a missing job is (None, UNKNOWN)."""
+    q = new_queue(redis_url, qname)
+    waiting = q.add("w", {}).id
+    delayed = q.add("d", {}, delay=60_000).id
+    prioritized = q.add("p", {}, priority=3).id
+    job, state = q.get_job_with_state(delayed, max_value_bytes=100)
+    assert job.name == "d" and state.value == "delayed"
+    assert q.get_job_with_state("nope") == (None, JobState.UNKNOWN)
+    pairs = q.get_jobs_with_states(["waiting", "delayed", "prioritized"])
+    assert {j.id: s.value for j, s in pairs} == {
+        waiting: "waiting",
+        delayed: "delayed",
+        prioritized: "prioritized",
+    }
