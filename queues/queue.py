@@ -20,6 +20,7 @@ from .exceptions import InvalidJobOptions
 from .job import Job
 from .keys import QueueKeys
 from .options import build_opts, decode_opts
+from .outages import raise_if_unavailable
 from .scripts import Scripts
 from .state import JobState, parse_state
 
@@ -424,6 +425,9 @@ class Queue(_QueueBase):
                     request = op.send(reply)
         except StopIteration as stop:
             return stop.value
+        except ResponseError as exc:
+            raise_if_unavailable(exc)
+            raise
 
     def close(self) -> None:
         """Close the client's connections."""
@@ -476,6 +480,9 @@ class AsyncQueue(_QueueBase):
                     request = op.send(reply)
         except StopIteration as stop:
             return stop.value
+        except ResponseError as exc:
+            raise_if_unavailable(exc)
+            raise
 
     def _run(self, op: ops.Op) -> Any:
         return self._drive(op)
