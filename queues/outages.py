@@ -5,7 +5,8 @@ an answer Redis may clear by itself: it cannot be reached or times out, it
 is at `maxmemory` (OOM), cannot persist (MISCONF), is a read-only replica
 (READONLY, e.g. after a failover), is loading its data set (LOADING), runs
 another client's long script (BUSY), or a cluster is re-sharding or has no
-master (TRYAGAIN, CLUSTERDOWN, MASTERDOWN, NOREPLICAS). `Outage` backs off
+master (TRYAGAIN, CLUSTERDOWN, MASTERDOWN, NOREPLICAS), or a blocked
+command was released by a failover (UNBLOCKED). `Outage` backs off
 through such errors with capped, jittered delays and logs once when an
 outage starts and once when it ends, never once per retry.
 """
@@ -35,6 +36,7 @@ REFUSED_FOR_NOW = frozenset(
         "CLUSTERDOWN",
         "MASTERDOWN",
         "NOREPLICAS",
+        "UNBLOCKED",  # a blocked command, when its server turns replica
     }
 )
 BACKOFF_BASE_S = 0.1

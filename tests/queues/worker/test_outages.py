@@ -29,6 +29,7 @@ CODES = [
     "CLUSTERDOWN",
     "MASTERDOWN",
     "NOREPLICAS",
+    "UNBLOCKED",
 ]
 
 
