@@ -464,7 +464,6 @@ class GpuWorker(AsyncWorker):
                 if slots and slots != self.admission.slots:
                     self.admission.slots = min(slots, self.spec.max_slots)
                     self.wake()
-                self._helper_answered()
             except Exception as exc:  # noqa: BLE001 - keep watching after Redis blips
                 self._helper_failed("control loop", exc)
 

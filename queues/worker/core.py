@@ -232,7 +232,6 @@ class AsyncWorker(FailureHandling, Maintenance):
                         await self._fetch()
                     else:
                         block_task = await self._wait_for_job(block_task)
-                    self._outage.succeeded()
                 except Exception as exc:
                     if not recoverable(exc):
                         raise
@@ -312,6 +311,9 @@ class AsyncWorker(FailureHandling, Maintenance):
             self._claim_keys,
             (self.keys.base, int(time.time() * 1000), self._worker_opts(), count),
         )
+        # Only a claim or a finish ends an outage: reads (and a script with
+        # nothing to write) may succeed while Redis still refuses writes.
+        self._outage.succeeded()
         self._take_claimed(flat, ttl, next_delay)
 
     async def _flush(self) -> None:
@@ -336,6 +338,7 @@ class AsyncWorker(FailureHandling, Maintenance):
             raise
         finally:
             self._saving = []
+        self._outage.succeeded()
         for entry, code in zip(entries, codes):
             if code != 0:
                 log.warning(

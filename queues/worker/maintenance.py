@@ -102,7 +102,6 @@ class Maintenance:
                     self._drained = False
                     if self._wake is not None:
                         self._wake.set()
-                self._helper_answered()
             except Exception as exc:  # noqa: BLE001 - the check must outlive any error
                 self._helper_failed("stalled check", exc)
             await self._stop_within(self.stalled_interval / 1000)
@@ -116,7 +115,7 @@ class Maintenance:
             log.warning("worker %s: %s failed (%r)", self.name, what, exc)
 
     def _helper_answered(self) -> None:
-        """Redis answered: end the outage and let the main loop save and
+        """Redis took a write: end the outage and let the main loop save and
         claim now rather than after its backoff."""
         if self._outage.ongoing:
             self._outage.succeeded()

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import redis
 
-from queues import Queue
+from queues import Queue, defaults
 from tests.helpers import wait_until
 from tests.redis_server import RedisServer
 
@@ -108,6 +108,16 @@ class Workers:
                     )
                 )
 
+    def wait_ready(self, url: str, queue: str, timeout: float = 30.0) -> None:
+        """Wait until every process has its named connection open."""
+
+        def ready() -> bool:
+            assert self.exited() == [], self.log_text()
+            with Queue(queue, url) as q:
+                return int(q.get_workers_count()) >= len(self.procs)
+
+        wait_until(ready, timeout, 0.1, what="the worker processes to connect")
+
     def exited(self) -> list[tuple[int, int]]:
         """(pid, status) of every process that has exited."""
         return [(p.pid, p.returncode) for p in self.procs if p.poll() is not None]
@@ -161,11 +171,12 @@ def kill_clients(server: RedisServer, admin: redis.Redis) -> None:
 
 
 def fill_memory(server: RedisServer, admin: redis.Redis) -> None:
-    """maxmemory reached (noeviction) for 1.2 s, then lifted."""
+    """maxmemory reached (noeviction), then lifted: longer than a worker's
+    drain delay, so that idle workers' claims are refused too."""
     admin.config_set("maxmemory-policy", "noeviction")
     admin.config_set("maxmemory", 1)
     try:
-        time.sleep(1.2)
+        time.sleep(defaults.DRAIN_DELAY_S + 1.0)
     finally:
         admin.config_set("maxmemory", 0)
 

@@ -32,6 +32,7 @@ def test_every_acknowledged_add_completes_through_redis_faults(
     the other under a producer and 3 `python -m queues worker` processes."""
     url = aof_redis.url
     workers = harness.Workers(url, qname, tmp_path)
+    workers.wait_ready(url, qname)
     producer = harness.Producer(url, qname).start()
     admin = redis.Redis.from_url(url, decode_responses=True)
     try:
