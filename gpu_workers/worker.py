@@ -160,11 +160,12 @@ class GpuWorker(AsyncWorker):
         waiting = claimed - len(self.admission.admitted)
         return self.admission.claim_capacity(claimed, waiting)
 
-    def close(self) -> None:
-        """Drain: stop claiming; running jobs finish (up to drain_timeout_s)."""
+    def close(self, force: bool = False) -> None:
+        """Drain: stop claiming; running jobs finish (up to drain_timeout_s;
+        with `force`, not at all: the stalled check recovers them)."""
         if not self.closing:
             log.info("worker %s: draining", self.spec.worker_id)
-        super().close()
+        super().close(force)
 
     @property
     def state(self) -> str:

@@ -180,7 +180,9 @@ def worker_client(
     is, unless its pool holds fewer than `max_connections` (redis-py's
     default is 100): then a sibling with that many is made, since every job
     of a worker may talk to Redis at once (progress, logs)."""
-    sizing = {} if max_connections is None else {"max_connections": max_connections}
+    sizing: dict[str, Any] = {}
+    if max_connections is not None:
+        sizing["max_connections"] = max_connections
     if connection is None or isinstance(connection, str):
         url = connection or DEFAULT_URL
         return _fast(

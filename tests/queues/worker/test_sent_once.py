@@ -21,11 +21,12 @@ from tests.redis_server import RedisServer
 STALL_S = 1.5
 
 
+@pytest.mark.parametrize("given", ["client", "url"])
 def test_a_stall_past_the_read_timeout_sends_no_finish_twice(
-    own_redis: RedisServer, qname: str, caplog: pytest.LogCaptureFixture
+    own_redis: RedisServer, qname: str, caplog: pytest.LogCaptureFixture, given: str
 ) -> None:
-    """The user's client reads with a 0.3 s timeout and redis-py's default
-    retries; Redis stops (SIGSTOP) for 1.5 s as the first job finishes. Both
+    """The user's client (or URL) reads with a 0.3 s timeout and redis-py's
+    default retries; Redis stops (SIGSTOP) for 1.5 s as a job finishes. The
     jobs complete at once afterwards, each saved by its first finish, and
     nothing is left in active."""
     assert own_redis.proc is not None
@@ -43,7 +44,10 @@ def test_a_stall_past_the_read_timeout_sends_no_finish_twice(
         return job.data
 
     user_client = redis.Redis(port=own_redis.port, socket_timeout=0.3)
-    handle = WorkerThread(Worker(qname, processor, connection=user_client))
+    connection: Any = user_client
+    if given == "url":
+        connection = f"{own_redis.url}?socket_timeout=0.3"
+    handle = WorkerThread(Worker(qname, processor, connection=connection))
     try:
         with caplog.at_level(logging.WARNING, "queues.worker"):
             handle.thread.start()
