@@ -68,6 +68,9 @@ def test_a_stall_past_the_read_timeout_sends_no_finish_twice(
             handle.stop()
     finally:
         os.kill(pid, signal.SIGCONT)
+        if handle.alive:  # a failed assertion: do not leave it running
+            handle.worker.close(force=True)
+            handle.thread.join(10)
         user_client.close()
     not_saved = [
         r.getMessage() for r in caplog.records if "not saved" in r.getMessage()
