@@ -34,13 +34,14 @@ from ..options import BackoffStrategy, keep_jobs
 from ..outages import Outage, recoverable
 from ..queue import AsyncQueue, Queue
 from ..scripts import Scripts
+from .closing import Closing
 from .failures import FailureHandling
 from .maintenance import Maintenance
 from .support import Processor, _text, blocking_connection_name, log
 from .threads import ThreadRunner
 
 
-class AsyncWorker(FailureHandling, Maintenance):
+class AsyncWorker(Closing, FailureHandling, Maintenance):
     """Process jobs of one queue with an asyncio event loop."""
 
     def __init__(
@@ -178,6 +179,7 @@ class AsyncWorker(FailureHandling, Maintenance):
                 # Open the named connection now: Node's getWorkers() lists
                 # connections, and a busy worker may not block for a long time.
                 await self._bclient.ping()
+                await self._once.client.ping()  # the first claim is not late
             except Exception as exc:
                 if not recoverable(exc):
                     raise
@@ -438,40 +440,3 @@ class AsyncWorker(FailureHandling, Maintenance):
                 job.repeat_job_key,
                 exc,
             )
-
-    async def _drain_running(self) -> None:
-        """After close(): wait for running jobs (up to close_timeout; not at
-        all when forced), then save what finished."""
-        deadline = time.monotonic() + self.close_timeout
-        while self._tasks and not self._force and time.monotonic() < deadline:
-            assert self._wake is not None
-            self._wake.clear()
-            waiter = asyncio.ensure_future(self._wake.wait())
-            await asyncio.wait(
-                {*self._tasks, waiter},
-                timeout=deadline - time.monotonic(),
-                return_when=asyncio.FIRST_COMPLETED,
-            )
-            waiter.cancel()
-        self.abandoned = len(self._tasks)
-        for task in list(self._tasks):
-            task.cancel()
-        for _ in range(1 if self._force else 3):
-            if not self._finished:
-                break
-            try:
-                await self._flush()
-            except Exception as exc:
-                if not recoverable(exc):
-                    raise
-                await asyncio.sleep(self._outage.failed(exc))
-
-    async def _shutdown_clients(self) -> None:
-        if self._bclient is not None:
-            await self._bclient.aclose()
-        await self._once.client.aclose()
-        if self._threads is not None:
-            self._threads.shutdown()
-        if self._sync_queue is not None:
-            self._sync_queue.close()
-        await self.queue.close()
