@@ -160,11 +160,12 @@ class GpuWorker(AsyncWorker):
         waiting = claimed - len(self.admission.admitted)
         return self.admission.claim_capacity(claimed, waiting)
 
-    def close(self) -> None:
-        """Drain: stop claiming; running jobs finish (up to drain_timeout_s)."""
+    def close(self, force: bool = False) -> None:
+        """Drain: stop claiming; running jobs finish (up to drain_timeout_s;
+        with `force`, not at all: the stalled check recovers them)."""
         if not self.closing:
             log.info("worker %s: draining", self.spec.worker_id)
-        super().close()
+        super().close(force)
 
     @property
     def state(self) -> str:
@@ -179,7 +180,10 @@ class GpuWorker(AsyncWorker):
     async def run(self, install_signals: bool = True) -> None:
         """Process jobs, heartbeat and watch cancel flags until closed."""
         self._helpers_stop = asyncio.Event()
-        await self._heartbeat()
+        try:  # Redis may be full, read-only or away now: the loop retries
+            await self._heartbeat()
+        except Exception as exc:  # noqa: BLE001 - never die of a Redis answer
+            self._helper_failed("heartbeat", exc)
         helpers = [
             asyncio.create_task(self._heartbeat_loop()),
             asyncio.create_task(self._control_loop()),
@@ -276,7 +280,7 @@ class GpuWorker(AsyncWorker):
             key = self.bkeys.cancel(self.spec.prefix, self.name, job_id)
             return bool(await self._bp.exists(key))
         except Exception as exc:  # noqa: BLE001 - a Redis blip must not fail the job
-            log.warning("job %s: cannot read its cancel flag: %r", job_id, exc)
+            self._helper_failed(f"reading the cancel flag of job {job_id}", exc)
             return False
 
     async def _on_oom(self, job: Job, exc: BaseException) -> None:
@@ -292,7 +296,7 @@ class GpuWorker(AsyncWorker):
                 self.bkeys.gpu_counters(self.device.uuid), "oom_total", 1
             )
         except Exception as err:  # noqa: BLE001 - counting must not mask the OOM
-            log.warning("could not count the OOM: %r", err)
+            self._helper_failed("counting a CUDA OOM", err)
         loop = asyncio.get_running_loop()
         healthy = await loop.run_in_executor(None, cuda_self_check, self.device)
         if not healthy:
@@ -344,7 +348,7 @@ class GpuWorker(AsyncWorker):
                     f" ({source or 'not measured'}) on {self.device.uuid}"
                 )
         except Exception as exc:  # noqa: BLE001 - bookkeeping must not fail the job
-            log.warning("job %s: could not record VRAM use: %r", job.id, exc)
+            self._helper_failed(f"recording the VRAM use of job {job.id}", exc)
 
     # --- heartbeats, control, peaks ---------------------------------------------------
     def heartbeat_record(self) -> dict[str, Any]:
@@ -427,8 +431,9 @@ class GpuWorker(AsyncWorker):
             self._changed.clear()
             try:
                 await self._heartbeat()
+                self._helper_answered()
             except Exception as exc:  # noqa: BLE001 - keep beating after Redis blips
-                log.warning("heartbeat failed: %r", exc)
+                self._helper_failed("heartbeat", exc)
 
     async def _control_loop(self) -> None:
         """Cancel flags of claimed jobs, the slot target, and the parent's life."""
@@ -462,7 +467,7 @@ class GpuWorker(AsyncWorker):
                     self.admission.slots = min(slots, self.spec.max_slots)
                     self.wake()
             except Exception as exc:  # noqa: BLE001 - keep watching after Redis blips
-                log.warning("control loop: %r", exc)
+                self._helper_failed("control loop", exc)
 
     async def _peak_loop(self) -> None:
         """Sample this process's VRAM (NVML by pid, or simulated) while jobs run."""

@@ -12,7 +12,6 @@ import importlib
 import logging
 import os
 import sys
-import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
@@ -122,10 +121,12 @@ def _print_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
 
 def cmd_worker(queue: Queue, args: argparse.Namespace) -> None:
     """Process jobs until SIGTERM/SIGINT, then let running jobs finish."""
+    # The URL, not this command's client: the worker makes its own clients
+    # (no read timeout, pools sized to its concurrency, claims never re-sent).
     worker = Worker(
         queue.name,
         args.loaded_processor,
-        connection=queue.client,
+        connection=args.redis,
         prefix=queue.prefix,
         concurrency=args.concurrency,
         worker_name=args.name,
@@ -136,12 +137,14 @@ def cmd_worker(queue: Queue, args: argparse.Namespace) -> None:
     worker.run()
     done, failed = worker.processed, worker.failed
     log.info("worker stopped: %d jobs completed, %d attempts failed", done, failed)
-    if any(
-        t.name.startswith("worker-") and t.is_alive() for t in threading.enumerate()
-    ):
-        # A plain def job outlived close_timeout; Python would join its thread
-        # at exit. Its lock expires and the stalled check requeues the job.
-        log.warning("a job is still running after the close timeout; exiting anyway")
+    if worker.abandoned:
+        # A job outlived close_timeout; a plain def one would keep its thread
+        # (and the process) alive. Its lock expires and the stalled check
+        # requeues the job.
+        log.warning(
+            "%d job(s) still running after the close timeout; exiting anyway",
+            worker.abandoned,
+        )
         logging.shutdown()
         os._exit(0)
 

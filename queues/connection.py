@@ -14,6 +14,8 @@ from typing import Any, Union
 import redis
 import redis.asyncio as aioredis
 from redis._parsers import Encoder
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 
 _hiredis_pack: Any = None
 try:
@@ -186,7 +188,24 @@ def _dead_server_options() -> dict[int, int]:
     return options
 
 
-def worker_client(connection: ConnectionLike) -> aioredis.Redis:
+def _tcp_options(url_or_kwargs: str | dict[str, Any]) -> dict[str, Any]:
+    """Keepalive settings that notice a dead server without a read timeout
+    (none for a local socket, which has no network to lose)."""
+    if isinstance(url_or_kwargs, str):
+        local = url_or_kwargs.startswith("unix:")
+    else:
+        local = "path" in url_or_kwargs
+    if local:
+        return {}
+    return {
+        "socket_keepalive": True,
+        "socket_keepalive_options": _dead_server_options(),
+    }
+
+
+def worker_client(
+    connection: ConnectionLike, max_connections: int | None = None
+) -> aioredis.Redis:
     """A worker's own asyncio client: `async_client(connection)`, except
     that one made from a URL waits for replies without a per-command read
     timeout, as BullMQ's workers do (ioredis has none by default). redis-py
@@ -194,19 +213,46 @@ def worker_client(connection: ConnectionLike) -> aioredis.Redis:
     CPU, most of what one job costs a worker at concurrency 1); TCP keepalive
     and TCP_USER_TIMEOUT still notice a dead server within about 45 s, and a
     URL's own socket_timeout still wins. A client passed in is used as it
-    is."""
+    is, unless its pool holds fewer than `max_connections` (redis-py's
+    default is 100): then a sibling with that many is made, since every job
+    of a worker may talk to Redis at once (progress, logs)."""
+    sizing: dict[str, Any] = {}
+    if max_connections is not None:
+        sizing["max_connections"] = max_connections
     if connection is None or isinstance(connection, str):
         url = connection or DEFAULT_URL
-        tcp: dict[str, Any] = {}
-        if not url.startswith("unix:"):  # a local socket has no network to lose
-            tcp = {
-                "socket_keepalive": True,
-                "socket_keepalive_options": _dead_server_options(),
-            }
         return _fast(
-            aioredis.Redis.from_url(url, socket_timeout=None, **tcp, **_DECODING)
+            aioredis.Redis.from_url(
+                url, socket_timeout=None, **_tcp_options(url), **sizing, **_DECODING
+            )
         )
-    return async_client(connection)
+    client = async_client(connection)
+    if client.connection_pool.max_connections < (max_connections or 0):
+        return sibling_async_client(client, **sizing)
+    return client
+
+
+def sent_once_client(client: aioredis.Redis) -> aioredis.Redis:
+    """A sibling of `client` on which redis-py never sends a command twice,
+    for the scripts that claim or finish jobs.
+
+    redis-py retries a command whose reply did not come (a read timeout, a
+    dropped connection) by sending it again; the first one may have run, so
+    a finish would be applied twice (the second reports a lost lock) and a
+    claim would take jobs nobody then processes until the stalled check.
+    Here nothing is retried and replies are awaited without a read timeout
+    (a script that ran long has still run; TCP keepalive notices a dead
+    server), whatever the settings of the client or URL the user gave; the
+    caller decides what to do about a reply that never came."""
+    kwargs = client.connection_pool.connection_kwargs
+    tcp = {} if kwargs.get("socket_keepalive") else _tcp_options(kwargs)
+    return sibling_async_client(
+        client,
+        retry=Retry(NoBackoff(), 0),
+        socket_timeout=None,
+        max_connections=client.connection_pool.max_connections,
+        **tcp,
+    )
 
 
 #: A blocking command's connection waits this much longer than the command
@@ -254,7 +300,12 @@ def for_blocking(client: Any, block_s: float) -> Any:
     timeout = block_s + BLOCKING_READ_MARGIN_S
     if isinstance(client, aioredis.Redis):
         return sibling_async_client(client, socket_timeout=timeout)
-    return redis.Redis(**_kwargs_of(client, redis.Redis, socket_timeout=timeout))
+    return sibling_sync_client(client, socket_timeout=timeout)
+
+
+def sibling_sync_client(client: Any, **overrides: Any) -> redis.Redis:
+    """A new sync client with the settings of `client` (either flavour)."""
+    return redis.Redis(**_kwargs_of(client, redis.Redis, **overrides))
 
 
 def sibling_async_client(client: aioredis.Redis, **overrides: Any) -> aioredis.Redis:

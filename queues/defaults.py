@@ -21,3 +21,6 @@ FETCH_BATCH_MAX = 64
 PRIORITY_LIMIT = 2**21 - 1
 HELPER_STOP_S = 2.0
 HOOKS_STOP_S = 10.0
+#: Connections a worker's pools hold beyond one per job it may run at once
+#: (claims and finishes, lock renewal, the stalled check, schedulers).
+WORKER_POOL_SPARE = 8

@@ -12,13 +12,16 @@ QueueError
  ├── QueueHasActiveJobs
  ├── InvalidJobOptions
  │    └── InvalidJobId
- └── ScriptError
+ ├── ScriptError
+ └── RedisUnavailable   (also a redis ResponseError)
 UnrecoverableError      (raised by processors; not a QueueError)
 """
 
 from __future__ import annotations
 
 from enum import IntEnum
+
+from redis.exceptions import ResponseError
 
 
 class QueueError(Exception):
@@ -71,6 +74,14 @@ class InvalidJobId(InvalidJobOptions):
 
 class ScriptError(QueueError):
     """Raised when a Lua script returns an error code that has no finer class."""
+
+
+class RedisUnavailable(QueueError, ResponseError):
+    """Raised when Redis refuses a command for a while (out of memory,
+    read-only replica, loading...): nothing was written; retry later."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message, status_code=code)
 
 
 class UnrecoverableError(Exception):

@@ -25,6 +25,7 @@ from .options import (
     decode_opts,
     merge_job_options,
 )
+from .outages import raise_if_unavailable
 from .reads import JobReads
 from .scheduler import JobSchedulerMethods
 from .scripts import Scripts
@@ -334,6 +335,9 @@ class Queue(_QueueBase):
                     request = op.send(reply)
         except StopIteration as stop:
             return stop.value
+        except ResponseError as exc:
+            raise_if_unavailable(exc)
+            raise
 
     def close(self) -> None:
         """Close the client's connections."""
@@ -387,6 +391,9 @@ class AsyncQueue(_QueueBase):
                     request = op.send(reply)
         except StopIteration as stop:
             return stop.value
+        except ResponseError as exc:
+            raise_if_unavailable(exc)
+            raise
 
     def _run(self, op: ops.Op) -> Any:
         return self._drive(op)

@@ -3,6 +3,7 @@
 - `core`: the claim / process / finish loop
 - `failures`: retries with backoff and final failures
 - `maintenance`: batched lock renewal and the stalled-job check
+- `closing`: waiting for running jobs, saving what finished, closing clients
 - `sync`: the blocking `Worker`
 """
 

@@ -20,29 +20,31 @@ from typing import Any
 import redis.asyncio as aioredis
 
 from .. import codec, defaults
-from ..connection import ConnectionLike, sibling_async_client, worker_client
+from ..connection import (
+    ConnectionLike,
+    sent_once_client,
+    sibling_async_client,
+    sibling_sync_client,
+    worker_client,
+)
 from ..exceptions import UnrecoverableError
 from ..job import Job
 from ..metrics import MetricsOptions
 from ..options import BackoffStrategy, keep_jobs
+from ..outages import Outage, recoverable
 from ..queue import AsyncQueue, Queue
+from ..scripts import Scripts
 from ..telemetry import Telemetry, WorkerTelemetry
+from .closing import Closing
 from .failures import FailureHandling
 from .hooks import Listener, WorkerHooks
 from .maintenance import Maintenance
 from .reporting import WorkerReports
-from .support import (
-    _TRANSIENT,
-    Processor,
-    _text,
-    _transient,
-    blocking_connection_name,
-    log,
-)
+from .support import Processor, _text, blocking_connection_name, log
 from .threads import ThreadRunner
 
 
-class AsyncWorker(FailureHandling, Maintenance):
+class AsyncWorker(Closing, FailureHandling, Maintenance):
     """Process jobs of one queue with an asyncio event loop."""
 
     def __init__(
@@ -95,7 +97,11 @@ class AsyncWorker(FailureHandling, Maintenance):
         self.close_timeout = close_timeout
         self.metrics = metrics
         self.id = uuid.uuid4().hex
-        self.queue = AsyncQueue(name, worker_client(connection), prefix)
+        pool_size = concurrency + defaults.WORKER_POOL_SPARE
+        self.queue = AsyncQueue(name, worker_client(connection, pool_size), prefix)
+        # Claims and finishes go where redis-py never re-sends a command.
+        self._once = Scripts(sent_once_client(self.queue.client))
+        self._outage = Outage(f"worker {name}", log)
         self.keys = self.queue.keys
         self._claim_keys = self.keys.move_to_active_keys()
         self._finish_keys = self.keys.move_to_finished_keys()
@@ -112,10 +118,12 @@ class AsyncWorker(FailureHandling, Maintenance):
         self._bclient: aioredis.Redis | None = None
         self._running: dict[str, Job] = {}
         self._finished: list[dict[str, Any]] = []
+        self._saving: list[dict[str, Any]] = []
         self._tasks: set[asyncio.Task[Any]] = set()
         self._seq = 0
         self._wake: asyncio.Event | None = None
         self._closing = False
+        self._force = False
         self._closed: asyncio.Event | None = None
         self._drained = False
         self._block_until = 0.0
@@ -125,6 +133,9 @@ class AsyncWorker(FailureHandling, Maintenance):
         self.hooks = WorkerHooks(worker_name or name)
         self.telemetry = WorkerTelemetry(name, worker_name, telemetry)
         self._reports = WorkerReports(self.hooks, self.telemetry)
+        #: Jobs still running when close() gave up on them (close_timeout,
+        #: or force): the stalled check returns them to wait.
+        self.abandoned = 0
 
     # --- public -----------------------------------------------------------
     @property
@@ -186,8 +197,10 @@ class AsyncWorker(FailureHandling, Maintenance):
                 # Open the named connection now: Node's getWorkers() lists
                 # connections, and a busy worker may not block for a long time.
                 await self._bclient.ping()
-            except _TRANSIENT:
-                pass
+                await self._once.client.ping()  # the first claim is not late
+            except Exception as exc:
+                if not recoverable(exc):
+                    raise
             await self._main_loop()
             await self._drain_running()
         finally:
@@ -207,9 +220,12 @@ class AsyncWorker(FailureHandling, Maintenance):
             await self._reports.stopped(defaults.HOOKS_STOP_S)
             self._closed.set()
 
-    def close(self) -> None:
-        """Stop claiming; running jobs finish (up to close_timeout); run() returns."""
+    def close(self, force: bool = False) -> None:
+        """Stop claiming; running jobs finish (up to close_timeout); run()
+        returns. With `force`, run() returns at once: running jobs are left
+        to the stalled check, as BullMQ's `worker.close(true)`."""
         self._closing = True
+        self._force = self._force or force
         if self._wake is not None:
             self._wake.set()
 
@@ -221,7 +237,6 @@ class AsyncWorker(FailureHandling, Maintenance):
     async def _main_loop(self) -> None:
         assert self._wake is not None
         block_task: asyncio.Task[Any] | None = None
-        failures = 0
         try:
             while not self._closing:
                 self._wake.clear()
@@ -238,21 +253,11 @@ class AsyncWorker(FailureHandling, Maintenance):
                         await self._fetch()
                     else:
                         block_task = await self._wait_for_job(block_task)
-                    failures = 0
                 except Exception as exc:
-                    if not _transient(exc):
+                    if not recoverable(exc):
                         raise
                     self._reports.error(exc)
-                    failures += 1
-                    delay = min(
-                        0.1 * 2 ** min(failures, 6), defaults.RECONNECT_DELAY_MAX_S
-                    )
-                    log.warning(
-                        "worker %s: redis unavailable (%s); retrying in %.1fs",
-                        self.name,
-                        exc,
-                        delay,
-                    )
+                    delay = self._outage.failed(exc)
                     if block_task is not None:
                         block_task.cancel()
                         block_task = None
@@ -326,20 +331,24 @@ class AsyncWorker(FailureHandling, Maintenance):
 
     async def _fetch(self) -> None:
         count = min(self.claim_capacity(), defaults.FETCH_BATCH_MAX)
-        flat, ttl, next_delay = await self.queue.scripts.move_to_active(
+        flat, ttl, next_delay = await self._once.move_to_active(
             self._claim_keys,
             (self.keys.base, int(time.time() * 1000), self._worker_opts(), count),
         )
+        # Only a claim or a finish ends an outage: reads (and a script with
+        # nothing to write) may succeed while Redis still refuses writes.
+        self._outage.succeeded()
         self._take_claimed(flat, ttl, next_delay)
 
     async def _flush(self) -> None:
         entries, self._finished = self._finished, []
+        self._saving = entries  # their locks are renewed until saved
         fetch = 0
         if not self._closing and self._limited_until <= time.time() * 1000:
             fetch = max(min(self.claim_capacity(), defaults.FETCH_BATCH_MAX), 0)
         k = self.keys
         try:
-            codes, flat, ttl, next_delay = await self.queue.scripts.move_to_finished(
+            codes, flat, ttl, next_delay = await self._once.move_to_finished(
                 self._finish_keys,
                 (
                     k.base,
@@ -351,6 +360,9 @@ class AsyncWorker(FailureHandling, Maintenance):
         except Exception:
             self._finished = entries + self._finished
             raise
+        finally:
+            self._saving = []
+        self._outage.succeeded()
         for entry, code in zip(entries, codes):
             if code != 0:
                 log.warning(
@@ -367,9 +379,16 @@ class AsyncWorker(FailureHandling, Maintenance):
 
     # --- processing ----------------------------------------------------------
     def _make_job(self, job_id: str, h: dict[str, str]) -> Job:
-        if not self.is_async and self._sync_queue is None:
-            self._sync_queue = Queue(self.name, self.queue.client, self.keys.prefix)
-        job = Job.from_hash(self._sync_queue or self.queue, job_id, h)
+        if self.is_async:
+            job = Job.from_hash(self.queue, job_id, h)
+        else:
+            if self._sync_queue is None:
+                pool = self.queue.client.connection_pool
+                client = sibling_sync_client(
+                    self.queue.client, max_connections=pool.max_connections
+                )
+                self._sync_queue = Queue(self.name, client, self.keys.prefix)
+            job = Job.from_hash(self._sync_queue, job_id, h)
         job.on_progress = self._reports.progress
         return job
 
@@ -453,29 +472,3 @@ class AsyncWorker(FailureHandling, Maintenance):
                 job.repeat_job_key,
                 exc,
             )
-
-    async def _drain_running(self) -> None:
-        """After close(): wait for running jobs (up to close_timeout), then flush."""
-        deadline = time.monotonic() + self.close_timeout
-        while self._tasks and time.monotonic() < deadline:
-            await asyncio.wait(set(self._tasks), timeout=deadline - time.monotonic())
-        for task in list(self._tasks):
-            task.cancel()
-        for _ in range(3):
-            if not self._finished:
-                break
-            try:
-                await self._flush()
-            except Exception as exc:
-                if not _transient(exc):
-                    raise
-                await asyncio.sleep(0.5)
-
-    async def _shutdown_clients(self) -> None:
-        if self._bclient is not None:
-            await self._bclient.aclose()
-        if self._threads is not None:
-            self._threads.shutdown()
-        if self._sync_queue is not None:
-            self._sync_queue.close()
-        await self.queue.close()

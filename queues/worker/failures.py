@@ -11,13 +11,21 @@ from .. import codec, defaults
 from ..exceptions import UnrecoverableError
 from ..job import Job
 from ..options import backoff_delay, keep_jobs
-from .support import _text, _transient, log
+from ..outages import recoverable
+from .support import _text, log
 
 if TYPE_CHECKING:
     from ..keys import QueueKeys
     from ..options import BackoffStrategy
+    from ..outages import Outage
     from ..queue import AsyncQueue
+    from ..scripts import Scripts
     from .reporting import WorkerReports
+
+
+#: Attempts to save a retry once the worker is closing; until then a retry
+#: is saved whenever Redis answers again (the job's lock is kept meanwhile).
+CLOSING_TRIES = 3
 
 
 class FailureHandling:
@@ -30,6 +38,9 @@ class FailureHandling:
     backoff_strategy: BackoffStrategy | None
     remove_on_fail: Any
     _reports: WorkerReports
+    _once: Scripts
+    _closing: bool
+    _outage: Outage
 
     async def _on_failure(self, job: Job, exc: BaseException) -> dict[str, Any] | None:
         """Retry the job (now or after backoff) or return its final failure entry."""
@@ -95,10 +106,11 @@ class FailureHandling:
     async def _retry(self, job: Job, delay: int, fields: list[str]) -> None:
         k = self.keys
         now = int(time.time() * 1000)
-        for attempt in range(5):
+        tries = 0
+        while True:
             try:
                 if delay > 0:
-                    code = await self.queue.scripts.move_to_delayed(
+                    code = await self._once.move_to_delayed(
                         (k.active, k.delayed, k.events, k.meta, k.marker, k.stalled),
                         (
                             k.base,
@@ -111,7 +123,7 @@ class FailureHandling:
                         ),
                     )
                 else:
-                    code = await self.queue.scripts.retry_job(
+                    code = await self._once.retry_job(
                         (
                             k.wait,
                             k.active,
@@ -132,6 +144,7 @@ class FailureHandling:
                             "1" if job.lifo else "0",
                         ),
                     )
+                self._outage.succeeded()
                 if code != 0:
                     log.warning(
                         "worker %s: retry of job %s not saved (code %s)",
@@ -141,10 +154,11 @@ class FailureHandling:
                     )
                 return
             except Exception as exc:
-                if not _transient(exc):
+                if not recoverable(exc):
                     raise
-                log.warning(
-                    "worker %s: retry of job %s failed (%s)", self.name, job.id, exc
-                )
-                await asyncio.sleep(min(0.2 * 2**attempt, 2))
-        # Left in active: the stalled check will return it to wait.
+                tries += 1
+                if self._closing and tries >= CLOSING_TRIES:
+                    # Left in active (its lock lapses once the worker is
+                    # gone): the stalled check returns it to wait.
+                    return
+                await asyncio.sleep(self._outage.failed(exc))

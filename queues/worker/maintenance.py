@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .. import codec
+from ..outages import recoverable
 from .support import log
 
 if TYPE_CHECKING:
     from ..job import Job
     from ..keys import QueueKeys
+    from ..outages import Outage
     from ..queue import AsyncQueue
     from .reporting import WorkerReports
 
@@ -26,6 +28,9 @@ class Maintenance:
     stalled_interval: int
     max_stalled_count: int
     _running: dict[str, Job]
+    _finished: list[dict[str, Any]]
+    _saving: list[dict[str, Any]]
+    _outage: Outage
     _stopping: asyncio.Event
     _drained: bool
     _wake: asyncio.Event | None
@@ -35,25 +40,30 @@ class Maintenance:
         # A quarter of the lock duration, like BullMQ's timer (lockRenewTime/2):
         # a renewal that fails (Redis busy or unreachable) is retried while
         # the locks still have half their time left.
+        # Jobs that finished but are not saved yet (Redis refused or was
+        # unreachable) keep their locks too, or they would run again.
         interval = self.lock_duration / 4 / 1000
         while not await self._stop_within(interval):
-            if not self._running:
+            held = {j.id: j.token for j in self._running.values()}
+            for entry in (*self._saving, *self._finished):
+                held[entry["id"]] = entry["token"]
+            if not held:
                 continue
-            jobs = list(self._running.values())
             try:
                 lost = await self.queue.scripts.extend_locks(
                     (self.keys.stalled,),
                     (
                         self.keys.base,
                         self.lock_duration,
-                        codec.dumps([j.id for j in jobs]),
-                        codec.dumps([j.token for j in jobs]),
+                        codec.dumps(list(held)),
+                        codec.dumps(list(held.values())),
                     ),
                 )
             except Exception as exc:  # noqa: BLE001 - renewal must outlive any error
-                log.warning("worker %s: lock renewal failed (%s)", self.name, exc)
+                self._helper_failed("lock renewal", exc)
                 self._reports.error(exc)
                 continue
+            self._helper_answered()
             for job_id in lost:
                 log.warning("worker %s: lost the lock of job %s", self.name, job_id)
 
@@ -107,6 +117,22 @@ class Maintenance:
                     failing = await self._count_failing(moved)
                     self._reports.stalled(moved, failing, started)
             except Exception as exc:  # noqa: BLE001 - the check must outlive any error
-                log.warning("worker %s: stalled check failed (%s)", self.name, exc)
+                self._helper_failed("stalled check", exc)
                 self._reports.error(exc)
             await self._stop_within(self.stalled_interval / 1000)
+
+    def _helper_failed(self, what: str, exc: BaseException) -> None:
+        """An outage is logged once (by whichever part meets it first);
+        any other error every time."""
+        if recoverable(exc):
+            self._outage.failed(exc)
+        else:
+            log.warning("worker %s: %s failed (%r)", self.name, what, exc)
+
+    def _helper_answered(self) -> None:
+        """Redis took a write: end the outage and let the main loop save and
+        claim now rather than after its backoff."""
+        if self._outage.ongoing:
+            self._outage.succeeded()
+            if self._wake is not None:
+                self._wake.set()

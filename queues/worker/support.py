@@ -1,4 +1,4 @@
-"""What the worker's parts share: transient-error test, safe text, naming."""
+"""What the worker's parts share: the logger, safe text, naming."""
 
 from __future__ import annotations
 
@@ -6,25 +6,12 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from redis.exceptions import BusyLoadingError, ResponseError
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
-
 from ..clients import worker_connection_name
 from ..job import Job
 
 log = logging.getLogger("queues.worker")
 
 Processor = Callable[[Job], Any]
-_TRANSIENT = (RedisConnectionError, RedisTimeoutError, BusyLoadingError, OSError)
-
-
-def _transient(exc: BaseException) -> bool:
-    """Whether a Redis error means "not now": the server is unreachable, or
-    answers BUSY while another client's script runs too long."""
-    if isinstance(exc, _TRANSIENT):
-        return True
-    return isinstance(exc, ResponseError) and str(exc).startswith("BUSY ")
 
 
 def _text(value: str) -> str:

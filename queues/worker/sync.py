@@ -31,9 +31,11 @@ class Worker:
 
         asyncio.run(main())
 
-    def close(self) -> None:
-        """Ask the worker to stop (safe from any thread)."""
+    def close(self, force: bool = False) -> None:
+        """Ask the worker to stop (safe from any thread); `force`: at once,
+        leaving running jobs to the stalled check (see AsyncWorker.close)."""
         if self._loop is not None and self._loop.is_running():
-            self._loop.call_soon_threadsafe(self._core.close)
+            self._loop.call_soon_threadsafe(self._core.close, force)
         else:
             self._core._closing = True
+            self._core._force = self._core._force or force

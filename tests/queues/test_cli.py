@@ -254,6 +254,20 @@ def test_worker_stops_gracefully_letting_the_running_job_finish(
     assert queue.get_job_state("2") is JobState.WAITING
 
 
+def test_a_clean_stop_does_not_warn_of_running_jobs(
+    redis_url: str, queue: Queue
+) -> None:
+    """SIGTERM after the jobs are done: no warning that a job is still
+    running after the close timeout, since none is."""
+    queue.add_bulk([{"name": "d", "data": {"x": i}} for i in range(3)])
+    proc = start_worker(redis_url, queue.name, "double", "--concurrency", "100")
+    try:
+        wait_for(lambda: queue.get_counts("completed")["completed"] == 3)
+    finally:
+        err = stop_worker(proc)
+    assert "still running" not in err, err
+
+
 def test_retry_clean_pause_and_resume(redis_url: str, queue: Queue) -> None:
     """Failed jobs are retried, completed ones cleaned; pause and resume the queue."""
     queue.add_bulk([{"name": "bad", "data": {"x": i, "fail": True}} for i in range(3)])

@@ -22,13 +22,12 @@ from typing import Any
 
 import orjson
 import redis
-from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from dashboard.present import redact_fields
 from queues import Queue, Worker
 from queues.connection import sync_client
+from queues.outages import Outage, backoff_s, recoverable
 
 from .. import defaults
 from ..keys import ApiKeys
@@ -276,20 +275,24 @@ class StreamReader:
         return pushed
 
     def run(self, stop: threading.Event) -> None:
-        """Step until stopped; Redis outages are waited out."""
-        pause = 0.5
+        """Step until stopped; Redis outages (unreachable, out of memory,
+        read-only...) are waited out and logged once each."""
+        outage = Outage("webhook reader", log)
+        failures = 0
         while not stop.is_set():
+            began = time.monotonic()
             try:
                 self.step()
-                pause = 0.5
-            except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
-                log.warning("webhook reader: Redis unavailable (%s); retrying", exc)
-                stop.wait(pause)
-                pause = min(pause * 2, 5.0)
-            except Exception:  # noqa: BLE001 - keep reading; the entry stays pending
+                if self.streams or self._refreshed >= began:  # Redis answered
+                    outage.succeeded()
+                failures = 0
+            except Exception as exc:  # noqa: BLE001 - keep reading; the entry stays pending
+                if recoverable(exc):
+                    stop.wait(outage.failed(exc))
+                    continue
                 log.exception("webhook reader: step failed; retrying")
-                stop.wait(pause)
-                pause = min(pause * 2, 5.0)
+                failures += 1
+                stop.wait(backoff_s(failures))
 
 
 class Dispatcher:
