@@ -59,12 +59,14 @@ local function claimJobs(q, prefix, now, opts, count)
     if not jobId then
       break
     end
-    if maxJobs then
+    local jobKey = prefix .. jobId
+    -- A job claimed only to be failed at once (`defa`) takes no rate-limit
+    -- slot, as in BullMQ 6.7.0.
+    if maxJobs and rcall("HEXISTS", jobKey, "defa") == 0 then
       if rcall("INCR", q.limiter) == 1 then
         rcall("PEXPIRE", q.limiter, math.floor(math.abs(tonumber(duration) or 0)))
       end
     end
-    local jobKey = prefix .. jobId
     local token = opts["token"] .. ":" .. (opts["seq"] + claimed)
     rcall("SET", jobKey .. ":lock", token, "PX", opts["lockDuration"])
     rcall("XADD", q.events, "*", "event", "active", "jobId", jobId, "prev", "waiting")
