@@ -84,3 +84,62 @@ def test_deferred_failure_uses_no_rate_limit_slot(redis_url: str, qname: str) ->
     assert states["node"] == states["bullpen"], states
     assert states["bullpen"]["real"] == "completed"
     assert states["bullpen"]["limiter_count"] == "1"
+
+
+def _most_at_once(jobs: list[Any]) -> int:
+    """The most jobs active at one time, from processedOn/finishedOn."""
+    edges = sorted(
+        [(j.finished_on, -1) for j in jobs] + [(j.processed_on, 1) for j in jobs]
+    )
+    running = most = 0
+    for _, step in edges:
+        running += step
+        most = max(most, running)
+    return most
+
+
+def _share_under_global_concurrency(
+    redis_url: str, qname: str, kind: str
+) -> dict[str, Any]:
+    """4 workers (local concurrency 3 each) on a queue with a global
+    concurrency of 3 run 48 jobs of 40 ms: who ran how many, and the most
+    jobs active at once."""
+    queue = Queue(qname + kind, redis_url)
+    queue.set_global_concurrency(3)
+    names = [f"{kind}{i}" for i in range(4)]
+    if kind == "node":
+        workers = [
+            node_worker(redis_url, queue.name, name=n, concurrency=3, drainDelay=1)
+            for n in names
+        ]
+    else:
+        workers = [
+            py_worker(
+                redis_url, queue.name, worker_name=n, concurrency=3, drain_delay=1
+            )
+            for n in names
+        ]
+    queue.add_bulk({"name": "j", "data": {"sleepMs": 40}} for _ in range(48))
+    wait_until(
+        lambda: queue.get_counts("completed")["completed"] == 48,
+        30,
+        f"48 jobs on {kind} workers",
+    )
+    for worker in workers:
+        worker.stop()
+    jobs = queue.get_jobs("completed")
+    ran = {n: sum(j.processed_by == n for j in jobs) for n in names}
+    queue.close()
+    return {"ran": ran, "most_at_once": _most_at_once(jobs)}
+
+
+def test_global_concurrency_is_shared_by_workers(redis_url: str, qname: str) -> None:
+    """With a global concurrency of 3 and 4 workers that could each take 3
+    jobs, the cap holds and every worker gets a real share of the work, as
+    with Node workers (one job per claim); a Bullpen worker used to claim
+    every free slot in one call and keep them through finish-and-claim."""
+    shares = {k: _share_under_global_concurrency(redis_url, qname, k) for k in KINDS}
+    for kind, share in shares.items():
+        assert share["most_at_once"] <= 3, shares
+        assert sum(share["ran"].values()) == 48, shares
+    assert min(shares["bullpen"]["ran"].values()) >= 48 // 4 // 3, shares

@@ -1,6 +1,7 @@
 --[[
   Claim up to `count` jobs for a worker (wire spec 4.5 steps 1-9), the body
-  shared by move_to_active and the fetch-next path of move_to_finished.
+  shared by move_to_active and the fetch-next path of move_to_finished; at
+  most one when the queue has a global concurrency or rate limit.
   `q` is a table of queue keys: wait, active, prioritized, events, limiter,
   delayed, meta, pc, marker. `opts`: token (prefix; each job's lock token is
   token .. ":" .. (seq + i - 1)), seq, lockDuration, limiter {max,duration},
@@ -18,6 +19,12 @@ local function claimJobs(q, prefix, now, opts, count)
   local maxJobs = tonumber(metaMax or (limiter and limiter["max"]))
   local duration = (limiter and limiter["duration"]) or metaDuration
   local concurrency = tonumber(rcall("HGET", q.meta, "concurrency"))
+  if concurrency or maxJobs then
+    -- Under a global limit, one job per call (as a Node worker's fetch) so
+    -- that one worker cannot take every free slot; the marker re-added
+    -- below lets the next waiting worker claim the next one.
+    count = math.min(count, 1)
+  end
   local jobs = {}
   local claimed = 0
   while claimed < count do
