@@ -28,7 +28,8 @@
   ARGV[1] key prefix
   ARGV[2] now (ms)
   ARGV[3] JSON worker opts (as move_to_active), plus `fetch`: jobs to claim
-          (none when the queue has a global concurrency), and `maxMetricsSize`: data points kept per metrics list (absent:
+          (none when the queue has a global concurrency), and
+          `maxMetricsSize`: data points kept per metrics list (absent:
           no metrics)
   ARGV[4] JSON array of entries {id, token, target ("completed"|"failed"),
           value (returnvalue JSON or raw failedReason), fields (flat array or
