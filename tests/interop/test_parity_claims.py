@@ -139,7 +139,7 @@ def test_global_concurrency_is_shared_by_workers(redis_url: str, qname: str) -> 
     with Node workers (one job per claim); a Bullpen worker used to claim
     every free slot in one call and keep them through finish-and-claim."""
     shares = {k: _share_under_global_concurrency(redis_url, qname, k) for k in KINDS}
-    for kind, share in shares.items():
+    for share in shares.values():
         assert share["most_at_once"] <= 3, shares
         assert sum(share["ran"].values()) == 48, shares
     assert min(shares["bullpen"]["ran"].values()) >= 48 // 4 // 3, shares
