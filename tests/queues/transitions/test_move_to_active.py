@@ -166,24 +166,42 @@ def test_legacy_marker_in_wait_is_skipped(
 
 
 def test_global_concurrency(r: redis.Redis, redis_url: str, qname: str) -> None:
-    """With meta concurrency=2 a call claims one job however many are asked for
-    (so workers share the cap), up to 2 active jobs; at the limit the reply is
-    empty and nothing is popped."""
+    """With meta concurrency=2 a batch claims only up to 2 active jobs; at the limit
+    the reply is empty and nothing is popped."""
     q = new_queue(redis_url, qname)
     q.set_global_concurrency(2)
     for _ in range(4):
         q.add("x", timestamp=NOW)
-    assert [j for j, _, _ in claimed(move_to_active(q, count=5))] == ["1"]
-    assert [j for j, _, _ in claimed(move_to_active(q, count=5))] == ["2"]
+    assert [j for j, _, _ in claimed(move_to_active(q, count=5))] == ["1", "2"]
     assert move_to_active(q, count=5) == [[], 0, 0]
     assert lst(r, q.keys.wait) == ["4", "3"]
     assert r.llen(q.keys.active) == 2
 
 
+def test_global_limit_one_job_while_marker_taken(
+    r: redis.Redis, redis_url: str, qname: str
+) -> None:
+    """Under a global concurrency or rate limit, a call that finds no base
+    marker (another worker may be blocked on it) claims one job however many
+    are asked for, and re-adds the marker for the next worker."""
+    q = new_queue(redis_url, qname)
+    q.set_global_concurrency(3)
+    for _ in range(4):
+        q.add("x", timestamp=NOW)
+    for expected in ("1", "2"):
+        r.delete(q.keys.marker)
+        assert [j for j, _, _ in claimed(move_to_active(q, count=5))] == [expected]
+        assert markers(r, q) == {"0": 0.0}
+    q.set_global_concurrency(10)
+    q.set_global_rate_limit(5, 10_000)
+    r.delete(q.keys.marker)
+    assert [j for j, _, _ in claimed(move_to_active(q, count=5))] == ["3"]
+
+
 def test_global_rate_limit(r: redis.Redis, redis_url: str, qname: str) -> None:
-    """Meta max/duration: one job per call; the `limiter` counter is INCRed per
-    claimed job, PEXPIREd to duration on the first INCR; at max the reply
-    carries the limiter PTTL."""
+    """Meta max/duration: the `limiter` counter is INCRed per claimed job,
+    PEXPIREd to duration on the first INCR; at max the reply carries the
+    limiter PTTL. (The first call finds no marker: it claims one job.)"""
     q = new_queue(redis_url, qname)
     q.set_global_rate_limit(2, 10_000)
     for _ in range(4):
@@ -220,8 +238,7 @@ def test_worker_limiter_alone(r: redis.Redis, redis_url: str, qname: str) -> Non
         q.add("x", timestamp=NOW)
     limiter = {"max": 2, "duration": 3_000}
     got = claimed(move_to_active(q, count=5, limiter=limiter))
-    assert len(got) == 1
-    assert len(claimed(move_to_active(q, count=5, limiter=limiter))) == 1
+    assert len(got) == 2
     jobs, ttl, _ = move_to_active(q, count=5, limiter=limiter)
     assert jobs == [] and 2_000 < ttl <= 3_000
 
