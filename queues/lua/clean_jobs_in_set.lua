@@ -4,7 +4,8 @@
   their score (finishedOn); delayed uses processedOn/timestamp; prioritized
   uses timestamp; wait/paused/active use finishedOn/processedOn/timestamp,
   and active only jobs without a lock. The current iteration of a job
-  scheduler is kept. One `cleaned {count}` event per call.
+  scheduler is kept unless it has finished. One `cleaned {count}` event per
+  call.
 
   KEYS[1] the state's key
   KEYS[2] events
@@ -25,6 +26,9 @@ local cutoff = tonumber(ARGV[2])
 local limit = tonumber(ARGV[3])
 local state = ARGV[4]
 local deleted = {}
+-- As 6.7.0: a finished job is cleaned even when it is still the current
+-- iteration of its scheduler (one whose limit or end date was reached).
+local keepIterations = state ~= "completed" and state ~= "failed"
 
 local function referenceTime(jobKey, fields)
   local values = rcall("HMGET", jobKey, unpack(fields))
@@ -40,7 +44,7 @@ local function removable(jobId, fields, needUnlocked)
   if needUnlocked and rcall("EXISTS", jobKey .. ":lock") == 1 then
     return false
   end
-  if isCurrentSchedulerIteration(prefix, jobKey, jobId) then
+  if keepIterations and isCurrentSchedulerIteration(prefix, jobKey, jobId) then
     return false
   end
   if fields then

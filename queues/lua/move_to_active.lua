@@ -1,5 +1,6 @@
 --[[
-  Claim up to ARGV[4] jobs for a worker (wire spec 4.5, batched): promote due
+  Claim up to ARGV[4] jobs for a worker (wire spec 4.5, batched; one when the
+  queue has a global limit and another worker may wait): promote due
   delayed jobs, honour the rate limiter, paused flag and global concurrency,
   pop from `wait` (tail) then `prioritized`, lock each job, emit `active`,
   set processedOn/pb, increment ats, and re-add the base marker.
@@ -32,5 +33,5 @@
 local q = {wait = KEYS[1], active = KEYS[2], prioritized = KEYS[3], events = KEYS[4],
   limiter = KEYS[5], delayed = KEYS[6], meta = KEYS[7], pc = KEYS[8], marker = KEYS[9]}
 local claimed = claimJobs(q, ARGV[1], tonumber(ARGV[2]), cjson.decode(ARGV[3]),
-  tonumber(ARGV[4]))
+  tonumber(ARGV[4]), isMarkerContended(q.marker))
 return claimed

@@ -27,8 +27,10 @@
 
   ARGV[1] key prefix
   ARGV[2] now (ms)
-  ARGV[3] JSON worker opts (as move_to_active), plus `fetch`: jobs to claim,
-          and `maxMetricsSize`: data points kept per metrics list (absent:
+  ARGV[3] JSON worker opts (as move_to_active), plus `fetch`: jobs to claim
+          (none when the queue has a global concurrency and another
+          worker may be waiting), and
+          `maxMetricsSize`: data points kept per metrics list (absent:
           no metrics)
   ARGV[4] JSON array of entries {id, token, target ("completed"|"failed"),
           value (returnvalue JSON or raw failedReason), fields (flat array or
@@ -60,6 +62,7 @@ local q = {wait = KEYS[1], active = KEYS[2], prioritized = KEYS[3], events = KEY
 local prefix = ARGV[1]
 local now = tonumber(ARGV[2])
 local opts = cjson.decode(ARGV[3])
+local contended = isMarkerContended(q.marker)
 local entries = cjson.decode(ARGV[4])
 local codes = {}
 local trimmed = false
@@ -149,9 +152,14 @@ for i, e in ipairs(entries) do
 end
 
 -- BullMQ never re-adds a marker when a globally limited queue drops below
--- its concurrency; do it here so idle workers of any client wake up.
-local concurrency = rcall("HGET", q.meta, "concurrency")
-if concurrency and rcall("HEXISTS", q.meta, "paused") == 0 then
+-- its concurrency; do it here so idle workers of any client wake up. When
+-- one may be waiting, the freed slots are not claimed here: the finishing
+-- worker queues for the marker behind the idle ones (Redis serves blocked
+-- BZPOPMIN clients in order), so the slots of the cap rotate instead of
+-- staying with one worker.
+local meta = rcall("HMGET", q.meta, "paused", "concurrency")
+local concurrency = meta[2]
+if concurrency and not meta[1] then
   if rcall("LLEN", q.active) < tonumber(concurrency) and
      (rcall("LLEN", q.wait) > 0 or rcall("ZCARD", q.prioritized) > 0) then
     addBaseMarkerIfNeeded(q.marker, false)
@@ -159,8 +167,8 @@ if concurrency and rcall("HEXISTS", q.meta, "paused") == 0 then
 end
 
 local fetchCount = tonumber(opts["fetch"]) or 0
-if fetchCount > 0 then
-  local claimed, held = claimJobs(q, prefix, now, opts, fetchCount)
+if fetchCount > 0 and not (concurrency and contended) then
+  local claimed, held = claimJobs(q, prefix, now, opts, fetchCount, contended)
   -- As BullMQ's fetchNextJob: a claim, a rate limit, a paused or maxed queue
   -- or a pending delayed job answers the fetch, and no `drained` follows.
   if #claimed[1] > 0 or claimed[2] > 0 or claimed[3] > 0 or held then

@@ -1,6 +1,10 @@
 --[[
   Claim up to `count` jobs for a worker (wire spec 4.5 steps 1-9), the body
   shared by move_to_active and the fetch-next path of move_to_finished.
+  `contended`: another worker may be blocked on the marker (see
+  isMarkerContended); then a queue with a global concurrency or rate limit
+  gets one job per call, as a Node worker's fetch, so that one worker cannot
+  take every free slot of the limit.
   `q` is a table of queue keys: wait, active, prioritized, events, limiter,
   delayed, meta, pc, marker. `opts`: token (prefix; each job's lock token is
   token .. ":" .. (seq + i - 1)), seq, lockDuration, limiter {max,duration},
@@ -10,7 +14,14 @@
   queue was paused or maxed before any job was claimed.
   Requires: base, markers, metadata, scores, promote.
 ]]
-local function claimJobs(q, prefix, now, opts, count)
+-- True when no base marker is waiting to be taken: a worker blocked on the
+-- marker would have taken it at once, so only then may one be waiting.
+-- Read it before the script adds a marker itself.
+local function isMarkerContended(markerKey)
+  return not rcall("ZSCORE", markerKey, "0")
+end
+
+local function claimJobs(q, prefix, now, opts, count, contended)
   local isPausedOrMaxed, metaMax, metaDuration = getQueueMetadata(q.meta, q.active)
   promoteDelayedJobs(q.delayed, q.marker, q.wait, q.prioritized, q.events, prefix,
                      now, q.pc, isPausedOrMaxed)
@@ -18,6 +29,10 @@ local function claimJobs(q, prefix, now, opts, count)
   local maxJobs = tonumber(metaMax or (limiter and limiter["max"]))
   local duration = (limiter and limiter["duration"]) or metaDuration
   local concurrency = tonumber(rcall("HGET", q.meta, "concurrency"))
+  if contended and (concurrency or maxJobs) then
+    -- The marker re-added below lets the next waiting worker claim the next.
+    count = math.min(count, 1)
+  end
   local jobs = {}
   local claimed = 0
   while claimed < count do
@@ -59,12 +74,14 @@ local function claimJobs(q, prefix, now, opts, count)
     if not jobId then
       break
     end
-    if maxJobs then
+    local jobKey = prefix .. jobId
+    -- A job claimed only to be failed at once (`defa`) takes no rate-limit
+    -- slot, as in BullMQ 6.7.0.
+    if maxJobs and rcall("HEXISTS", jobKey, "defa") == 0 then
       if rcall("INCR", q.limiter) == 1 then
         rcall("PEXPIRE", q.limiter, math.floor(math.abs(tonumber(duration) or 0)))
       end
     end
-    local jobKey = prefix .. jobId
     local token = opts["token"] .. ":" .. (opts["seq"] + claimed)
     rcall("SET", jobKey .. ":lock", token, "PX", opts["lockDuration"])
     rcall("XADD", q.events, "*", "event", "active", "jobId", jobId, "prev", "waiting")

@@ -178,15 +178,36 @@ def test_global_concurrency(r: redis.Redis, redis_url: str, qname: str) -> None:
     assert r.llen(q.keys.active) == 2
 
 
+def test_global_limit_one_job_while_marker_taken(
+    r: redis.Redis, redis_url: str, qname: str
+) -> None:
+    """Under a global concurrency or rate limit, a call that finds no base
+    marker (another worker may be blocked on it) claims one job however many
+    are asked for, and re-adds the marker for the next worker."""
+    q = new_queue(redis_url, qname)
+    q.set_global_concurrency(3)
+    for _ in range(4):
+        q.add("x", timestamp=NOW)
+    for expected in ("1", "2"):
+        r.delete(q.keys.marker)
+        assert [j for j, _, _ in claimed(move_to_active(q, count=5))] == [expected]
+        assert markers(r, q) == {"0": 0.0}
+    q.set_global_concurrency(10)
+    q.set_global_rate_limit(5, 10_000)
+    r.delete(q.keys.marker)
+    assert [j for j, _, _ in claimed(move_to_active(q, count=5))] == ["3"]
+
+
 def test_global_rate_limit(r: redis.Redis, redis_url: str, qname: str) -> None:
-    """Meta max/duration: the `limiter` counter is INCRed per claimed job, PEXPIREd to
-    duration on the first INCR; at max the reply carries the limiter PTTL."""
+    """Meta max/duration: the `limiter` counter is INCRed per claimed job,
+    PEXPIREd to duration on the first INCR; at max the reply carries the
+    limiter PTTL. (The first call finds no marker: it claims one job.)"""
     q = new_queue(redis_url, qname)
     q.set_global_rate_limit(2, 10_000)
     for _ in range(4):
         q.add("x", timestamp=NOW)
     r.delete(q.keys.marker)
-    got = claimed(move_to_active(q, count=5))
+    got = claimed(move_to_active(q, count=5)) + claimed(move_to_active(q, count=5))
     assert [j for j, _, _ in got] == ["1", "2"]
     assert r.get(q.keys.limiter) == "2"
     assert 9_000 < r.pttl(q.keys.limiter) <= 10_000
@@ -215,9 +236,10 @@ def test_worker_limiter_alone(r: redis.Redis, redis_url: str, qname: str) -> Non
     q = new_queue(redis_url, qname)
     for _ in range(3):
         q.add("x", timestamp=NOW)
-    got = claimed(move_to_active(q, count=5, limiter={"max": 2, "duration": 3_000}))
+    limiter = {"max": 2, "duration": 3_000}
+    got = claimed(move_to_active(q, count=5, limiter=limiter))
     assert len(got) == 2
-    jobs, ttl, _ = move_to_active(q, count=5, limiter={"max": 2, "duration": 3_000})
+    jobs, ttl, _ = move_to_active(q, count=5, limiter=limiter)
     assert jobs == [] and 2_000 < ttl <= 3_000
 
 

@@ -300,6 +300,40 @@ def test_global_concurrency_frees_a_slot(
     assert markers(r, q) == {"0": 0.0}
 
 
+def test_global_concurrency_finish_claims_nothing(
+    r: redis.Redis, redis_url: str, qname: str
+) -> None:
+    """Under a global concurrency a finish with fetch claims nothing, so the
+    freed slot goes to the worker that waited longest on the marker, not back
+    to the one that finished; no `drained` while jobs wait."""
+    q = new_queue(redis_url, qname)
+    q.set_global_concurrency(2)
+    add_active(q)
+    q.add("x", timestamp=NOW)
+    r.delete(q.keys.marker)
+    clear_events(r, q)
+    assert move_to_finished(q, [entry("1")], now=LATER, fetch=2) == [[0], [], 0, 0]
+    assert lst(r, q.keys.wait) == ["2"] and not r.exists(q.keys.active)
+    assert markers(r, q) == {"0": 0.0}
+    assert event_names(r, q) == ["completed"]
+
+
+def test_global_concurrency_finish_claims_when_nobody_waits(
+    r: redis.Redis, redis_url: str, qname: str
+) -> None:
+    """A base marker left untaken means no worker is blocked on it: then the
+    finishing call claims the freed slots itself, in one batch."""
+    q = new_queue(redis_url, qname)
+    q.set_global_concurrency(2)
+    add_active(q)
+    q.add("x", timestamp=NOW)
+    q.add("y", timestamp=NOW)
+    assert markers(r, q) == {"0": 0.0}
+    reply = move_to_finished(q, [entry("1")], now=LATER, fetch=3, seq=1)
+    assert [job_id for job_id, _, _ in claimed(reply[1:])] == ["2", "3"]
+    assert lst(r, q.keys.active) == ["3", "2"]
+
+
 def test_completed_child_releases_parent(
     r: redis.Redis, redis_url: str, qname: str
 ) -> None:
