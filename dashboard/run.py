@@ -28,9 +28,18 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 def daphne_args(host: str, port: int | str) -> list[str]:
     """The arguments after `python` that serve the dashboard (HTTP, API and
-    live sockets) on daphne: the one command line make run, the examples,
-    the benchmarks and the browser tests all start."""
-    return ["-m", "daphne", "-b", host, "-p", str(port), "dashboard.asgi:application"]
+    live sockets) on daphne (with its access log redacted, dashboard.serve):
+    the one command line make run, the examples, the benchmarks and the
+    browser tests all start."""
+    return [
+        "-m",
+        "dashboard.serve",
+        "-b",
+        host,
+        "-p",
+        str(port),
+        "dashboard.asgi:application",
+    ]
 
 
 def _gpus_spec(env: dict[str, str]) -> str:
@@ -110,7 +119,7 @@ def _start(env: dict[str, str], procs: dict[str, subprocess.Popen[bytes]]) -> No
         "dashboard": [py, *daphne_args(HOST, PORT)],
         "supervisor": [py, "manage.py", "runworkers"],
         "webhooks": [py, "manage.py", "runwebhooks"],
-        "producer": [py, "-m", "dashboard.demo", env["REDIS_URL"], "gpu"],
+        "producer": [py, "-m", "dashboard.demo", "gpu"],
     }
     for name, cmd in commands.items():
         procs[name] = subprocess.Popen(cmd, env=env)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from dashboard.run import daphne_args
+from gpu_workers.children import send_on_stdin
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -82,7 +83,9 @@ class Stack:
         env.update(self.env_overrides)
         return env
 
-    def _start(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
+    def _start(
+        self, name: str, args: list[str], stdin_text: str | None = None
+    ) -> subprocess.Popen[bytes]:
         log = open(self.workdir / f"{name}.log", "ab")  # noqa: SIM115 - closed by close()
         proc = subprocess.Popen(
             args,
@@ -90,10 +93,12 @@ class Stack:
             env=self.env,
             stdout=log,
             stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL if stdin_text is None else subprocess.PIPE,
             start_new_session=True,
         )
         log.close()
+        if stdin_text is not None:
+            send_on_stdin(proc, stdin_text)
         self.procs[name] = proc
         return proc
 
@@ -170,9 +175,11 @@ class Stack:
             "log_dir": str(self.workdir),
             **FAST_SUPERVISOR,
         }
+        # On stdin, not argv: the config holds the Redis URL (ps shows argv).
         self._start(
             "supervisor",
-            [sys.executable, "-m", "gpu_workers", "--config", json.dumps(config)],
+            [sys.executable, "-m", "gpu_workers", "--config", "-"],
+            stdin_text=json.dumps(config),
         )
 
     def stop(self, name: str, timeout: float = 30.0) -> int | None:

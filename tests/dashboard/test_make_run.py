@@ -58,11 +58,12 @@ def alive(pid: int) -> bool:
 
 @contextmanager
 def make_run(
-    tmp_path: Path, port: int
+    tmp_path: Path, port: int, **extra_env: str
 ) -> Iterator[tuple[subprocess.Popen[str], set[int]]]:
-    """`python -m dashboard.run` on its own Redis, port and database, and the
-    set of processes the test saw below it: whatever is still alive of them
-    (and make run itself) is killed afterwards, whatever the outcome."""
+    """`python -m dashboard.run` on its own Redis (unless `extra_env` names
+    one), port and database, and the set of processes the test saw below it:
+    whatever is still alive of them (and make run itself) is killed
+    afterwards, whatever the outcome."""
     env = {
         k: v
         for k, v in os.environ.items()
@@ -74,6 +75,7 @@ def make_run(
         BULLPEN_DRAIN_TIMEOUT_S="2",
         PYTHONUNBUFFERED="1",
     )
+    env.update(extra_env)
     proc = subprocess.Popen(
         [sys.executable, "-m", "dashboard.run"],
         cwd=ROOT,
