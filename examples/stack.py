@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -65,6 +66,9 @@ class Stack:
     env_overrides: dict[str, str] = field(default_factory=dict)
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     api_url: str = ""
+    #: One key per stack: production settings need one, and every process of
+    #: the stack must share it (sessions, tickets).
+    secret_key: str = field(default_factory=lambda: secrets.token_urlsafe(50))
 
     @property
     def env(self) -> dict[str, str]:
@@ -76,6 +80,7 @@ class Stack:
             PYTHONUNBUFFERED="1",
             REDIS_URL=self.redis_url,
             BULLPEN_DB_PATH=str(self.workdir / "db.sqlite3"),
+            DJANGO_SECRET_KEY=self.secret_key,
             DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
             BULLPEN_HOSTNAME="example-host",
             BULLPEN_WEBHOOK_ALLOW_PRIVATE="1",

@@ -118,6 +118,20 @@ class RedisUnavailableMiddleware(MiddlewareMixin):
         return None
 
 
+class ContentSecurityPolicyMiddleware(MiddlewareMixin):
+    """Sends settings.BULLPEN_CSP as Content-Security-Policy on every response
+    that has none (a view may set its own)."""
+
+    def process_response(
+        self, request: HttpRequest, response: HttpResponse
+    ) -> HttpResponse:
+        """The header, unless the policy is empty or already set."""
+        policy = settings.BULLPEN_CSP
+        if policy and "Content-Security-Policy" not in response:
+            response["Content-Security-Policy"] = policy
+        return response
+
+
 def perm_required(perm: str) -> Callable[[View], View]:
     """Anonymous users go to the login page; users without `perm` get a 403."""
 

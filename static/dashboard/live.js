@@ -6,7 +6,9 @@
  *   counts   -> text of [data-live-count="<queue>:<state>"]; [data-live-paused]
  *   progress -> [data-live-progress="<queue>:<job>"] (<progress> value, or the
  *               width of .bar > span) and text of [data-live-progress-text]
- *   event    -> text of [data-live-state="<queue>:<job>"], then a
+ *   event    -> text of [data-live-state="<queue>:<job>"], a
+ *               `bullpen:job-event` DOM event on each [data-live-job="<queue>:<job>"]
+ *               (htmx triggers without eval'd filters, for the CSP), then a
  *               `bullpen:queue-event` DOM event on <body> (detail = message)
  *   workers  -> a `bullpen:workers` DOM event on <body>
  *   replayed -> also `bullpen:queue-event` (lists re-render after a gap)
@@ -113,6 +115,11 @@
       each("data-live-state", msg.queue + ":" + msg.job, function (el) {
         el.textContent = state;
         el.className = el.className.replace(/\bst-[\w-]+/g, "").trim() + " st-" + state;
+      });
+    }
+    if (msg.job !== null && msg.job !== undefined) {
+      each("data-live-job", msg.queue + ":" + msg.job, function (el) {
+        el.dispatchEvent(new CustomEvent("bullpen:job-event", { detail: msg }));
       });
     }
     fire("bullpen:queue-event", msg);

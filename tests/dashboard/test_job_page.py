@@ -157,8 +157,10 @@ def test_detail_fragment_and_missing_job(
     job = q.add("x", {})
     url = reverse("job-detail", args=["bull", qname, job.id])
     html = admin_client.get(url, **HX).content.decode()
-    assert html.startswith('<div id="job-detail"')
-    assert f"bullpen:queue-event[detail.job=='{job.id}'] from:body" in html
+    assert html.startswith(
+        f'<div id="job-detail" data-live-job="bull:{qname}:{job.id}"'
+    )
+    assert 'hx-trigger="bullpen:job-event throttle:1s,' in html
     assert admin_client.get(job_url(q, "nope")).status_code == 404
     gone = admin_client.get(reverse("job-detail", args=["bull", qname, "nope"]), **HX)
     assert gone.status_code == 200 and b"no longer exists" in gone.content

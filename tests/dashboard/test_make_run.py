@@ -67,7 +67,13 @@ def make_run(
     env = {
         k: v
         for k, v in os.environ.items()
-        if k not in ("REDIS_URL", "BULLPEN_GPUS", "DJANGO_SETTINGS_MODULE")
+        if k
+        not in (
+            "REDIS_URL",
+            "BULLPEN_GPUS",
+            "DJANGO_SETTINGS_MODULE",
+            "DJANGO_SECRET_KEY",
+        )
     }
     env.update(
         BULLPEN_PORT=str(port),
