@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,8 @@ import pytest
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.test import Client
+
+from dashboard.run import secret_key_beside
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -109,3 +112,14 @@ def test_every_page_has_a_strict_content_security_policy(
         assert directives["style-src"] == "'self'"
         assert "unsafe-eval" not in policy
         assert directives["frame-ancestors"] == "'none'"
+
+
+def test_make_run_keeps_one_secret_key_beside_its_database(tmp_path: Path) -> None:
+    """make run's key is made once, readable by its owner only, and the same
+    on the next start (sessions and tickets survive a restart)."""
+    db = tmp_path / "var" / "db.sqlite3"
+    first = secret_key_beside(db)
+    path = tmp_path / "var" / "secret_key"
+    assert len(first) >= 50 and path.read_text().strip() == first
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert secret_key_beside(db) == first
