@@ -49,15 +49,14 @@ SECURE_PROXY_SSL_HEADER = (
 CSRF_TRUSTED_ORIGINS = [
     o for o in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o
 ]
-#: Content-Security-Policy of every response: scripts only from our static
-#: files (htmx runs with allowEval off), no inline <style>; style attributes
-#: (progress and VRAM bar widths) are allowed.
+#: Content-Security-Policy of every response: scripts and styles only from
+#: our static files (htmx runs with allowEval off; bar widths are set by
+#: static/dashboard/bars.js, not style attributes).
 BULLPEN_CSP = os.environ.get(
     "BULLPEN_CSP",
     "default-src 'self'; script-src 'self'; style-src 'self'; "
-    "style-src-attr 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; "
-    "object-src 'none'; base-uri 'self'; form-action 'self'; "
-    "frame-ancestors 'none'",
+    "img-src 'self' data:; connect-src 'self'; object-src 'none'; "
+    "base-uri 'self'; form-action 'self'; frame-ancestors 'none'",
 )
 #: Failed logins per username and client address before logins are refused
 #: for the lockout period (counted in Redis, so every process shares them).

@@ -55,6 +55,8 @@ def test_no_csp_violation_on_any_page(page: Any, browser: Any, stack: Stack) -> 
     _visit(page, f"{stack.url}/queues/bull/gpu/jobs/{job.id}/")
     detail = page.locator("#job-detail")
     detail.get_by_text("held_bytes").wait_for(timeout=20_000)  # re-rendered live
+    bar = page.locator(f'[data-live-progress="bull:gpu:{job.id}"] > span').first
+    assert bar.evaluate("el => el.style.width") == "100%"  # bars.js, no style attr
     _visit(page, f"{stack.url}/queues/bull/gpu/jobs/{failed.id}/")
     _visit(page, stack.url + "/gpus/")
     _visit(page, stack.url + "/search/?q=demo")

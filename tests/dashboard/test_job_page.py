@@ -84,7 +84,7 @@ def test_completed_job_shows_return_value_and_vram(
     assert "&quot;image&quot;: &quot;out.png&quot;" in html
     assert "8.0 GiB" in html and "6.0 GiB" in html and "nvml-process" in html
     assert "GPU-abc" in html and "simulated" in html and "host-a / w-1" in html
-    assert 'style="width: 75%' in html
+    assert 'data-bar-width="75"' in html
 
 
 def test_pending_and_active_jobs_offer_their_actions(

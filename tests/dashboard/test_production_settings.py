@@ -110,7 +110,7 @@ def test_every_page_has_a_strict_content_security_policy(
         directives = dict(d.strip().split(" ", 1) for d in policy.split(";"))
         assert directives["script-src"] == "'self'"
         assert directives["style-src"] == "'self'"
-        assert "unsafe-eval" not in policy
+        assert "unsafe-eval" not in policy and "unsafe-inline" not in policy
         assert directives["frame-ancestors"] == "'none'"
 
 
