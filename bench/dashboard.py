@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -182,6 +183,7 @@ def main() -> None:
         DJANGO_SETTINGS_MODULE="dashboard.settings",
         BULLPEN_DB_PATH=os.path.join(workdir, "db.sqlite3"),
         DJANGO_DEBUG="0",
+        DJANGO_SECRET_KEY=secrets.token_urlsafe(50),
         BULLPEN_DISCOVERY_TTL_S="600",
         BULLPEN_QUEUES="busy",
     )

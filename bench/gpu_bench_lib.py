@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 import redis  # noqa: E402
 
+from gpu_workers.children import send_on_stdin  # noqa: E402
 from gpu_workers.registry import Fleet  # noqa: E402
 from queues import Queue  # noqa: E402
 from queues.devredis import RedisServer  # noqa: E402
@@ -74,15 +75,16 @@ class SupervisorRun:
                     "-m",
                     "gpu_workers",
                     "--config",
-                    json.dumps(self.config),
+                    "-",
                 ],
                 cwd=ROOT,
                 env=env,
                 stdout=out,
                 stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.PIPE,
                 start_new_session=True,
             )
+        send_on_stdin(self.proc, json.dumps(self.config))
 
     def stop(self, timeout: float = 60) -> int | None:
         """SIGTERM (drain), SIGKILL the group if it does not exit in time."""

@@ -265,7 +265,11 @@ def main() -> int:
             failures.append(what)
 
     gpus = "sim:1x141GiB" if args.simulate else "auto"
-    modules = ["gpu_workers.demo_handlers", "gpu_workers.torch_handlers"]
+    modules = [
+        "gpu_workers.demo_handlers",
+        "gpu_workers.torch_handlers",
+        "bench.overalloc_handlers",
+    ]
     server = RedisServer().start()
     r = redis.Redis.from_url(server.url, decode_responses=True)
     fleet = Fleet(server.url)
@@ -394,8 +398,8 @@ def main() -> int:
         print("\n== 4. a job declaring 1 GiB that allocates 1.2x the card")
         before = wait_for(lambda: fleet.list_workers(), 10, "the worker")[0]
         bad = queue.add(
-            name,
-            {"vram": "1GiB", "alloc": int(total * 1.2), "steps": 1},
+            "bench.overalloc",
+            {"vram": "1GiB", "alloc": int(total * 1.2)},
             attempts=2,
             backoff={"type": "fixed", "delay": 500},
         )

@@ -87,6 +87,8 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Error]:
         ("BULLPEN_SCAN_CAP", 10, 100_000),
         ("BULLPEN_DISCOVERY_TTL_S", 0, 86_400),
         ("BULLPEN_SPARKLINE_MINUTES", 2, 1_440),
+        ("BULLPEN_LOGIN_MAX_FAILURES", 1, 1_000),
+        ("BULLPEN_LOGIN_LOCKOUT_S", 1, 7 * 86_400),
     ):
         value = getattr(settings, name, low)
         if not isinstance(value, (int, float)) or not low <= value <= high:

@@ -1,7 +1,12 @@
 """The demo producer that `make run` starts: a realistic mix of GPU jobs on the
 `gpu` queue for the demo handler (gpu_workers/demo_handlers.py), with some
 prioritised, some delayed, some failing and retried, and the odd job too big
-for any GPU."""
+for any GPU.
+
+    python -m dashboard.demo [queue]    (Redis: the REDIS_URL setting)
+
+The Redis URL comes from the settings (the environment), never argv: a
+command line is readable by anyone on the host (ps)."""
 
 from __future__ import annotations
 
@@ -55,4 +60,6 @@ def main(redis_url: str, queue_name: str = "gpu") -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], *sys.argv[2:3])
+    from django.conf import settings
+
+    main(settings.REDIS_URL, *sys.argv[1:2])

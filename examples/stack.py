@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from dashboard.run import daphne_args
+from gpu_workers.children import send_on_stdin
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -64,6 +66,9 @@ class Stack:
     env_overrides: dict[str, str] = field(default_factory=dict)
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     api_url: str = ""
+    #: One key per stack: production settings need one, and every process of
+    #: the stack must share it (sessions, tickets).
+    secret_key: str = field(default_factory=lambda: secrets.token_urlsafe(50))
 
     @property
     def env(self) -> dict[str, str]:
@@ -75,6 +80,7 @@ class Stack:
             PYTHONUNBUFFERED="1",
             REDIS_URL=self.redis_url,
             BULLPEN_DB_PATH=str(self.workdir / "db.sqlite3"),
+            DJANGO_SECRET_KEY=self.secret_key,
             DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
             BULLPEN_HOSTNAME="example-host",
             BULLPEN_WEBHOOK_ALLOW_PRIVATE="1",
@@ -82,7 +88,9 @@ class Stack:
         env.update(self.env_overrides)
         return env
 
-    def _start(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
+    def _start(
+        self, name: str, args: list[str], stdin_text: str | None = None
+    ) -> subprocess.Popen[bytes]:
         log = open(self.workdir / f"{name}.log", "ab")  # noqa: SIM115 - closed by close()
         proc = subprocess.Popen(
             args,
@@ -90,10 +98,12 @@ class Stack:
             env=self.env,
             stdout=log,
             stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL if stdin_text is None else subprocess.PIPE,
             start_new_session=True,
         )
         log.close()
+        if stdin_text is not None:
+            send_on_stdin(proc, stdin_text)
         self.procs[name] = proc
         return proc
 
@@ -170,9 +180,11 @@ class Stack:
             "log_dir": str(self.workdir),
             **FAST_SUPERVISOR,
         }
+        # On stdin, not argv: the config holds the Redis URL (ps shows argv).
         self._start(
             "supervisor",
-            [sys.executable, "-m", "gpu_workers", "--config", json.dumps(config)],
+            [sys.executable, "-m", "gpu_workers", "--config", "-"],
+            stdin_text=json.dumps(config),
         )
 
     def stop(self, name: str, timeout: float = 30.0) -> int | None:

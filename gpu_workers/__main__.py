@@ -4,6 +4,10 @@ and tests use it; `manage.py runworkers` is the settings-driven entry).
     python -m gpu_workers --redis-url redis://127.0.0.1:6379/0 \\
         --gpus sim:2x24GiB --workers 'txt2img:3,video:1' --host node-a
     python -m gpu_workers --config '{"redis_url": ..., "queues": [...], ...}'
+    python -m gpu_workers --config - < config.json
+
+A Redis URL with a password belongs in --config - (stdin) or @file: a
+command line is readable by anyone on the host (ps).
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ def build_config(args: argparse.Namespace) -> SupervisorConfig:
     data: dict[str, Any] = {}
     if args.config:
         text = args.config
-        if text.startswith("@"):
+        if text == "-":
+            text = sys.stdin.read()
+        elif text.startswith("@"):
             with open(text[1:]) as f:
                 text = f.read()
         data = json.loads(text)
@@ -51,7 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", help="queue:slots,... or a JSON list")
     parser.add_argument("--handler-modules", help="comma-separated modules")
     parser.add_argument("--log-dir")
-    parser.add_argument("--config", help="JSON (or @file) of SupervisorConfig fields")
+    parser.add_argument(
+        "--config", help="JSON (@file, or - for stdin) of SupervisorConfig fields"
+    )
     args = parser.parse_args(argv)
     try:
         config = build_config(args)

@@ -1,4 +1,5 @@
-"""A worker process: `python -m gpu_workers.child '<WorkerSpec JSON>'`.
+"""A worker process: `python -m gpu_workers.child`, its WorkerSpec JSON on
+stdin (it holds the Redis URL and password, which argv would show to `ps`).
 
 The supervisor starts it with CUDA_VISIBLE_DEVICES=<uuid>; its exit status
 says what happened: 0 drained, EXIT_CUDA_BROKEN after a broken CUDA state,
@@ -21,11 +22,12 @@ from .worker import GpuWorker
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one GpuWorker until it drains; return the exit status."""
+    """Run one GpuWorker until it drains; return the exit status. The spec
+    is read from stdin unless given as the first argument (tests)."""
     argv = sys.argv[1:] if argv is None else argv
     try:
-        spec = WorkerSpec.from_json(argv[0])
-    except (IndexError, ValueError, TypeError) as exc:
+        spec = WorkerSpec.from_json(argv[0] if argv else sys.stdin.read())
+    except (ValueError, TypeError) as exc:
         print(f"gpu_workers.child: bad worker spec: {exc}", file=sys.stderr)
         return defaults.EXIT_CONFIG
     logging.basicConfig(

@@ -98,17 +98,31 @@ def spawn(child: Child, cfg: SupervisorConfig, slots: int) -> None:
         name = spec.worker_id.replace(":", "_") + ".log"
         out = open(Path(cfg.log_dir) / name, "ab")  # noqa: SIM115 - child owns it
     try:
+        # The spec (Redis URL and password included) goes through a pipe,
+        # never argv: a command line is readable by anyone on the host (ps).
         child.proc = subprocess.Popen(
-            [cfg.python, "-m", "gpu_workers.child", spec.to_json()],
+            [cfg.python, "-m", "gpu_workers.child"],
             env=env,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,
             stdout=out,
             stderr=subprocess.STDOUT if out is not None else None,
         )
     finally:
         if out is not None:
             out.close()
+    send_on_stdin(child.proc, spec.to_json())
     child.state = ChildState.RUNNING
+
+
+def send_on_stdin(proc: subprocess.Popen[bytes], text: str) -> None:
+    """Write `text` to a process's stdin pipe and close it (a process that
+    died at once is left for the reap loop to see)."""
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(text.encode())
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass
 
 
 def child_record(child: Child, host: str) -> dict[str, Any]:

@@ -51,6 +51,11 @@ BROKEN_CLOSE_TIMEOUT_S = 5.0
 JOB_RECORD_TTL_S = 7 * 24 * 3600
 #: How long a cancel request waits for a worker to see it.
 CANCEL_TTL_S = 24 * 3600
+#: Bounds on what the shipped demo and torch handlers take from job data
+#: (job data is untrusted: it must not hold a worker for days).
+HANDLER_MAX_STEPS = 10_000
+HANDLER_MAX_STEP_S = 60.0
+HANDLER_MAX_MATMULS = 1_000
 #: A job's progress writes from a sync handler wait at most this long.
 PROGRESS_WRITE_TIMEOUT_S = 10.0
 

@@ -3,13 +3,11 @@ steps with progress.
 
 Job `demo`, data (all optional):
     vram    declared need, e.g. "4GiB" (default 1GiB)
-    alloc   what it actually holds (default: the declared need); more than
-            the device has raises a simulated "CUDA out of memory"
-    steps   number of steps (default 10)
-    step_s  seconds per step (default 0.1)
+    alloc   what it actually holds (default: the declared need); above the
+            declared need fails the job at once (job data is untrusted)
+    steps   number of steps (default 10, at most HANDLER_MAX_STEPS)
+    step_s  seconds per step (default 0.1, at most HANDLER_MAX_STEP_S)
     fail    raise an ordinary error at the end (retried per attempts)
-    break_cuda  leave the simulated CUDA broken after an OOM (the process
-            exits and is restarted)
 """
 
 from __future__ import annotations
@@ -17,8 +15,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from .handlers import JobContext, handler
-from .units import parse_bytes
+from .defaults import HANDLER_MAX_STEP_S, HANDLER_MAX_STEPS
+from .handlers import JobContext, bounded, handler
 
 
 def _declared(data: Any) -> Any:
@@ -29,11 +27,9 @@ def _declared(data: Any) -> Any:
 async def demo(ctx: JobContext) -> dict[str, Any]:
     """Hold simulated VRAM for `steps` x `step_s` seconds, reporting progress."""
     data = ctx.data or {}
-    steps = max(int(data.get("steps", 10)), 1)
-    step_s = float(data.get("step_s", 0.1))
-    hold = parse_bytes(data.get("alloc", ctx.declared_bytes))
-    if data.get("break_cuda") and ctx.device.memory is not None:
-        ctx.device.memory.broken = True
+    steps = max(int(bounded(data, "steps", 10, HANDLER_MAX_STEPS)), 1)
+    step_s = bounded(data, "step_s", 0.1, HANDLER_MAX_STEP_S)
+    hold = ctx.allocation(data.get("alloc", ctx.declared_bytes))
     ctx.sim_allocate(hold)
     for step in range(1, steps + 1):
         if ctx.should_stop():

@@ -128,6 +128,19 @@ REGISTRY = HandlerRegistry()
 handler = REGISTRY.handler
 
 
+def bounded(data: Any, key: str, default: float, high: float) -> float:
+    """A number from job data within 0..high, else UnrecoverableError (job
+    data is untrusted: it must not set how long a GPU is held)."""
+    value = (data or {}).get(key, default)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise UnrecoverableError(f"{key} must be a number, not {value!r}") from None
+    if not 0 <= number <= high:
+        raise UnrecoverableError(f"{key} is {value!r}; expected 0..{high:g}")
+    return number
+
+
 def load_handler_modules(modules: Iterable[str]) -> None:
     """Import each module so its `@handler`s register (ConfigError if one fails)."""
     for name in modules:
@@ -242,6 +255,21 @@ class JobContext:
         """Report this job's own measured peak VRAM (e.g. from its tensors)."""
         current = self.meter.handler_peak_bytes or 0
         self.meter.handler_peak_bytes = max(current, int(nbytes))
+
+    def allocation(self, value: Any) -> int:
+        """Bytes a handler may hold, from job data: never above the declared
+        need it was admitted with (the admission is what keeps GPUs from OOM)."""
+        try:
+            nbytes = parse_bytes(value)
+        except (UnitError, TypeError, ValueError) as exc:
+            raise UnrecoverableError(f"bad allocation {value!r}: {exc}") from exc
+        if nbytes > self.declared_bytes:
+            raise UnrecoverableError(
+                f"job asks to allocate {format_bytes(nbytes)} ({nbytes} bytes), "
+                f"above its declared {format_bytes(self.declared_bytes)} "
+                f"({self.declared_bytes} bytes): declare what it uses"
+            )
+        return nbytes
 
     def sim_allocate(self, nbytes: int) -> None:
         """Hold simulated VRAM (SimulatedOutOfMemory past the device's capacity)."""

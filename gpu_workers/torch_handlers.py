@@ -5,11 +5,15 @@ handler, so worker processes that never run it start without it.
 Job `torch.matmul`, data (all optional):
     vram     declared need (default 2GiB)
     alloc    bytes to actually allocate (default: 90% of the declared need,
-             since the CUDA caching allocator rounds up); more than the GPU
-             has raises torch.OutOfMemoryError
-    steps    steps (default 10); each runs `matmuls` products of n x n
-    n        matrix size (default 4096), matmuls (default 20)
-    host_s   seconds of host-side work per step (decoding, I/O), default 0
+             since the CUDA caching allocator rounds up); above the declared
+             need fails the job at once (job data is untrusted)
+    steps    steps (default 10, at most HANDLER_MAX_STEPS); each runs
+             `matmuls` products of n x n (default 20, at most
+             HANDLER_MAX_MATMULS)
+    n        matrix size (default 4096); its three bf16 matrices count
+             within `alloc`, so n is bounded by the declaration
+    host_s   seconds of host-side work per step (decoding, I/O), default 0,
+             at most HANDLER_MAX_STEP_S
 """
 
 from __future__ import annotations
@@ -17,8 +21,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .handlers import JobContext, handler
-from .units import parse_bytes
+from queues import UnrecoverableError
+
+from .defaults import HANDLER_MAX_MATMULS, HANDLER_MAX_STEP_S, HANDLER_MAX_STEPS
+from .handlers import JobContext, bounded, handler
+from .units import format_bytes
 
 
 def _declared(data: Any) -> Any:
@@ -31,14 +38,19 @@ def torch_matmul(ctx: JobContext) -> dict[str, Any]:
     import torch
 
     data = ctx.data or {}
-    steps = max(int(data.get("steps", 10)), 1)
-    n = int(data.get("n", 4096))
-    matmuls = int(data.get("matmuls", 20))
-    host_s = float(data.get("host_s", 0))
-    alloc = parse_bytes(data.get("alloc", int(ctx.declared_bytes * 0.9)))
-    device = torch.device(ctx.device.torch_device)
+    steps = max(int(bounded(data, "steps", 10, HANDLER_MAX_STEPS)), 1)
+    matmuls = int(bounded(data, "matmuls", 20, HANDLER_MAX_MATMULS))
+    host_s = bounded(data, "host_s", 0, HANDLER_MAX_STEP_S)
+    alloc = ctx.allocation(data.get("alloc", int(ctx.declared_bytes * 0.9)))
+    n = max(int(bounded(data, "n", 4096, alloc)), 1)
     element = 2  # bf16
     workspace = 3 * n * n * element
+    if workspace > alloc:
+        raise UnrecoverableError(
+            f"n={n} needs {format_bytes(workspace)} for its matrices, more than "
+            f"the {format_bytes(alloc)} this job may allocate"
+        )
+    device = torch.device(ctx.device.torch_device)
     stream = torch.cuda.Stream(device=device)
     started = time.perf_counter()
     with torch.cuda.stream(stream):

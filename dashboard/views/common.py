@@ -16,6 +16,7 @@ from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
+from django.utils.deprecation import MiddlewareMixin
 from django.utils.http import url_has_allowed_host_and_scheme
 
 from gpu_workers.exceptions import GpuWorkerError
@@ -108,15 +109,13 @@ def redis_unavailable(
     return response
 
 
-class RedisUnavailableMiddleware:
+class RedisUnavailableMiddleware(MiddlewareMixin):
     """Turns a Redis connection failure anywhere in a view into that 503
-    (instead of a bare 500), so a dead Redis reads as what it is."""
+    (instead of a bare 500), so a dead Redis reads as what it is.
 
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
-
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        return self.get_response(request)
+    MiddlewareMixin makes it async-capable: a sync-only middleware would put
+    every ASGI request through a thread of asgiref's bridge, and daphne's exit
+    joins such threads forever when SIGTERM comes with requests in flight."""
 
     def process_exception(
         self, request: HttpRequest, exception: Exception
@@ -125,6 +124,20 @@ class RedisUnavailableMiddleware:
         if isinstance(exception, REDIS_DOWN):
             return redis_unavailable(request, exception)
         return None
+
+
+class ContentSecurityPolicyMiddleware(MiddlewareMixin):
+    """Sends settings.BULLPEN_CSP as Content-Security-Policy on every response
+    that has none (a view may set its own)."""
+
+    def process_response(
+        self, request: HttpRequest, response: HttpResponse
+    ) -> HttpResponse:
+        """The header, unless the policy is empty or already set."""
+        policy = settings.BULLPEN_CSP
+        if policy and "Content-Security-Policy" not in response:
+            response["Content-Security-Policy"] = policy
+        return response
 
 
 def perm_required(perm: str) -> Callable[[View], View]:

@@ -8,7 +8,9 @@
  *               in its data-live-states (space separated); [data-live-paused]
  *   progress -> [data-live-progress="<queue>:<job>"] (<progress> value, or the
  *               width of .bar > span) and text of [data-live-progress-text]
- *   event    -> text of [data-live-state="<queue>:<job>"], then a
+ *   event    -> text of [data-live-state="<queue>:<job>"], a
+ *               `bullpen:job-event` DOM event on each [data-live-job="<queue>:<job>"]
+ *               (htmx triggers without eval'd filters, for the CSP), then a
  *               `bullpen:queue-event` DOM event on <body> (detail = message)
  *   workers  -> text of [data-live-running="<host>/<queue>"] (workers
  *               running there, 0 when absent), then a `bullpen:workers` DOM
@@ -127,6 +129,11 @@
       each("data-live-state", msg.queue + ":" + msg.job, function (el) {
         el.textContent = state;
         el.className = el.className.replace(/\bst-[\w-]+/g, "").trim() + " st-" + state;
+      });
+    }
+    if (msg.job !== null && msg.job !== undefined) {
+      each("data-live-job", msg.queue + ":" + msg.job, function (el) {
+        el.dispatchEvent(new CustomEvent("bullpen:job-event", { detail: msg }));
       });
     }
     fire("bullpen:queue-event", msg);

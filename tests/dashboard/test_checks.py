@@ -31,6 +31,8 @@ def test_default_settings_pass() -> None:
         ("BULLPEN_PAGE_SIZE", 0, "bullpen.E006"),
         ("BULLPEN_SCAN_CAP", 10_000_000, "bullpen.E006"),
         ("BULLPEN_DISCOVERY_TTL_S", -1, "bullpen.E006"),
+        ("BULLPEN_LOGIN_MAX_FAILURES", 0, "bullpen.E006"),
+        ("BULLPEN_LOGIN_LOCKOUT_S", 0, "bullpen.E006"),
     ],
 )
 def test_each_misconfiguration_has_its_id(

@@ -148,7 +148,7 @@ def test_page_shows_each_gpu_and_worker(
     assert "simulated" in sim and "simulated" not in real.split("</article>")[0]
     assert "9.0 GiB</span> used" in sim and "10.0 GiB</span> committed" in sim
     assert "21.0 GiB budget" in sim and "24.0 GiB total" in sim
-    assert 'class="committed" style="width: 41.7%"' in sim
+    assert 'class="committed" data-bar-width="41.7"' in sim
     assert "87%" in real and "61 °C" in real and "413 W / 700 W" in real
     assert 'data-live-progress="bull:gpu:7"' in sim
     assert 'data-live-progress-text="bull:gpu:7">37%<' in sim

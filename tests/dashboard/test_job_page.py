@@ -85,7 +85,7 @@ def test_completed_job_shows_return_value_and_vram(
     assert "&quot;image&quot;: &quot;out.png&quot;" in html
     assert "8.0 GiB" in html and "6.0 GiB" in html and "nvml-process" in html
     assert "GPU-abc" in html and "simulated" in html and "host-a / w-1" in html
-    assert 'style="width: 75%' in html
+    assert 'data-bar-width="75"' in html
 
 
 def test_pending_and_active_jobs_offer_their_actions(
@@ -158,8 +158,10 @@ def test_detail_fragment_and_missing_job(
     job = q.add("x", {})
     url = reverse("job-detail", args=["bull", qname, job.id])
     html = admin_client.get(url, **HX).content.decode()
-    assert html.startswith('<div id="job-detail"')
-    assert f"bullpen:queue-event[detail.job=='{job.id}'] from:body" in html
+    assert html.startswith(
+        f'<div id="job-detail" data-live-job="bull:{qname}:{job.id}"'
+    )
+    assert 'hx-trigger="bullpen:job-event throttle:1s,' in html
     assert admin_client.get(job_url(q, "nope")).status_code == 404
     gone = admin_client.get(reverse("job-detail", args=["bull", qname, "nope"]), **HX)
     assert gone.status_code == 200 and b"no longer exists" in gone.content

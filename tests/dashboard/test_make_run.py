@@ -62,14 +62,20 @@ def alive(pid: int) -> bool:
 def make_run(
     tmp_path: Path, port: int, **extra_env: str
 ) -> Iterator[tuple[subprocess.Popen[str], set[int]]]:
-    """`python -m dashboard.run` on its own Redis, port, database and access
-    log (`extra_env` overrides), and the set of processes the test saw below
-    it: whatever is still alive of them (and make run itself) is killed
+    """`python -m dashboard.run` on its own Redis (unless `extra_env` names
+    one), port, database and access log, and the set of processes the test
+    saw below it: whatever is still alive of them (and make run itself) is killed
     afterwards, whatever the outcome."""
     env = {
         k: v
         for k, v in os.environ.items()
-        if k not in ("REDIS_URL", "BULLPEN_GPUS", "DJANGO_SETTINGS_MODULE")
+        if k
+        not in (
+            "REDIS_URL",
+            "BULLPEN_GPUS",
+            "DJANGO_SETTINGS_MODULE",
+            "DJANGO_SECRET_KEY",
+        )
     }
     env.update(
         BULLPEN_PORT=str(port),

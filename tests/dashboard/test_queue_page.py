@@ -123,7 +123,7 @@ def test_rows_show_job_fields_and_truncated_data(
     html = admin_client.get(queue_url(q), {"state": "active"}).content.decode()
     key = f"bull:{qname}:{job_id}"
     assert f'data-live-progress="{key}"' in html
-    assert 'style="width: 42.0%"' in html or 'style="width: 42%"' in html
+    assert 'data-bar-width="42.0"' in html or 'data-bar-width="42"' in html
     assert f'data-live-progress-text="{key}">42%<' in html
     assert ">render<" in html and "gpu-host-1" in html and "0 of 1" in html
     preview = html.split('<div class="preview mono" title="')[1].split('"')[0]

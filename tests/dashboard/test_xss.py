@@ -87,7 +87,7 @@ def test_hostile_job_id_and_queue_name(
     dashboard_redis: str, admin_client: Client
 ) -> None:
     """Ids and queue names are escaped in links, live attributes and the
-    job fragment's event filter (a JavaScript string)."""
+    job fragment's data-live-job key (no JavaScript filter to escape into)."""
     name = "q<b>\"'x"
     q = Queue(name, dashboard_redis)
     job = q.add("x", {}, job_id="id'\"<i>")
@@ -96,8 +96,9 @@ def test_hostile_job_id_and_queue_name(
     assert "q&lt;b&gt;&quot;&#x27;x" in html and "<b>" not in html.split("<body")[1]
     page = admin_client.get(job_url(q, job.id)).content.decode()
     assert "<i>" not in page.split("<body")[1] and "<b>" not in page.split("<body")[1]
-    trigger = page.split('hx-trigger="bullpen:queue-event[')[1].split("]")[0]
-    assert trigger == "detail.job=='id\\u0027\\u0022\\u003Ci\\u003E'"
+    key = page.split('data-live-job="')[1].split('"')[0]
+    assert html_lib.unescape(key) == f"bull:{name}:{job.id}"
+    assert "bullpen:queue-event[" not in page
     live = page.split('data-live="')[1].split('"')[0]
     assert json.loads(html_lib.unescape(live))["jobs"] == [f"bull:{name}:{job.id}"]
 

@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 from gpu_workers.handlers import JobContext, handler
+from gpu_workers.units import parse_bytes
 
 
 @handler("test.sleep", vram=lambda data: data.get("vram", 0))
@@ -27,6 +28,15 @@ def cuda_oom(ctx: JobContext) -> None:
         "CUDA out of memory. Tried to allocate 200.00 GiB. GPU 0 has a "
         "total capacity of 139.80 GiB of which 138.00 GiB is free."
     )
+
+
+@handler("test.overalloc", vram=lambda data: data.get("vram", "1GiB"))
+def overalloc(ctx: JobContext) -> None:
+    """Hold `alloc` simulated bytes whatever it declared (a handler that lies,
+    which the shipped ones refuse to be); `break_cuda` leaves CUDA broken."""
+    if ctx.data.get("break_cuda") and ctx.device.memory is not None:
+        ctx.device.memory.broken = True
+    ctx.sim_allocate(parse_bytes(ctx.data["alloc"]))
 
 
 @handler("test.env")

@@ -90,10 +90,43 @@ def test_torch_handler_allocates_declared_and_steps(
         rec = wait_until(lambda: q.get_job_logs(job.id)[0], what="the log")
         assert any("vram: declared 10.0 GiB" in line for line in rec)
 
-        over = q.add("torch.matmul", {"vram": "1GiB", "alloc": 200 * GiB, "steps": 1})
+        # Memory held outside admission (another process) leaves less than
+        # the declared need: the allocation meets a real CUDA OOM.
+        sys.modules["torch"] = make_fake_torch(capacity=GiB // 2)
+        over = q.add("torch.matmul", {"vram": "1GiB", "n": 64, "steps": 1})
         wait_until(lambda: q.get_job_state(over.id).value == "failed", what="OOM job")
         assert q.get_job(over.id).failed_reason == OOM_REASON
         assert worker.alive and worker.worker is not None
         assert worker.worker.counters["oom"] == 1 and worker.worker.exit_code == 0
+    finally:
+        worker.stop()
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        ({"vram": "1GiB", "alloc": 200 * GiB}, "above its declared 1.0 GiB"),
+        ({"vram": "1GiB", "n": 100_000}, "n=100000 needs"),
+        ({"vram": "1GiB", "steps": 10**9}, "steps is 1000000000; expected 0..10000"),
+        ({"vram": "1GiB", "matmuls": 10**6}, "matmuls is 1000000"),
+        ({"vram": "1GiB", "host_s": 86_400}, "host_s is 86400"),
+    ],
+)
+def test_torch_handler_refuses_data_beyond_its_declaration(
+    torch: Any, redis_url: str, qname: str, q: Queue, data: Any, reason: str
+) -> None:
+    """Job data is untrusted: an allocation above the declared VRAM, matrices
+    that do not fit in it, or unbounded steps fail the job at once (no retry)
+    before torch allocates anything."""
+    spec = make_spec(
+        redis_url, qname, gpu_uuid=H200, gpus="auto", budget_bytes=130 * GiB
+    )
+    worker = WorkerThread(spec, NvmlProbe(FakeNvml("nvml_h200.json")))
+    try:
+        job = q.add("torch.matmul", data, attempts=3)
+        wait_until(lambda: q.get_job_state(job.id).value == "failed", what="failure")
+        done = q.get_job(job.id)
+        assert reason in done.failed_reason and done.attempts_made == 1
+        assert not [c for c in torch.calls if c.startswith("empty")]
     finally:
         worker.stop()

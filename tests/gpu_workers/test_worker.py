@@ -76,6 +76,34 @@ def test_declared_and_peak_recorded_beside_the_job(
     )
 
 
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        ({"vram": "1GiB", "alloc": "100GiB"}, "above its declared 1.0 GiB"),
+        ({"vram": "1GiB", "steps": 10**9}, "steps is 1000000000; expected 0..10000"),
+        ({"vram": "1GiB", "step_s": 86_400}, "step_s is 86400; expected 0..60"),
+        ({"vram": "1GiB", "steps": "many"}, "steps must be a number"),
+    ],
+)
+def test_demo_job_data_cannot_exceed_its_declaration(
+    redis_url: str,
+    qname: str,
+    q: Queue,
+    workers: list[WorkerThread],
+    data: dict[str, Any],
+    reason: str,
+) -> None:
+    """Job data is untrusted: the demo handler never holds more than the
+    declared VRAM nor runs unbounded steps; such a job fails at once (no
+    retries, no OOM) and the GPU's memory is untouched."""
+    workers.append(WorkerThread(make_spec(redis_url, qname)))
+    job = q.add("demo", data, attempts=3)
+    done = wait_until(lambda: finished(q, job.id), what="the job to fail")
+    assert reason in done.failed_reason and done.attempts_made == 1
+    worker = workers[0].worker
+    assert worker is not None and worker.counters["oom"] == 0
+
+
 def test_finished_jobs_are_counted_in_bullmq_metrics(
     redis_url: str, qname: str, q: Queue, workers: list[WorkerThread]
 ) -> None:
@@ -155,8 +183,8 @@ def test_oom_retries_with_reason_and_worker_survives(
     and counts OOMs per GPU."""
     workers.append(WorkerThread(make_spec(redis_url, qname)))
     over = q.add(
-        "demo",
-        {"vram": "1GiB", "alloc": "100GiB", "steps": 1},
+        "test.overalloc",
+        {"vram": "1GiB", "alloc": "100GiB"},
         attempts=2,
         backoff={"type": "fixed", "delay": 50},
     )
@@ -179,7 +207,9 @@ def test_broken_cuda_after_oom_exits_the_process(
     EXIT_CUDA_BROKEN (its supervisor restarts it)."""
     thread = WorkerThread(make_spec(redis_url, qname))
     workers.append(thread)
-    job = q.add("demo", {"vram": "1GiB", "alloc": "100GiB", "break_cuda": True})
+    job = q.add(
+        "test.overalloc", {"vram": "1GiB", "alloc": "100GiB", "break_cuda": True}
+    )
     done = wait_until(lambda: finished(q, job.id), what="the job")
     assert done.failed_reason == OOM_REASON
     wait_until(lambda: not thread.alive, timeout=10, what="the worker to exit")
