@@ -107,6 +107,7 @@ def _wait_until_up(env: dict[str, str], dashboard: subprocess.Popen[bytes]) -> N
     fleet = Fleet(env["REDIS_URL"], env.get("BULLPEN_NAMESPACE") or NAMESPACE)
     try:
         while time.monotonic() < deadline and dashboard.poll() is None:
+            _stop_if_signalled()
             try:
                 socket.create_connection((HOST, int(PORT)), timeout=1).close()
                 if fleet.list_workers():
@@ -124,8 +125,22 @@ def banner(lines: list[str]) -> str:
     return "\n".join(["", rule, *lines, rule, ""])
 
 
+#: Stop signals received. The handler also raises KeyboardInterrupt, but a
+#: signal that lands in a finaliser (a redis client's `__del__` run by the
+#: garbage collector) has its exception swallowed, so start-up and the main
+#: loop also look here.
+_signalled: list[int] = []
+
+
 def _interrupt(signum: int, frame: object) -> None:
+    _signalled.append(signum)
     raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+def _stop_if_signalled() -> None:
+    """Raise the KeyboardInterrupt a swallowed stop signal should have raised."""
+    if _signalled:
+        raise KeyboardInterrupt(signal.Signals(_signalled[0]).name)
 
 
 def main() -> None:
@@ -146,6 +161,7 @@ def main() -> None:
             print(f"started redis-server at {server.url} (no persistence)", flush=True)
         _start(env, procs)
         while all(p.poll() is None for p in procs.values()):
+            _stop_if_signalled()
             time.sleep(0.5)
         for name, p in procs.items():
             if p.poll() is not None:
@@ -165,9 +181,11 @@ def _start(env: dict[str, str], procs: dict[str, subprocess.Popen[bytes]]) -> No
         env["DJANGO_SECRET_KEY"] = secret_key_beside(db)
     env.setdefault("BULLPEN_WORKERS", "gpu:3")
     py = sys.executable
+    _stop_if_signalled()
     subprocess.run(
         [py, "manage.py", "migrate", "--noinput", "-v", "0"], env=env, check=True
     )
+    _stop_if_signalled()
     admin = _ensure_admin(py, env)
     access_log = None if ACCESS_LOG == "-" else ACCESS_LOG
     if access_log:
@@ -179,6 +197,7 @@ def _start(env: dict[str, str], procs: dict[str, subprocess.Popen[bytes]]) -> No
         "producer": [py, "-m", "dashboard.demo", "gpu"],
     }
     for name, cmd in commands.items():
+        _stop_if_signalled()
         procs[name] = subprocess.Popen(cmd, env=env)
     gpus = (
         "simulated 2 x 24 GiB"
