@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .events import AsyncQueueEvents, QueueEvent, QueueEvents
-from .exceptions import QueueError, UnrecoverableError
+from .exceptions import InvalidJobId, QueueError, RedisUnavailable, UnrecoverableError
 from .flow import AsyncFlowProducer, FlowProducer, JobNode
 from .job import Job
 from .keys import QueueKeys
@@ -19,6 +19,7 @@ __all__ = [
     "AsyncQueueEvents",
     "AsyncWorker",
     "FlowProducer",
+    "InvalidJobId",
     "Job",
     "JobNode",
     "JobScheduler",
@@ -31,6 +32,7 @@ __all__ = [
     "QueueEvent",
     "QueueEvents",
     "QueueKeys",
+    "RedisUnavailable",
     "UnrecoverableError",
     "Worker",
 ]
