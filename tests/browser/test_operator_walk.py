@@ -85,7 +85,9 @@ def test_gpu_scaling_confirms_every_apply(page: Any, stack: Stack) -> None:
         form.locator("button[type=submit]").click()
         flash.get_by_text(f"workers {workers}; the supervisor").wait_for()
         assert page.locator("#flash").count() == 1
-        page.wait_for_function("!document.querySelector('#gpu-scale').dataset.old")
+        # A locator, not wait_for_function: the page's CSP forbids the eval
+        # that Playwright's string predicates need.
+        page.locator("#gpu-scale:not([data-old])").wait_for(state="attached")
     shot(page, "walk-gpu-after-apply")
     page.goto(stack.url + "/audit/")
     actions = page.locator("tbody tr td:nth-child(3)").all_inner_texts()

@@ -78,7 +78,7 @@ def test_tickets_are_redacted_in_the_access_log(
     with Queue(qname, redis_url) as q:
         job = q.add("j", {"a": 1})
     settings.SECRET_KEY = TEST_SECRET_KEY  # daphne's key signs the ticket
-    ticket = make_ticket(qname, job.id)
+    ticket = make_ticket(qname, job.id, job.timestamp)
     with daphne(tmp_path, redis_url) as server:
         path = f"/api/v1/queues/{qname}/jobs/{job.id}"
         with urllib.request.urlopen(f"{server.url}{path}?ticket={ticket}") as r:
