@@ -8,6 +8,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("dashboard", "gpu_workers", "queues")
+ENVIRON_READS = ("get", "setdefault", "pop")
 
 
 def _is_environ(node: ast.AST) -> bool:
@@ -31,7 +32,7 @@ def variables_read() -> dict[str, str]:
                 if isinstance(node, ast.Call) and node.args:
                     func = node.func
                     is_get = isinstance(func, ast.Attribute) and (
-                        (func.attr in ("get", "setdefault", "pop") and _is_environ(func.value))
+                        (func.attr in ENVIRON_READS and _is_environ(func.value))
                         or (
                             func.attr == "getenv"
                             and isinstance(func.value, ast.Name)
