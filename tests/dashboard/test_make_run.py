@@ -98,6 +98,7 @@ def make_run(
         yield proc, below
     finally:
         if proc.poll() is None:
+            below.update(descendants(proc.pid))  # also what started since
             proc.kill()
             proc.wait()
         for pid in below:
