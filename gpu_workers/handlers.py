@@ -29,9 +29,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import redis
-
 from queues import Job, UnrecoverableError
+from queues.outages import recoverable
 
 from . import defaults
 from .exceptions import ConfigError, HandlerNotFound, UnitError
@@ -292,14 +291,18 @@ class JobContext:
         self.meter.sim_held_bytes -= amount
 
     async def _best_effort(self, write: Callable[[], Awaitable[Any]], what: str) -> Any:
-        """Run a progress or log write; a Redis connection failure is retried
-        once (a pooled connection left stale by a Redis restart fails on first
-        use, the retry reconnects) and then skipped with a warning: a long GPU
-        job must not fail because one progress update met a Redis blip."""
+        """Run a progress or log write; an error Redis may clear by itself
+        (queues.outages: a connection failure, OOM at maxmemory, READONLY, ...)
+        is retried once (a pooled connection left stale by a Redis restart
+        fails on first use, the retry reconnects) and then skipped with a
+        warning: a long GPU job must not fail because one progress update met a
+        Redis blip."""
         for attempt in (1, 2):
             try:
                 return await write()
-            except (redis.ConnectionError, redis.TimeoutError) as exc:
+            except Exception as exc:
+                if not recoverable(exc):
+                    raise
                 if attempt == 2:
                     log.warning(
                         "job %s: %s write skipped, Redis: %s", self.job.id, what, exc

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -18,6 +19,17 @@ def sleep_handler(ctx: JobContext) -> dict[str, Any]:
             return {"stopped": step}
         time.sleep(total / 10)
         ctx.report_progress(step * 10)
+    return {"slept": total}
+
+
+@handler("test.async_sleep")
+async def async_sleep_handler(ctx: JobContext) -> dict[str, Any]:
+    """Sleep `s` seconds in 10 steps on the event loop, awaiting each
+    progress write."""
+    total = float(ctx.data.get("s", 0.1))
+    for step in range(1, 11):
+        await asyncio.sleep(total / 10)
+        await ctx.report_progress(step * 10)  # type: ignore[misc]
     return {"slept": total}
 
 
