@@ -75,12 +75,16 @@ def raise_if_unavailable(exc: ResponseError) -> None:
     code = refusal_code(exc)
     if code is None or isinstance(exc, RedisUnavailable):
         return
-    meaning = _MEANING.get(code, f"the Redis cluster is not available ({code})")
     raise RedisUnavailable(
-        f"{meaning}: the command was refused and nothing was written; "
+        f"{refusal_meaning(code)}: the command was refused and nothing was written; "
         f"retry later ({describe(exc)})",
         code,
     ) from exc
+
+
+def refusal_meaning(code: str) -> str:
+    """What a refusal code (see REFUSED_FOR_NOW) means, in words."""
+    return _MEANING.get(code, f"the Redis cluster is not available ({code})")
 
 
 def describe(exc: BaseException) -> str:

@@ -11,8 +11,8 @@ from typing import Any
 
 import orjson
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from queues.outages import describe, recoverable, refusal_code, refusal_meaning
 
 from . import conf, ratelimit, store
 from .auth import Principal, authenticate
@@ -116,14 +116,21 @@ def route(ops: Sequence[Operation]) -> Callable[..., HttpResponseBase]:
             return _serve(request, op, kwargs)
         except ApiError as exc:
             return error_response(exc)
-        except (RedisConnectionError, RedisTimeoutError) as exc:
-            log.warning("API: Redis unavailable: %s", exc)
-            return error_response(
-                Unavailable("redis_unavailable", "the queue store is unavailable")
+        except Exception as exc:  # noqa: BLE001 - any bug is a JSON 500, logged
+            if not recoverable(exc):
+                log.exception("API: %s %s failed", request.method, request.path)
+                return internal_error()
+            # Unreachable, or refusing for a while (maxmemory, a read-only
+            # replica): the producer is told so, and to retry.
+            log.warning("API: Redis unavailable: %s", describe(exc))
+            code = refusal_code(exc)
+            message = (
+                f"the queue store refused the request and nothing was written: "
+                f"{refusal_meaning(code)}; retry later"
+                if code
+                else "the queue store is unavailable"
             )
-        except Exception:  # noqa: BLE001 - any bug is a JSON 500, logged
-            log.exception("API: %s %s failed", request.method, request.path)
-            return internal_error()
+            return error_response(Unavailable("redis_unavailable", message))
 
     view.csrf_exempt = True  # type: ignore[attr-defined]
     return view

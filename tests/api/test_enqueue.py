@@ -247,3 +247,27 @@ def test_webhook_is_recorded_and_followed_before_the_job_is_added(
     added = r.xrange(f"bull:{qname}:events")[0]
     assert group["name"] == "bullpen-webhooks" and group["pending"] == 0
     assert added[1]["event"] == "added" and group["last-delivered-id"] < added[0]
+
+
+@pytest.mark.django_db
+def test_enqueue_at_maxmemory_is_a_clear_503(
+    api: ApiClient, q: Queue, qname: str
+) -> None:
+    """Redis at maxmemory (noeviction) refuses the write: the producer gets 503
+    redis_unavailable saying why and that nothing was written, not a 500; the
+    same request succeeds once memory is freed."""
+    from tests.api.test_validation import assert_error
+
+    client = q.client
+    policy = client.config_get("maxmemory-policy")["maxmemory-policy"]
+    client.config_set("maxmemory-policy", "noeviction")
+    client.config_set("maxmemory", 1)
+    try:
+        response = post(api, qname, {"name": "txt2img", "data": {"p": 1}})
+        assert_error(response, 503, "redis_unavailable")
+        assert "out of memory" in response.json()["error"]["message"]
+    finally:
+        client.config_set("maxmemory", 0)
+        client.config_set("maxmemory-policy", policy)
+    assert q.get_counts("waiting")["waiting"] == 0  # nothing was written
+    assert post(api, qname, {"name": "txt2img", "data": {"p": 1}}).status_code == 201
