@@ -21,10 +21,11 @@ from django.utils.http import url_has_allowed_host_and_scheme
 
 from gpu_workers.exceptions import GpuWorkerError
 from queues.exceptions import QueueError
+from queues.outages import describe, recoverable, refusal_code, refusal_meaning
 
 from .. import audit
 from ..models import OPERATE, SCALE, VIEW
-from ..readmodel import REDIS_DOWN, QueueRef, is_allowed, is_read_only, queue_exists
+from ..readmodel import QueueRef, is_allowed, is_read_only, queue_exists
 
 __all__ = ["OPERATE", "SCALE", "VIEW"]
 
@@ -93,7 +94,11 @@ def redis_unavailable(
     where = redacted_url(settings.REDIS_URL)
     detail = str(exc).rstrip(".") or type(exc).__name__
     log.warning("redis at %s unavailable for %s: %s", where, request.path, detail)
-    message = f"Redis at {where} is not answering: {detail}."
+    code = refusal_code(exc)
+    if code:  # it answers, but refuses for a while (maxmemory, read-only...)
+        message = f"Redis at {where} refuses this for now: {refusal_meaning(code)}."
+    else:
+        message = f"Redis at {where} is not answering: {detail}."
     if acted:
         message += " The action may not have taken effect: check once Redis is back."
     headers = {"Retry-After": str(RETRY_AFTER_S)}
@@ -121,7 +126,7 @@ class RedisUnavailableMiddleware(MiddlewareMixin):
         self, request: HttpRequest, exception: Exception
     ) -> HttpResponse | None:
         """The 503 for Redis failures; anything else goes on as usual."""
-        if isinstance(exception, REDIS_DOWN):
+        if recoverable(exception):
             return redis_unavailable(request, exception)
         return None
 
@@ -235,12 +240,16 @@ def action(name: str, perm: str, must_exist: bool = True) -> Callable[[Action], 
                 return not_found(request, str(exc))
             except BadInput as exc:
                 return _failed(request, target, name, str(exc), 400)
-            except REDIS_DOWN as exc:
-                detail = f"Redis unavailable: {exc}"
-                audit.record(request, target, name, "error", detail)
-                return redis_unavailable(request, exc, acted=True)
-            except (ActionError, QueueError, GpuWorkerError, ValueError) as exc:
-                return _failed(request, target, name, str(exc), 409)
+            except Exception as exc:
+                if recoverable(exc):  # unreachable, or refusing for a while
+                    detail = f"Redis unavailable: {describe(exc)}"
+                    audit.record(request, target, name, "error", detail)
+                    return redis_unavailable(request, exc, acted=True)
+                if isinstance(
+                    exc, (ActionError, QueueError, GpuWorkerError, ValueError)
+                ):
+                    return _failed(request, target, name, str(exc), 409)
+                raise
             audit.record(request, target, name, "ok", done.message)
             return _succeeded(request, done)
 

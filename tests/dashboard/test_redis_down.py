@@ -142,3 +142,30 @@ def test_unreachable_host_fails_within_the_connect_timeout(
     assert response.status_code == 503
     assert b"Timeout connecting to" in response.content
     assert spent < 5, spent
+
+
+def test_an_action_refused_at_maxmemory_is_a_503_that_says_why(
+    own_redis: RedisServer, admin_client: Client
+) -> None:
+    """Redis at maxmemory (noeviction) answers pages but refuses writes: an
+    action gets the 503 flash naming the refusal (not a 500), and an audit
+    row; once memory is freed the same action works."""
+    q = Queue("work", own_redis.url)
+    q.add("render", {"prompt": "x"})
+    admin = q.client
+    admin.config_set("maxmemory-policy", "noeviction")
+    admin.config_set("maxmemory", 1)
+    try:
+        response = hx_post(admin_client, queue_url(q, "pause"))
+        assert response.status_code == 503
+        body = response.content.decode()
+        assert "refuses this for now: Redis is out of memory" in body
+        assert "may not have taken effect" in body
+        entry = AuditEntry.objects.first()
+        assert entry is not None
+        assert (entry.action, entry.outcome) == ("queue.pause", "error")
+        assert not q.is_paused()
+    finally:
+        admin.config_set("maxmemory", 0)
+    assert hx_post(admin_client, queue_url(q, "pause")).status_code == 200
+    assert q.is_paused()
