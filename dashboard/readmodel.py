@@ -13,49 +13,30 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import lru_cache
 from typing import Any
 
 import redis
 from django.conf import settings
 
+# Re-exported while the pages move to dashboard.redis / queues.drive.
+from dashboard.redis import REDIS_DOWN as REDIS_DOWN
+from dashboard.redis import client as client
+from dashboard.redis import connect as connect
 from gpu_workers import Fleet
-from queues import Job, JobState, Queue, ops
-from queues.connection import sync_client
+from queues import Job, JobState, Queue, drive, ops
 from queues.discovery import discover_queues
-from queues.exceptions import QueueError
+from queues.drive import cmd as cmd
+from queues.drive import cmds as cmds
+from queues.drive import gather as gather
+from queues.drive import guarded as guarded
 from queues.keys import QueueKeys
+from queues.names import check_queue_name
 from queues.ops import DEFAULT_STATES
-from queues.queue import check_queue_name
-from queues.scripts import Scripts
 
 log = logging.getLogger(__name__)
-
-#: What a dead, unreachable or still-loading Redis raises (pages answer 503).
-REDIS_DOWN = (redis.ConnectionError, redis.TimeoutError)
-
-
-def connect(url: str) -> redis.Redis:
-    """A client decoding as the queue core does, with the dashboard's timeouts,
-    so that a request to an unreachable Redis fails in seconds, not minutes
-    (timeouts in the URL's query string win)."""
-    return sync_client(
-        redis.Redis.from_url(
-            url,
-            socket_connect_timeout=settings.BULLPEN_REDIS_CONNECT_TIMEOUT_S,
-            socket_timeout=settings.BULLPEN_REDIS_TIMEOUT_S,
-            decode_responses=True,
-            encoding_errors="surrogateescape",
-        )
-    )
-
-
-@cache
-def client() -> redis.Redis:
-    """One client per process for the pages."""
-    return connect(settings.REDIS_URL)
 
 
 @lru_cache(maxsize=1024)
@@ -86,92 +67,16 @@ def reset() -> None:
     """Forget the client and every cache (tests point settings elsewhere)."""
     client.cache_clear()
     _queue.cache_clear()
-    _scripts.cache_clear()
     _discovery.reset()
     for clear in _resets:
         clear()
 
 
 # --- running several ops in one round trip ----------------------------------
-def cmd(*args: Any) -> ops.Op:
-    """One plain command as an op."""
-    return (yield ops.Cmd(args))
-
-
-def cmds(commands: Iterable[tuple[Any, ...]]) -> ops.Op:
-    """Several plain commands as one op returning their replies."""
-    return (yield [ops.Cmd(c) for c in commands])
-
-
-def guarded(op: ops.Op) -> ops.Op:
-    """An op that returns a QueueError instead of raising it (for gather)."""
-    try:
-        return (yield from op)
-    except QueueError as exc:
-        return exc
-
-
-def gather(gens: Sequence[ops.Op]) -> ops.Op:
-    """Run ops side by side: each step sends every op's next request in one
-    pipeline; returns their results in order."""
-    results: list[Any] = [None] * len(gens)
-    pending: dict[int, Any] = {}
-    for i, gen in enumerate(gens):
-        try:
-            pending[i] = next(gen)
-        except StopIteration as stop:
-            results[i] = stop.value
-    while pending:
-        flat: list[ops.Cmd | ops.Eval] = []
-        spans: list[tuple[int, int, int, bool]] = []
-        for i, request in pending.items():
-            if isinstance(request, ops.Atomic):
-                raise TypeError("gather cannot run transactions")
-            many = isinstance(request, list)
-            spans.append((i, len(flat), len(request) if many else 1, many))
-            flat.extend(request if many else [request])
-        replies = yield flat
-        step: dict[int, Any] = {}
-        for i, start, n, many in spans:
-            reply = replies[start : start + n] if many else replies[start]
-            try:
-                step[i] = gens[i].send(reply)
-            except StopIteration as stop:
-                results[i] = stop.value
-        pending = step
-    return results
-
-
-@lru_cache(maxsize=8)
-def _scripts(conn: redis.Redis) -> Scripts:
-    return Scripts(conn)
-
-
-def _send(conn: redis.Redis, request: Any) -> Any:
-    scripts = _scripts(conn)
-    if isinstance(request, list):
-        pipe = conn.pipeline(transaction=False)
-        for r in request:
-            if isinstance(r, ops.Eval):
-                getattr(scripts, r.name)(r.keys, r.args, client=pipe)
-            else:
-                pipe.execute_command(*r.args)  # type: ignore[no-untyped-call]
-        return pipe.execute()
-    if isinstance(request, ops.Eval):
-        return getattr(scripts, request.name)(request.keys, request.args)
-    return conn.execute_command(*request.args)  # type: ignore[no-untyped-call]
-
-
 def run(op: ops.Op, conn: redis.Redis | None = None) -> Any:
     """Drive an op (usually a `gather`) on `conn`, by default the shared
     client."""
-    conn = conn or client()
-    try:
-        request = next(op)
-        while True:
-            request = op.send(_send(conn, request))
-    except StopIteration as stop:
-        return stop.value
+    return drive.run_sync(op, conn or client())
 
 
 # --- which queues exist ------------------------------------------------------

@@ -37,6 +37,15 @@ else:
         return json.loads(text)
 
 
+def json_or_text(value: str) -> Any:
+    """`value` parsed as JSON, or the text itself when it is not JSON (a
+    return value or data written by a client that stores plain strings)."""
+    try:
+        return loads(value)
+    except JSONDecodeError:
+        return value
+
+
 def to_int(value: str | None, default: int | None = None) -> int | None:
     """An integer field; tolerates floats written by other clients."""
     if value is None or value == "":

@@ -1,17 +1,103 @@
-"""Following a queue's events stream (wire spec 5): `QueueEvents` (sync
-iterator) and `AsyncQueueEvents` (async iterator), yielding typed events."""
+"""A queue's events stream (wire spec 5): the event names, stream ids, one
+parser of its entries, and `QueueEvents` (sync iterator) / `AsyncQueueEvents`
+(async iterator) that follow it."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from enum import StrEnum
+from typing import Any, NamedTuple
 
 from . import codec, defaults
 from .clients import QUEUE_EVENTS_SUFFIX, connection_name
 from .connection import ConnectionLike, async_client, for_blocking, sync_client
 from .keys import QueueKeys
-from .queue import check_queue_name
+from .names import check_queue_name
+
+
+class EventName(StrEnum):
+    """The `event` field of an events-stream entry, as BullMQ 6.7.0 writes them."""
+
+    ACTIVE = "active"
+    ADDED = "added"
+    CLEANED = "cleaned"
+    COMPLETED = "completed"
+    DEBOUNCED = "debounced"
+    DEDUPLICATED = "deduplicated"
+    DELAYED = "delayed"
+    DRAINED = "drained"
+    DUPLICATED = "duplicated"
+    FAILED = "failed"
+    PAUSED = "paused"
+    PROGRESS = "progress"
+    REMOVED = "removed"
+    RESUMED = "resumed"
+    RETRIES_EXHAUSTED = "retries-exhausted"
+    STALLED = "stalled"
+    WAITING = "waiting"
+    WAITING_CHILDREN = "waiting-children"
+
+
+#: Events after which a job changes no more (a follower may stop there).
+FINAL_EVENTS = frozenset({EventName.COMPLETED, EventName.FAILED, EventName.REMOVED})
+
+_STREAM_ID = re.compile(r"^(\d{1,20})-(\d{1,20})$")
+
+
+class StreamId(NamedTuple):
+    """A Redis stream id `<ms>-<seq>`, ordered as Redis orders them."""
+
+    ms: int
+    seq: int
+
+    @classmethod
+    def parse(cls, value: Any) -> StreamId:
+        """The id in `value` (`<ms>-<seq>`, or `<ms>` for `<ms>-0`); ValueError
+        for anything else, or a part past 2**64 - 1."""
+        text = value.decode() if isinstance(value, bytes) else value
+        if isinstance(text, str) and text.isdigit() and len(text) <= 20:
+            text += "-0"
+        match = _STREAM_ID.match(text) if isinstance(text, str) else None
+        if match is None:
+            raise ValueError(f"not a stream id: {value!r}")
+        ms, seq = int(match[1]), int(match[2])
+        if max(ms, seq) >= 2**64:
+            raise ValueError(f"stream id out of range: {value!r}")
+        return cls(ms, seq)
+
+    @classmethod
+    def valid(cls, value: Any) -> bool:
+        """Whether `value` is a full stream id (`<ms>-<seq>`, in range)."""
+        if not isinstance(value, str) or "-" not in value:
+            return False
+        try:
+            cls.parse(value)
+        except ValueError:
+            return False
+        return True
+
+    def __str__(self) -> str:
+        return f"{self.ms}-{self.seq}"
+
+
+def id_order(stream_id: str) -> StreamId:
+    """A sort key for stream ids (`sorted(ids, key=id_order)`)."""
+    return StreamId.parse(stream_id)
+
+
+def parse_entry(stream_id: Any, raw: dict[Any, Any]) -> QueueEvent:
+    """One events-stream entry (as XREAD/XRANGE return it, str or bytes) as a
+    `QueueEvent`."""
+    sid = stream_id.decode() if isinstance(stream_id, bytes) else str(stream_id)
+    fields = {
+        (k.decode() if isinstance(k, bytes) else str(k)): (
+            v.decode(errors="replace") if isinstance(v, bytes) else str(v)
+        )
+        for k, v in raw.items()
+    }
+    return QueueEvent.parse(sid, fields)
 
 
 @dataclass(frozen=True)

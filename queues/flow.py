@@ -26,13 +26,14 @@ from .connection import ConnectionLike, async_client, sync_client
 from .exceptions import InvalidJobOptions, raise_for_code
 from .job import Job
 from .keys import QueueKeys
+from .names import check_queue_name
 from .options import (
     build_opts,
     check_default_job_options,
     decode_opts,
     merge_job_options,
 )
-from .queue import AsyncQueue, Queue, _QueueBase, check_queue_name
+from .queue import AsyncQueue, Queue, _QueueBase
 
 #: The flags a child's `parent` JSON carries (short opts keys, wire spec 2).
 PARENT_FLAGS = ("fpof", "cpof", "idof", "rdof")

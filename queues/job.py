@@ -98,12 +98,12 @@ class Job:
             except codec.JSONDecodeError as exc:
                 problems.append(f"job opts is not valid JSON ({exc})")
         if "progress" in h:
-            job.progress = _json_or_text(h["progress"])
+            job.progress = codec.json_or_text(h["progress"])
         if "returnvalue" in h:
-            job.returnvalue = _json_or_text(h["returnvalue"])
+            job.returnvalue = codec.json_or_text(h["returnvalue"])
         job.failed_reason = h.get("failedReason")
         if h.get("stacktrace"):
-            trace = _json_or_text(h["stacktrace"])
+            trace = codec.json_or_text(h["stacktrace"])
             job.stacktrace = trace if isinstance(trace, list) else [str(trace)]
         get = h.get
         job.attempts_made = _int(get("atm") or get("attemptsMade"))
@@ -119,7 +119,7 @@ class Job:
         job.processed_by = h.get("pb")
         job.parent_key = h.get("parentKey")
         if h.get("parent"):
-            parent = _json_or_text(h["parent"])
+            parent = codec.json_or_text(h["parent"])
             job.parent = parent if isinstance(parent, dict) else None
         job.repeat_job_key = h.get("rjk")
         job.deduplication_id = h.get("deid")
@@ -278,10 +278,3 @@ def _int(value: str | None) -> int:
         return int(value)
     except ValueError:
         return codec.to_int(value, 0) or 0
-
-
-def _json_or_text(value: str) -> Any:
-    try:
-        return codec.loads(value)
-    except codec.JSONDecodeError:
-        return value

@@ -380,7 +380,7 @@ def dependencies(keys: QueueKeys, job_id: str) -> Op:
         Cmd(("HGETALL", keys.failed_children(job_id))),
     ]
     return {
-        "processed": {k: _json_or_text(v) for k, v in processed.items()},
+        "processed": {k: codec.json_or_text(v) for k, v in processed.items()},
         "unprocessed": sorted(pending),
         "failed": list(failed),
         "ignored": dict(ignored),
@@ -390,14 +390,7 @@ def dependencies(keys: QueueKeys, job_id: str) -> Op:
 def children_values(keys: QueueKeys, job_id: str) -> Op:
     """{child job key: return value} of a parent's completed children."""
     processed = yield Cmd(("HGETALL", keys.processed(job_id)))
-    return {k: _json_or_text(v) for k, v in processed.items()}
-
-
-def _json_or_text(value: str) -> Any:
-    try:
-        return codec.loads(value)
-    except codec.JSONDecodeError:
-        return value
+    return {k: codec.json_or_text(v) for k, v in processed.items()}
 
 
 def job_op(keys: QueueKeys, kind: str, job_id: str, *a: Any) -> Op:

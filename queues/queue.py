@@ -12,33 +12,23 @@ from typing import Any
 
 import redis
 import redis.asyncio as aioredis
-from redis.exceptions import ResponseError
 
-from . import clients, codec, defaults, metrics, ops
+from . import clients, codec, defaults, drive, metrics, ops
 from .connection import ConnectionLike, async_client, sync_client
 from .exceptions import InvalidJobOptions
 from .job import Job
 from .keys import QueueKeys
+from .names import check_queue_name
 from .options import (
     build_opts,
     check_default_job_options,
     decode_opts,
     merge_job_options,
 )
-from .outages import raise_if_unavailable
 from .reads import JobReads
 from .scheduler import JobSchedulerMethods
 from .scripts import Scripts
 from .state import JobState, parse_state
-
-_QUEUE_NAME_ERROR = "queue name must be a non-empty string without ':'"
-
-
-def check_queue_name(name: str) -> str:
-    """Queue names are non-empty and colon-free (a colon would break key parsing)."""
-    if not isinstance(name, str) or not name or ":" in name:
-        raise ValueError(f"{_QUEUE_NAME_ERROR}: {name!r}")
-    return name
 
 
 class _QueueBase(JobReads, JobSchedulerMethods):
@@ -307,37 +297,8 @@ class Queue(_QueueBase):
         self.client: redis.Redis = sync_client(connection)
         self.scripts = Scripts(self.client)
 
-    def _send(self, request: ops.Request) -> Any:
-        if isinstance(request, (list, ops.Atomic)):
-            batch = request.requests if isinstance(request, ops.Atomic) else request
-            pipe = self.client.pipeline(transaction=isinstance(request, ops.Atomic))
-            for r in batch:
-                if isinstance(r, ops.Eval):
-                    getattr(self.scripts, r.name)(r.keys, r.args, client=pipe)
-                else:
-                    pipe.execute_command(*r.args)  # type: ignore[no-untyped-call]
-            return pipe.execute()
-        if isinstance(request, ops.Eval):
-            return getattr(self.scripts, request.name)(request.keys, request.args)
-        command = self.client.execute_command
-        return command(*request.args)  # type: ignore[no-untyped-call]
-
     def _run(self, op: ops.Op) -> Any:
-        try:
-            request = next(op)
-            while True:
-                try:
-                    reply = self._send(request)
-                except ResponseError as exc:
-                    # The operation may answer a refused command itself.
-                    request = op.throw(exc)
-                else:
-                    request = op.send(reply)
-        except StopIteration as stop:
-            return stop.value
-        except ResponseError as exc:
-            raise_if_unavailable(exc)
-            raise
+        return drive.run_sync(op, self.client, self.scripts)
 
     def close(self) -> None:
         """Close the client's connections."""
@@ -364,36 +325,8 @@ class AsyncQueue(_QueueBase):
         self.client: aioredis.Redis = async_client(connection)
         self.scripts = Scripts(self.client)
 
-    async def _send(self, request: ops.Request) -> Any:
-        if isinstance(request, (list, ops.Atomic)):
-            batch = request.requests if isinstance(request, ops.Atomic) else request
-            pipe = self.client.pipeline(transaction=isinstance(request, ops.Atomic))
-            for r in batch:
-                if isinstance(r, ops.Eval):
-                    await getattr(self.scripts, r.name)(r.keys, r.args, client=pipe)
-                else:
-                    pipe.execute_command(*r.args)
-            return await pipe.execute()
-        if isinstance(request, ops.Eval):
-            return await getattr(self.scripts, request.name)(request.keys, request.args)
-        command = self.client.execute_command
-        return await command(*request.args)  # type: ignore[no-untyped-call]
-
     async def _drive(self, op: ops.Op) -> Any:
-        try:
-            request = next(op)
-            while True:
-                try:
-                    reply = await self._send(request)
-                except ResponseError as exc:
-                    request = op.throw(exc)
-                else:
-                    request = op.send(reply)
-        except StopIteration as stop:
-            return stop.value
-        except ResponseError as exc:
-            raise_if_unavailable(exc)
-            raise
+        return await drive.run_async(op, self.client, self.scripts)
 
     def _run(self, op: ops.Op) -> Any:
         return self._drive(op)

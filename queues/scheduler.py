@@ -54,9 +54,9 @@ class JobScheduler:
         """Build from the `repeat:{id}` hash and its `repeat` score."""
         template: dict[str, Any] = {}
         if h.get("data"):
-            template["data"] = _json_or_text(h["data"])
+            template["data"] = codec.json_or_text(h["data"])
         if h.get("opts"):
-            opts = _json_or_text(h["opts"])
+            opts = codec.json_or_text(h["opts"])
             template["opts"] = decode_opts(opts) if isinstance(opts, dict) else opts
         return cls(
             key=key,
@@ -92,13 +92,6 @@ class JobScheduler:
         if self.template:
             out["template"] = self.template
         return out
-
-
-def _json_or_text(value: str) -> Any:
-    try:
-        return codec.loads(value)
-    except codec.JSONDecodeError:
-        return value
 
 
 def to_ms(value: DateLike) -> int | None:

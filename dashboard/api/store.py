@@ -7,7 +7,7 @@ from functools import lru_cache
 import redis
 import redis.asyncio as aioredis
 
-from dashboard.readmodel import connect
+from dashboard.redis import connect
 from queues.connection import async_client
 
 from . import conf

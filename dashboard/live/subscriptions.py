@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from queues.queue import check_queue_name
+from queues.names import check_queue_name
 
 from . import defaults
 from .messages import is_stream_id

@@ -1,0 +1,152 @@
+"""The one driver of ops (see ops.py): sends what an op yields to Redis and
+hands the replies back, on a sync or an asyncio redis-py client.
+
+An op is a generator yielding `Cmd`, `Eval`, `Atomic` or a list of them (one
+pipeline). A Redis error reply is thrown into the op at its `yield`, so the op
+may answer it; one it does not answer reaches the caller, as
+`RedisUnavailable` when Redis refuses for a while.
+
+`gather` runs several ops side by side, one pipelined round trip per step,
+which is how a page of 100 queues costs three round trips.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from typing import Any
+
+from redis.exceptions import ResponseError
+
+from .exceptions import QueueError
+from .ops import Atomic, Cmd, Eval, Op, Request
+from .outages import raise_if_unavailable
+from .scripts import Scripts
+
+
+@lru_cache(maxsize=64)
+def scripts_for(client: Any) -> Scripts:
+    """The registered scripts of `client` (one set per client)."""
+    return Scripts(client)
+
+
+def _batch(request: list[Cmd | Eval] | Atomic) -> list[Cmd | Eval]:
+    return request.requests if isinstance(request, Atomic) else request
+
+
+def send_sync(client: Any, scripts: Scripts, request: Request) -> Any:
+    """One request on a sync client; its reply."""
+    if isinstance(request, (list, Atomic)):
+        pipe = client.pipeline(transaction=isinstance(request, Atomic))
+        for r in _batch(request):
+            if isinstance(r, Eval):
+                getattr(scripts, r.name)(r.keys, r.args, client=pipe)
+            else:
+                pipe.execute_command(*r.args)
+        return pipe.execute()
+    if isinstance(request, Eval):
+        return getattr(scripts, request.name)(request.keys, request.args)
+    return client.execute_command(*request.args)
+
+
+async def send_async(client: Any, scripts: Scripts, request: Request) -> Any:
+    """One request on an asyncio client; its reply."""
+    if isinstance(request, (list, Atomic)):
+        pipe = client.pipeline(transaction=isinstance(request, Atomic))
+        for r in _batch(request):
+            if isinstance(r, Eval):
+                await getattr(scripts, r.name)(r.keys, r.args, client=pipe)
+            else:
+                pipe.execute_command(*r.args)
+        return await pipe.execute()
+    if isinstance(request, Eval):
+        return await getattr(scripts, request.name)(request.keys, request.args)
+    return await client.execute_command(*request.args)
+
+
+def run_sync(op: Op, client: Any, scripts: Scripts | None = None) -> Any:
+    """Drive `op` to its end on a sync client; its result."""
+    scripts = scripts if scripts is not None else scripts_for(client)
+    try:
+        request = next(op)
+        while True:
+            try:
+                reply = send_sync(client, scripts, request)
+            except ResponseError as exc:
+                request = op.throw(exc)
+            else:
+                request = op.send(reply)
+    except StopIteration as stop:
+        return stop.value
+    except ResponseError as exc:
+        raise_if_unavailable(exc)
+        raise
+
+
+async def run_async(op: Op, client: Any, scripts: Scripts | None = None) -> Any:
+    """Drive `op` to its end on an asyncio client; its result."""
+    scripts = scripts if scripts is not None else scripts_for(client)
+    try:
+        request = next(op)
+        while True:
+            try:
+                reply = await send_async(client, scripts, request)
+            except ResponseError as exc:
+                request = op.throw(exc)
+            else:
+                request = op.send(reply)
+    except StopIteration as stop:
+        return stop.value
+    except ResponseError as exc:
+        raise_if_unavailable(exc)
+        raise
+
+
+# --- composing ops ------------------------------------------------------------
+def cmd(*args: Any) -> Op:
+    """One plain command as an op."""
+    return (yield Cmd(args))
+
+
+def cmds(commands: Iterable[tuple[Any, ...]]) -> Op:
+    """Several plain commands as one op returning their replies."""
+    return (yield [Cmd(c) for c in commands])
+
+
+def guarded(op: Op) -> Op:
+    """An op that returns a QueueError instead of raising it (for gather)."""
+    try:
+        return (yield from op)
+    except QueueError as exc:
+        return exc
+
+
+def gather(gens: Sequence[Op]) -> Op:
+    """Run ops side by side: each step sends every op's next request in one
+    pipeline; returns their results in order. Transactions cannot be gathered."""
+    results: list[Any] = [None] * len(gens)
+    pending: dict[int, Any] = {}
+    for i, gen in enumerate(gens):
+        try:
+            pending[i] = next(gen)
+        except StopIteration as stop:
+            results[i] = stop.value
+    while pending:
+        flat: list[Cmd | Eval] = []
+        spans: list[tuple[int, int, int, bool]] = []
+        for i, request in pending.items():
+            if isinstance(request, Atomic):
+                raise TypeError("gather cannot run transactions")
+            many = isinstance(request, list)
+            spans.append((i, len(flat), len(request) if many else 1, many))
+            flat.extend(request if many else [request])
+        replies = yield flat
+        step: dict[int, Any] = {}
+        for i, start, n, many in spans:
+            reply = replies[start : start + n] if many else replies[start]
+            try:
+                step[i] = gens[i].send(reply)
+            except StopIteration as stop:
+                results[i] = stop.value
+        pending = step
+    return results
