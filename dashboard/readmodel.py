@@ -15,18 +15,20 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 import redis
 from django.conf import settings
 
+from dashboard import redis as redis_client
+
 # Re-exported while the pages move to dashboard.redis / queues.drive.
 from dashboard.redis import REDIS_DOWN as REDIS_DOWN
 from dashboard.redis import client as client
 from dashboard.redis import connect as connect
+from dashboard.redis import queue as queue
 from gpu_workers import Fleet
-from queues import Job, JobState, Queue, drive, ops
+from queues import Job, JobState, drive, ops
 from queues.discovery import discover_queues
 from queues.drive import cmd as cmd
 from queues.drive import cmds as cmds
@@ -37,16 +39,6 @@ from queues.names import check_queue_name
 from queues.ops import DEFAULT_STATES
 
 log = logging.getLogger(__name__)
-
-
-@lru_cache(maxsize=1024)
-def _queue(conn: redis.Redis, prefix: str, name: str) -> Queue:
-    return Queue(name, conn, prefix)
-
-
-def queue(prefix: str, name: str) -> Queue:
-    """The Queue object of `prefix:name` on the shared client (reused)."""
-    return _queue(client(), prefix, name)
 
 
 def fleet() -> Fleet:
@@ -65,8 +57,7 @@ def on_reset(clear: Callable[[], None]) -> None:
 
 def reset() -> None:
     """Forget the client and every cache (tests point settings elsewhere)."""
-    client.cache_clear()
-    _queue.cache_clear()
+    redis_client.reset()
     _discovery.reset()
     for clear in _resets:
         clear()

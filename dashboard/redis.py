@@ -3,11 +3,12 @@ a page over a dead Redis answers "Redis is not answering" in seconds."""
 
 from __future__ import annotations
 
-from functools import cache
+from functools import cache, lru_cache
 
 import redis
 from django.conf import settings
 
+from queues import Queue
 from queues.connection import sync_client
 
 #: What a dead, unreachable or still-loading Redis raises (pages answer 503).
@@ -33,3 +34,21 @@ def connect(url: str) -> redis.Redis:
 def client() -> redis.Redis:
     """One client per process for the pages."""
     return connect(settings.REDIS_URL)
+
+
+@lru_cache(maxsize=1024)
+def queue_on(conn: redis.Redis, prefix: str, name: str) -> Queue:
+    """The Queue object of `prefix:name` on `conn`, made once and reused (a
+    Queue registers its scripts when made)."""
+    return Queue(name, conn, prefix)
+
+
+def queue(prefix: str, name: str) -> Queue:
+    """The Queue object of `prefix:name` on the pages' client."""
+    return queue_on(client(), prefix, name)
+
+
+def reset() -> None:
+    """Forget the client and the Queue objects (tests point settings elsewhere)."""
+    client.cache_clear()
+    queue_on.cache_clear()
