@@ -17,8 +17,9 @@ from queues.keys import QueueKeys
 from queues.ops import DEFAULT_STATES
 
 from . import overviewmodel, readmodel
-from .present import progress_parts, redact, redact_fields
+from .present import progress_parts
 from .readmodel import QueueRef, cmd, gather
+from .redaction import redact, redact_fields
 
 #: Minutes of finished jobs the capacity view's throughput is measured over.
 THROUGHPUT_WINDOW_MIN = 5

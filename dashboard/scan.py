@@ -20,8 +20,8 @@ from queues import Job, codec, ops
 from queues.keys import QueueKeys
 
 from . import readmodel
-from .present import compact, redact, redact_text
 from .readmodel import QueueRef, cmd, gather, guarded
+from .redaction import compact, redact, redact_text
 
 #: Jobs read per Redis round trip while scanning.
 BATCH = 200

@@ -206,7 +206,7 @@ BULLPEN_DETAIL_VALUE_MAX_BYTES = int(
     os.environ.get("BULLPEN_DETAIL_VALUE_MAX_BYTES", str(1024 * 1024))
 )
 #: Dotted path of a function(data) -> data hiding sensitive values before display,
-#: e.g. dashboard.present.redact_sensitive_keys; empty: shown as stored.
+#: e.g. dashboard.redaction.redact_sensitive_keys; empty: shown as stored.
 BULLPEN_REDACT = os.environ.get("BULLPEN_REDACT", "")
 #: Jobs per page of a queue's job list.
 BULLPEN_PAGE_SIZE = int(os.environ.get("BULLPEN_PAGE_SIZE", "25"))

@@ -15,7 +15,7 @@ import hashlib
 import re
 from typing import Any
 
-from dashboard.present import redact_fields
+from dashboard.redaction import redact_fields
 from queues import QueueEvent, codec
 
 from . import defaults

@@ -24,13 +24,11 @@ from ..present import (
     oddities,
     pretty,
     progress_parts,
-    redact,
-    redact_lines,
-    redact_text,
     retry_text,
     too_large,
 )
 from ..readmodel import QueueRef
+from ..redaction import redact, redact_lines, redact_text
 from .common import (
     OPERATE,
     VIEW,

@@ -27,7 +27,7 @@ def test_default_settings_pass() -> None:
         ("BULLPEN_QUEUES", ["bull:"], "bullpen.E003"),
         ("BULLPEN_READ_ONLY_QUEUES", [":"], "bullpen.E004"),
         ("BULLPEN_REDACT", "no.such.module.redact", "bullpen.E005"),
-        ("BULLPEN_REDACT", "dashboard.present.REDACTED", "bullpen.E005"),
+        ("BULLPEN_REDACT", "dashboard.redaction.REDACTED", "bullpen.E005"),
         ("BULLPEN_PAGE_SIZE", 0, "bullpen.E006"),
         ("BULLPEN_SCAN_CAP", 10_000_000, "bullpen.E006"),
         ("BULLPEN_DISCOVERY_TTL_S", -1, "bullpen.E006"),
@@ -47,6 +47,6 @@ def test_good_non_default_values_pass(settings: Any) -> None:
     """Queue entries with prefixes, `*` and a real hook are accepted."""
     settings.BULLPEN_QUEUES = ["render", "{bull}:embed"]
     settings.BULLPEN_READ_ONLY_QUEUES = ["*", "bull:render"]
-    settings.BULLPEN_REDACT = "dashboard.present.redact_sensitive_keys"
+    settings.BULLPEN_REDACT = "dashboard.redaction.redact_sensitive_keys"
     settings.REDIS_URL = "unix:///tmp/redis.sock"
     assert _ids() == []

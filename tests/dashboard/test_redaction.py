@@ -15,7 +15,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from dashboard import fleetmodel
-from dashboard.present import REDACTED, redact_sensitive_keys
+from dashboard.redaction import REDACTED, redact_sensitive_keys
 from queues import AsyncQueue, Queue
 from queues.ops import now_ms
 from tests.dashboard.helpers import (

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 
-from dashboard.present import redact_fields
+from dashboard.redaction import redact_fields
 from gpu_workers import Fleet
 from gpu_workers.exceptions import ValidationError as FleetValidationError
 from queues import Job, JobState, ops

@@ -24,7 +24,7 @@ import orjson
 import redis
 from redis.exceptions import ResponseError
 
-from dashboard.present import redact_fields
+from dashboard.redaction import redact_fields
 from queues import Queue, Worker
 from queues.connection import sync_client
 from queues.outages import Outage, backoff_s, recoverable

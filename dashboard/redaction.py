@@ -1,0 +1,104 @@
+"""Redaction of job content: the BULLPEN_REDACT hook and what every path that
+shows a job (pages, live messages, API, SSE, webhooks) passes job content
+through. A leaf: it reads Django settings and nothing else of the dashboard,
+so the API may use it too."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from functools import lru_cache
+from typing import Any
+
+from django.conf import settings
+from django.utils.module_loading import import_string
+
+REDACTED = "[redacted]"
+#: Keys whose values `redact_sensitive_keys` hides (matched anywhere in the key).
+SENSITIVE_KEY = re.compile(
+    r"pass(word|wd)?|secret|token|api[-_]?key|auth|cookie|credential|private[-_]?key",
+    re.IGNORECASE,
+)
+
+
+def redact_sensitive_keys(value: Any) -> Any:
+    """A redaction hook: values under keys that look like secrets become
+    "[redacted]", at any depth (set BULLPEN_REDACT to this function's path)."""
+    if isinstance(value, dict):
+        return {
+            k: REDACTED
+            if isinstance(k, str) and SENSITIVE_KEY.search(k)
+            else redact_sensitive_keys(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [redact_sensitive_keys(v) for v in value]
+    return value
+
+
+@lru_cache(maxsize=4)
+def _hook(path: str) -> Any:
+    return import_string(path)
+
+
+def redact(value: Any) -> Any:
+    """`value` passed through the BULLPEN_REDACT hook (a copy; the hook may
+    change what it gets). A failing hook hides everything rather than nothing."""
+    path = settings.BULLPEN_REDACT
+    if not path:
+        return value
+    try:
+        return _hook(path)(copy.deepcopy(value))
+    except Exception:  # noqa: BLE001 - a broken hook must not leak the data
+        return REDACTED
+
+
+#: What a job carries, under the names the job hash, the events stream, the API
+#: and webhooks give it: every path that shows one of these (pages, live
+#: messages, API, SSE, webhooks) passes it through `redact` first.
+CONTENT_FIELDS = frozenset(
+    {
+        "data",
+        "progress",
+        "returnvalue",
+        "failedReason",
+        "failed_reason",
+        "stacktrace",
+        "logs",
+    }
+)
+
+
+def redact_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """`fields` with the job content in it (`CONTENT_FIELDS`) redacted: a
+    copy, or `fields` itself when no hook is set."""
+    if not settings.BULLPEN_REDACT:
+        return fields
+    return {k: redact(v) if k in CONTENT_FIELDS else v for k, v in fields.items()}
+
+
+def redact_text(text: str | None) -> str:
+    """A text of a job (failed reason, a log line) as shown: redacted, and
+    still a text whatever the hook returns."""
+    if not text:
+        return ""
+    value = redact(text)
+    return value if isinstance(value, str) else compact(value)
+
+
+def redact_lines(lines: list[str] | None) -> list[str]:
+    """Lines of a job (logs, stack traces) as shown: redacted, still lines."""
+    if not lines:
+        return []
+    value = redact(list(lines))
+    if not isinstance(value, list):
+        value = [value]
+    return [v if isinstance(v, str) else compact(v) for v in value]
+
+
+def compact(value: Any) -> str:
+    """One-line JSON of any value (non-JSON values as text)."""
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    return json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))
