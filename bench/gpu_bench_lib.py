@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 import redis  # noqa: E402
 
 from gpu_workers.children import send_on_stdin  # noqa: E402
-from gpu_workers.registry import Fleet  # noqa: E402
+from gpu_workers.fleet import Fleet  # noqa: E402
 from queues import Queue  # noqa: E402
 from queues.devredis import RedisServer  # noqa: E402
 

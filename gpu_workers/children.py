@@ -11,9 +11,9 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from .clock import now_ms
 from .config import QueueConfig, SupervisorConfig, WorkerSpec, worker_id
 from .probe import GpuInfo
-from .registry import now_ms
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

@@ -14,20 +14,33 @@ import sys
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from queues.names import SAFE_QUEUE_NAME_RULE, is_safe_queue_name, qualified_name
+
 from . import defaults
 from .exceptions import ConfigError
 from .units import parse_bytes
 
-_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
+#: Host names, queue prefixes and the namespace: each is one segment of
+#: Bullpen's colon-separated keys and worker ids, so it holds no colon.
+_SEGMENT_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
 
-def check_name(value: Any, what: str) -> str:
-    """Host, queue and prefix names: letters, digits, `_ . -` (no colons)."""
-    if not isinstance(value, str) or not _NAME.match(value) or len(value) > 200:
+def check_segment_name(value: Any, what: str) -> str:
+    """A host name, queue prefix or namespace: letters, digits, `_ . -` (no
+    colons), at most 200 characters."""
+    if not isinstance(value, str) or not _SEGMENT_NAME.match(value) or len(value) > 200:
         raise ConfigError(
             f"{what} must be letters, digits, '_', '.' or '-', not {value!r}"
         )
     return value
+
+
+def check_safe_queue_name(value: Any) -> str:
+    """A queue name Bullpen accepts from config and operators (the API's rule,
+    queues.names.is_safe_queue_name)."""
+    if not is_safe_queue_name(value):
+        raise ConfigError(f"a queue name must be {SAFE_QUEUE_NAME_RULE}, not {value!r}")
+    return str(value)
 
 
 @dataclass
@@ -52,8 +65,8 @@ class QueueConfig:
     max_stalled_count: int = defaults.MAX_STALLED_COUNT
 
     def __post_init__(self) -> None:
-        check_name(self.queue, "a queue name")
-        check_name(self.prefix, "a queue prefix")
+        check_safe_queue_name(self.queue)
+        check_segment_name(self.prefix, "a queue prefix")
         if not isinstance(self.slots, int) or not 1 <= self.slots <= self.max_slots:
             raise ConfigError(
                 f"queue {self.queue}: slots must be 1..{self.max_slots}, "
@@ -69,7 +82,7 @@ class QueueConfig:
     @property
     def key(self) -> str:
         """`prefix:queue`, the field naming it in desired-count hashes."""
-        return f"{self.prefix}:{self.queue}"
+        return qualified_name(self.prefix, self.queue)
 
 
 @dataclass
@@ -107,8 +120,8 @@ class SupervisorConfig:
     log_level: str = "INFO"
 
     def __post_init__(self) -> None:
-        self.host = check_name(self.host, "a host name")
-        check_name(self.namespace, "the Bullpen namespace")
+        self.host = check_segment_name(self.host, "a host name")
+        check_segment_name(self.namespace, "the Bullpen namespace")
         for q in self.queues:
             if q.prefix == self.namespace:
                 raise ConfigError(

@@ -8,7 +8,7 @@ BullMQ clients ignore it. With the default namespace `bullpen`:
   GPU snapshots, per-queue limits, children
 - `bullpen:workers` (zset): worker id -> expiry (ms) of its last heartbeat
 - `bullpen:worker:{host}:{prefix}:{queue}:{gpu uuid}` (string, TTL): worker
-  heartbeat, JSON (see registry.py)
+  heartbeat, JSON (see fleet.py)
 - `bullpen:desired:{host}` (hash): `{prefix}:{queue}` -> {"workers", "slots"}
 - `bullpen:cancel:{prefix}:{queue}:{job id}` (string, TTL): cancel request
 - `bullpen:job:{prefix}:{queue}:{job id}` (hash, TTL 7 days): declared vs

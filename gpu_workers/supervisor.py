@@ -22,15 +22,15 @@ from typing import Any
 
 import redis
 
-from queues import codec
-
 from . import defaults
 from .children import Child, ChildState, child_record, spawn
+from .clock import now_ms
 from .config import QueueConfig, SupervisorConfig
+from .desired import DesiredCounts
+from .heartbeat import queue_heartbeat, queue_removal
 from .keys import BullpenKeys
 from .planning import plan_gpus, queue_limits
 from .probe import GpuInfo, GpuProbe, make_probe
-from .registry import now_ms, parse_desired, queue_heartbeat, queue_removal
 
 log = logging.getLogger("gpu_workers.supervisor")
 
@@ -59,8 +59,9 @@ class Supervisor:
         self._stop = threading.Event()
         self.gpus = self.probe.devices()
         self._plan = plan_gpus(config, self.gpus, self.probe)
-        #: The desired counts last read from Redis, per queue.
-        self._last_desired: dict[str, dict[str, int]] = {}
+        self.desired = DesiredCounts(
+            self.redis, self.keys.desired(config.host), config.queues, self._plan
+        )
 
     def limits(self) -> dict[str, dict[str, Any]]:
         """What set_desired() validates against, per queue."""
@@ -114,7 +115,7 @@ class Supervisor:
                 getattr(self.probe, "reason", "no GPUs"),
             )
         for q in cfg.queues:
-            self._seed_desired(q, self._initial_desired(q))
+            self.desired.seed(q, self.desired.initial(q))
         log.info(
             "supervisor on host %s: %d GPU(s) (%s), queues %s",
             cfg.host,
@@ -124,13 +125,6 @@ class Supervisor:
         )
         self.state = SupervisorState.RUNNING
         self._publish()
-
-    def _redis_call(self, fn: Any, *args: Any) -> Any:
-        try:
-            return fn(*args)
-        except redis.RedisError as exc:
-            log.warning("redis unavailable (%r); keeping the current workers", exc)
-            return None
 
     # --- children ---------------------------------------------------------------------
     def _spawn(self, child: Child, slots: int) -> None:
@@ -185,62 +179,12 @@ class Supervisor:
         for child in self.children.values():
             if child.state is ChildState.BACKOFF and now >= child.restart_at:
                 child.restarts += 1
-                self._spawn(child, self._desired_slots(child.queue))
+                self._spawn(child, self.desired.slots(child.queue))
                 self._publish_child(child)
-
-    def _initial_desired(self, q: QueueConfig) -> dict[str, int]:
-        """The configured start: q.workers processes (None: one per planned GPU)."""
-        planned = len(self._plan[q.key])
-        workers = planned if q.workers is None else min(q.workers, planned)
-        return {"workers": workers, "slots": q.slots}
-
-    def _seed_desired(self, q: QueueConfig, value: dict[str, int]) -> None:
-        """Write a queue's desired counts unless someone already has."""
-        self._redis_call(
-            self.redis.hsetnx,
-            self.keys.desired(self.config.host),
-            q.key,
-            codec.dumps(value),
-        )
-
-    def _desired(self) -> dict[str, dict[str, int]] | None:
-        """Desired counts per queue (None when Redis does not answer).
-
-        A configured queue missing from the hash means Redis lost it (a
-        restart without persistence, a flush, failover to an empty replica):
-        it is written back with the last counts this supervisor read (the
-        operator's last decision), else the configured start, and never read
-        as "0 workers", which would drain the host."""
-        key = self.keys.desired(self.config.host)
-        raw = self._redis_call(self.redis.hgetall, key)
-        if raw is None:
-            return None
-        desired = {k: parse_desired(v) for k, v in raw.items()}
-        missing = [q for q in self.config.queues if q.key not in desired]
-        if missing:
-            for q in missing:
-                value = self._last_desired.get(q.key) or self._initial_desired(q)
-                log.warning(
-                    "desired counts of %s missing from Redis (restarted or "
-                    "flushed?): writing back %s",
-                    q.key,
-                    value,
-                )
-                self._seed_desired(q, value)
-            raw = self._redis_call(self.redis.hgetall, key)
-            if raw is None:
-                return None
-            desired = {k: parse_desired(v) for k, v in raw.items()}
-        self._last_desired.update(desired)
-        return desired
-
-    def _desired_slots(self, q: QueueConfig) -> int:
-        desired = self._desired() or {}
-        return desired.get(q.key, {}).get("slots") or q.slots
 
     def _reconcile(self, now: float) -> None:
         """Start wanted (queue, GPU) workers; drain the ones no longer wanted."""
-        desired = self._desired()
+        desired = self.desired.read()
         if desired is None:
             return
         wanted: dict[tuple[str, str], tuple[QueueConfig, GpuInfo, int, int]] = {}

@@ -5,6 +5,9 @@ slot and some uncommitted budget, and none while a claimed job still waits
 for budget (it holds its slot until running jobs release enough). A job
 larger than the whole budget fails at once (JobTooLarge, unrecoverable).
 
+The heartbeat, control and peak loops are in upkeep.py; telling an OOM
+apart and checking CUDA after one, in oom.py.
+
 Each job's declared need and measured peak are written, before the job
 finishes, to the hash `bullpen:job:{prefix}:{queue}:{id}` (see keys.py and
 Fleet.job_vram) and as a line of the job's log: declared_bytes, peak_bytes
@@ -23,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -31,66 +33,23 @@ from typing import Any
 import redis.asyncio as aioredis
 
 from queues import Job, MetricsOptions
-from queues.worker import AsyncWorker
 
 from . import defaults
 from .admission import VramAdmission
+from .clock import now_ms
 from .config import WorkerSpec
-from .exceptions import (
-    CudaOutOfMemory,
-    JobCancelled,
-    JobTooLarge,
-    ProbeError,
-    SimulatedOutOfMemory,
-)
+from .exceptions import CudaOutOfMemory, JobCancelled, JobTooLarge, ProbeError
 from .handlers import REGISTRY, Device, HandlerRegistry, JobContext, JobMeter
 from .keys import BullpenKeys
+from .oom import cuda_self_check, is_cuda_oom
 from .probe import GpuProbe, SimulatedProbe
-from .registry import now_ms, parse_desired, queue_heartbeat, queue_removal
 from .units import format_bytes
+from .upkeep import WorkerUpkeep
 
 log = logging.getLogger("gpu_workers.worker")
 
 
-def is_cuda_oom(exc: BaseException | None) -> bool:
-    """torch.OutOfMemoryError, a simulated OOM, or any error (or its cause)
-    whose message says CUDA ran out of memory."""
-    seen = 0
-    while exc is not None and seen < 10:
-        if isinstance(exc, SimulatedOutOfMemory):
-            return True
-        if type(exc).__name__ == "OutOfMemoryError" and type(exc).__module__.startswith(
-            "torch"
-        ):
-            return True
-        text = str(exc)
-        if "CUDA out of memory" in text or "CUDA error: out of memory" in text:
-            return True
-        exc = exc.__cause__ or exc.__context__
-        seen += 1
-    return False
-
-
-def cuda_self_check(device: Device) -> bool:
-    """After an OOM: free cached blocks and run a tiny kernel; False = broken."""
-    if device.memory is not None:
-        return not device.memory.broken
-    torch = sys.modules.get("torch")
-    if torch is None or not torch.cuda.is_initialized():
-        return True
-    try:
-        torch.cuda.empty_cache()
-        x = torch.ones(256, device=device.torch_device)
-        ok = float(x.sum().item()) == 256.0
-        torch.cuda.synchronize()
-        del x
-        return ok
-    except Exception:  # noqa: BLE001 - any failure here means CUDA is unusable
-        log.exception("CUDA self-check failed")
-        return False
-
-
-class GpuWorker(AsyncWorker):
+class GpuWorker(WorkerUpkeep):
     """A worker process's queue worker pinned to one GPU with a VRAM budget."""
 
     def __init__(
@@ -167,46 +126,17 @@ class GpuWorker(AsyncWorker):
             log.info("worker %s: draining", self.spec.worker_id)
         super().close(force)
 
-    @property
-    def state(self) -> str:
-        """starting | idle | busy | draining."""
-        if self.closing:
-            return "draining"
-        if self._state == "starting":
-            return "starting"
-        return "busy" if self.meters else "idle"
-
     # --- running ----------------------------------------------------------------------
     async def run(self, install_signals: bool = True) -> None:
         """Process jobs, heartbeat and watch cancel flags until closed."""
-        self._helpers_stop = asyncio.Event()
-        try:  # Redis may be full, read-only or away now: the loop retries
-            await self._heartbeat()
-        except Exception as exc:  # noqa: BLE001 - never die of a Redis answer
-            self._helper_failed("heartbeat", exc)
-        helpers = [
-            asyncio.create_task(self._heartbeat_loop()),
-            asyncio.create_task(self._control_loop()),
-            asyncio.create_task(self._peak_loop()),
-        ]
+        helpers = await self._start_upkeep()
         self._state = "running"
         try:
             await super().run(install_signals)
         finally:
-            # A stop flag, not only cancel(): redis-py's asyncio client can
-            # swallow a CancelledError that lands mid-command (redis-py #2028).
-            self._helpers_stop.set()
-            for task in helpers:
-                task.cancel()
-            await asyncio.wait(helpers, timeout=5)
+            await self._stop_upkeep(helpers)
             self._pool.shutdown(wait=False, cancel_futures=True)
-            try:
-                pipe = self._bp.pipeline(transaction=False)
-                queue_removal(pipe, self.bkeys, "worker", self.spec.worker_id)
-                await pipe.execute()
-            except Exception as exc:  # noqa: BLE001 - the TTL removes it anyway
-                log.warning("could not remove the heartbeat record: %r", exc)
-            await self._bp.aclose()
+            await self._unpublish()
 
     async def _process_job(self, job: Job) -> Any:
         meter = JobMeter(job.id, job.name)
@@ -349,142 +279,3 @@ class GpuWorker(AsyncWorker):
                 )
         except Exception as exc:  # noqa: BLE001 - bookkeeping must not fail the job
             self._helper_failed(f"recording the VRAM use of job {job.id}", exc)
-
-    # --- heartbeats, control, peaks ---------------------------------------------------
-    def heartbeat_record(self) -> dict[str, Any]:
-        """What this worker publishes every heartbeat."""
-        try:
-            gpu = self.probe.snapshot(self.device.uuid).to_dict()
-        except Exception as exc:  # noqa: BLE001 - a failing reading is reported, not fatal
-            gpu = {
-                "uuid": self.device.uuid,
-                "name": self.device.name,
-                "simulated": self.device.simulated,
-                "error": str(exc),
-            }
-        adm = self.admission
-        return {
-            "id": self.spec.worker_id,
-            "host": self.spec.host,
-            "pid": os.getpid(),
-            "queue": self.name,
-            "prefix": self.spec.prefix,
-            "gpu": gpu,
-            "simulated": self.device.simulated,
-            "slots": adm.slots,
-            "max_slots": self.spec.max_slots,
-            "budget_bytes": adm.budget_bytes,
-            "committed_bytes": adm.committed_bytes,
-            "free_bytes": adm.free_bytes,
-            "max_committed_bytes": adm.max_committed_bytes,
-            "running": [m.summary() for m in self.meters.values()],
-            "counters": dict(self.counters),
-            "telemetry": dict(self.telemetry.counters),
-            "restarts": self.spec.restarts,
-            "state": self.state,
-            "started_ms": self.started_ms,
-            "ts_ms": now_ms(),
-        }
-
-    async def _heartbeat(self) -> None:
-        pipe = self._bp.pipeline(transaction=False)
-        queue_heartbeat(
-            pipe,
-            self.bkeys,
-            "worker",
-            self.spec.worker_id,
-            self.heartbeat_record(),
-            self.spec.heartbeat_ttl_s,
-        )
-        await pipe.execute()
-
-    async def _pause(self, seconds: float) -> bool:
-        """Sleep; False once the helpers are told to stop."""
-        try:
-            await asyncio.wait_for(self._helpers_stop.wait(), seconds)
-        except TimeoutError:
-            pass
-        return not self._helpers_stop.is_set()
-
-    async def _heartbeat_loop(self) -> None:
-        """Beat every interval, and at most HEARTBEAT_SOON_S after a change."""
-        while True:
-            due = time.monotonic() + self.spec.heartbeat_interval_s
-            waits = [
-                asyncio.ensure_future(self._helpers_stop.wait()),
-                asyncio.ensure_future(self._changed.wait()),
-            ]
-            await asyncio.wait(
-                waits,
-                timeout=self.spec.heartbeat_interval_s,
-                return_when=asyncio.FIRST_COMPLETED,
-            )
-            for w in waits:
-                w.cancel()
-            if self._changed.is_set():
-                # Let the rest of a burst of changes join this beat.
-                soon = min(due, time.monotonic() + defaults.HEARTBEAT_SOON_S)
-                if not await self._pause(soon - time.monotonic()):
-                    return
-            if self._helpers_stop.is_set():
-                return
-            self._changed.clear()
-            try:
-                await self._heartbeat()
-                self._helper_answered()
-            except Exception as exc:  # noqa: BLE001 - keep beating after Redis blips
-                self._helper_failed("heartbeat", exc)
-
-    async def _control_loop(self) -> None:
-        """Cancel flags of claimed jobs, the slot target, and the parent's life."""
-        desired_key = self.bkeys.desired(self.spec.host)
-        field = f"{self.spec.prefix}:{self.name}"
-        while await self._pause(self.spec.control_interval_s):
-            if os.getppid() != self._ppid and not self.closing:
-                log.warning(
-                    "worker %s: supervisor is gone; draining", self.spec.worker_id
-                )
-                self.close()
-            try:
-                ids = list(self.meters)
-                if ids:
-                    flags = await self._bp.mget(
-                        [self.bkeys.cancel(self.spec.prefix, self.name, i) for i in ids]
-                    )
-                    poke = False
-                    for job_id, flag in zip(ids, flags, strict=True):
-                        meter = self.meters.get(job_id)
-                        if flag and meter is not None and not meter.cancel.is_set():
-                            log.info("job %s: cancel requested", job_id)
-                            meter.cancel.set()
-                            poke = True
-                    if poke:
-                        await self.admission.poke()
-                slots = parse_desired(await self._bp.hget(desired_key, field)).get(
-                    "slots"
-                )
-                if slots and slots != self.admission.slots:
-                    self.admission.slots = min(slots, self.spec.max_slots)
-                    self.wake()
-            except Exception as exc:  # noqa: BLE001 - keep watching after Redis blips
-                self._helper_failed("control loop", exc)
-
-    async def _peak_loop(self) -> None:
-        """Sample this process's VRAM (NVML by pid, or simulated) while jobs run."""
-        while await self._pause(defaults.PEAK_SAMPLE_INTERVAL_S):
-            self._sample_peaks()
-
-    def _sample_peaks(self) -> None:
-        """One sample of this process's VRAM, credited to every running job
-        (also taken at each admission and at each job's end)."""
-        running = [m for m in self.meters.values() if m.admitted]
-        if not running:
-            return
-        try:
-            used = self.probe.process_memory(self.device.uuid).get(os.getpid())
-        except Exception:  # noqa: BLE001 - a missing sample is not an error
-            return
-        if used is None:
-            return
-        for meter in running:
-            meter.process_peak_bytes = max(meter.process_peak_bytes or 0, used)

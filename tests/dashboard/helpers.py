@@ -8,8 +8,8 @@ import redis
 from django.test import Client
 from django.urls import reverse
 
+from gpu_workers.heartbeat import queue_heartbeat
 from gpu_workers.keys import BullpenKeys
-from gpu_workers.registry import queue_heartbeat
 from queues import Queue, codec, ops
 from tests.queues.transitions.helpers import (
     claimed,

@@ -14,7 +14,7 @@ from django.test import Client
 
 from dashboard.models import AuditEntry
 from gpu_workers import Fleet
-from gpu_workers.registry import now_ms
+from gpu_workers.clock import now_ms
 from queues import Queue
 from tests.dashboard.conftest import client_for, user_in
 from tests.dashboard.helpers import (

@@ -304,8 +304,8 @@ def test_gpus_subscription_gets_worker_snapshots(live: str, viewer: User) -> Non
     workers running per host and queue."""
     import redis
 
+    from gpu_workers.heartbeat import queue_heartbeat
     from gpu_workers.keys import BullpenKeys
-    from gpu_workers.registry import queue_heartbeat
 
     cookie_viewer = session_cookie(viewer)
 

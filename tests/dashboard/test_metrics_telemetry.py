@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import redis
 
-from gpu_workers.registry import Fleet
+from gpu_workers.fleet import Fleet
 from queues import JobState, Queue
 from tests.dashboard.test_metrics import samples, scrape, value
 from tests.gpu_workers import handlers_for_tests  # noqa: F401 - registers handlers

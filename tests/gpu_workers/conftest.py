@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gpu_workers.registry import Fleet
+from gpu_workers.fleet import Fleet
 from queues import Queue
 from tests.gpu_workers.helpers import SupervisorProcess, supervisor_config
 

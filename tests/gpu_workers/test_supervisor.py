@@ -18,7 +18,7 @@ import redis
 
 from gpu_workers.config import QueueConfig, SupervisorConfig
 from gpu_workers.exceptions import ValidationError
-from gpu_workers.registry import Fleet
+from gpu_workers.fleet import Fleet
 from gpu_workers.supervisor import Supervisor
 from queues import Queue
 from tests.gpu_workers.helpers import FAST, SupervisorProcess, read_stream, wait_until

@@ -13,8 +13,8 @@ import pytest
 import gpu_workers.torch_handlers  # noqa: F401 - registers torch.matmul
 from gpu_workers.exceptions import OOM_REASON
 from gpu_workers.handlers import Device
+from gpu_workers.oom import cuda_self_check, is_cuda_oom
 from gpu_workers.probe import NvmlProbe
-from gpu_workers.worker import cuda_self_check, is_cuda_oom
 from queues import Queue
 from tests.gpu_workers.fake_nvml import FakeNvml
 from tests.gpu_workers.fake_torch import OutOfMemoryError, make_fake_torch

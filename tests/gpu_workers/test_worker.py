@@ -13,8 +13,8 @@ import redis
 
 import gpu_workers.demo_handlers  # noqa: F401,E402 - registers `demo`
 from gpu_workers.exceptions import CANCEL_REASON, OOM_REASON
+from gpu_workers.fleet import Fleet
 from gpu_workers.probe import NvmlProbe
-from gpu_workers.registry import Fleet
 from queues import Queue
 from tests.gpu_workers import handlers_for_tests  # noqa: F401 - registers test handlers
 from tests.gpu_workers.fake_nvml import FakeNvml

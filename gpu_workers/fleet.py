@@ -1,5 +1,6 @@
-"""Bullpen's worker registry in Redis: heartbeats written by workers and
-supervisors, and the small read/write API the dashboard calls.
+"""The fleet of GPU workers as Redis holds it: the read model over the
+heartbeats supervisors and workers write (heartbeat.py), and the small
+write API the dashboard calls.
 
     fleet = Fleet("redis://...")
     fleet.list_workers()          # live worker processes (and failed ones)
@@ -8,9 +9,9 @@ supervisors, and the small read/write API the dashboard calls.
     fleet.request_cancel("txt2img", job_id)
     fleet.job_vram("txt2img", job_id)   # declared vs measured peak
 
-A heartbeat is a JSON string with a TTL plus an entry in an index zset
-scored by its expiry, so a dead host's records vanish on their own and a
-listing never scans the keyspace. Worker records (keys.py) hold: id, host,
+Reading never writes: a listing takes the index entries that have not
+expired yet (the writers trim the rest), so a read-only Redis user or
+replica serves the dashboard. Worker records (keys.py) hold: id, host,
 pid, queue, prefix, gpu (a snapshot), simulated, slots, budget_bytes,
 committed_bytes, free_bytes, running [{id, name, declared_bytes, admitted,
 state, progress, ...}], counters {processed, failed, oom, cancelled,
@@ -19,17 +20,19 @@ too_big}, restarts, state (starting|idle|busy|draining|failed), ts_ms.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import redis
 
 from queues import Queue, codec
 from queues.connection import sync_client
-from queues.state import TERMINAL
+from queues.names import qualified_name
+from queues.state import TERMINAL, JobState
 
 from . import defaults
-from .config import check_name
+from .clock import now_ms
+from .config import check_safe_queue_name, check_segment_name
+from .desired import parse_desired
 from .exceptions import ConfigError, ValidationError
 from .keys import BullpenKeys
 
@@ -55,77 +58,6 @@ def _simulated_reading(
     return out
 
 
-def now_ms() -> int:
-    """Wall-clock milliseconds (heartbeat expiries are compared across hosts)."""
-    return int(time.time() * 1000)
-
-
-def queue_heartbeat(
-    pipe: Any,
-    keys: BullpenKeys,
-    kind: str,
-    ident: str,
-    record: dict[str, Any],
-    ttl_s: float,
-    stream: bool = True,
-) -> None:
-    """Queue the commands writing one heartbeat on a (sync or async) pipeline."""
-    ttl_ms = max(int(ttl_s * 1000), 1)
-    payload = codec.dumps(record)
-    if kind == "host":
-        pipe.set(keys.host(ident), payload, px=ttl_ms)
-        pipe.zadd(keys.hosts, {ident: now_ms() + ttl_ms})
-    else:
-        pipe.set(keys.worker(ident), payload, px=ttl_ms)
-        pipe.zadd(keys.workers, {ident: now_ms() + ttl_ms})
-    if stream:
-        pipe.xadd(
-            keys.stream,
-            {"kind": kind, "id": ident, "record": payload},
-            maxlen=defaults.STREAM_MAXLEN,
-            approximate=True,
-        )
-
-
-def queue_removal(
-    pipe: Any, keys: BullpenKeys, kind: str, ident: str, state: str = "stopped"
-) -> None:
-    """Queue the commands deleting a record (a clean stop) and announcing it."""
-    if kind == "host":
-        pipe.delete(keys.host(ident))
-        pipe.zrem(keys.hosts, ident)
-    else:
-        pipe.delete(keys.worker(ident))
-        pipe.zrem(keys.workers, ident)
-    pipe.xadd(
-        keys.stream,
-        {
-            "kind": kind,
-            "id": ident,
-            "record": codec.dumps({"id": ident, "state": state}),
-        },
-        maxlen=defaults.STREAM_MAXLEN,
-        approximate=True,
-    )
-
-
-def parse_desired(raw: str | None) -> dict[str, int]:
-    """A desired-count hash field: {"workers": n, "slots": s} (either may be absent)."""
-    if not raw:
-        return {}
-    try:
-        value = codec.loads(raw)
-    except codec.JSONDecodeError:
-        return {}
-    if not isinstance(value, dict):
-        return {}
-    return {
-        k: int(v)
-        for k, v in value.items()
-        if k in ("workers", "slots") and isinstance(v, int) and v >= 0
-    }
-
-
 class Fleet:
     """Read model and write API over every host's supervisors and workers."""
 
@@ -142,9 +74,9 @@ class Fleet:
 
     # --- reading ------------------------------------------------------------
     def _live(self, index: str, key_of: Any) -> list[dict[str, Any]]:
-        now = now_ms()
-        self.client.zremrangebyscore(index, "-inf", now)
-        idents = self.client.zrangebyscore(index, now, "+inf")
+        # Entries up to now have expired: skip them (exclusive min), and leave
+        # trimming them to the writers (heartbeat.py).
+        idents = self.client.zrangebyscore(index, f"({now_ms()}", "+inf")
         if not idents:
             return []
         values = self.client.mget([key_of(i) for i in idents])
@@ -224,9 +156,9 @@ class Fleet:
         queue; the host's supervisor converges within about 2 s. Validated
         against the limits the live host publishes."""
         try:
-            check_name(host, "a host name")
-            check_name(queue, "a queue name")
-            check_name(prefix, "a queue prefix")
+            check_segment_name(host, "a host name")
+            check_safe_queue_name(queue)
+            check_segment_name(prefix, "a queue prefix")
         except ConfigError as exc:
             raise ValidationError(str(exc)) from None
         if workers is None and slots is None:
@@ -241,11 +173,10 @@ class Fleet:
         raw_host = self.client.get(self.keys.host(host))
         if not raw_host:
             raise ValidationError(f"no live supervisor on host {host!r}")
-        limits = codec.loads(raw_host).get("queues", {}).get(f"{prefix}:{queue}")
+        field = qualified_name(prefix, queue)
+        limits = codec.loads(raw_host).get("queues", {}).get(field)
         if limits is None:
-            raise ValidationError(
-                f"host {host!r} does not serve queue {prefix}:{queue}"
-            )
+            raise ValidationError(f"host {host!r} does not serve queue {field}")
         if workers is not None and workers > limits["max_workers"]:
             raise ValidationError(
                 f"host {host!r} can run at most {limits['max_workers']} worker(s) for "
@@ -256,7 +187,6 @@ class Fleet:
                 f"at most {limits['max_slots']} slots per worker "
                 f"for {queue}, not {slots}"
             )
-        field = f"{prefix}:{queue}"
         key = self.keys.desired(host)
         current = parse_desired(self.client.hget(key, field))
         if workers is not None:
@@ -274,14 +204,16 @@ class Fleet:
         if not isinstance(job_id, str) or not job_id or len(job_id) > 200:
             raise ValidationError(f"bad job id {job_id!r}")
         try:
-            check_name(queue, "a queue name")
-            check_name(prefix, "a queue prefix")
+            check_safe_queue_name(queue)
+            check_segment_name(prefix, "a queue prefix")
         except ConfigError as exc:
             raise ValidationError(str(exc)) from None
         q = Queue(queue, self.client, prefix)
         state = q.get_job_state(job_id)
-        if state.value == "unknown":
-            raise ValidationError(f"job {job_id} does not exist in {prefix}:{queue}")
+        if state is JobState.UNKNOWN:
+            raise ValidationError(
+                f"job {job_id} does not exist in {qualified_name(prefix, queue)}"
+            )
         if state in TERMINAL:
             raise ValidationError(f"job {job_id} already {state.value}")
         self.client.set(

@@ -8,10 +8,12 @@ import time
 import redis
 
 import gpu_workers.demo_handlers  # noqa: F401,E402 - registers `demo`
+from gpu_workers.fleet import Fleet
+from gpu_workers.heartbeat import queue_heartbeat, queue_removal
 from gpu_workers.keys import BullpenKeys
-from gpu_workers.registry import Fleet, queue_heartbeat, queue_removal
 from queues import Queue
 from tests.gpu_workers.helpers import WorkerThread, make_spec, wait_until
+from tests.redis_server import RedisServer
 
 GiB = 2**30
 
@@ -23,15 +25,56 @@ def beat(r: redis.Redis, kind: str, ident: str, record: dict, ttl_s: float) -> N
 
 
 def test_heartbeat_records_expire_on_their_own(r: redis.Redis, fleet: Fleet) -> None:
-    """A record lives for its TTL after its last heartbeat; listings skip and
-    prune expired index entries."""
+    """A record lives for its TTL after its last heartbeat; listings skip
+    expired index entries, and the next heartbeat written to an index prunes
+    them (reads never write)."""
     beat(r, "worker", "h:bull:q:G0", {"id": "h:bull:q:G0", "host": "h"}, 0.3)
     beat(r, "host", "h", {"host": "h", "gpus": []}, 0.3)
     assert [w["id"] for w in fleet.list_workers()] == ["h:bull:q:G0"]
     assert [h["host"] for h in fleet.list_hosts()] == ["h"]
     time.sleep(0.4)
     assert fleet.list_workers() == [] and fleet.list_hosts() == []
-    assert r.zcard("bullpen:workers") == 0 and r.zcard("bullpen:hosts") == 0
+    assert r.zcard("bullpen:workers") == 1 and r.zcard("bullpen:hosts") == 1
+    beat(r, "worker", "h2:bull:q:G0", {"id": "h2:bull:q:G0", "host": "h2"}, 5)
+    beat(r, "host", "h2", {"host": "h2", "gpus": []}, 5)
+    assert r.zrange("bullpen:workers", 0, -1) == ["h2:bull:q:G0"]
+    assert r.zrange("bullpen:hosts", 0, -1) == ["h2"]
+
+
+def test_reading_the_fleet_never_writes(
+    redis_server: RedisServer, r: redis.Redis
+) -> None:
+    """A dashboard's reads (hosts, workers, GPUs, desired counts, a job's VRAM)
+    run as a Redis user that may only read, expired entries included, and
+    send no write command."""
+    gpu = {"uuid": "SIM-a-0", "index": 0, "memory_total_bytes": 24 * GiB}
+    beat(r, "worker", "a:bull:q:SIM-a-0", {"id": "a:bull:q:SIM-a-0"}, 0.1)
+    beat(r, "host", "old", {"host": "old", "gpus": [gpu]}, 0.1)
+    beat(r, "host", "a", {"host": "a", "gpus": [gpu]}, 5)
+    r.hset("bullpen:desired:a", "bull:q", '{"workers":1}')
+    r.hset("bullpen:job:bull:q:1", "declared_bytes", 5)
+    time.sleep(0.2)
+    r.acl_setuser(
+        "reader",
+        enabled=True,
+        passwords=["+reader-pw"],
+        keys=["*"],
+        commands=["+@read", "+@connection", "-@write"],
+    )
+    r.config_resetstat()
+    reader = Fleet(f"redis://reader:reader-pw@127.0.0.1:{redis_server.port}/0")
+    try:
+        assert [h["host"] for h in reader.list_hosts()] == ["a"]
+        assert reader.list_workers() == []
+        assert [g["host"] for g in reader.list_gpus()] == ["a"]
+        assert reader.get_desired("a") == {"bull:q": {"workers": 1}}
+        assert reader.job_vram("q", "1") == {"declared_bytes": 5}
+    finally:
+        reader.close()
+        r.acl_deluser("reader")
+    stats = r.info("commandstats")
+    assert "cmdstat_zremrangebyscore" not in stats
+    assert r.zcard("bullpen:workers") == 1 and r.zcard("bullpen:hosts") == 2
 
 
 def test_removal_is_announced_on_the_stream(r: redis.Redis, fleet: Fleet) -> None:

@@ -1,0 +1,231 @@
+"""The upkeep side of a `GpuWorker`: what keeps it visible and steerable
+while it runs jobs.
+
+- heartbeats: its record (GPU reading, budget, running jobs, counters) every
+  interval, and soon after a job is claimed, admitted or ends;
+- control: cancel flags of its claimed jobs, its slot target from the
+  desired counts, and whether its supervisor is still alive;
+- peaks: this process's VRAM, sampled while jobs run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from typing import Any
+
+from queues.names import qualified_name
+from queues.worker import AsyncWorker
+
+from . import defaults
+from .admission import VramAdmission
+from .clock import now_ms
+from .config import WorkerSpec
+from .desired import parse_desired
+from .handlers import Device, JobMeter
+from .heartbeat import queue_heartbeat, queue_removal
+from .keys import BullpenKeys
+from .probe import GpuProbe
+
+log = logging.getLogger("gpu_workers.worker")
+
+
+class WorkerUpkeep(AsyncWorker):
+    """Heartbeat, control and peak loops of a GPU worker (set up by GpuWorker)."""
+
+    spec: WorkerSpec
+    probe: GpuProbe
+    device: Device
+    admission: VramAdmission
+    bkeys: BullpenKeys
+    meters: dict[str, JobMeter]
+    counters: dict[str, int]
+    started_ms: int
+    _state: str
+    _ppid: int
+    _helpers_stop: asyncio.Event
+    #: Set when a job is claimed, admitted or ends: beat soon (see defaults).
+    _changed: asyncio.Event
+    #: Bullpen's own keys; decode_responses, so replies are str.
+    _bp: Any
+
+    @property
+    def state(self) -> str:
+        """starting | idle | busy | draining."""
+        if self.closing:
+            return "draining"
+        if self._state == "starting":
+            return "starting"
+        return "busy" if self.meters else "idle"
+
+    async def _start_upkeep(self) -> list[asyncio.Task[None]]:
+        """The first heartbeat, then the helper loops as tasks."""
+        self._helpers_stop = asyncio.Event()
+        try:  # Redis may be full, read-only or away now: the loop retries
+            await self._heartbeat()
+        except Exception as exc:  # noqa: BLE001 - never die of a Redis answer
+            self._helper_failed("heartbeat", exc)
+        return [
+            asyncio.create_task(self._heartbeat_loop()),
+            asyncio.create_task(self._control_loop()),
+            asyncio.create_task(self._peak_loop()),
+        ]
+
+    async def _stop_upkeep(self, helpers: list[asyncio.Task[None]]) -> None:
+        """Stop the helper loops."""
+        # A stop flag, not only cancel(): redis-py's asyncio client can
+        # swallow a CancelledError that lands mid-command (redis-py #2028).
+        self._helpers_stop.set()
+        for task in helpers:
+            task.cancel()
+        await asyncio.wait(helpers, timeout=5)
+
+    async def _unpublish(self) -> None:
+        """Remove this worker's record (a clean stop) and close the client."""
+        try:
+            pipe = self._bp.pipeline(transaction=False)
+            queue_removal(pipe, self.bkeys, "worker", self.spec.worker_id)
+            await pipe.execute()
+        except Exception as exc:  # noqa: BLE001 - the TTL removes it anyway
+            log.warning("could not remove the heartbeat record: %r", exc)
+        await self._bp.aclose()
+
+    def heartbeat_record(self) -> dict[str, Any]:
+        """What this worker publishes every heartbeat."""
+        try:
+            gpu = self.probe.snapshot(self.device.uuid).to_dict()
+        except Exception as exc:  # noqa: BLE001 - a failing reading is reported, not fatal
+            gpu = {
+                "uuid": self.device.uuid,
+                "name": self.device.name,
+                "simulated": self.device.simulated,
+                "error": str(exc),
+            }
+        adm = self.admission
+        return {
+            "id": self.spec.worker_id,
+            "host": self.spec.host,
+            "pid": os.getpid(),
+            "queue": self.name,
+            "prefix": self.spec.prefix,
+            "gpu": gpu,
+            "simulated": self.device.simulated,
+            "slots": adm.slots,
+            "max_slots": self.spec.max_slots,
+            "budget_bytes": adm.budget_bytes,
+            "committed_bytes": adm.committed_bytes,
+            "free_bytes": adm.free_bytes,
+            "max_committed_bytes": adm.max_committed_bytes,
+            "running": [m.summary() for m in self.meters.values()],
+            "counters": dict(self.counters),
+            "telemetry": dict(self.telemetry.counters),
+            "restarts": self.spec.restarts,
+            "state": self.state,
+            "started_ms": self.started_ms,
+            "ts_ms": now_ms(),
+        }
+
+    async def _heartbeat(self) -> None:
+        pipe = self._bp.pipeline(transaction=False)
+        queue_heartbeat(
+            pipe,
+            self.bkeys,
+            "worker",
+            self.spec.worker_id,
+            self.heartbeat_record(),
+            self.spec.heartbeat_ttl_s,
+        )
+        await pipe.execute()
+
+    async def _pause(self, seconds: float) -> bool:
+        """Sleep; False once the helpers are told to stop."""
+        try:
+            await asyncio.wait_for(self._helpers_stop.wait(), seconds)
+        except TimeoutError:
+            pass
+        return not self._helpers_stop.is_set()
+
+    async def _heartbeat_loop(self) -> None:
+        """Beat every interval, and at most HEARTBEAT_SOON_S after a change."""
+        while True:
+            due = time.monotonic() + self.spec.heartbeat_interval_s
+            waits = [
+                asyncio.ensure_future(self._helpers_stop.wait()),
+                asyncio.ensure_future(self._changed.wait()),
+            ]
+            await asyncio.wait(
+                waits,
+                timeout=self.spec.heartbeat_interval_s,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+            for w in waits:
+                w.cancel()
+            if self._changed.is_set():
+                # Let the rest of a burst of changes join this beat.
+                soon = min(due, time.monotonic() + defaults.HEARTBEAT_SOON_S)
+                if not await self._pause(soon - time.monotonic()):
+                    return
+            if self._helpers_stop.is_set():
+                return
+            self._changed.clear()
+            try:
+                await self._heartbeat()
+                self._helper_answered()
+            except Exception as exc:  # noqa: BLE001 - keep beating after Redis blips
+                self._helper_failed("heartbeat", exc)
+
+    async def _control_loop(self) -> None:
+        """Cancel flags of claimed jobs, the slot target, and the parent's life."""
+        desired_key = self.bkeys.desired(self.spec.host)
+        field = qualified_name(self.spec.prefix, self.name)
+        while await self._pause(self.spec.control_interval_s):
+            if os.getppid() != self._ppid and not self.closing:
+                log.warning(
+                    "worker %s: supervisor is gone; draining", self.spec.worker_id
+                )
+                self.close()
+            try:
+                ids = list(self.meters)
+                if ids:
+                    flags = await self._bp.mget(
+                        [self.bkeys.cancel(self.spec.prefix, self.name, i) for i in ids]
+                    )
+                    poke = False
+                    for job_id, flag in zip(ids, flags, strict=True):
+                        meter = self.meters.get(job_id)
+                        if flag and meter is not None and not meter.cancel.is_set():
+                            log.info("job %s: cancel requested", job_id)
+                            meter.cancel.set()
+                            poke = True
+                    if poke:
+                        await self.admission.poke()
+                slots = parse_desired(await self._bp.hget(desired_key, field)).get(
+                    "slots"
+                )
+                if slots and slots != self.admission.slots:
+                    self.admission.slots = min(slots, self.spec.max_slots)
+                    self.wake()
+            except Exception as exc:  # noqa: BLE001 - keep watching after Redis blips
+                self._helper_failed("control loop", exc)
+
+    async def _peak_loop(self) -> None:
+        """Sample this process's VRAM (NVML by pid, or simulated) while jobs run."""
+        while await self._pause(defaults.PEAK_SAMPLE_INTERVAL_S):
+            self._sample_peaks()
+
+    def _sample_peaks(self) -> None:
+        """One sample of this process's VRAM, credited to every running job
+        (also taken at each admission and at each job's end)."""
+        running = [m for m in self.meters.values() if m.admitted]
+        if not running:
+            return
+        try:
+            used = self.probe.process_memory(self.device.uuid).get(os.getpid())
+        except Exception:  # noqa: BLE001 - a missing sample is not an error
+            return
+        if used is None:
+            return
+        for meter in running:
+            meter.process_peak_bytes = max(meter.process_peak_bytes or 0, used)
