@@ -4,9 +4,12 @@ Built on `queues`; never imports Django, so a worker process starts fast.
 
 - `handlers`: `@handler("txt2img", vram="10GiB")` and the handler context
 - `probe`: the `GpuProbe` protocol, NVML, simulated devices, CPU-only mode
-- `admission`, `worker`: VRAM budgets and the `GpuWorker` that admits by them
-- `supervisor`: worker processes per GPU and queue, restarts, drain, scaling
-- `heartbeat`, `fleet`: heartbeats written to Redis, and the `Fleet` read/write API
+- `admission`, `worker`: VRAM budgets and the `GpuWorker` that admits by them;
+  `upkeep` its heartbeat/control/peak loops, `oom` CUDA OOMs and self-checks
+- `supervisor`: worker processes per GPU and queue, restarts, drain, scaling;
+  `children` the processes it manages, `desired` the counts it converges to
+- `heartbeat`: the records workers and supervisors write to Redis
+- `fleet`: the `Fleet` read model over them and its small write API
 """
 
 from __future__ import annotations

@@ -195,7 +195,7 @@ class WorkerSpec:
 
 def worker_id(host: str, prefix: str, queue: str, gpu_uuid: str) -> str:
     """The id of the worker process of one queue on one GPU of one host."""
-    return f"{host}:{prefix}:{queue}:{gpu_uuid}"
+    return f"{host}:{qualified_name(prefix, queue)}:{gpu_uuid}"
 
 
 def parse_workers(value: str | list[dict[str, Any]]) -> list[QueueConfig]:
