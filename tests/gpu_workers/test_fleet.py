@@ -1,4 +1,4 @@
-"""The registry: heartbeat records with TTLs, Bullpen's own namespace, and
+"""The fleet: heartbeat records with TTLs, Bullpen's own namespace, and
 the read model's merging of hosts, GPUs and workers."""
 
 from __future__ import annotations
