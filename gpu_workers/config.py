@@ -28,7 +28,11 @@ _SEGMENT_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 def check_segment_name(value: Any, what: str) -> str:
     """A host name, queue prefix or namespace: letters, digits, `_ . -` (no
     colons), at most 200 characters."""
-    if not isinstance(value, str) or not _SEGMENT_NAME.match(value) or len(value) > 200:
+    if (
+        not isinstance(value, str)
+        or not _SEGMENT_NAME.fullmatch(value)
+        or len(value) > 200
+    ):
         raise ConfigError(
             f"{what} must be letters, digits, '_', '.' or '-', not {value!r}"
         )
