@@ -223,11 +223,11 @@ def main() -> None:
             fill(r, "big", 1, args.small, args.state)
             deep = max(args.small // 25 // 2, 2)
             job_id = str(args.small // 2)
-            from dashboard import readmodel
+            from dashboard import reads
 
             # Forget the start-up scan (it ran before the data was built): the
             # first request below pays a fresh SCAN, as without prewarm.
-            readmodel.reset()
+            reads.reset()
             cold = time.perf_counter()
             client.get("/")
             report["cold_overview_ms_small"] = (time.perf_counter() - cold) * 1000
@@ -240,7 +240,7 @@ def main() -> None:
                 f"(used_memory {r.info('memory')['used_memory_human']})",
                 flush=True,
             )
-            readmodel.reset()  # a fresh process: the discovery SCAN runs again
+            reads.reset()  # a fresh process: the discovery SCAN runs again
             cold = time.perf_counter()
             client.get("/")
             report["cold_overview_ms_big"] = (time.perf_counter() - cold) * 1000

@@ -48,7 +48,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import redis
-from django.conf import settings
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeHistogramMetricFamily,
@@ -57,11 +56,15 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from dashboard import readmodel
-from dashboard.readmodel import QueueRef, cmd, cmds, gather
 from queues import ops
+from queues.drive import cmd, cmds, gather
 from queues.keys import QueueKeys
+from queues.names import qualified_name
 from queues.ops import DEFAULT_STATES
+
+from . import conf, reads
+from .reads.discovery import QueueRef, known_queues
+from .reads.queue import oldest_waiting_op
 
 log = logging.getLogger(__name__)
 
@@ -100,11 +103,11 @@ def _newest(keys: QueueKeys, key: str, sample: int) -> tuple[Any, ...]:
 
 def _queue_op(keys: QueueKeys, sample: int) -> ops.Op:
     """Everything the collector reads about one queue, in two steps."""
-    counts, paused, tails, totals, recent = yield from gather(
+    counts, paused, oldest, totals, recent = yield from gather(
         [
             ops.get_counts(keys, DEFAULT_STATES),
             cmd("HEXISTS", keys.meta, "paused"),
-            cmds([("LRANGE", keys.wait, -1, -1), ("LRANGE", keys.paused, -1, -1)]),
+            oldest_waiting_op(keys),
             cmds(
                 [
                     ("HGET", keys.metrics("completed"), "count"),
@@ -119,12 +122,6 @@ def _queue_op(keys: QueueKeys, sample: int) -> ops.Op:
             ),
         ]
     )
-    tail = [i for found in tails for i in found if not i.startswith("0:")][:1]
-    oldest = None
-    if tail:
-        stamp, delay = yield ops.Cmd(("HMGET", keys.job(tail[0]), *_FIELDS[:2]))
-        if stamp:
-            oldest = int(float(stamp)) + int(float(delay or 0))
     waits, runs = [], []
     width = len(_FIELDS)
     for flat in recent:
@@ -186,13 +183,13 @@ class BullpenCollector(Collector):
 
     # --- queues -----------------------------------------------------------------------
     def _sample_size(self, queues: int) -> int:
-        wanted = self.sample_jobs or settings.BULLPEN_METRICS_SAMPLE_JOBS
+        wanted = self.sample_jobs or conf.get().metrics_sample_jobs
         return max(1, min(wanted, SAMPLE_BUDGET_JOBS // max(2 * queues, 1)))
 
     def _queue_families(self) -> Iterable[Metric]:
-        refs: list[QueueRef] = readmodel.known_queues()
+        refs: list[QueueRef] = known_queues()
         sample = self._sample_size(len(refs))
-        found = readmodel.run(
+        found = reads.run(
             gather([_queue_op(QueueKeys(r.name, r.prefix), sample) for r in refs])
         )
         jobs = GaugeMetricFamily(
@@ -247,7 +244,7 @@ class BullpenCollector(Collector):
 
     # --- workers and GPUs -------------------------------------------------------------
     def _fleet_families(self) -> Iterable[Metric]:
-        fleet = readmodel.fleet()
+        fleet = reads.gpu_fleet()
         workers = fleet.list_workers()
         gpus = fleet.list_gpus()
         wl = ["worker", "host", "queue", "gpu"]
@@ -295,7 +292,7 @@ class BullpenCollector(Collector):
             labels = [
                 str(w.get("id", "")),
                 str(w.get("host", "")),
-                f"{w.get('prefix', 'bull')}:{w.get('queue', '')}",
+                qualified_name(str(w.get("prefix", "bull")), str(w.get("queue", ""))),
                 str((w.get("gpu") or {}).get("uuid", "")),
             ]
             current = w.get("state")

@@ -8,6 +8,9 @@ producer. Ctrl-C stops everything.
 
 DJANGO_SECRET_KEY, when not set, is generated once and kept beside the
 database (`secret_key`, mode 0600), so sessions and tickets outlive a restart.
+Where the dashboard listens and logs (BULLPEN_HOST, BULLPEN_PORT,
+BULLPEN_ACCESS_LOG) and how long stopping waits (BULLPEN_DRAIN_TIMEOUT_S) are
+read from the settings; the environment is only what the children get.
 """
 
 from __future__ import annotations
@@ -23,18 +26,11 @@ from pathlib import Path
 
 import redis
 
+from dashboard import conf
+from dashboard.conf import DashboardConf
 from gpu_workers import Fleet
-from gpu_workers.defaults import DRAIN_TIMEOUT_S, NAMESPACE
 from queues.devredis import RedisServer
 
-HOST = os.environ.get("BULLPEN_HOST", "127.0.0.1")
-PORT = os.environ.get("BULLPEN_PORT", "8000")
-#: Where daphne writes one line per request: a file, so that the terminal
-#: keeps the banner (URL, admin password) readable; "-" for the terminal.
-ACCESS_LOG = os.environ.get(
-    "BULLPEN_ACCESS_LOG",
-    str(Path(__file__).resolve().parents[1] / "var" / "access.log"),
-)
 #: Seconds to wait for the dashboard to answer before printing the banner.
 UP_TIMEOUT_S = 30
 SIMULATED = "sim:2x24GiB"
@@ -99,17 +95,27 @@ def _ensure_admin(py: str, env: dict[str, str]) -> str:
     )
 
 
-def _wait_until_up(env: dict[str, str], dashboard: subprocess.Popen[bytes]) -> None:
+def _settings(env: dict[str, str]) -> DashboardConf:
+    """The dashboard's settings, read here as the children read them: this
+    process gets the settings module and secret key the children get."""
+    for name in ("DJANGO_SETTINGS_MODULE", "DJANGO_SECRET_KEY"):
+        os.environ[name] = env[name]
+    return conf.get()
+
+
+def _wait_until_up(
+    env: dict[str, str], c: DashboardConf, dashboard: subprocess.Popen[bytes]
+) -> None:
     """Return once the dashboard accepts connections and a GPU worker beats
     (their start-up lines are then above the banner), or it exited, or
     UP_TIMEOUT_S passed: the banner comes anyway."""
     deadline = time.monotonic() + UP_TIMEOUT_S
-    fleet = Fleet(env["REDIS_URL"], env.get("BULLPEN_NAMESPACE") or NAMESPACE)
+    fleet = Fleet(env["REDIS_URL"], c.namespace)
     try:
         while time.monotonic() < deadline and dashboard.poll() is None:
             _stop_if_signalled()
             try:
-                socket.create_connection((HOST, int(PORT)), timeout=1).close()
+                socket.create_connection((c.host, c.port), timeout=1).close()
                 if fleet.list_workers():
                     return
             except (OSError, redis.RedisError):
@@ -152,6 +158,10 @@ def main() -> None:
     for signum in SIGNALS:
         signal.signal(signum, _interrupt)
     env = dict(os.environ, DJANGO_SETTINGS_MODULE="dashboard.settings")
+    if not env.get("DJANGO_SECRET_KEY"):
+        db = env.get("BULLPEN_DB_PATH") or Path(__file__).parent.parent / "db.sqlite3"
+        env["DJANGO_SECRET_KEY"] = secret_key_beside(db)
+    c = _settings(env)
     server = None
     procs: dict[str, subprocess.Popen[bytes]] = {}
     try:
@@ -159,7 +169,7 @@ def main() -> None:
             server = RedisServer().start()
             env["REDIS_URL"] = server.url
             print(f"started redis-server at {server.url} (no persistence)", flush=True)
-        _start(env, procs)
+        _start(env, c, procs)
         while all(p.poll() is None for p in procs.values()):
             _stop_if_signalled()
             time.sleep(0.5)
@@ -169,16 +179,17 @@ def main() -> None:
     except KeyboardInterrupt:
         pass
     finally:
-        _stop(procs, server, env)
+        _stop(procs, server, c)
 
 
-def _start(env: dict[str, str], procs: dict[str, subprocess.Popen[bytes]]) -> None:
+def _start(
+    env: dict[str, str],
+    c: DashboardConf,
+    procs: dict[str, subprocess.Popen[bytes]],
+) -> None:
     """Migrate, make the admin account, and start every process into `procs`
     (filled as they start, so a Ctrl-C half-way stops those already up)."""
     env["BULLPEN_GPUS"] = _gpus_spec(env)
-    if not env.get("DJANGO_SECRET_KEY"):
-        db = env.get("BULLPEN_DB_PATH") or Path(__file__).parent.parent / "db.sqlite3"
-        env["DJANGO_SECRET_KEY"] = secret_key_beside(db)
     env.setdefault("BULLPEN_WORKERS", "gpu:3")
     py = sys.executable
     _stop_if_signalled()
@@ -187,11 +198,11 @@ def _start(env: dict[str, str], procs: dict[str, subprocess.Popen[bytes]]) -> No
     )
     _stop_if_signalled()
     admin = _ensure_admin(py, env)
-    access_log = None if ACCESS_LOG == "-" else ACCESS_LOG
+    access_log = None if c.access_log == "-" else c.access_log
     if access_log:
         Path(access_log).parent.mkdir(parents=True, exist_ok=True)
     commands = {
-        "dashboard": [py, *daphne_args(HOST, PORT, access_log)],
+        "dashboard": [py, *daphne_args(c.host, c.port, access_log)],
         "supervisor": [py, "manage.py", "runworkers"],
         "webhooks": [py, "manage.py", "runwebhooks"],
         "producer": [py, "-m", "dashboard.demo", "gpu"],
@@ -204,9 +215,9 @@ def _start(env: dict[str, str], procs: dict[str, subprocess.Popen[bytes]]) -> No
         if env["BULLPEN_GPUS"] == SIMULATED
         else env["BULLPEN_GPUS"]
     )
-    _wait_until_up(env, procs["dashboard"])
+    _wait_until_up(env, c, procs["dashboard"])
     lines = [
-        f"dashboard: http://{HOST}:{PORT}/   GPUs: {gpus}   Ctrl-C stops",
+        f"dashboard: http://{c.host}:{c.port}/   GPUs: {gpus}   Ctrl-C stops",
         admin,
         f"access log: {access_log or 'this terminal'}",
     ]
@@ -216,7 +227,7 @@ def _start(env: dict[str, str], procs: dict[str, subprocess.Popen[bytes]]) -> No
 def _stop(
     procs: dict[str, subprocess.Popen[bytes]],
     server: RedisServer | None,
-    env: dict[str, str],
+    c: DashboardConf,
 ) -> None:
     """SIGTERM every process and wait while the supervisor drains running
     jobs (BULLPEN_DRAIN_TIMEOUT_S, + 10 s); a second Ctrl-C kills at once.
@@ -235,8 +246,7 @@ def _stop(
         p.send_signal(signal.SIGTERM)
     if running:
         print("stopping: running jobs finish first (Ctrl-C again: now)", flush=True)
-    drain_s = float(env.get("BULLPEN_DRAIN_TIMEOUT_S") or DRAIN_TIMEOUT_S)
-    deadline = time.monotonic() + drain_s + 10
+    deadline = time.monotonic() + c.drain_timeout_s + 10
     while any(p.poll() is None for p in running):
         if again or time.monotonic() > deadline:
             break

@@ -1,10 +1,16 @@
-"""Django settings for Bullpen; the only module that reads the environment."""
+"""Django settings for Bullpen; the only module that reads the environment.
+
+The dashboard's own settings (BULLPEN_*) take their defaults from
+`dashboard.conf.DEFAULTS`, and code reads them as `dashboard.conf.get()`.
+"""
 
 from __future__ import annotations
 
 import os
 import socket
 from pathlib import Path
+
+from dashboard.conf import DEFAULTS as _d
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -49,72 +55,78 @@ SECURE_PROXY_SSL_HEADER = (
 CSRF_TRUSTED_ORIGINS = [
     o for o in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o
 ]
-#: Content-Security-Policy of every response: scripts and styles only from
-#: our static files (htmx runs with allowEval off; bar widths are set by
-#: static/dashboard/bars.js, not style attributes).
-BULLPEN_CSP = os.environ.get(
-    "BULLPEN_CSP",
-    "default-src 'self'; script-src 'self'; style-src 'self'; "
-    "img-src 'self' data:; connect-src 'self'; object-src 'none'; "
-    "base-uri 'self'; form-action 'self'; frame-ancestors 'none'",
-)
+#: Content-Security-Policy of every response (see dashboard.conf.CSP).
+BULLPEN_CSP = os.environ.get("BULLPEN_CSP", _d.csp)
 #: Failed logins per username and client address before logins are refused
 #: for the lockout period (counted in Redis, so every process shares them).
-BULLPEN_LOGIN_MAX_FAILURES = int(os.environ.get("BULLPEN_LOGIN_MAX_FAILURES", "5"))
-BULLPEN_LOGIN_LOCKOUT_S = int(os.environ.get("BULLPEN_LOGIN_LOCKOUT_S", "900"))
+BULLPEN_LOGIN_MAX_FAILURES = int(
+    os.environ.get("BULLPEN_LOGIN_MAX_FAILURES", _d.login_max_failures)
+)
+BULLPEN_LOGIN_LOCKOUT_S = int(
+    os.environ.get("BULLPEN_LOGIN_LOCKOUT_S", _d.login_lockout_s)
+)
 
 #: Redis holding the queues (BullMQ 6 layout) and Bullpen's own keys.
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 #: Key prefixes whose queues the dashboard discovers.
 BULLPEN_PREFIXES = [
-    p for p in os.environ.get("BULLPEN_PREFIXES", "bull").split(",") if p
+    p for p in os.environ.get("BULLPEN_PREFIXES", ",".join(_d.prefixes)).split(",") if p
 ]
 #: Seconds a page waits to connect to Redis, and for a reply, before it shows
 #: "Redis is not answering" (503) instead of hanging.
 BULLPEN_REDIS_CONNECT_TIMEOUT_S = float(
-    os.environ.get("BULLPEN_REDIS_CONNECT_TIMEOUT_S", "3")
+    os.environ.get("BULLPEN_REDIS_CONNECT_TIMEOUT_S", _d.redis_connect_timeout_s)
 )
-BULLPEN_REDIS_TIMEOUT_S = float(os.environ.get("BULLPEN_REDIS_TIMEOUT_S", "30"))
+BULLPEN_REDIS_TIMEOUT_S = float(
+    os.environ.get("BULLPEN_REDIS_TIMEOUT_S", _d.redis_timeout_s)
+)
 #: Queues shown even before they have any key in Redis.
 BULLPEN_QUEUES = [q for q in os.environ.get("BULLPEN_QUEUES", "").split(",") if q]
 
 # --- GPU workers (`manage.py runworkers` hands these to gpu_workers) ---
 #: Bullpen's own Redis namespace for heartbeats, scale targets and cancel flags.
-BULLPEN_NAMESPACE = os.environ.get("BULLPEN_NAMESPACE", "bullpen")
+BULLPEN_NAMESPACE = os.environ.get("BULLPEN_NAMESPACE", _d.namespace)
 #: This host's name in the worker registry (unique per supervisor).
 BULLPEN_HOSTNAME = os.environ.get("BULLPEN_HOSTNAME") or socket.gethostname()
 #: auto (NVML, else CPU-only) | nvml | none | sim:2x24GiB (simulated devices).
-BULLPEN_GPUS = os.environ.get("BULLPEN_GPUS", "auto")
+BULLPEN_GPUS = os.environ.get("BULLPEN_GPUS", _d.gpus)
 #: Queues worked on this host: `queue:slots,...` or a JSON list of objects with
 #: queue, prefix, slots, max_slots, workers, gpus, vram_share, lock_duration_ms...
-BULLPEN_WORKERS = os.environ.get("BULLPEN_WORKERS", "gpu:3")
+BULLPEN_WORKERS = os.environ.get("BULLPEN_WORKERS", _d.workers)
 #: Modules whose @handler functions worker processes import.
 BULLPEN_HANDLER_MODULES = [
     m
     for m in os.environ.get(
-        "BULLPEN_HANDLER_MODULES",
-        "gpu_workers.demo_handlers,gpu_workers.torch_handlers",
+        "BULLPEN_HANDLER_MODULES", ",".join(_d.handler_modules)
     ).split(",")
     if m
 ]
 #: VRAM budget per GPU = total - reserve - one CUDA context per process - margin.
-BULLPEN_VRAM_RESERVE = os.environ.get("BULLPEN_VRAM_RESERVE", "1GiB")
-BULLPEN_VRAM_CUDA_CONTEXT = os.environ.get("BULLPEN_VRAM_CUDA_CONTEXT", "512MiB")
-BULLPEN_VRAM_MARGIN = os.environ.get("BULLPEN_VRAM_MARGIN", "1GiB")
+BULLPEN_VRAM_RESERVE = os.environ.get("BULLPEN_VRAM_RESERVE", _d.vram_reserve)
+BULLPEN_VRAM_CUDA_CONTEXT = os.environ.get(
+    "BULLPEN_VRAM_CUDA_CONTEXT", _d.vram_cuda_context
+)
+BULLPEN_VRAM_MARGIN = os.environ.get("BULLPEN_VRAM_MARGIN", _d.vram_margin)
 #: A worker crashing more than this many times within the window is marked failed.
-BULLPEN_MAX_RESTARTS = int(os.environ.get("BULLPEN_MAX_RESTARTS", "5"))
-BULLPEN_RESTART_WINDOW_S = float(os.environ.get("BULLPEN_RESTART_WINDOW_S", "60"))
+BULLPEN_MAX_RESTARTS = int(os.environ.get("BULLPEN_MAX_RESTARTS", _d.max_restarts))
+BULLPEN_RESTART_WINDOW_S = float(
+    os.environ.get("BULLPEN_RESTART_WINDOW_S", _d.restart_window_s)
+)
 #: How long SIGTERM lets running jobs finish before workers are killed.
-BULLPEN_DRAIN_TIMEOUT_S = float(os.environ.get("BULLPEN_DRAIN_TIMEOUT_S", "60"))
+BULLPEN_DRAIN_TIMEOUT_S = float(
+    os.environ.get("BULLPEN_DRAIN_TIMEOUT_S", _d.drain_timeout_s)
+)
 #: Heartbeat period; records expire after the TTL when a host dies.
 BULLPEN_HEARTBEAT_INTERVAL_S = float(
-    os.environ.get("BULLPEN_HEARTBEAT_INTERVAL_S", "2")
+    os.environ.get("BULLPEN_HEARTBEAT_INTERVAL_S", _d.heartbeat_interval_s)
 )
-BULLPEN_HEARTBEAT_TTL_S = float(os.environ.get("BULLPEN_HEARTBEAT_TTL_S", "6"))
+BULLPEN_HEARTBEAT_TTL_S = float(
+    os.environ.get("BULLPEN_HEARTBEAT_TTL_S", _d.heartbeat_ttl_s)
+)
 #: Minutes of finished-job counts the GPU workers keep in BullMQ's `metrics:*`
 #: keys (a week; 0 = none): /metrics completed/failed totals, Node getMetrics().
 BULLPEN_METRICS_DATA_POINTS = int(
-    os.environ.get("BULLPEN_METRICS_DATA_POINTS", str(7 * 24 * 60))
+    os.environ.get("BULLPEN_METRICS_DATA_POINTS", _d.metrics_data_points)
 )
 
 INSTALLED_APPS = [
@@ -130,14 +142,14 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "dashboard.views.common.ContentSecurityPolicyMiddleware",
+    "dashboard.middleware.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "dashboard.views.common.RedisUnavailableMiddleware",
+    "dashboard.middleware.RedisUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "dashboard.urls"
@@ -193,29 +205,37 @@ BULLPEN_READ_ONLY_QUEUES = [
 ]
 #: Characters of job data a list row shows; the job page shows up to the detail cap
 #: unless the operator asks for all of it.
-BULLPEN_DATA_PREVIEW_CHARS = int(os.environ.get("BULLPEN_DATA_PREVIEW_CHARS", "200"))
-BULLPEN_DATA_DETAIL_CHARS = int(os.environ.get("BULLPEN_DATA_DETAIL_CHARS", "20000"))
+BULLPEN_DATA_PREVIEW_CHARS = int(
+    os.environ.get("BULLPEN_DATA_PREVIEW_CHARS", _d.data_preview_chars)
+)
+BULLPEN_DATA_DETAIL_CHARS = int(
+    os.environ.get("BULLPEN_DATA_DETAIL_CHARS", _d.data_detail_chars)
+)
 #: Job fields (data, return value, stacktrace...) longer than this many bytes
 #: are not read from Redis for job lists and search (64 KiB), and for the job
 #: page (1 MiB) unless the operator asks for all: a job holding 50 MB of data
 #: costs a list what its row shows.
 BULLPEN_LIST_VALUE_MAX_BYTES = int(
-    os.environ.get("BULLPEN_LIST_VALUE_MAX_BYTES", str(64 * 1024))
+    os.environ.get("BULLPEN_LIST_VALUE_MAX_BYTES", _d.list_value_max_bytes)
 )
 BULLPEN_DETAIL_VALUE_MAX_BYTES = int(
-    os.environ.get("BULLPEN_DETAIL_VALUE_MAX_BYTES", str(1024 * 1024))
+    os.environ.get("BULLPEN_DETAIL_VALUE_MAX_BYTES", _d.detail_value_max_bytes)
 )
 #: Dotted path of a function(data) -> data hiding sensitive values before display,
 #: e.g. dashboard.redaction.redact_sensitive_keys; empty: shown as stored.
 BULLPEN_REDACT = os.environ.get("BULLPEN_REDACT", "")
 #: Jobs per page of a queue's job list.
-BULLPEN_PAGE_SIZE = int(os.environ.get("BULLPEN_PAGE_SIZE", "25"))
+BULLPEN_PAGE_SIZE = int(os.environ.get("BULLPEN_PAGE_SIZE", _d.page_size))
 #: Jobs one search or triage request reads at most before offering "continue".
-BULLPEN_SCAN_CAP = int(os.environ.get("BULLPEN_SCAN_CAP", "1000"))
+BULLPEN_SCAN_CAP = int(os.environ.get("BULLPEN_SCAN_CAP", _d.scan_cap))
 #: Seconds a discovery SCAN for new queues is reused (0: rescan on every page).
-BULLPEN_DISCOVERY_TTL_S = float(os.environ.get("BULLPEN_DISCOVERY_TTL_S", "30"))
+BULLPEN_DISCOVERY_TTL_S = float(
+    os.environ.get("BULLPEN_DISCOVERY_TTL_S", _d.discovery_ttl_s)
+)
 #: Minutes of completed/failed throughput the overview's sparklines show.
-BULLPEN_SPARKLINE_MINUTES = int(os.environ.get("BULLPEN_SPARKLINE_MINUTES", "30"))
+BULLPEN_SPARKLINE_MINUTES = int(
+    os.environ.get("BULLPEN_SPARKLINE_MINUTES", _d.sparkline_minutes)
+)
 
 
 # --- Live updates and /metrics (dashboard/live, dashboard/metrics.py) ---
@@ -247,25 +267,39 @@ CHANNEL_LAYERS = {
 # Live sockets: queues one socket may follow (its queues and those of its
 # jobs), and queues one process's events reader follows for all its sockets;
 # a subscribe past either is refused with a message saying which.
-from dashboard.live import defaults as _live  # noqa: E402
-
 BULLPEN_LIVE_MAX_QUEUES_PER_SOCKET = int(
-    os.environ.get("BULLPEN_LIVE_MAX_QUEUES_PER_SOCKET", _live.MAX_QUEUES_PER_SOCKET)
+    os.environ.get("BULLPEN_LIVE_MAX_QUEUES_PER_SOCKET", _d.live_max_queues_per_socket)
 )
 BULLPEN_LIVE_MAX_QUEUES_PER_PROCESS = int(
-    os.environ.get("BULLPEN_LIVE_MAX_QUEUES_PER_PROCESS", _live.MAX_QUEUES_PER_PROCESS)
+    os.environ.get(
+        "BULLPEN_LIVE_MAX_QUEUES_PER_PROCESS", _d.live_max_queues_per_process
+    )
 )
 #: Bearer token accepted by /metrics (empty: none is).
-BULLPEN_METRICS_TOKEN = os.environ.get("BULLPEN_METRICS_TOKEN", "")
+BULLPEN_METRICS_TOKEN = os.environ.get("BULLPEN_METRICS_TOKEN", _d.metrics_token)
 #: Networks (CIDR) that may read /metrics without a token.
 BULLPEN_METRICS_ALLOW = [
     n.strip()
-    for n in os.environ.get("BULLPEN_METRICS_ALLOW", "127.0.0.1/32,::1/128").split(",")
+    for n in os.environ.get("BULLPEN_METRICS_ALLOW", ",".join(_d.metrics_allow)).split(
+        ","
+    )
     if n.strip()
 ]
 #: Most recent finished jobs per queue (completed and failed each) whose wait
 #: and run times feed the /metrics duration histograms.
-BULLPEN_METRICS_SAMPLE_JOBS = int(os.environ.get("BULLPEN_METRICS_SAMPLE_JOBS", "100"))
+BULLPEN_METRICS_SAMPLE_JOBS = int(
+    os.environ.get("BULLPEN_METRICS_SAMPLE_JOBS", _d.metrics_sample_jobs)
+)
+
+# --- `make run` (dashboard/run.py) ---
+#: The address the dashboard listens on.
+BULLPEN_HOST = os.environ.get("BULLPEN_HOST", _d.host)
+BULLPEN_PORT = int(os.environ.get("BULLPEN_PORT", _d.port))
+#: Where daphne writes one line per request: a file, so that the terminal
+#: keeps the banner (URL, admin password) readable; "-" for the terminal.
+BULLPEN_ACCESS_LOG = os.environ.get(
+    "BULLPEN_ACCESS_LOG", str(BASE_DIR / "var" / "access.log")
+)
 
 # --- Producer API and webhooks (dashboard/api; defaults in its defaults.py) ---
 from dashboard.api import defaults as _api  # noqa: E402

@@ -7,7 +7,7 @@ from typing import Any
 
 from django import template
 
-from dashboard.readmodel import QueueRef
+from dashboard.reads.discovery import QueueRef
 
 register = template.Library()
 

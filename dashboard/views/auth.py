@@ -11,13 +11,13 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.http import HttpRequest, HttpResponse
 
-from .. import audit, readmodel
+from .. import audit, conf
+from ..redis import client
 
 #: The error code of a refused (throttled) login.
 THROTTLED = "throttled"
@@ -27,7 +27,7 @@ def failures_key(username: str, address: str) -> str:
     """The Redis key counting failed logins of one username from one address
     (hashed: usernames typed by strangers do not land in Redis as typed)."""
     digest = hashlib.sha256(f"{username.lower()}\0{address}".encode()).hexdigest()
-    return f"{settings.BULLPEN_NAMESPACE}:login-failures:{digest[:32]}"
+    return f"{conf.get().namespace}:login-failures:{digest[:32]}"
 
 
 def client_address(request: HttpRequest) -> str:
@@ -46,8 +46,8 @@ class ThrottledAuthenticationForm(AuthenticationForm):
         username = str(self.cleaned_data.get("username") or "")
         address = client_address(request)
         key = failures_key(username, address)
-        conn = readmodel.client()
-        limit = settings.BULLPEN_LOGIN_MAX_FAILURES
+        conn = client()
+        limit = conf.get().login_max_failures
         if int(conn.get(key) or 0) >= limit:
             wait_s = max(int(conn.ttl(key)), 1)
             audit.record(
@@ -63,7 +63,7 @@ class ThrottledAuthenticationForm(AuthenticationForm):
         except ValidationError:
             pipe = conn.pipeline()
             pipe.incr(key)
-            pipe.expire(key, settings.BULLPEN_LOGIN_LOCKOUT_S)
+            pipe.expire(key, conf.get().login_lockout_s)
             failures = int(pipe.execute()[0])
             if failures == limit:
                 audit.record(
@@ -72,7 +72,7 @@ class ThrottledAuthenticationForm(AuthenticationForm):
                     "login",
                     "error",
                     f"{failures} failed logins from {address}: locked for "
-                    f"{settings.BULLPEN_LOGIN_LOCKOUT_S} s",
+                    f"{conf.get().login_lockout_s} s",
                 )
             raise
         conn.delete(key)

@@ -16,7 +16,6 @@ from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
-from django.utils.deprecation import MiddlewareMixin
 from django.utils.http import url_has_allowed_host_and_scheme
 
 from gpu_workers.exceptions import GpuWorkerError
@@ -25,7 +24,7 @@ from queues.outages import describe, recoverable, refusal_code, refusal_meaning
 
 from .. import audit
 from ..models import OPERATE, SCALE, VIEW
-from ..readmodel import QueueRef, is_allowed, is_read_only, queue_exists
+from ..reads.discovery import QueueRef, is_allowed, is_read_only, queue_exists
 
 __all__ = ["OPERATE", "SCALE", "VIEW"]
 
@@ -112,37 +111,6 @@ def redis_unavailable(
     for name, value in headers.items():
         response[name] = value
     return response
-
-
-class RedisUnavailableMiddleware(MiddlewareMixin):
-    """Turns a Redis connection failure anywhere in a view into that 503
-    (instead of a bare 500), so a dead Redis reads as what it is.
-
-    MiddlewareMixin makes it async-capable: a sync-only middleware would put
-    every ASGI request through a thread of asgiref's bridge, and daphne's exit
-    joins such threads forever when SIGTERM comes with requests in flight."""
-
-    def process_exception(
-        self, request: HttpRequest, exception: Exception
-    ) -> HttpResponse | None:
-        """The 503 for Redis failures; anything else goes on as usual."""
-        if recoverable(exception):
-            return redis_unavailable(request, exception)
-        return None
-
-
-class ContentSecurityPolicyMiddleware(MiddlewareMixin):
-    """Sends settings.BULLPEN_CSP as Content-Security-Policy on every response
-    that has none (a view may set its own)."""
-
-    def process_response(
-        self, request: HttpRequest, response: HttpResponse
-    ) -> HttpResponse:
-        """The header, unless the policy is empty or already set."""
-        policy = settings.BULLPEN_CSP
-        if policy and "Content-Security-Policy" not in response:
-            response["Content-Security-Policy"] = policy
-        return response
 
 
 def perm_required(perm: str) -> Callable[[View], View]:

@@ -12,20 +12,21 @@ from django.views.decorators.http import require_GET, require_POST
 
 from gpu_workers.exceptions import ValidationError
 
-from .. import fleetmodel, readmodel
-from ..readmodel import QueueRef
+from .. import reads
+from ..reads import fleet
+from ..reads.discovery import QueueRef
 from .common import SCALE, VIEW, BadInput, Done, action, live_json, perm_required
 
 
 def _context(request: HttpRequest) -> dict[str, Any]:
-    hosts = fleetmodel.hosts()
-    capacity = fleetmodel.capacity(hosts)
+    hosts = fleet.hosts()
+    capacity = fleet.capacity(hosts)
     queues = sorted({row.queue.key for row in capacity})
     return {
         "hosts": hosts,
         "capacity": capacity,
         "can_scale": request.user.has_perm(SCALE),
-        "window_min": fleetmodel.THROUGHPUT_WINDOW_MIN,
+        "window_min": fleet.THROUGHPUT_WINDOW_MIN,
         # Counts of the served queues and progress of their jobs update live;
         # the panels re-render when the workers stream says something changed.
         "live_json": live_json(queues=queues, gpus=True),
@@ -76,7 +77,7 @@ def _scale(request: HttpRequest, ref: QueueRef) -> Done:
     if workers is None and slots is None:
         raise BadInput("give a number of workers, of slots, or both")
     try:
-        result = readmodel.fleet().set_desired(
+        result = reads.gpu_fleet().set_desired(
             host, ref.name, workers=workers, slots=slots, prefix=ref.prefix
         )
     except ValidationError as exc:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -16,10 +15,9 @@ from gpu_workers.units import format_bytes
 from queues import Job, ops
 from queues.options import PY_TO_BULLMQ
 
-from .. import forms, jobmodel, readmodel
-from ..jobmodel import JobDetail
-from ..models import AuditEntry
-from ..present import (
+from .. import conf, forms, reads
+from .. import redis as pages_redis
+from ..display import (
     attempts_text,
     oddities,
     pretty,
@@ -27,7 +25,10 @@ from ..present import (
     retry_text,
     too_large,
 )
-from ..readmodel import QueueRef
+from ..models import AuditEntry
+from ..reads import job as job_reads
+from ..reads.discovery import QueueRef, is_read_only
+from ..reads.job import JobDetail
 from ..redaction import redact, redact_lines, redact_text
 from .common import (
     OPERATE,
@@ -103,7 +104,7 @@ def detail_context(request: HttpRequest, ref: QueueRef, d: JobDetail) -> dict[st
     """What the detail fragment renders (all job data redacted and escaped)."""
     job = d.job
     full = request.GET.get("full") == "1"
-    cap = None if full else settings.BULLPEN_DATA_DETAIL_CHARS
+    cap = None if full else conf.get().data_detail_chars
     data_text, data_cut = pretty(redact(job.data), cap)
     result_text, result_cut = pretty(redact(job.returnvalue), cap)
     retry = retry_text(job, d.state)
@@ -111,7 +112,7 @@ def detail_context(request: HttpRequest, ref: QueueRef, d: JobDetail) -> dict[st
     # attempt, so none is shown until the next attempt reports.
     pct, progress_text = (None, "") if retry else progress_parts(redact(job.progress))
     allowed = {name for name, states in ALLOWED.items() if d.state in states}
-    read_only = readmodel.is_read_only(ref)
+    read_only = is_read_only(ref)
     vram = d.vram or {}
     return {
         "ref": ref,
@@ -160,7 +161,7 @@ def detail_context(request: HttpRequest, ref: QueueRef, d: JobDetail) -> dict[st
 
 
 def _detail(ref: QueueRef, job_id: str, whole: bool = False) -> JobDetail:
-    d = jobmodel.job_detail(ref, job_id, whole)
+    d = job_reads.job_detail(ref, job_id, whole)
     if d is None:
         raise Http404(f"job {job_id} is not in {ref.key}")
     return d
@@ -184,7 +185,7 @@ def job_detail(
 ) -> HttpResponse:
     """The job page's detail fragment (re-rendered on this job's events)."""
     ref = queue_ref(prefix, name)
-    d = jobmodel.job_detail(ref, job_id, request.GET.get("full") == "1")
+    d = job_reads.job_detail(ref, job_id, request.GET.get("full") == "1")
     if d is None:
         # Replaces the polling fragment, which stops polling.
         return render(
@@ -199,10 +200,10 @@ def job_detail(
 
 # --- actions -----------------------------------------------------------------
 def _job(ref: QueueRef, job_id: str, verb: str) -> tuple[Job, str]:
-    q = readmodel.queue(ref.prefix, ref.name)
+    q = pages_redis.queue(ref.prefix, ref.name)
     # Only a duplicate needs the job's data; the other actions act by id, so a
     # job holding megabytes is not copied out of Redis to retry or remove it.
-    cap = None if verb == "duplicate" else settings.BULLPEN_LIST_VALUE_MAX_BYTES
+    cap = None if verb == "duplicate" else conf.get().list_value_max_bytes
     job, job_state = q.get_job_with_state(job_id, cap)
     if job is None:
         raise ActionError(f"job {job_id} no longer exists in {ref.key}")
@@ -250,7 +251,7 @@ def cancel(request: HttpRequest, ref: QueueRef, job_id: str) -> Done:
     """Ask the GPU worker running a job to stop it (it ends failed)."""
     _confirmed(request)
     _job(ref, job_id, "cancel")
-    readmodel.fleet().request_cancel(ref.name, job_id, ref.prefix)
+    reads.gpu_fleet().request_cancel(ref.name, job_id, ref.prefix)
     return Done(f"asked the worker to cancel job {job_id}")
 
 
@@ -277,7 +278,7 @@ def duplicate(request: HttpRequest, ref: QueueRef, job_id: str) -> Done:
         for py, bull in PY_TO_BULLMQ.items()
         if py in DUPLICATE_OPTIONS and job.opts.get(bull) is not None
     }
-    new = readmodel.queue(ref.prefix, ref.name).add(job.name, job.data, **options)
+    new = pages_redis.queue(ref.prefix, ref.name).add(job.name, job.data, **options)
     return Done(f"duplicated job {job_id} as job {new.id}")
 
 

@@ -12,14 +12,14 @@ import hmac
 import ipaddress
 from functools import cache
 
-from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
-from dashboard.metrics import BullpenCollector
+from .. import conf
+from ..metrics import BullpenCollector
 
 
 @cache
@@ -31,13 +31,11 @@ def registry() -> CollectorRegistry:
 
 
 def _networks() -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
-    return [
-        ipaddress.ip_network(n, strict=False) for n in settings.BULLPEN_METRICS_ALLOW
-    ]
+    return [ipaddress.ip_network(n, strict=False) for n in conf.get().metrics_allow]
 
 
 def _token_ok(request: HttpRequest) -> bool:
-    token = settings.BULLPEN_METRICS_TOKEN
+    token = conf.get().metrics_token
     scheme, _, given = request.headers.get("Authorization", "").partition(" ")
     return (
         bool(token)
@@ -59,7 +57,7 @@ def _network_ok(request: HttpRequest) -> bool:
 def metrics(request: HttpRequest) -> HttpResponse:
     """The exposition (text 0.0.4, or OpenMetrics when the scraper asks for it)."""
     if not (_token_ok(request) or _network_ok(request)):
-        if settings.BULLPEN_METRICS_TOKEN:
+        if conf.get().metrics_token:
             response = HttpResponse("bearer token required\n", status=401)
             response["WWW-Authenticate"] = 'Bearer realm="bullpen-metrics"'
             return response

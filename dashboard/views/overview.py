@@ -12,9 +12,10 @@ from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET
 
-from .. import overviewmodel, readmodel
-from ..overviewmodel import QueueStats
-from ..present import sparkline
+from ..display import sparkline
+from ..reads import discovery
+from ..reads.overview import QueueStats
+from ..reads.overview import overview as queue_stats
 from .common import VIEW, is_htmx, live_json, perm_required
 
 #: Count columns in the order jobs move through them.
@@ -79,7 +80,7 @@ def _row(s: QueueStats) -> dict[str, Any]:
         "failed_line": sparkline(s.failed_per_min, top=top),
         "done_total": sum(s.completed_per_min),
         "failed_total": sum(s.failed_per_min),
-        "read_only": readmodel.is_read_only(s.ref),
+        "read_only": discovery.is_read_only(s.ref),
         "url": url,
     }
 
@@ -90,14 +91,14 @@ def rows_context(request: HttpRequest) -> dict[str, Any]:
     sort = request.GET.get("sort", "name")
     sort = sort if sort in SORTS else "name"
     descending = request.GET.get("dir", "desc" if sort != "name" else "asc") == "desc"
-    internal = readmodel.internal_queues()
+    internal = discovery.internal_queues()
     staff = request.user.is_staff
     refs = [
         r
-        for r in readmodel.known_queues()
+        for r in discovery.known_queues()
         if text.lower() in r.key.lower() and (staff or r not in internal)
     ]
-    stats: list[QueueStats] = overviewmodel.overview(refs)
+    stats: list[QueueStats] = queue_stats(refs)
     stats.sort(key=_sort_key(sort), reverse=descending)
     rows = [_row(s) for s in stats if s.ref not in internal]
     return {
@@ -110,7 +111,7 @@ def rows_context(request: HttpRequest) -> dict[str, Any]:
         "dir": "desc" if descending else "asc",
         "minutes": len(stats[0].completed_per_min) if stats else 0,
         "keys": [s.ref.key for s in stats],
-        "odd_queues": readmodel.odd_queues(),
+        "odd_queues": discovery.odd_queues(),
     }
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -14,9 +13,13 @@ from django.views.decorators.http import require_GET, require_POST
 
 from queues import ops
 
-from .. import forms, jobmodel, readmodel
-from ..present import job_row
-from ..readmodel import QueueRef
+from .. import conf, forms
+from .. import redis as pages_redis
+from ..display import job_row
+from ..reads import discovery
+from ..reads import queue as queue_reads
+from ..reads.discovery import QueueRef
+from ..reads.job import due_times
 from .common import (
     OPERATE,
     SCALE,
@@ -66,17 +69,17 @@ def list_context(
     except ValueError:
         page_no = 1
     if counts is None:
-        counts = readmodel.queue_counts([ref], *states)[0]
+        counts = queue_reads.queue_counts([ref], *states)[0]
     total = sum(counts.get(s, 0) for s in states)
-    size = settings.BULLPEN_PAGE_SIZE
+    size = conf.get().page_size
     pages = max((total + size - 1) // size, 1)
     page_no = min(page_no, pages)
     start = (page_no - 1) * size
-    pairs = readmodel.page_with_states(
+    pairs = queue_reads.page_with_states(
         ref, states, start, start + size - 1, order == "oldest"
     )
     now = ops.now_ms()
-    due = jobmodel.due_times(ref, [j.id for j, s in pairs if s == "delayed"])
+    due = due_times(ref, [j.id for j, s in pairs if s == "delayed"])
     base = reverse("queue", args=[ref.prefix, ref.name])
     return {
         "ref": ref,
@@ -97,7 +100,7 @@ def list_context(
 def queue_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     """A queue: counts per state as tabs, its job list, its actions."""
     ref = queue_ref(prefix, name)
-    header = readmodel.queue_header(ref)
+    header = queue_reads.queue_header(ref)
     context = list_context(request, ref, header.counts)
     context.update(
         header=header,
@@ -106,8 +109,8 @@ def queue_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
             (t, sum(header.counts.get(s, 0) for s in s_), " ".join(s_))
             for t, s_ in TABS.items()
         ],
-        read_only=readmodel.is_read_only(ref),
-        internal=ref in readmodel.internal_queues(),
+        read_only=discovery.is_read_only(ref),
+        internal=ref in discovery.internal_queues(),
         can_operate=request.user.has_perm(OPERATE),
         can_scale=request.user.has_perm(SCALE),
         clean_form=forms.CleanForm(initial={"state": "completed", "grace_s": 3600}),
@@ -139,21 +142,21 @@ def _form(form_class: type, request: HttpRequest, **kwargs: Any) -> Any:
 @action("queue.pause", OPERATE)
 def pause(request: HttpRequest, ref: QueueRef) -> Done:
     """Stop workers taking new jobs."""
-    readmodel.queue(ref.prefix, ref.name).pause()
+    pages_redis.queue(ref.prefix, ref.name).pause()
     return Done(f"paused {ref.key}", reload=True)
 
 
 @action("queue.resume", OPERATE)
 def resume(request: HttpRequest, ref: QueueRef) -> Done:
     """Let workers take jobs again."""
-    readmodel.queue(ref.prefix, ref.name).resume()
+    pages_redis.queue(ref.prefix, ref.name).resume()
     return Done(f"resumed {ref.key}", reload=True)
 
 
 @action("queue.retry_failed", OPERATE)
 def retry_failed(request: HttpRequest, ref: QueueRef) -> Done:
     """Move every job that failed before now back to wait, in batches."""
-    q = readmodel.queue(ref.prefix, ref.name)
+    q = pages_redis.queue(ref.prefix, ref.name)
     before = q.get_counts("failed")["failed"]
     q.retry_jobs("failed")
     return Done(f"retried {before} failed job(s) of {ref.key}", reload=True)
@@ -162,7 +165,7 @@ def retry_failed(request: HttpRequest, ref: QueueRef) -> Done:
 @action("queue.promote_all", OPERATE)
 def promote_all(request: HttpRequest, ref: QueueRef) -> Done:
     """Move every delayed job to wait, in batches."""
-    q = readmodel.queue(ref.prefix, ref.name)
+    q = pages_redis.queue(ref.prefix, ref.name)
     before = q.get_counts("delayed")["delayed"]
     q.promote_jobs()
     return Done(f"promoted {before} delayed job(s) of {ref.key}", reload=True)
@@ -172,7 +175,7 @@ def promote_all(request: HttpRequest, ref: QueueRef) -> Done:
 def clean(request: HttpRequest, ref: QueueRef) -> Done:
     """Delete jobs of one state older than the grace period."""
     data = _form(forms.CleanForm, request)
-    removed = readmodel.queue(ref.prefix, ref.name).clean(
+    removed = pages_redis.queue(ref.prefix, ref.name).clean(
         data["grace_s"] * 1000, data["limit"] or 0, data["state"]
     )
     return Done(
@@ -186,7 +189,7 @@ def clean(request: HttpRequest, ref: QueueRef) -> Done:
 def drain(request: HttpRequest, ref: QueueRef) -> Done:
     """Delete waiting and prioritized jobs (and delayed ones when asked)."""
     data = _form(forms.DrainForm, request)
-    readmodel.queue(ref.prefix, ref.name).drain(delayed=data["delayed"])
+    pages_redis.queue(ref.prefix, ref.name).drain(delayed=data["delayed"])
     extra = ", delayed" if data["delayed"] else ""
     return Done(f"drained {ref.key} (waiting, prioritized{extra})", reload=True)
 
@@ -195,7 +198,7 @@ def drain(request: HttpRequest, ref: QueueRef) -> Done:
 def obliterate(request: HttpRequest, ref: QueueRef) -> Done:
     """Delete the queue and every job in it; only a paused queue."""
     data = _form(forms.ObliterateForm, request, queue_name=ref.name)
-    q = readmodel.queue(ref.prefix, ref.name)
+    q = pages_redis.queue(ref.prefix, ref.name)
     if not q.is_paused():
         raise BadInput(f"pause {ref.key} before obliterating it")
     q.obliterate(force=data["force"])
@@ -206,7 +209,7 @@ def obliterate(request: HttpRequest, ref: QueueRef) -> Done:
 def concurrency(request: HttpRequest, ref: QueueRef) -> Done:
     """Set or lift the global concurrency limit."""
     value = _form(forms.ConcurrencyForm, request)["concurrency"]
-    q = readmodel.queue(ref.prefix, ref.name)
+    q = pages_redis.queue(ref.prefix, ref.name)
     if value is None:
         q.remove_global_concurrency()
         return Done(f"lifted the global concurrency limit of {ref.key}", reload=True)
@@ -218,7 +221,7 @@ def concurrency(request: HttpRequest, ref: QueueRef) -> Done:
 def rate_limit(request: HttpRequest, ref: QueueRef) -> Done:
     """Set or lift the global rate limit."""
     data = _form(forms.RateLimitForm, request)
-    q = readmodel.queue(ref.prefix, ref.name)
+    q = pages_redis.queue(ref.prefix, ref.name)
     if data["max"] is None:
         q.remove_global_rate_limit()
         return Done(f"lifted the global rate limit of {ref.key}", reload=True)

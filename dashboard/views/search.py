@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -13,27 +12,29 @@ from django.views.decorators.http import require_GET
 
 from queues import ops
 
-from .. import jobmodel, readmodel, scan
+from .. import conf
+from ..display import job_row
 from ..forms import SearchForm, errors_text
-from ..present import job_row
-from ..readmodel import QueueRef
+from ..reads import scan
+from ..reads.discovery import QueueRef, user_queues
+from ..reads.job import find_job
 from .common import VIEW, is_htmx, perm_required
 
 
 def _by_id(job_id: str, refs: list[QueueRef]) -> list[QueueRef]:
-    return jobmodel.find_job(refs, job_id) if refs else []
+    return find_job(refs, job_id) if refs else []
 
 
 def search_context(request: HttpRequest) -> dict[str, Any]:
     """The form and, when it was submitted, what it found."""
-    known = readmodel.user_queues()
+    known = user_queues()
     # Opened empty, the form is set to something it can run at once: the
     # first queue (a scan needs one; "any queue" is for a job id only).
     initial = {"queue": known[0].key} if known else {}
     form = SearchForm(
         request.GET or None, queues=[r.key for r in known], initial=initial
     )
-    context: dict[str, Any] = {"form": form, "cap": settings.BULLPEN_SCAN_CAP}
+    context: dict[str, Any] = {"form": form, "cap": conf.get().scan_cap}
     if not form.is_bound:
         return context
     if not form.is_valid():
@@ -56,7 +57,7 @@ def search_context(request: HttpRequest) -> dict[str, Any]:
         return context
     ref, state = chosen[0], data["state"] or "failed"
     found = scan.scan(
-        ref, state, data["cursor"] or 0, keep, max_matches=settings.BULLPEN_PAGE_SIZE
+        ref, state, data["cursor"] or 0, keep, max_matches=conf.get().page_size
     )
     now = ops.now_ms()
     query = request.GET.copy()

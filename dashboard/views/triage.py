@@ -3,14 +3,15 @@ bounded, resumable window at a time), with retry-the-group."""
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
-from .. import readmodel, scan
+from .. import conf
 from ..forms import RetryGroupForm, errors_text
-from ..readmodel import QueueRef
+from ..reads import scan
+from ..reads.discovery import QueueRef, is_read_only, user_queues
+from ..reads.queue import queue_counts
 from .common import (
     OPERATE,
     VIEW,
@@ -28,8 +29,8 @@ from .common import (
 @perm_required(VIEW)
 def triage_index(request: HttpRequest) -> HttpResponse:
     """Queues with failed jobs, to pick one to triage."""
-    refs = readmodel.user_queues()
-    counts = readmodel.queue_counts(refs, "failed") if refs else []
+    refs = user_queues()
+    counts = queue_counts(refs, "failed") if refs else []
     rows = sorted(
         ((r, c["failed"]) for r, c in zip(refs, counts)), key=lambda rc: (-rc[1], rc[0])
     )
@@ -53,9 +54,9 @@ def triage(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
             "ref": ref,
             "window": window,
             "groups": groups,
-            "cap": settings.BULLPEN_SCAN_CAP,
+            "cap": conf.get().scan_cap,
             "scanned_to": window.start + window.scanned,
-            "read_only": readmodel.is_read_only(ref),
+            "read_only": is_read_only(ref),
             "can_operate": request.user.has_perm(OPERATE),
             "live_json": live_json(queues=[ref.key]),
         },

@@ -1,11 +1,15 @@
-"""Routes of the operator pages and their actions (included by dashboard/urls.py)."""
+"""Routes of every page and its actions (included by dashboard/urls.py): the
+queue and job pages, search, triage, the audit log, the GPU page, login, and
+/metrics for Prometheus."""
 
 from __future__ import annotations
 
+from django.templatetags.static import static
 from django.urls import path, register_converter
 from django.urls.converters import PathConverter
+from django.views.generic import RedirectView
 
-from . import audit, auth, job, overview, queue, search, triage
+from . import audit, auth, gpus, job, metrics, overview, queue, search, triage
 
 
 class JobIdConverter(PathConverter):
@@ -21,6 +25,17 @@ Q = "queues/<str:prefix>/<str:name>/"
 J = Q + "jobs/<job_id:job_id>/"
 
 urlpatterns = [
+    path("metrics", metrics.metrics, name="metrics"),
+    # Browsers ask for /favicon.ico on pages without a <link rel="icon">
+    # (Django's admin, the 503 page).
+    path(
+        "favicon.ico",
+        RedirectView.as_view(url=static("dashboard/favicon.svg"), permanent=True),
+    ),
+    path("gpus/", gpus.gpus_page, name="gpus"),
+    path("gpus/fragments/hosts/", gpus.hosts_fragment, name="gpus-hosts"),
+    path("gpus/fragments/capacity/", gpus.capacity_fragment, name="gpus-capacity"),
+    path("gpus/actions/scale/", gpus.scale, name="gpus-scale"),
     path("", overview.overview, name="overview"),
     path("fragments/queues/", overview.queue_table, name="queue-table"),
     path("login/", auth.login, name="login"),

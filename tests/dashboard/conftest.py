@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
 
-from dashboard import readmodel
+from dashboard import reads
 from tests.dashboard.live_helpers import live, viewer  # noqa: F401 - fixtures
 
 
@@ -25,9 +25,9 @@ def dashboard_redis(settings: Any, redis_url: str) -> Iterator[str]:
     """Point the dashboard at the flushed test Redis; rescan queues on every page."""
     settings.REDIS_URL = redis_url
     settings.BULLPEN_DISCOVERY_TTL_S = 0
-    readmodel.reset()
+    reads.reset()
     yield redis_url
-    readmodel.reset()
+    reads.reset()
 
 
 def user_in(group: str | None, username: str | None = None) -> User:

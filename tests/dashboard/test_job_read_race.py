@@ -8,8 +8,8 @@ from typing import Any
 
 from django.test import RequestFactory
 
-from dashboard import jobmodel
-from dashboard.readmodel import QueueRef
+from dashboard.reads import job as job_reads
+from dashboard.reads.discovery import QueueRef
 from dashboard.views.queue import list_context
 from queues import Queue
 from tests.queues.test_cli import start_worker, stop_worker
@@ -31,7 +31,7 @@ def test_job_page_and_rows_never_show_completed_without_the_result(
         try:
             for i, job_id in enumerate(ids):
                 while True:
-                    detail = jobmodel.job_detail(ref, job_id)
+                    detail = job_reads.job_detail(ref, job_id)
                     assert detail is not None
                     if detail.state == "completed":
                         if detail.job.returnvalue != "slept":

@@ -230,11 +230,11 @@ def test_names_follow_prometheus_conventions(
 
 def test_redis_down_is_reported_not_raised(dashboard_redis: str, settings: Any) -> None:
     """A scrape while Redis is unreachable answers bullpen_redis_up 0."""
-    from dashboard import readmodel
+    from dashboard import reads
     from tests.redis_server import free_port
 
     settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"
-    readmodel.reset()
+    reads.reset()
     families = scrape()
     assert value(families["bullpen_redis_up"]) == 0
     assert "bullpen_queue_jobs" not in families

@@ -8,8 +8,8 @@ import pytest
 import redis
 from django.test import Client
 
-from dashboard import overviewmodel, readmodel
-from queues import Queue
+from dashboard.reads import discovery, overview
+from queues import Queue, ops
 from tests.dashboard.helpers import HX, run_jobs
 
 pytestmark = pytest.mark.django_db
@@ -85,11 +85,11 @@ def test_throughput_oldest_waiting_and_workers(
     q = Queue(qname, dashboard_redis)
     run_jobs(q, 3, "completed", value=1)
     run_jobs(q, 2, "failed")
-    q.add("old", {}, timestamp=readmodel.ops.now_ms() - 3_600_000)
+    q.add("old", {}, timestamp=ops.now_ms() - 3_600_000)
     worker = redis.Redis.from_url(dashboard_redis)
     worker.client_setname(f"bull:{base64.b64encode(qname.encode()).decode()}:w:host-a")
     try:
-        [stats] = overviewmodel.overview([readmodel.QueueRef("bull", qname)])
+        [stats] = overview.overview([discovery.QueueRef("bull", qname)])
         assert sum(stats.completed_per_min) == 3
         assert sum(stats.failed_per_min) == 2
         assert stats.completed_per_min[-1] == 3
@@ -134,7 +134,7 @@ def test_throughput_uses_bullmq_metrics_when_retention_deleted_the_jobs(
     with `metrics: {maxDataPoints}`) keep per-minute counts that survive
     removeOnComplete; the sparkline takes them where they exceed the jobs
     still in completed/failed."""
-    now = readmodel.ops.now_ms()
+    now = ops.now_ms()
     base = f"bull:{qname}:"
     r.hset(base + "meta", "opts.maxLenEvents", 10000)
     # The open minute (now) has 12 - 5 = 7; the three before: 4, 0, 3.
@@ -148,7 +148,7 @@ def test_throughput_uses_bullmq_metrics_when_retention_deleted_the_jobs(
     )
     q = Queue(qname, dashboard_redis)
     run_jobs(q, 1, "failed")  # one failed job kept this minute: max(1, 0)
-    [stats] = overviewmodel.overview([readmodel.QueueRef("bull", qname)], now_ms=now)
+    [stats] = overview.overview([discovery.QueueRef("bull", qname)], now_ms=now)
     assert stats.completed_per_min[-4:] == [3, 0, 4, 7]
     assert stats.failed_per_min[-3:] == [2, 0, 1]
 
@@ -163,18 +163,18 @@ def test_discovery_is_cached_and_refreshed_in_background(
     served."""
     settings.BULLPEN_DISCOVERY_TTL_S = 60
     Queue(qname, dashboard_redis).add("x", {})
-    assert readmodel.QueueRef("bull", qname) in readmodel.known_queues()
-    readmodel._discovery.scan_s = 1.0  # as if a million keys: fresh for 20 s
-    assert readmodel._discovery.ttl() == 20
+    assert discovery.QueueRef("bull", qname) in discovery.known_queues()
+    discovery._discovery.scan_s = 1.0  # as if a million keys: fresh for 20 s
+    assert discovery._discovery.ttl() == 20
     Queue(qname + "new", dashboard_redis).add("x", {})
-    assert readmodel.QueueRef("bull", qname + "new") not in readmodel.known_queues()
-    readmodel._discovery.at -= 120
-    stale = readmodel.known_queues()  # starts the refresh, answers at once
-    assert readmodel.QueueRef("bull", qname + "new") not in stale
+    assert discovery.QueueRef("bull", qname + "new") not in discovery.known_queues()
+    discovery._discovery.at -= 120
+    stale = discovery.known_queues()  # starts the refresh, answers at once
+    assert discovery.QueueRef("bull", qname + "new") not in stale
     import time
 
     deadline = time.monotonic() + 5
-    while readmodel.QueueRef("bull", qname + "new") not in readmodel.known_queues():
+    while discovery.QueueRef("bull", qname + "new") not in discovery.known_queues():
         assert time.monotonic() < deadline
         time.sleep(0.02)
 
@@ -190,11 +190,11 @@ def test_cheap_discovery_shows_a_new_queue_on_the_next_page(
     is on the next overview."""
     settings.BULLPEN_DISCOVERY_TTL_S = 30
     admin_client.get("/")
-    assert readmodel._discovery.scan_s < 0.05
+    assert discovery._discovery.scan_s < 0.05
     Queue(qname, dashboard_redis).add("x", {})
     import time
 
-    time.sleep(max(readmodel._discovery.ttl(), 0) + 0.01)
+    time.sleep(max(discovery._discovery.ttl(), 0) + 0.01)
     assert f"bull:{qname}" in admin_client.get("/").content.decode()
 
 
@@ -212,19 +212,19 @@ def test_prewarm_scans_once_and_pages_wait_for_it(
     Queue(qname, dashboard_redis).add("x", {})
     calls = []
     release = threading.Event()
-    real = readmodel.discover_queues
+    real = discovery.discover_queues
 
     def slow_scan(*args, **kwargs):  # type: ignore[no-untyped-def]
         calls.append(threading.current_thread().name)
         release.wait(5)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(readmodel, "discover_queues", slow_scan)
-    readmodel.prewarm_discovery()
-    readmodel.prewarm_discovery()  # one in flight already: no second scan
-    results: list[list[readmodel.QueueRef]] = []
+    monkeypatch.setattr(discovery, "discover_queues", slow_scan)
+    discovery.prewarm_discovery()
+    discovery.prewarm_discovery()  # one in flight already: no second scan
+    results: list[list[discovery.QueueRef]] = []
     readers = [
-        threading.Thread(target=lambda: results.append(readmodel.known_queues()))
+        threading.Thread(target=lambda: results.append(discovery.known_queues()))
         for _ in range(3)
     ]
     for t in readers:
@@ -234,7 +234,7 @@ def test_prewarm_scans_once_and_pages_wait_for_it(
         t.join(5)
     assert len(calls) == 1
     assert len(results) == 3
-    assert all(readmodel.QueueRef("bull", qname) in found for found in results)
+    assert all(discovery.QueueRef("bull", qname) in found for found in results)
 
 
 def test_internal_webhook_queue_is_kept_off_user_lists(

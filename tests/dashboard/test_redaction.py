@@ -14,7 +14,7 @@ import redis
 from django.contrib.auth.models import User
 from django.test import Client
 
-from dashboard import fleetmodel
+from dashboard.reads import fleet as fleet_reads
 from dashboard.redaction import REDACTED, redact_sensitive_keys
 from queues import AsyncQueue, Queue
 from queues.ops import now_ms
@@ -117,7 +117,7 @@ def test_gpu_page_and_worker_snapshots_are_redacted(
     html = admin_client.get("/gpus/").content.decode()
     assert 'data-worker="w1"' in html
     assert SECRET not in html and REDACTED in html
-    shown = json.dumps(fleetmodel.shown_records([record]))
+    shown = json.dumps(fleet_reads.shown_records([record]))
     assert SECRET not in shown and REDACTED in shown
 
 

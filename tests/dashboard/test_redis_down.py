@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from dashboard import readmodel
+from dashboard import reads
 from dashboard.models import AuditEntry
 from queues import Queue
 from tests.dashboard.helpers import hx_post, job_url, queue_url
@@ -29,10 +29,10 @@ def own_redis(settings: Any) -> Iterator[RedisServer]:
     server = RedisServer().start()
     settings.REDIS_URL = server.url
     settings.BULLPEN_DISCOVERY_TTL_S = 0
-    readmodel.reset()
+    reads.reset()
     yield server
     server.stop()
-    readmodel.reset()
+    reads.reset()
 
 
 PAGES = [
@@ -92,7 +92,7 @@ def test_a_hung_redis_costs_the_timeout_then_pages_come_back(
     costs BULLPEN_REDIS_TIMEOUT_S per request, not a hang; when it resumes,
     the same process's pages work again and the data is all there."""
     settings.BULLPEN_REDIS_TIMEOUT_S = 0.5
-    readmodel.reset()
+    reads.reset()
     q = Queue("work", own_redis.url)
     ids = [q.add("render", {"i": i}).id for i in range(3)]
     assert admin_client.get("/").status_code == 200
@@ -130,7 +130,7 @@ def test_unreachable_host_fails_within_the_connect_timeout(
         settings.REDIS_URL = f"redis://127.0.0.1:{port}/0"
         settings.BULLPEN_REDIS_CONNECT_TIMEOUT_S = 0.5
         settings.BULLPEN_REDIS_TIMEOUT_S = 0.5
-        readmodel.reset()
+        reads.reset()
         try:
             started = time.monotonic()
             response = admin_client.get("/")
@@ -138,7 +138,7 @@ def test_unreachable_host_fails_within_the_connect_timeout(
         finally:
             for s in fillers:
                 s.close()
-            readmodel.reset()
+            reads.reset()
     assert response.status_code == 503
     assert b"Timeout connecting to" in response.content
     assert spent < 5, spent

@@ -15,25 +15,28 @@ from gpu_workers import SupervisorConfig, parse_workers
 from gpu_workers.exceptions import ConfigError
 from gpu_workers.supervisor import run_supervisor
 
+from ... import conf
+
 
 def config_from_settings(**overrides: Any) -> SupervisorConfig:
     """A SupervisorConfig from the BULLPEN_* settings (overrides win)."""
+    c = conf.get()
     values: dict[str, Any] = {
         "redis_url": settings.REDIS_URL,
-        "host": settings.BULLPEN_HOSTNAME,
-        "gpus": settings.BULLPEN_GPUS,
-        "queues": parse_workers(settings.BULLPEN_WORKERS),
-        "handler_modules": list(settings.BULLPEN_HANDLER_MODULES),
-        "namespace": settings.BULLPEN_NAMESPACE,
-        "reserve_bytes": settings.BULLPEN_VRAM_RESERVE,
-        "context_bytes": settings.BULLPEN_VRAM_CUDA_CONTEXT,
-        "margin_bytes": settings.BULLPEN_VRAM_MARGIN,
-        "max_restarts": settings.BULLPEN_MAX_RESTARTS,
-        "restart_window_s": settings.BULLPEN_RESTART_WINDOW_S,
-        "drain_timeout_s": settings.BULLPEN_DRAIN_TIMEOUT_S,
-        "heartbeat_interval_s": settings.BULLPEN_HEARTBEAT_INTERVAL_S,
-        "heartbeat_ttl_s": settings.BULLPEN_HEARTBEAT_TTL_S,
-        "metrics_data_points": settings.BULLPEN_METRICS_DATA_POINTS,
+        "host": c.hostname,
+        "gpus": c.gpus,
+        "queues": parse_workers(c.workers),
+        "handler_modules": list(c.handler_modules),
+        "namespace": c.namespace,
+        "reserve_bytes": c.vram_reserve,
+        "context_bytes": c.vram_cuda_context,
+        "margin_bytes": c.vram_margin,
+        "max_restarts": c.max_restarts,
+        "restart_window_s": c.restart_window_s,
+        "drain_timeout_s": c.drain_timeout_s,
+        "heartbeat_interval_s": c.heartbeat_interval_s,
+        "heartbeat_ttl_s": c.heartbeat_ttl_s,
+        "metrics_data_points": c.metrics_data_points,
     }
     values.update({k: v for k, v in overrides.items() if v is not None})
     return SupervisorConfig(**values)

@@ -14,14 +14,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.conf import settings
-
 from queues import Job, codec, ops
+from queues.drive import cmd, gather, guarded
 from queues.keys import QueueKeys
 
-from . import readmodel
-from .readmodel import QueueRef, cmd, gather, guarded
-from .redaction import compact, redact, redact_text
+from .. import conf
+from ..redaction import compact, redact, redact_text
+from . import run
+from .discovery import QueueRef
+from .queue import page, queue_counts
 
 #: Jobs read per Redis round trip while scanning.
 BATCH = 200
@@ -55,13 +56,13 @@ def scan(
 ) -> Scan:
     """Jobs of `state` (newest first) from offset `cursor` that `keep` accepts,
     reading at most `cap` jobs and stopping after `max_matches` matches."""
-    cap = cap or settings.BULLPEN_SCAN_CAP
-    total = readmodel.queue_counts([ref], state)[0][state]
+    cap = cap or conf.get().scan_cap
+    total = queue_counts([ref], state)[0][state]
     result = Scan(state, cursor, total)
     position = max(cursor, 0)
     while position < total and result.scanned < cap:
         size = min(BATCH, cap - result.scanned, total - position)
-        jobs = readmodel.page(ref, [state], position, position + size - 1, False)
+        jobs = page(ref, [state], position, position + size - 1, False)
         for i, job in enumerate(jobs):
             if "data" in job.left_out:
                 result.data_left_out += 1
@@ -236,11 +237,11 @@ def retry_group(ref: QueueRef, ids: Sequence[str], sig: str) -> tuple[int, int]:
     """Retry those of `ids` that are still failed with a reason of signature
     `sig`, in batched pipelines; returns (retried, skipped)."""
     keys = QueueKeys(ref.name, ref.prefix)
-    ids = list(dict.fromkeys(ids))[: settings.BULLPEN_SCAN_CAP]
+    ids = list(dict.fromkeys(ids))[: conf.get().scan_cap]
     retried = skipped = 0
     for start in range(0, len(ids), BATCH):
         chunk = ids[start : start + BATCH]
-        found = readmodel.run(
+        found = run(
             gather(
                 [
                     gather(
@@ -264,7 +265,7 @@ def retry_group(ref: QueueRef, ids: Sequence[str], sig: str) -> tuple[int, int]:
                     ops.job_op(keys, "reprocess", job_id, "failed", lifo, False, False)
                 )
             )
-        outcomes = readmodel.run(gather(todo)) if todo else []
+        outcomes = run(gather(todo)) if todo else []
         errors = sum(isinstance(o, Exception) for o in outcomes)
         retried += len(outcomes) - errors
         skipped += errors

@@ -1,12 +1,6 @@
-"""The dashboard's read model over the queues API and the worker registry.
-
-Pages read Redis only through here and its siblings (`overviewmodel`,
-`jobmodel`, `fleetmodel`). Per-queue reads are written as `queues.ops`
-generators and run together with `gather`, so the overview of 100 queues costs
-three pipelined round trips, not hundreds; every list reads one page. This
-module holds the client, `gather`/`run`, which queues exist (discovery) and
-the queue page's reads.
-"""
+"""Which queues exist and which the pages may show: `QueueRef`, the queues
+configured in settings and those the SCAN for queue keys finds (`Discovery`,
+shared by a process's requests), and the checks every queue URL passes."""
 
 from __future__ import annotations
 
@@ -15,59 +9,20 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import redis
-from django.conf import settings
 
-from dashboard import redis as redis_client
-
-# Re-exported while the pages move to dashboard.redis / queues.drive.
-from dashboard.redis import REDIS_DOWN as REDIS_DOWN
-from dashboard.redis import client as client
-from dashboard.redis import connect as connect
-from dashboard.redis import queue as queue
-from gpu_workers import Fleet
-from queues import Job, JobState, drive, ops
 from queues.discovery import discover_queues
-from queues.drive import cmd as cmd
-from queues.drive import cmds as cmds
-from queues.drive import gather as gather
-from queues.drive import guarded as guarded
+from queues.drive import cmd
 from queues.keys import QueueKeys
-from queues.names import check_queue_name
-from queues.ops import DEFAULT_STATES
+from queues.names import check_queue_name, qualified_name
+
+from .. import conf
+from .. import redis as pages_redis
+from ..api import conf as api_conf
+from . import gpu_fleet, on_reset, run
 
 log = logging.getLogger(__name__)
-
-
-def fleet() -> Fleet:
-    """The GPU worker registry on the shared client."""
-    return Fleet(client(), settings.BULLPEN_NAMESPACE)
-
-
-#: Clearers of caches that other read-model modules keep (see `on_reset`).
-_resets: list[Callable[[], None]] = []
-
-
-def on_reset(clear: Callable[[], None]) -> None:
-    """Have `reset` also call `clear` (a module's own cache)."""
-    _resets.append(clear)
-
-
-def reset() -> None:
-    """Forget the client and every cache (tests point settings elsewhere)."""
-    redis_client.reset()
-    _discovery.reset()
-    for clear in _resets:
-        clear()
-
-
-# --- running several ops in one round trip ----------------------------------
-def run(op: ops.Op, conn: redis.Redis | None = None) -> Any:
-    """Drive an op (usually a `gather`) on `conn`, by default the shared
-    client."""
-    return drive.run_sync(op, conn or client())
 
 
 # --- which queues exist ------------------------------------------------------
@@ -81,7 +36,7 @@ class QueueRef:
     @property
     def key(self) -> str:
         """`prefix:name`, as the live updates name queues."""
-        return f"{self.prefix}:{self.name}"
+        return qualified_name(self.prefix, self.name)
 
     @property
     def label(self) -> str:
@@ -101,15 +56,15 @@ class QueueRef:
         return ""
 
 
-def parse_entry(entry: str) -> QueueRef:
+def parse_queue_entry(entry: str) -> QueueRef:
     """`name` (first configured prefix) or `prefix:name`."""
     prefix, _, name = entry.rpartition(":")
-    return QueueRef(prefix or settings.BULLPEN_PREFIXES[0], name)
+    return QueueRef(prefix or conf.get().prefixes[0], name)
 
 
 def configured_queues() -> list[QueueRef]:
     """Queues named in settings, shown even before they exist."""
-    return [parse_entry(e) for e in settings.BULLPEN_QUEUES]
+    return [parse_queue_entry(e) for e in conf.get().queues]
 
 
 #: A scan's result is reused for this many times the scan's own duration
@@ -153,7 +108,7 @@ class Discovery:
 
     def ttl(self) -> float:
         """How long the current result stays fresh (see the class)."""
-        cap = settings.BULLPEN_DISCOVERY_TTL_S
+        cap = conf.get().discovery_ttl_s
         return min(cap, DISCOVERY_TTL_PER_SCAN_S * self.scan_s)
 
     def _scan(self, conn: redis.Redis, done: threading.Event) -> None:
@@ -197,7 +152,7 @@ class Discovery:
     def get(self, conn: redis.Redis) -> list[QueueRef]:
         """The queues found (see the class)."""
         with self.lock:
-            ours = self.client is conn and settings.BULLPEN_DISCOVERY_TTL_S > 0
+            ours = self.client is conn and conf.get().discovery_ttl_s > 0
             waiting = self.scanning if ours else None
             if ours and self.found is not None:
                 stale = time.monotonic() - self.at > self.ttl()
@@ -212,7 +167,7 @@ class Discovery:
             elif waiting is None:
                 done = self._start(conn)
         if waiting is not None:
-            waiting.wait(settings.BULLPEN_REDIS_TIMEOUT_S)
+            waiting.wait(conf.get().redis_timeout_s)
             with self.lock:
                 if self.found is not None and self.client is conn:
                     return self.found
@@ -222,19 +177,20 @@ class Discovery:
             return self.found if self.found is not None else []
 
 
-_discovery = Discovery(lambda: settings.BULLPEN_PREFIXES)
+_discovery = Discovery(lambda: conf.get().prefixes)
+on_reset(_discovery.reset)
 
 
 def discovered_queues() -> list[QueueRef]:
     """The queues SCAN found with the configured prefixes (cached, see
     `Discovery`)."""
-    return _discovery.get(client())
+    return _discovery.get(pages_redis.client())
 
 
 def prewarm_discovery() -> None:
     """Scan for queues in the background now, so the first page need not wait
     (the server calls this when it starts; a dead Redis only logs)."""
-    _discovery.prewarm(client())
+    _discovery.prewarm(pages_redis.client())
 
 
 def known_queues() -> list[QueueRef]:
@@ -253,9 +209,7 @@ def odd_queues() -> list[QueueRef]:
 def internal_queues() -> set[QueueRef]:
     """Queues Bullpen itself uses (the webhook deliveries): kept out of the
     operators' queue lists, shown to admins apart and marked internal."""
-    from .api import conf  # the API's settings; it imports this module
-
-    return {QueueRef(conf.prefix(), conf.webhook_queue())}
+    return {QueueRef(api_conf.prefix(), api_conf.webhook_queue())}
 
 
 def user_queues() -> list[QueueRef]:
@@ -270,7 +224,7 @@ def is_allowed(ref: QueueRef) -> bool:
         check_queue_name(ref.name)
     except ValueError:
         return False
-    return ref.prefix in settings.BULLPEN_PREFIXES or ref in configured_queues()
+    return ref.prefix in conf.get().prefixes or ref in configured_queues()
 
 
 def queue_exists(ref: QueueRef) -> bool:
@@ -283,89 +237,11 @@ def queue_exists(ref: QueueRef) -> bool:
     keys = QueueKeys(ref.name, ref.prefix)
     if run(cmd("EXISTS", keys.meta, keys.id)):
         return True
-    served = {(w.get("prefix"), w.get("queue")) for w in fleet().list_workers()}
+    served = {(w.get("prefix"), w.get("queue")) for w in gpu_fleet().list_workers()}
     return (ref.prefix, ref.name) in served
 
 
 def is_read_only(ref: QueueRef) -> bool:
     """Whether settings forbid every action on this queue."""
-    entries = settings.BULLPEN_READ_ONLY_QUEUES
+    entries = conf.get().read_only_queues
     return "*" in entries or ref.name in entries or ref.key in entries
-
-
-def queue_counts(refs: Sequence[QueueRef], *states: str) -> list[dict[str, int]]:
-    """Counts per state of several queues in one round trip."""
-    counts: list[dict[str, int]] = run(
-        gather(
-            [
-                ops.get_counts(QueueKeys(r.name, r.prefix), states or DEFAULT_STATES)
-                for r in refs
-            ]
-        )
-    )
-    return counts
-
-
-# --- one queue -----------------------------------------------------------------
-@dataclass
-class QueueHeader:
-    """Counts, paused flag and global limits of one queue."""
-
-    counts: dict[str, int]
-    paused: bool
-    concurrency: int | None
-    rate_max: int | None
-    rate_duration_ms: int | None
-
-
-def queue_header(ref: QueueRef) -> QueueHeader:
-    """What the queue page shows above its job list (one round trip)."""
-    keys = QueueKeys(ref.name, ref.prefix)
-    counts, meta = run(
-        gather([ops.get_counts(keys, DEFAULT_STATES), cmd("HGETALL", keys.meta)])
-    )
-    meta = meta or {}
-
-    def num(name: str) -> int | None:
-        value = meta.get(name)
-        return int(value) if value and value.lstrip("-").isdigit() else None
-
-    return QueueHeader(
-        counts, "paused" in meta, num("concurrency"), num("max"), num("duration")
-    )
-
-
-def page(
-    ref: QueueRef, states: Sequence[str], start: int, end: int, asc: bool
-) -> list[Job]:
-    """One page of jobs across states, O(page) in Redis; values over
-    BULLPEN_LIST_VALUE_MAX_BYTES are left out (Job.left_out)."""
-    jobs: list[Job] = queue(ref.prefix, ref.name).get_jobs(
-        list(states),
-        start,
-        end,
-        asc,
-        max_value_bytes=settings.BULLPEN_LIST_VALUE_MAX_BYTES,
-    )
-    return jobs
-
-
-def page_with_states(
-    ref: QueueRef, states: Sequence[str], start: int, end: int, asc: bool
-) -> list[tuple[Job, str]]:
-    """`page` with each job's state, read in the same atomic step as its
-    fields (a row never says "completed" beside the fields of before). One
-    state's rows do not show it: they are that page, without the state read
-    (an LPOS over `wait` per waiting job)."""
-    if len(states) == 1:
-        return [(job, states[0]) for job in page(ref, states, start, end, asc)]
-    pairs: list[tuple[Job, JobState]] = queue(
-        ref.prefix, ref.name
-    ).get_jobs_with_states(
-        list(states),
-        start,
-        end,
-        asc,
-        max_value_bytes=settings.BULLPEN_LIST_VALUE_MAX_BYTES,
-    )
-    return [(job, state.value) for job, state in pairs]

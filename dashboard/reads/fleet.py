@@ -3,8 +3,7 @@ on each GPU with their running jobs, desired counts, and a capacity view
 (backlog against slots, with an ETA at the measured throughput).
 
 Worker state comes only from `gpu_workers.Fleet`; queue counts and finished-job
-counts come through `dashboard.readmodel` (pipelined, one round trip for all
-queues).
+counts are gathered ops (pipelined, one round trip for all queues).
 """
 
 from __future__ import annotations
@@ -13,13 +12,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from queues import ops
+from queues.drive import cmd, gather
 from queues.keys import QueueKeys
 from queues.ops import DEFAULT_STATES
 
-from . import overviewmodel, readmodel
-from .present import progress_parts
-from .readmodel import QueueRef, cmd, gather
-from .redaction import redact, redact_fields
+from ..display import progress_parts
+from ..redaction import redact, redact_fields
+from . import gpu_fleet, run
+from .discovery import QueueRef
+from .overview import metrics_minutes_op
 
 #: Minutes of finished jobs the capacity view's throughput is measured over.
 THROUGHPUT_WINDOW_MIN = 5
@@ -258,12 +259,12 @@ def _gpu(row: dict[str, Any]) -> GpuView:
 def hosts(now_ms: int | None = None) -> list[HostView]:
     """Every live host with its GPUs, workers and scaling rows."""
     now_ms = now_ms or ops.now_ms()
-    fleet = readmodel.fleet()
-    records = fleet.list_workers()
+    registry = gpu_fleet()
+    records = registry.list_workers()
     running = running_workers(records)
-    gpu_rows = fleet.list_gpus()
+    gpu_rows = registry.list_gpus()
     views = []
-    for host in fleet.list_hosts():
+    for host in registry.list_hosts():
         name = str(host.get("host", ""))
         mine = [_worker(w, now_ms) for w in records if w.get("host") == name]
         by_id = {w.id: w for w in mine}
@@ -280,7 +281,7 @@ def hosts(now_ms: int | None = None) -> list[HostView]:
             )
             gpu.workers = [by_id[i] for i in record_ids if i in by_id]
             placed.update(record_ids)
-        desired = fleet.get_desired(name)
+        desired = registry.get_desired(name)
         scale = []
         for key, limits in sorted((host.get("queues") or {}).items()):
             ref = QueueRef(
@@ -319,7 +320,7 @@ def _capacity_op(keys: QueueKeys, since_ms: int) -> ops.Op:
             ops.get_counts(keys, DEFAULT_STATES),
             cmd("ZCOUNT", keys.completed, since_ms, "+inf"),
             cmd("ZCOUNT", keys.failed, since_ms, "+inf"),
-            overviewmodel.metrics_minutes_op(keys, THROUGHPUT_WINDOW_MIN + 1),
+            metrics_minutes_op(keys, THROUGHPUT_WINDOW_MIN + 1),
         ]
     )
     # BullMQ's metrics count jobs that retention deleted: use them when larger
@@ -350,7 +351,7 @@ def capacity(views: list[HostView], now_ms: int | None = None) -> list[CapacityR
     if not refs:
         return []
     since = now_ms - THROUGHPUT_WINDOW_MIN * 60_000
-    found = readmodel.run(
+    found = run(
         gather([_capacity_op(QueueKeys(r.name, r.prefix), since) for r in refs])
     )
     rows = []

@@ -11,14 +11,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import redis
-from django.conf import settings
 
 from queues import ops
 from queues.clients import QUEUE_EVENTS_SUFFIX, WORKER_SUFFIX, connection_name
+from queues.drive import cmd, cmds, gather
 from queues.keys import QueueKeys
 from queues.ops import DEFAULT_STATES
 
-from .readmodel import QueueRef, client, cmd, cmds, fleet, gather, on_reset, run
+from .. import conf
+from ..redis import client
+from . import gpu_fleet, on_reset, run
+from .discovery import QueueRef
+from .queue import oldest_waiting_op
 
 MINUTE_MS = 60_000
 #: Seconds the CLIENT LIST census of connected workers is reused.
@@ -108,11 +112,11 @@ def _stats_op(
     starts = [end - (minutes - i) * MINUTE_MS for i in range(minutes)]
     wanted = [(key, s) for key in (keys.completed, keys.failed) for s in starts]
     missing = [w for w in wanted if w not in known]
-    counts, paused, tails, found, collected = yield from gather(
+    counts, paused, due, found, collected = yield from gather(
         [
             ops.get_counts(keys, DEFAULT_STATES),
             cmd("HEXISTS", keys.meta, "paused"),
-            cmds([("LRANGE", keys.wait, -1, -1), ("LRANGE", keys.paused, -1, -1)]),
+            oldest_waiting_op(keys),
             cmds([("ZCOUNT", k, s, f"({s + MINUTE_MS}") for k, s in missing]),
             metrics_minutes_op(keys, minutes),
         ]
@@ -130,12 +134,7 @@ def _stats_op(
         )
         for w in wanted
     ]
-    oldest = None
-    tail = [i for found in tails for i in found if not i.startswith("0:")]
-    if tail:
-        stamp, delay = yield ops.Cmd(("HMGET", keys.job(tail[0]), "timestamp", "delay"))
-        if stamp:
-            oldest = max(now_ms - int(stamp) - int(delay or 0), 0)
+    oldest = None if due is None else max(now_ms - due, 0)
     return counts, bool(paused), per_min[:minutes], per_min[minutes:], oldest
 
 
@@ -173,7 +172,7 @@ def overview(refs: Iterable[QueueRef], now_ms: int | None = None) -> list[QueueS
     queue, in a fixed number of round trips whatever the number of queues."""
     refs = list(refs)
     now_ms = now_ms or ops.now_ms()
-    minutes = settings.BULLPEN_SPARKLINE_MINUTES
+    minutes = conf.get().sparkline_minutes
     known = _minute_cache(client(), now_ms, minutes)
     results = run(
         gather(
@@ -185,7 +184,7 @@ def overview(refs: Iterable[QueueRef], now_ms: int | None = None) -> list[QueueS
     )
     census = worker_census()
     try:
-        gpu = fleet().list_workers()
+        gpu = gpu_fleet().list_workers()
     except redis.RedisError:
         gpu = []
     rows = []

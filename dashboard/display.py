@@ -8,11 +8,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
-
 from gpu_workers.units import format_bytes
 from queues import Job, codec
 
+from . import conf
 from .redaction import compact, redact, redact_text
 
 ELLIPSIS = "…"
@@ -46,7 +45,7 @@ def preview(job: Job) -> str:
     """The job's data as a list row shows it: redacted, compact, truncated."""
     if "data" in job.left_out:
         return too_large(job, "data")
-    text, _ = truncate(compact(redact(job.data)), settings.BULLPEN_DATA_PREVIEW_CHARS)
+    text, _ = truncate(compact(redact(job.data)), conf.get().data_preview_chars)
     return text
 
 

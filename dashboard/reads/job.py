@@ -9,13 +9,16 @@ from dataclasses import dataclass
 from typing import Any
 
 import redis
-from django.conf import settings
 
 from queues import FlowProducer, Job, JobNode
+from queues.drive import cmd, gather
 from queues.keys import QueueKeys
 from queues.state import JobState
 
-from .readmodel import QueueRef, client, cmd, fleet, gather, parse_entry, queue, run
+from .. import conf
+from ..redis import client, queue
+from . import gpu_fleet, run
+from .discovery import QueueRef, parse_queue_entry
 
 #: Children of each outcome shown per parent in a job's flow tree.
 FLOW_CHILDREN = 10
@@ -43,14 +46,14 @@ def job_detail(ref: QueueRef, job_id: str, whole: bool = False) -> JobDetail | N
     """A job with its state, newest log lines, VRAM record and flow tree
     (values over BULLPEN_DETAIL_VALUE_MAX_BYTES left out unless `whole`)."""
     q = queue(ref.prefix, ref.name)
-    cap = None if whole else settings.BULLPEN_DETAIL_VALUE_MAX_BYTES
+    cap = None if whole else conf.get().detail_value_max_bytes
     job, job_state = q.get_job_with_state(job_id, cap)
     if job is None:
         return None
     state = job_state.value
     lines, total = q.get_job_logs(job_id, 0, LOG_LINES - 1, asc=False)
     try:
-        vram = fleet().job_vram(ref.name, job_id, ref.prefix)
+        vram = gpu_fleet().job_vram(ref.name, job_id, ref.prefix)
         if vram is None and state == JobState.ACTIVE.value:
             vram = running_vram(ref, job_id)
     except redis.RedisError:
@@ -59,7 +62,7 @@ def job_detail(ref: QueueRef, job_id: str, whole: bool = False) -> JobDetail | N
         vram["wait_ms"] = vram_wait_ms(vram)
     parent_ref = parent_id = None
     if job.parent and isinstance(job.parent.get("queueKey"), str):
-        parent_ref = parse_entry(job.parent["queueKey"])
+        parent_ref = parse_queue_entry(job.parent["queueKey"])
         parent_id = str(job.parent.get("id", ""))
     flow = None
     if state == JobState.WAITING_CHILDREN.value or _has_children(ref, job_id):
@@ -120,7 +123,7 @@ def vram_wait_ms(vram: dict[str, Any]) -> int | None:
 def running_vram(ref: QueueRef, job_id: str) -> dict[str, Any] | None:
     """What the live GPU workers' heartbeats say of a job they hold now (its
     declared need and GPU; the peak is recorded when it ends), or None."""
-    for w in fleet().list_workers():
+    for w in gpu_fleet().list_workers():
         if (w.get("prefix"), w.get("queue")) != (ref.prefix, ref.name):
             continue
         for job in w.get("running") or []:

@@ -1,0 +1,43 @@
+"""The dashboard's middleware: Content-Security-Policy on every response, and
+a Redis failure anywhere in a view as the 503 that says so."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.utils.deprecation import MiddlewareMixin
+
+from queues.outages import recoverable
+
+from . import conf
+from .views.common import redis_unavailable
+
+
+class RedisUnavailableMiddleware(MiddlewareMixin):
+    """Turns a Redis connection failure anywhere in a view into that 503
+    (instead of a bare 500), so a dead Redis reads as what it is.
+
+    MiddlewareMixin makes it async-capable: a sync-only middleware would put
+    every ASGI request through a thread of asgiref's bridge, and daphne's exit
+    joins such threads forever when SIGTERM comes with requests in flight."""
+
+    def process_exception(
+        self, request: HttpRequest, exception: Exception
+    ) -> HttpResponse | None:
+        """The 503 for Redis failures; anything else goes on as usual."""
+        if recoverable(exception):
+            return redis_unavailable(request, exception)
+        return None
+
+
+class ContentSecurityPolicyMiddleware(MiddlewareMixin):
+    """Sends BULLPEN_CSP as Content-Security-Policy on every response
+    that has none (a view may set its own)."""
+
+    def process_response(
+        self, request: HttpRequest, response: HttpResponse
+    ) -> HttpResponse:
+        """The header, unless the policy is empty or already set."""
+        policy = conf.get().csp
+        if policy and "Content-Security-Policy" not in response:
+            response["Content-Security-Policy"] = policy
+        return response
