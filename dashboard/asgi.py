@@ -22,8 +22,8 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
-from dashboard import readmodel  # noqa: E402
 from dashboard.api import bodylimit  # noqa: E402
+from dashboard.reads import discovery  # noqa: E402
 from dashboard.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
@@ -40,7 +40,7 @@ bodylimit.install()
 
 # The first overview need not wait for the SCAN that discovers queues (seconds
 # over a million keys): it starts now, in the background.
-readmodel.prewarm_discovery()
+discovery.prewarm_discovery()
 
 # Everything imported so far lives as long as the process: keep the cyclic GC
 # from walking it again on every full collection (a pause of tens of ms on

@@ -32,7 +32,6 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
-from dashboard import readmodel
 from dashboard.live import access, defaults, subscriptions
 from dashboard.live.access import CLOSE_FORBIDDEN, CLOSE_UNAUTHENTICATED
 from dashboard.live.coalesce import Coalescer
@@ -40,7 +39,8 @@ from dashboard.live.hub import encode, get_hub
 from dashboard.live.messages import FINAL_EVENTS, WORKERS_GROUP, id_key, queue_group
 from dashboard.live.reader import get_reader
 from dashboard.models import VIEW
-from dashboard.readmodel import REDIS_DOWN
+from dashboard.reads import discovery
+from dashboard.redis import REDIS_DOWN
 
 log = logging.getLogger(__name__)
 
@@ -218,7 +218,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
     async def _drop_missing(self, sub: subscriptions.Subscription) -> None:
         """Take queues that do not exist (and are not configured) out of the
         subscription: a socket cannot make the reader follow arbitrary keys."""
-        configured = {ref.key for ref in readmodel.configured_queues()}
+        configured = {ref.key for ref in discovery.configured_queues()}
         unknown = sub.streams - self.following - configured
         missing = unknown - await self.reader.existing(unknown)
         for queue in sorted(missing):

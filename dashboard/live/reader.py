@@ -29,7 +29,7 @@ import redis.asyncio as aioredis
 from channels.layers import BaseChannelLayer, get_channel_layer
 from redis.exceptions import ResponseError
 
-from dashboard import fleetmodel
+from dashboard.reads import fleet as fleet_reads
 from gpu_workers import Fleet
 from gpu_workers.keys import BullpenKeys
 from queues import AsyncQueue
@@ -419,10 +419,10 @@ class EventsReader:
         records = self._fleet.list_workers()
         return {
             "type": "workers",
-            "hosts": fleetmodel.shown_records(records),
+            "hosts": fleet_reads.shown_records(records),
             "gpus": self._fleet.list_gpus(),
             # The GPU page's scaling table: workers running per host/queue.
-            "running": fleetmodel.running_workers(records),
+            "running": fleet_reads.running_workers(records),
         }
 
     async def _send_workers(self) -> None:

@@ -194,8 +194,8 @@ def test_star_listing_uses_cached_discovery(
     """A `*` token's listing does not SCAN the keyspace on every call: a
     costly scan's result is reused (as the dashboard's is) and refreshed in
     the background, while a cheap one is redone so a new queue shows at once."""
-    from dashboard import readmodel
     from dashboard.api.views import queues as queue_views
+    from dashboard.reads import discovery
 
     settings.BULLPEN_DISCOVERY_TTL_S = 60
     client = ApiClient(make_token(queues="*")[1])
@@ -213,13 +213,13 @@ def test_star_listing_uses_cached_discovery(
     assert listed() == ["first", "second"]
 
     scans: list[object] = []
-    real = readmodel.discover_queues
+    real = discovery.discover_queues
 
     def counted(*args: Any) -> Any:
         scans.append(args)
         return real(*args)
 
-    monkeypatch.setattr(readmodel, "discover_queues", counted)
+    monkeypatch.setattr(discovery, "discover_queues", counted)
     queue_views._discovery.scan_s = 1.0  # as if a million keys: fresh for 20 s
     assert client.post_json(jobs("third"), {"name": "a"}).status_code == 201
     for _ in range(5):

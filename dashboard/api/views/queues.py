@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
 
-from dashboard import readmodel
+from dashboard import reads
+from dashboard.reads.discovery import Discovery
 from queues import ops
+from queues.drive import cmd, gather
 
 from .. import conf, store
 from ..handling import Call, json_response
@@ -16,18 +18,18 @@ from .common import queue_of
 #: What a `*` token lists: the queues SCAN finds under the API's prefix, with
 #: the dashboard's caching (a large keyspace is rescanned in the background,
 #: not on every call).
-_discovery = readmodel.Discovery(lambda: [conf.prefix()])
-readmodel.on_reset(_discovery.reset)
+_discovery = Discovery(lambda: [conf.prefix()])
+reads.on_reset(_discovery.reset)
 
 
 def _queue_bodies(names: list[str]) -> list[dict[str, object]]:
     """Each queue's counts per state and whether it is paused, all read in
     one pipelined round trip."""
     keys = [queue_of(n).keys for n in names]
-    found = readmodel.run(
-        readmodel.gather(
+    found = reads.run(
+        gather(
             [ops.get_counts(k, ()) for k in keys]
-            + [readmodel.cmd("HEXISTS", k.meta, "paused") for k in keys]
+            + [cmd("HEXISTS", k.meta, "paused") for k in keys]
         ),
         store.client(),
     )
