@@ -43,7 +43,7 @@ class EventName(StrEnum):
 #: Events after which a job changes no more (a follower may stop there).
 FINAL_EVENTS = frozenset({EventName.COMPLETED, EventName.FAILED, EventName.REMOVED})
 
-_STREAM_ID = re.compile(r"^(\d{1,20})-(\d{1,20})$")
+_STREAM_ID = re.compile(r"([0-9]{1,20})-([0-9]{1,20})")
 
 
 class StreamId(NamedTuple):
@@ -57,9 +57,14 @@ class StreamId(NamedTuple):
         """The id in `value` (`<ms>-<seq>`, or `<ms>` for `<ms>-0`); ValueError
         for anything else, or a part past 2**64 - 1."""
         text = value.decode() if isinstance(value, bytes) else value
-        if isinstance(text, str) and text.isdigit() and len(text) <= 20:
+        if (
+            isinstance(text, str)
+            and text.isascii()
+            and text.isdigit()
+            and len(text) <= 20
+        ):
             text += "-0"
-        match = _STREAM_ID.match(text) if isinstance(text, str) else None
+        match = _STREAM_ID.fullmatch(text) if isinstance(text, str) else None
         if match is None:
             raise ValueError(f"not a stream id: {value!r}")
         ms, seq = int(match[1]), int(match[2])
