@@ -194,8 +194,7 @@ def test_star_listing_uses_cached_discovery(
     """A `*` token's listing does not SCAN the keyspace on every call: a
     costly scan's result is reused (as the dashboard's is) and refreshed in
     the background, while a cheap one is redone so a new queue shows at once."""
-    from dashboard import readmodel
-    from dashboard.api.views import queues as queue_views
+    from dashboard.api import discovery
 
     settings.BULLPEN_DISCOVERY_TTL_S = 60
     client = ApiClient(make_token(queues="*")[1])
@@ -208,24 +207,24 @@ def test_star_listing_uses_cached_discovery(
     [row] = client.get("/api/v1/queues").json()["queues"]
     assert row == client.get("/api/v1/queues/first").json()  # same body, batched
     assert row["counts"]["waiting"] == 1 and row["paused"] is False
-    time.sleep(queue_views._discovery.ttl() + 0.01)  # a cheap scan is redone
+    time.sleep(discovery.api_queues.ttl() + 0.01)  # a cheap scan is redone
     assert client.post_json(jobs("second"), {"name": "a"}).status_code == 201
     assert listed() == ["first", "second"]
 
     scans: list[object] = []
-    real = readmodel.discover_queues
+    real = discovery.discover_queues
 
     def counted(*args: Any) -> Any:
         scans.append(args)
         return real(*args)
 
-    monkeypatch.setattr(readmodel, "discover_queues", counted)
-    queue_views._discovery.scan_s = 1.0  # as if a million keys: fresh for 20 s
+    monkeypatch.setattr(discovery, "discover_queues", counted)
+    discovery.api_queues.scan_s = 1.0  # as if a million keys: fresh for 20 s
     assert client.post_json(jobs("third"), {"name": "a"}).status_code == 201
     for _ in range(5):
         assert listed() == ["first", "second"]
     assert scans == []
-    queue_views._discovery.at -= 120  # stale: answered at once, rescanned behind
+    discovery.api_queues.at -= 120  # stale: answered at once, rescanned behind
     assert listed() == ["first", "second"]
     deadline = time.monotonic() + 5
     while "third" not in listed():
