@@ -2,8 +2,9 @@
 
 A Django app of its own (label `bullpen_api`) inside the dashboard project:
 
-- `spec`: the one declarative description of every operation; the URLconf
-  and the OpenAPI document are both generated from it
+- `operations`: what an operation is, and the registry the views declare
+  themselves in; the URLconf (`urls`) and the OpenAPI document (`spec`) are
+  both generated from it
 - `views/`: the operations (enqueue, job status, cancel/remove, counts, SSE,
   deliveries, the OpenAPI document)
 - `auth`, `ratelimit`, `idempotency`, `validation`: what every request passes

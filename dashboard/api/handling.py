@@ -17,7 +17,7 @@ from queues.outages import describe, recoverable, refusal_code, refusal_meaning
 from . import conf, ratelimit, store
 from .auth import Principal, authenticate
 from .exceptions import ApiError, Forbidden, MethodNotAllowed, NotFound, Unavailable
-from .spec import Operation
+from .operations import Operation
 from .validation import check_job_id, check_queue_name
 
 log = logging.getLogger("dashboard.api")

@@ -1,5 +1,6 @@
 """Request validation: names, the JSON body (size, type, syntax), the enqueue
-schema with a stable error code per field, and each queue's JSON Schema."""
+schema with a stable error code per field, and webhook URLs. (Each queue's
+own JSON Schema is checked by `models.QueueSchema.check_data`.)"""
 
 from __future__ import annotations
 
@@ -239,35 +240,3 @@ def check_webhook_url(url: str) -> str:
             {"field": "options.webhook_url"},
         ) from None
     return url
-
-
-@lru_cache(maxsize=256)
-def _compiled(schema_json: str) -> Draft202012Validator:
-    return Draft202012Validator(orjson.loads(schema_json))
-
-
-def check_queue_schema(queue: str, data: Any) -> None:
-    """Job data must satisfy the queue's JSON Schema, when it has one."""
-    from .models import QueueSchema
-
-    row = QueueSchema.objects.filter(queue=queue).only("json_schema").first()
-    if row is None:
-        return
-    validator = _compiled(
-        orjson.dumps(row.json_schema, option=orjson.OPT_SORT_KEYS).decode()
-    )
-    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
-    if errors:
-        raise Unprocessable(
-            "schema_validation_failed",
-            f"data does not match the JSON Schema of queue {queue}",
-            {
-                "errors": [
-                    {
-                        "path": "/".join(str(p) for p in e.absolute_path),
-                        "message": e.message[:300],
-                    }
-                    for e in errors[:20]
-                ]
-            },
-        )

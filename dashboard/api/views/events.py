@@ -10,7 +10,7 @@ from queues import AsyncQueue, JobState
 from .. import conf, sse, store
 from ..exceptions import NotFound
 from ..handling import Call
-from ..spec import Param, operation
+from ..operations import Param, operation
 from ..validation import check_stream_id
 from .common import queue_of
 

@@ -18,12 +18,11 @@ from .. import conf, defaults, idempotency, store
 from ..auth import make_ticket
 from ..exceptions import ApiError, BadRequest, Conflict, NotFound
 from ..handling import Call, json_response
-from ..models import QueueSettings
-from ..spec import Param, operation
+from ..models import QueueSchema, QueueSettings
+from ..operations import Param, operation
 from ..validation import (
     EnqueueRequest,
     check_idempotency_key,
-    check_queue_schema,
     read_json_body,
     validate_enqueue,
 )
@@ -178,7 +177,7 @@ def enqueue(request: HttpRequest, call: Call, queue: str) -> HttpResponse:
     """Validate, then add the job (once per Idempotency-Key)."""
     body = read_json_body(request)
     req = validate_enqueue(body)
-    check_queue_schema(queue, req.data)
+    QueueSchema.check_data(queue, req.data)
     job_id = req.options.pop("job_id", None)
     key = request.headers.get("Idempotency-Key")
     if key is None:

@@ -10,7 +10,7 @@ from queues.drive import cmd, gather, run_sync
 from .. import conf, store
 from ..discovery import api_queues
 from ..handling import Call, json_response
-from ..spec import operation
+from ..operations import operation
 from ..validation import QUEUE_NAME_RE
 from .common import queue_of
 

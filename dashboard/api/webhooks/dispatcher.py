@@ -29,7 +29,7 @@ from queues import Queue, Worker
 from queues.connection import sync_client
 from queues.outages import Outage, backoff_s, recoverable
 
-from .. import defaults
+from .. import conf, defaults
 from ..keys import ApiKeys
 from . import registry, ssrf
 from .deliver import Deliverer
@@ -67,8 +67,6 @@ class DispatcherConfig:
     @classmethod
     def from_settings(cls, **overrides: Any) -> DispatcherConfig:
         """The configuration in Django settings (overrides win)."""
-        from .. import conf
-
         config = cls(
             redis_url=conf.redis_url(),
             prefix=conf.prefix(),
