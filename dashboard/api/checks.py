@@ -13,8 +13,9 @@ from typing import Any
 
 from django.core.checks import CheckMessage, Error, Warning, register
 
+from queues.names import is_safe_queue_name
+
 from . import conf
-from .validation import QUEUE_NAME_RE
 
 _PREFIX_RE = re.compile(r"[A-Za-z0-9_{}.-]{1,100}")
 
@@ -64,7 +65,7 @@ def check_api_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMess
                 id="bullpen.E103",
             )
         )
-    if not QUEUE_NAME_RE.fullmatch(conf.webhook_queue()):
+    if not is_safe_queue_name(conf.webhook_queue()):
         messages.append(
             Error(
                 f"BULLPEN_WEBHOOK_QUEUE {conf.webhook_queue()!r} is not a queue name",

@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from queues.events import EventName
+
 #: Largest request body the API reads.
 MAX_BODY_BYTES = 1 << 20
 #: Deepest nesting of arrays and objects a request body may have (the JSON
@@ -60,4 +62,9 @@ WEBHOOK_LOG_MAX = 200
 #: Response body bytes kept in the delivery log.
 WEBHOOK_RESPONSE_EXCERPT_BYTES = 512
 #: Events a webhook can be sent for.
-WEBHOOK_EVENTS = ("active", "progress", "completed", "failed")
+WEBHOOK_EVENTS = (
+    EventName.ACTIVE,
+    EventName.PROGRESS,
+    EventName.COMPLETED,
+    EventName.FAILED,
+)

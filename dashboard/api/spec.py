@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from queues.names import SAFE_QUEUE_NAME_PATTERN
+
 from . import schemas
 from .operations import Operation, registered
 
 #: Schemas of the path parameters, by name.
 PATH_PARAMS: dict[str, dict[str, Any]] = {
-    "queue": {"type": "string", "pattern": schemas.QUEUE_NAME_PATTERN},
+    "queue": {"type": "string", "pattern": SAFE_QUEUE_NAME_PATTERN},
     "job_id": {"type": "string", "pattern": schemas.JOB_ID_PATTERN},
 }
 

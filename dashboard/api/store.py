@@ -9,6 +9,7 @@ import redis.asyncio as aioredis
 
 from dashboard.redis import connect
 from queues.connection import async_client
+from queues.names import qualified_name
 
 from . import conf
 from .keys import ApiKeys
@@ -36,4 +37,4 @@ def keys() -> ApiKeys:
 
 def queue_key(queue: str) -> str:
     """`{prefix}:{queue}` of an API queue."""
-    return f"{conf.prefix()}:{queue}"
+    return qualified_name(conf.prefix(), queue)

@@ -15,7 +15,9 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError as SchemaError
 from jsonschema.exceptions import best_match
 
+from queues.events import StreamId
 from queues.exceptions import InvalidJobId
+from queues.names import SAFE_QUEUE_NAME_RULE, is_safe_queue_name
 from queues.options import validate_job_id
 
 from . import conf, defaults, schemas
@@ -24,7 +26,6 @@ from .webhooks import ssrf
 
 # Python's `$` also matches before a final newline, so every check below uses
 # fullmatch (JSON Schema's ECMA-262 `$` does not).
-QUEUE_NAME_RE = re.compile(schemas.QUEUE_NAME_PATTERN)
 JOB_NAME_RE = re.compile(schemas.JOB_NAME_PATTERN)
 CLIENT_JOB_ID_RE = re.compile(schemas.CLIENT_JOB_ID_PATTERN)
 JOB_ID_RE = re.compile(schemas.JOB_ID_PATTERN)
@@ -46,11 +47,9 @@ _QUEUE_OPTIONS = (
 
 def check_queue_name(name: str) -> str:
     """A queue name from a URL."""
-    if not QUEUE_NAME_RE.fullmatch(name):
+    if not is_safe_queue_name(name):
         raise BadRequest(
-            "invalid_queue_name",
-            "queue names are 1-100 letters, digits, '_', '.' or '-' "
-            "(not starting with '.' or '-')",
+            "invalid_queue_name", f"queue names are {SAFE_QUEUE_NAME_RULE}"
         )
     return name
 
@@ -65,9 +64,9 @@ def check_job_id(job_id: str) -> str:
 
 
 def check_stream_id(value: str) -> str:
-    """A Last-Event-ID (a Redis stream id)."""
-    ms, _, seq = value.partition("-")
-    if not STREAM_ID_RE.fullmatch(value) or max(int(ms), int(seq)) >= 2**64:
+    """A Last-Event-ID: a Redis stream id as the API publishes it (ASCII
+    digits, both parts, nothing after) that Redis can take."""
+    if not (STREAM_ID_RE.fullmatch(value) and StreamId.valid(value)):
         raise BadRequest(
             "invalid_last_event_id", "Last-Event-ID must be an event id we sent"
         )
@@ -140,7 +139,10 @@ class EnqueueRequest:
     data: Any
     options: dict[str, Any] = field(default_factory=dict)
     webhook_url: str | None = None
-    webhook_events: list[str] | None = None
+    #: The events the job's own webhook is sent (all of them unless chosen).
+    webhook_events: list[str] = field(
+        default_factory=lambda: list(defaults.WEBHOOK_EVENTS)
+    )
 
 
 @lru_cache(maxsize=1)
@@ -203,7 +205,7 @@ def validate_enqueue(body: Any) -> EnqueueRequest:
                 "invalid_job_id", str(exc), {"field": "options.job_id"}
             ) from None
     url = options.pop("webhook_url", None)
-    events = options.pop("webhook_events", None)
+    events = options.pop("webhook_events", None) or list(defaults.WEBHOOK_EVENTS)
     if url is not None:
         check_webhook_url(url)
     return EnqueueRequest(

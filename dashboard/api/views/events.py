@@ -7,7 +7,7 @@ from django.http import HttpRequest, StreamingHttpResponse
 
 from queues import AsyncQueue, JobState
 
-from .. import conf, sse, store
+from .. import conf, schemas, sse, store
 from ..exceptions import NotFound
 from ..handling import Call
 from ..operations import Param, operation
@@ -32,7 +32,7 @@ from .common import queue_of
         Param(
             "Last-Event-ID",
             "header",
-            {"type": "string", "pattern": r"^[0-9]{1,20}-[0-9]{1,20}$"},
+            {"type": "string", "pattern": schemas.STREAM_ID_PATTERN},
             "Resume after this event id.",
         ),
     ),

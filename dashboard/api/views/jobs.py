@@ -14,7 +14,7 @@ from queues import Job, JobState, ops
 from queues.exceptions import InvalidJobId, InvalidJobOptions, JobLocked
 from queues.options import merge_job_options
 
-from .. import conf, defaults, idempotency, store
+from .. import conf, idempotency, schemas, store
 from ..auth import make_ticket
 from ..exceptions import ApiError, BadRequest, Conflict, NotFound
 from ..handling import Call, json_response
@@ -121,7 +121,7 @@ def _add(
     if req.webhook_url is not None:
         assert call.principal is not None and call.principal.token is not None
         job_id = job_id or new_job_id()
-        events = req.webhook_events or list(defaults.WEBHOOK_EVENTS)
+        events = req.webhook_events
         registry.follow(client, keys, queue_key)
         registry.set_job_webhook(
             client,
@@ -162,7 +162,7 @@ def _add(
         Param(
             "Idempotency-Key",
             "header",
-            {"type": "string", "pattern": r"^[\x21-\x7e]{1,255}$"},
+            {"type": "string", "pattern": schemas.IDEMPOTENCY_KEY_PATTERN},
             "Same key and body: same job, added once.",
         ),
     ),
@@ -196,7 +196,7 @@ def enqueue(request: HttpRequest, call: Call, queue: str) -> HttpResponse:
         if req.webhook_url:
             webhook = {
                 "url": req.webhook_url,
-                "events": req.webhook_events or list(defaults.WEBHOOK_EVENTS),
+                "events": req.webhook_events,
             }
         job_ts = _job_ts(queue, claim.job_id)
         return _enqueued(request, queue, claim.job_id, req.name, webhook, 200, job_ts)

@@ -6,12 +6,12 @@ from django.http import HttpRequest, HttpResponse
 
 from queues import ops
 from queues.drive import cmd, gather, run_sync
+from queues.names import is_safe_queue_name
 
 from .. import conf, store
 from ..discovery import api_queues
 from ..handling import Call, json_response
 from ..operations import operation
-from ..validation import QUEUE_NAME_RE
 from .common import queue_of
 
 
@@ -51,7 +51,7 @@ def list_queues(request: HttpRequest, call: Call) -> HttpResponse:
         # What SCAN finds under the API's prefix, cached (see `discovery`).
         names += [name for _, name in api_queues.get(store.client())]
     wanted = sorted(
-        {n for n in names if QUEUE_NAME_RE.fullmatch(n) and n != conf.webhook_queue()}
+        {n for n in names if is_safe_queue_name(n) and n != conf.webhook_queue()}
     )
     return json_response({"queues": _queue_bodies(wanted[:500])})
 

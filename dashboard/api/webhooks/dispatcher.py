@@ -20,13 +20,15 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import orjson
 import redis
 from redis.exceptions import ResponseError
 
 from dashboard.redaction import redact_fields
 from queues import Queue, Worker
+from queues.codec import json_or_text
 from queues.connection import sync_client
+from queues.events import EventName
+from queues.names import qualified_name, split_qualified_name
 from queues.outages import Outage, backoff_s, recoverable
 
 from .. import conf, defaults
@@ -88,7 +90,7 @@ class DispatcherConfig:
 
 
 def _payload(queue_key: str, event_id: str, fields: dict[str, str]) -> dict[str, Any]:
-    prefix, _, queue = queue_key.rpartition(":")
+    _, queue = split_qualified_name(queue_key)
     event = fields.get("event", "")
     payload: dict[str, Any] = {
         "event": event,
@@ -97,22 +99,17 @@ def _payload(queue_key: str, event_id: str, fields: dict[str, str]) -> dict[str,
         "event_id": event_id,
         "timestamp": int(event_id.split("-", 1)[0]),
     }
-    if event == "progress":
+    if event == EventName.PROGRESS:
         payload["progress"] = _json(fields.get("data"))
-    elif event == "completed":
+    elif event == EventName.COMPLETED:
         payload["returnvalue"] = _json(fields.get("returnvalue"))
-    elif event == "failed":
+    elif event == EventName.FAILED:
         payload["failed_reason"] = fields.get("failedReason")
     return redact_fields(payload)
 
 
 def _json(text: str | None) -> Any:
-    if text is None:
-        return None
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return text
+    return None if text is None else json_or_text(text)
 
 
 class StreamReader:
@@ -143,7 +140,8 @@ class StreamReader:
         subs: dict[str, list[dict[str, Any]]] = {}
         for sub in registry.subscriptions(self.client, self.keys):
             if sub.get("active"):
-                subs.setdefault(f"{sub['prefix']}:{sub['queue']}", []).append(sub)
+                key = qualified_name(sub["prefix"], sub["queue"])
+                subs.setdefault(key, []).append(sub)
         self.subs = subs
         for queue_key in registry.followed_queues(self.client, self.keys):
             stream = registry.events_key(queue_key)
@@ -239,7 +237,7 @@ class StreamReader:
         """Push the deliveries one event causes; returns how many were pushed."""
         event = fields.get("event")
         job_id = fields.get("jobId")
-        if event == "added" and job_id:
+        if event == EventName.ADDED and job_id:
             # A new job of this id: drop a record an earlier job of it left.
             registry.bound_job_webhook(self.client, self.keys, queue_key, job_id)
         if event not in defaults.WEBHOOK_EVENTS or not job_id:
