@@ -255,7 +255,8 @@ def internal_queues() -> set[QueueRef]:
     operators' queue lists, shown to admins apart and marked internal."""
     from .api import conf  # the API's settings; it imports this module
 
-    return {QueueRef(conf.prefix(), conf.webhook_queue())}
+    api = conf.get()
+    return {QueueRef(api.prefix, api.webhook_queue)}
 
 
 def user_queues() -> list[QueueRef]:

@@ -124,7 +124,7 @@ class CachedDiscovery:
 
 #: The queues under the API's prefix, with the dashboard's discovery settings.
 api_queues = CachedDiscovery(
-    lambda: [conf.prefix()],
+    lambda: [conf.get().prefix],
     lambda: float(settings.BULLPEN_DISCOVERY_TTL_S),
     lambda: float(settings.BULLPEN_REDIS_TIMEOUT_S),
 )

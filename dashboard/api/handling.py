@@ -86,7 +86,7 @@ def _serve(
     if principal is not None and op.scope is not None:
         if queue is None:
             principal.require_scope(op.scope)
-        elif queue == conf.webhook_queue():
+        elif queue == conf.get().webhook_queue:
             raise Forbidden(
                 "queue_not_allowed", "the webhook delivery queue is internal"
             )

@@ -254,7 +254,7 @@ class WebhookSubscription(models.Model):
     def clean(self) -> None:
         if not is_safe_queue_name(self.queue or ""):
             raise ValidationError({"queue": "not a queue name"})
-        if self.queue == conf.webhook_queue():
+        if self.queue == conf.get().webhook_queue:
             raise ValidationError({"queue": "the webhook delivery queue is internal"})
         unknown = set(self.event_list) - set(defaults.WEBHOOK_EVENTS)
         if unknown or not self.event_list:
@@ -270,7 +270,7 @@ class WebhookSubscription(models.Model):
         """What the dispatcher reads from Redis."""
         return {
             "id": self.pk,
-            "prefix": conf.prefix(),
+            "prefix": conf.get().prefix,
             "queue": self.queue,
             "url": self.url,
             "events": self.event_list,

@@ -89,7 +89,7 @@ def read_json_body(request: HttpRequest) -> Any:
         raise UnsupportedMediaType(
             "unsupported_media_type", "send the body as application/json"
         )
-    cap = conf.max_body_bytes()
+    cap = conf.get().max_body_bytes
     too_large = PayloadTooLarge(
         "payload_too_large", f"the body is over {cap} bytes", {"limit_bytes": cap}
     )
@@ -219,7 +219,8 @@ def validate_enqueue(body: Any) -> EnqueueRequest:
 
 def webhook_policy() -> ssrf.Policy:
     """The destination policy in force (settings)."""
-    return ssrf.Policy(conf.webhook_allow_private(), conf.webhook_allowed_networks())
+    c = conf.get()
+    return ssrf.Policy(c.webhook_allow_private, c.webhook_allowed_networks)
 
 
 def check_webhook_url(url: str) -> str:

@@ -55,11 +55,10 @@ def follow_job(
             raise NotFound("job_not_found", f"queue {queue} has no job {job_id}")
     if last_event_id is None and q.get_job_state(job_id) is JobState.UNKNOWN:
         raise NotFound("job_not_found", f"queue {queue} has no job {job_id}")
-    steps = sse.job_events(
-        job_id, last_event_id, conf.sse_max_s(), conf.sse_keepalive_s()
-    )
+    c = conf.get()
+    steps = sse.job_events(job_id, last_event_id, c.sse_max_s, c.sse_keepalive_s)
     if isinstance(request, ASGIRequest):
-        aq = AsyncQueue(queue, store.new_async_client(), conf.prefix())
+        aq = AsyncQueue(queue, store.new_async_client(), c.prefix)
         response = StreamingHttpResponse(
             sse.serve_async(aq, steps), content_type="text/event-stream"
         )

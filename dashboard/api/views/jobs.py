@@ -271,9 +271,8 @@ def cancel_job(
                 ) from None
             # Otherwise it started meanwhile: cancel it instead.
     try:
-        Fleet(store.client(), conf.namespace()).request_cancel(
-            queue, job_id, conf.prefix()
-        )
+        c = conf.get()
+        Fleet(store.client(), c.namespace).request_cancel(queue, job_id, c.prefix)
     except FleetValidationError as exc:
         raise NotFound("job_not_found", str(exc)) from None
     return json_response(

@@ -50,9 +50,8 @@ def list_queues(request: HttpRequest, call: Call) -> HttpResponse:
     if "*" in token.queue_list:
         # What SCAN finds under the API's prefix, cached (see `discovery`).
         names += [name for _, name in api_queues.get(store.client())]
-    wanted = sorted(
-        {n for n in names if is_safe_queue_name(n) and n != conf.webhook_queue()}
-    )
+    internal = conf.get().webhook_queue
+    wanted = sorted({n for n in names if is_safe_queue_name(n) and n != internal})
     return json_response({"queues": _queue_bodies(wanted[:500])})
 
 

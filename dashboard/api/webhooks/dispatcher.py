@@ -69,22 +69,21 @@ class DispatcherConfig:
     @classmethod
     def from_settings(cls, **overrides: Any) -> DispatcherConfig:
         """The configuration in Django settings (overrides win)."""
+        c = conf.get()
         config = cls(
-            redis_url=conf.redis_url(),
-            prefix=conf.prefix(),
-            namespace=conf.namespace(),
-            delivery_queue=conf.webhook_queue(),
-            consumer=conf.hostname(),
-            policy=ssrf.Policy(
-                conf.webhook_allow_private(), conf.webhook_allowed_networks()
-            ),
-            timeout_s=conf.webhook_timeout_s(),
-            attempts=conf.webhook_attempts(),
-            backoff_ms=conf.webhook_backoff_ms(),
-            progress_interval_ms=conf.webhook_progress_interval_ms(),
-            concurrency=conf.webhook_concurrency(),
-            lock_duration_ms=conf.webhook_lock_duration_ms(),
-            claim_idle_ms=conf.webhook_claim_idle_ms(),
+            redis_url=c.redis_url,
+            prefix=c.prefix,
+            namespace=c.namespace,
+            delivery_queue=c.webhook_queue,
+            consumer=c.hostname,
+            policy=ssrf.Policy(c.webhook_allow_private, c.webhook_allowed_networks),
+            timeout_s=c.webhook_timeout_s,
+            attempts=c.webhook_attempts,
+            backoff_ms=c.webhook_backoff_ms,
+            progress_interval_ms=c.webhook_progress_interval_ms,
+            concurrency=c.webhook_concurrency,
+            lock_duration_ms=c.webhook_lock_duration_ms,
+            claim_idle_ms=c.webhook_claim_idle_ms,
         )
         return replace(config, **{k: v for k, v in overrides.items() if v is not None})
 
