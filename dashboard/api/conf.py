@@ -20,11 +20,11 @@ from django.conf import settings
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
+from gpu_workers.defaults import NAMESPACE
 from queues.defaults import PREFIX
 
 from . import defaults
-
-Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+from .webhooks.ssrf import Network
 
 
 def _networks(raw: Any) -> tuple[Network, ...]:
@@ -44,7 +44,7 @@ class ApiConf:
     #: The Redis holding the queues and Bullpen's keys.
     redis_url: str = _from("REDIS_URL", str)
     #: Bullpen's own Redis namespace (never a queue prefix).
-    namespace: str = _from("BULLPEN_NAMESPACE", str, "bullpen")
+    namespace: str = _from("BULLPEN_NAMESPACE", str, NAMESPACE)
     #: The key prefix of the queues the API serves (absent: the first of
     #: BULLPEN_PREFIXES).
     prefix: str = _from("BULLPEN_API_PREFIX", str, PREFIX)
@@ -110,7 +110,7 @@ class ApiConf:
         "BULLPEN_WEBHOOK_CLAIM_IDLE_MS", int, defaults.WEBHOOK_CLAIM_IDLE_MS
     )
     #: This host's name (the dispatcher's consumer name).
-    hostname: str = _from("BULLPEN_HOSTNAME", str, "localhost")
+    hostname: str = _from("BULLPEN_HOSTNAME", str, defaults.HOSTNAME)
 
     @classmethod
     def from_settings(cls) -> ApiConf:

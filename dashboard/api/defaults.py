@@ -30,6 +30,9 @@ SSE_RETRY_MS = 2000
 #: Lifetime of the read-only job tickets in `status_url` / `events_url`.
 TICKET_MAX_AGE_S = 7 * 24 * 3600
 
+#: The dispatcher's consumer name when the host has none in settings.
+HOSTNAME = "localhost"
+
 #: Queue (under the API's prefix) whose jobs are webhook deliveries.
 WEBHOOK_QUEUE = "bullpen-webhooks"
 #: Consumer group the dispatcher reads the queues' events streams with.

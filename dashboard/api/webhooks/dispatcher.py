@@ -24,9 +24,11 @@ import redis
 from redis.exceptions import ResponseError
 
 from dashboard.redaction import redact_fields
+from gpu_workers.defaults import NAMESPACE
 from queues import Queue, Worker
 from queues.codec import json_or_text
 from queues.connection import sync_client
+from queues.defaults import PREFIX
 from queues.events import EventName
 from queues.names import qualified_name, split_qualified_name
 from queues.outages import Outage, backoff_s, recoverable
@@ -45,11 +47,11 @@ class DispatcherConfig:
     """Everything the dispatcher needs (`from_settings()` builds it)."""
 
     redis_url: str
-    prefix: str = "bull"
-    namespace: str = "bullpen"
+    prefix: str = PREFIX
+    namespace: str = NAMESPACE
     delivery_queue: str = defaults.WEBHOOK_QUEUE
     group: str = defaults.WEBHOOK_GROUP
-    consumer: str = "localhost"
+    consumer: str = defaults.HOSTNAME
     policy: ssrf.Policy = field(default_factory=ssrf.Policy)
     timeout_s: float = defaults.WEBHOOK_TIMEOUT_S
     attempts: int = defaults.WEBHOOK_ATTEMPTS
