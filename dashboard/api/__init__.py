@@ -2,11 +2,16 @@
 
 A Django app of its own (label `bullpen_api`) inside the dashboard project:
 
-- `spec`: the one declarative description of every operation; the URLconf
-  and the OpenAPI document are both generated from it
+- `operations`: what an operation is, and the registry the views declare
+  themselves in; the URLconf (`urls`) and the OpenAPI document (`spec`) are
+  both generated from it
 - `views/`: the operations (enqueue, job status, cancel/remove, counts, SSE,
   deliveries, the OpenAPI document)
 - `auth`, `ratelimit`, `idempotency`, `validation`: what every request passes
+- `conf`: the API's settings as one frozen `ApiConf` (`conf.get()`), with
+  their defaults in `defaults`
+- `store`, `keys`, `discovery`: its Redis client, Bullpen's own keys, and the
+  queues a `*` token lists
 - `webhooks/`: signing, SSRF policy, the delivery sender, the outbox and the
   dispatcher that `manage.py runwebhooks` runs
 """

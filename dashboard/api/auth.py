@@ -48,7 +48,7 @@ class Principal:
         """The caller's requests per minute."""
         if self.token is not None and self.token.rate_limit_per_min:
             return int(self.token.rate_limit_per_min)
-        return conf.rate_limit_per_min()
+        return conf.get().rate_limit_per_min
 
     def require_scope(self, scope: str) -> None:
         """Forbidden unless the caller has the scope (tickets: none but theirs)."""
@@ -90,7 +90,7 @@ def make_ticket(queue: str, job_id: str, job_ts: int | None) -> str:
 def _from_ticket(value: str) -> Principal:
     try:
         queue, job_id, job_ts = signing.loads(
-            value, salt=_TICKET_SALT, max_age=conf.ticket_max_age_s()
+            value, salt=_TICKET_SALT, max_age=conf.get().ticket_max_age_s
         )
         if job_ts is not None and not isinstance(job_ts, int):
             raise TypeError(job_ts)

@@ -47,7 +47,7 @@ def limited(request_class: Any) -> Any:
 
         def gotLength(self, length: int | None) -> None:  # noqa: N802 - Twisted's
             if self.channel._path.startswith(API_PATH):
-                self._cap = conf.max_body_bytes()
+                self._cap = conf.get().max_body_bytes
                 if length is not None and length > self._cap:
                     self._refuse()
                     return

@@ -13,8 +13,9 @@ from typing import Any
 
 from django.core.checks import CheckMessage, Error, Warning, register
 
+from queues.names import is_safe_queue_name
+
 from . import conf
-from .validation import QUEUE_NAME_RE
 
 _PREFIX_RE = re.compile(r"[A-Za-z0-9_{}.-]{1,100}")
 
@@ -24,7 +25,7 @@ def check_api_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMess
     """Every API and webhook setting is usable."""
     messages: list[CheckMessage] = []
     try:
-        conf.webhook_allowed_networks()
+        conf.read("webhook_allowed_networks")
     except ValueError as exc:
         messages.append(
             Error(
@@ -34,44 +35,44 @@ def check_api_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMess
             )
         )
     ranges = (
-        ("BULLPEN_API_MAX_BODY_BYTES", conf.max_body_bytes, 1024, 64 << 20),
-        ("BULLPEN_API_RATE_LIMIT_PER_MIN", conf.rate_limit_per_min, 1, 10**7),
-        ("BULLPEN_API_SSE_MAX_S", conf.sse_max_s, 0.1, 86_400),
-        ("BULLPEN_WEBHOOK_TIMEOUT_S", conf.webhook_timeout_s, 0.1, 300),
-        ("BULLPEN_WEBHOOK_ATTEMPTS", conf.webhook_attempts, 1, 100),
-        ("BULLPEN_WEBHOOK_BACKOFF_MS", conf.webhook_backoff_ms, 0, 86_400_000),
-        (
-            "BULLPEN_WEBHOOK_PROGRESS_INTERVAL_MS",
-            conf.webhook_progress_interval_ms,
-            0,
-            3_600_000,
-        ),
-        ("BULLPEN_WEBHOOK_CONCURRENCY", conf.webhook_concurrency, 1, 1000),
+        ("max_body_bytes", 1024, 64 << 20),
+        ("rate_limit_per_min", 1, 10**7),
+        ("sse_max_s", 0.1, 86_400),
+        ("webhook_timeout_s", 0.1, 300),
+        ("webhook_attempts", 1, 100),
+        ("webhook_backoff_ms", 0, 86_400_000),
+        ("webhook_progress_interval_ms", 0, 3_600_000),
+        ("webhook_concurrency", 1, 1000),
     )
-    for name, read, low, high in ranges:
+    for name, low, high in ranges:
         try:
-            value = read()
+            value = conf.read(name)
         except (TypeError, ValueError):
             value = None
         if value is None or not low <= value <= high:
             messages.append(
-                Error(f"{name} must be between {low} and {high}", id="bullpen.E102")
+                Error(
+                    f"{conf.setting_name(name)} must be between {low} and {high}",
+                    id="bullpen.E102",
+                )
             )
-    if not _PREFIX_RE.fullmatch(conf.prefix()):
+    prefix = conf.read("prefix")
+    if not _PREFIX_RE.fullmatch(prefix):
         messages.append(
             Error(
-                f"BULLPEN_API_PREFIX {conf.prefix()!r} is not a usable key prefix",
+                f"BULLPEN_API_PREFIX {prefix!r} is not a usable key prefix",
                 id="bullpen.E103",
             )
         )
-    if not QUEUE_NAME_RE.fullmatch(conf.webhook_queue()):
+    webhook_queue = conf.read("webhook_queue")
+    if not is_safe_queue_name(webhook_queue):
         messages.append(
             Error(
-                f"BULLPEN_WEBHOOK_QUEUE {conf.webhook_queue()!r} is not a queue name",
+                f"BULLPEN_WEBHOOK_QUEUE {webhook_queue!r} is not a queue name",
                 id="bullpen.E103",
             )
         )
-    if conf.webhook_allow_private():
+    if conf.read("webhook_allow_private"):
         messages.append(
             Warning(
                 "webhooks may be sent to private, loopback and link-local addresses",

@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from queues.events import EventName
+
 #: Largest request body the API reads.
 MAX_BODY_BYTES = 1 << 20
 #: Deepest nesting of arrays and objects a request body may have (the JSON
@@ -27,6 +29,9 @@ SSE_REPLAY_MAX = 1000
 SSE_RETRY_MS = 2000
 #: Lifetime of the read-only job tickets in `status_url` / `events_url`.
 TICKET_MAX_AGE_S = 7 * 24 * 3600
+
+#: The dispatcher's consumer name when the host has none in settings.
+HOSTNAME = "localhost"
 
 #: Queue (under the API's prefix) whose jobs are webhook deliveries.
 WEBHOOK_QUEUE = "bullpen-webhooks"
@@ -60,4 +65,9 @@ WEBHOOK_LOG_MAX = 200
 #: Response body bytes kept in the delivery log.
 WEBHOOK_RESPONSE_EXCERPT_BYTES = 512
 #: Events a webhook can be sent for.
-WEBHOOK_EVENTS = ("active", "progress", "completed", "failed")
+WEBHOOK_EVENTS = (
+    EventName.ACTIVE,
+    EventName.PROGRESS,
+    EventName.COMPLETED,
+    EventName.FAILED,
+)

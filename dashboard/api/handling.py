@@ -17,7 +17,7 @@ from queues.outages import describe, recoverable, refusal_code, refusal_meaning
 from . import conf, ratelimit, store
 from .auth import Principal, authenticate
 from .exceptions import ApiError, Forbidden, MethodNotAllowed, NotFound, Unavailable
-from .spec import Operation
+from .operations import Operation
 from .validation import check_job_id, check_queue_name
 
 log = logging.getLogger("dashboard.api")
@@ -86,7 +86,7 @@ def _serve(
     if principal is not None and op.scope is not None:
         if queue is None:
             principal.require_scope(op.scope)
-        elif queue == conf.webhook_queue():
+        elif queue == conf.get().webhook_queue:
             raise Forbidden(
                 "queue_not_allowed", "the webhook delivery queue is internal"
             )

@@ -45,7 +45,7 @@ def fingerprint(queue: str, body: Any) -> str:
 
 def claim(client: redis.Redis, key: str, fp: str, job_id: str) -> Claim:
     """Claim the key for `job_id`, or learn which job it already maps to."""
-    ttl = conf.idempotency_ttl_s()
+    ttl = conf.get().idempotency_ttl_s
     for _ in range(3):
         record = {"job_id": job_id, "fp": fp, "state": PENDING, "ts": time.time()}
         if client.set(key, orjson.dumps(record), nx=True, ex=ttl):

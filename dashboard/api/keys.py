@@ -24,13 +24,15 @@ from __future__ import annotations
 
 import hashlib
 
+from gpu_workers.defaults import NAMESPACE
+
 
 class ApiKeys:
     """Key names under one namespace."""
 
     __slots__ = ("ns", "webhook_queues", "subscriptions")
 
-    def __init__(self, namespace: str = "bullpen") -> None:
+    def __init__(self, namespace: str = NAMESPACE) -> None:
         self.ns = namespace
         self.webhook_queues = f"{namespace}:wh:queues"
         self.subscriptions = f"{namespace}:wh:subs"

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
+import orjson
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError, best_match
 
-from . import defaults, tokens
+from queues.exceptions import InvalidJobOptions
+from queues.names import is_safe_queue_name
+from queues.options import check_default_job_options
+
+from . import conf, defaults, tokens
+from .exceptions import Unprocessable
+from .schemas import DEFAULT_JOB_OPTIONS
+from .validation import check_webhook_url
 
 
 def _split(text: str) -> list[str]:
@@ -80,12 +91,10 @@ class ApiToken(models.Model):
         return plain
 
     def clean(self) -> None:
-        from .validation import QUEUE_NAME_RE
-
         names = self.queue_list
         if not names:
             raise ValidationError({"queues": "name at least one queue, or *"})
-        bad = [n for n in names if n != "*" and not QUEUE_NAME_RE.fullmatch(n)]
+        bad = [n for n in names if n != "*" and not is_safe_queue_name(n)]
         if bad:
             raise ValidationError({"queues": f"not a queue name: {', '.join(bad)}"})
         if not (self.can_read or self.can_write):
@@ -130,17 +139,45 @@ class QueueSchema(models.Model):
         return self.queue
 
     def clean(self) -> None:
-        from jsonschema import Draft202012Validator
-        from jsonschema.exceptions import SchemaError
-
-        from .validation import QUEUE_NAME_RE
-
-        if not QUEUE_NAME_RE.fullmatch(self.queue or ""):
+        if not is_safe_queue_name(self.queue or ""):
             raise ValidationError({"queue": "not a queue name"})
         try:
             Draft202012Validator.check_schema(self.json_schema)
         except SchemaError as exc:
             raise ValidationError({"json_schema": exc.message}) from None
+
+    @classmethod
+    def check_data(cls, queue: str, data: Any) -> None:
+        """Job data must satisfy the queue's JSON Schema, when it has one
+        (Unprocessable listing the violations otherwise)."""
+        row = cls.objects.filter(queue=queue).only("json_schema").first()
+        if row is None:
+            return
+        validator = _compiled(
+            orjson.dumps(row.json_schema, option=orjson.OPT_SORT_KEYS).decode()
+        )
+        errors = sorted(
+            validator.iter_errors(data), key=lambda e: list(e.absolute_path)
+        )
+        if errors:
+            raise Unprocessable(
+                "schema_validation_failed",
+                f"data does not match the JSON Schema of queue {queue}",
+                {
+                    "errors": [
+                        {
+                            "path": "/".join(str(p) for p in e.absolute_path),
+                            "message": e.message[:300],
+                        }
+                        for e in errors[:20]
+                    ]
+                },
+            )
+
+
+@lru_cache(maxsize=256)
+def _compiled(schema_json: str) -> Draft202012Validator:
+    return Draft202012Validator(orjson.loads(schema_json))
 
 
 class QueueSettings(models.Model):
@@ -169,16 +206,7 @@ class QueueSettings(models.Model):
         return dict(row.default_job_options) if row is not None else {}
 
     def clean(self) -> None:
-        from jsonschema import Draft202012Validator
-        from jsonschema.exceptions import best_match
-
-        from queues.exceptions import InvalidJobOptions
-        from queues.options import check_default_job_options
-
-        from .schemas import DEFAULT_JOB_OPTIONS
-        from .validation import QUEUE_NAME_RE
-
-        if not QUEUE_NAME_RE.fullmatch(self.queue or ""):
+        if not is_safe_queue_name(self.queue or ""):
             raise ValidationError({"queue": "not a queue name"})
         validator = Draft202012Validator(DEFAULT_JOB_OPTIONS)
         error = best_match(validator.iter_errors(self.default_job_options))
@@ -224,12 +252,9 @@ class WebhookSubscription(models.Model):
         return _split(self.events)
 
     def clean(self) -> None:
-        from . import conf
-        from .validation import QUEUE_NAME_RE, check_webhook_url
-
-        if not QUEUE_NAME_RE.fullmatch(self.queue or ""):
+        if not is_safe_queue_name(self.queue or ""):
             raise ValidationError({"queue": "not a queue name"})
-        if self.queue == conf.webhook_queue():
+        if self.queue == conf.get().webhook_queue:
             raise ValidationError({"queue": "the webhook delivery queue is internal"})
         unknown = set(self.event_list) - set(defaults.WEBHOOK_EVENTS)
         if unknown or not self.event_list:
@@ -243,11 +268,9 @@ class WebhookSubscription(models.Model):
 
     def mirror(self) -> dict[str, Any]:
         """What the dispatcher reads from Redis."""
-        from . import conf
-
         return {
             "id": self.pk,
-            "prefix": conf.prefix(),
+            "prefix": conf.get().prefix,
             "queue": self.queue,
             "url": self.url,
             "events": self.event_list,

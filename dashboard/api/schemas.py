@@ -1,6 +1,7 @@
 """JSON Schemas of request and response bodies (OpenAPI 3.1 = JSON Schema
 2020-12). The views validate request bodies with these very schemas, and the
-OpenAPI document publishes them, so the two cannot drift apart."""
+OpenAPI document publishes them, so the two cannot drift apart. (Queue names
+follow `queues.names.SAFE_QUEUE_NAME_PATTERN`.)"""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from typing import Any
 
 from . import defaults
 
-QUEUE_NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$"
 JOB_NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.:@/+-]{0,127}$"
 #: Ids a client may choose (all-digit ids are refused: Redis assigns those).
 CLIENT_JOB_ID_PATTERN = r"^[A-Za-z0-9_.-]{1,128}$"

@@ -1,26 +1,20 @@
-"""The one declarative description of the API: every operation's method,
-path, scope, parameters, request and response schemas, and the view that
-serves it. `urls.py` routes from it and `openapi()` publishes it, so the
-document cannot describe a route that does not exist or miss one that does.
+"""The OpenAPI document of the API, built from the registered operations
+(see `operations`): `urls.py` routes the same registry, so the document
+cannot describe a route that does not exist or miss one that does.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
-from django.http import HttpResponseBase
+from queues.names import SAFE_QUEUE_NAME_PATTERN
 
 from . import schemas
-
-#: An operation's view: (request, call, **path parameters) -> response.
-_ViewT = TypeVar("_ViewT", bound=Callable[..., HttpResponseBase])
+from .operations import Operation, registered
 
 #: Schemas of the path parameters, by name.
 PATH_PARAMS: dict[str, dict[str, Any]] = {
-    "queue": {"type": "string", "pattern": schemas.QUEUE_NAME_PATTERN},
+    "queue": {"type": "string", "pattern": SAFE_QUEUE_NAME_PATTERN},
     "job_id": {"type": "string", "pattern": schemas.JOB_ID_PATTERN},
 }
 
@@ -32,72 +26,6 @@ COMMON_ERRORS: dict[int, str] = {
     429: "Over the token's rate limit (Retry-After)",
     503: "Redis is unavailable",
 }
-
-
-@dataclass(frozen=True)
-class Param:
-    """A query or header parameter."""
-
-    name: str
-    location: str  # "query" | "header"
-    schema: dict[str, Any]
-    description: str = ""
-
-
-@dataclass(frozen=True)
-class Operation:
-    """One method on one path."""
-
-    method: str
-    path: str
-    operation_id: str
-    summary: str
-    view: Callable[..., HttpResponseBase]
-    #: "read", "write" or None (public).
-    scope: str | None
-    #: 2xx (and operation-specific 4xx) responses: status -> (description, schema).
-    responses: dict[int, tuple[str, str | None]]
-    request_schema: str | None = None
-    params: tuple[Param, ...] = ()
-    #: A job ticket (?ticket=) may stand in for a token.
-    tickets: bool = False
-    #: The 2xx body is text/event-stream.
-    event_stream: bool = False
-    description: str = ""
-    tags: tuple[str, ...] = field(default=("jobs",))
-
-    @property
-    def path_params(self) -> list[str]:
-        """Names of the `{name}` segments."""
-        return re.findall(r"{(\w+)}", self.path)
-
-    @property
-    def django_route(self) -> str:
-        """The path as a Django route (no leading slash)."""
-        return re.sub(r"{(\w+)}", r"<str:\1>", self.path.lstrip("/"))
-
-
-OPERATIONS: list[Operation] = []
-
-
-def operation(**kwargs: Any) -> Callable[[_ViewT], _ViewT]:
-    """Register the decorated view as an operation."""
-
-    def register(view: _ViewT) -> _ViewT:
-        op = Operation(view=view, **kwargs)
-        if any(o.method == op.method and o.path == op.path for o in OPERATIONS):
-            raise ValueError(f"{op.method} {op.path} is declared twice")
-        OPERATIONS.append(op)
-        return view
-
-    return register
-
-
-def operations() -> list[Operation]:
-    """Every operation (importing the views registers them)."""
-    from . import views  # noqa: F401
-
-    return list(OPERATIONS)
 
 
 def _error_response(description: str) -> dict[str, Any]:
@@ -184,7 +112,7 @@ def _operation_doc(op: Operation) -> dict[str, Any]:
 def openapi() -> dict[str, Any]:
     """The OpenAPI 3.1 document of /api/v1/."""
     paths: dict[str, dict[str, Any]] = {}
-    for op in operations():
+    for op in registered():
         paths.setdefault(op.path, {})[op.method.lower()] = _operation_doc(op)
     return {
         "openapi": "3.1.0",

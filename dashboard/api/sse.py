@@ -30,12 +30,12 @@ from redis.exceptions import RedisError
 from dashboard.redaction import redact_fields
 from queues import AsyncQueue, Job, JobState, Queue
 from queues.connection import for_blocking
+from queues.events import FINAL_EVENTS, StreamId
 
 from . import defaults
 
 log = logging.getLogger("dashboard.api")
 
-FINAL_EVENTS = frozenset({"completed", "failed", "removed"})
 FINAL_STATES = frozenset({JobState.COMPLETED, JobState.FAILED, JobState.UNKNOWN})
 
 
@@ -97,12 +97,6 @@ def _event_data(job_id: str, fields: dict[str, str]) -> dict[str, Any]:
     return redact_fields(data)
 
 
-def _older(a: str, b: str) -> bool:
-    ams, _, aseq = a.partition("-")
-    bms, _, bseq = b.partition("-")
-    return (int(ams), int(aseq or 0)) < (int(bms), int(bseq or 0))
-
-
 def job_events(
     job_id: str,
     last_event_id: str | None,
@@ -114,7 +108,9 @@ def job_events(
     yield f"retry: {defaults.SSE_RETRY_MS}\n\n".encode()
     last, first = yield LastId()
     cursor = last_event_id
-    if cursor is None or (first != "0-0" and _older(cursor, first)):
+    if cursor is None or (
+        first != "0-0" and StreamId.parse(cursor) < StreamId.parse(first)
+    ):
         # New, or resuming from before what the stream still holds: say where
         # the job is now, then follow from the stream's end.
         state, job = yield JobNow(job_id)

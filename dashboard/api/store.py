@@ -9,6 +9,7 @@ import redis.asyncio as aioredis
 
 from dashboard.redis import connect
 from queues.connection import async_client
+from queues.names import qualified_name
 
 from . import conf
 from .keys import ApiKeys
@@ -21,19 +22,19 @@ def _client_for(url: str) -> redis.Redis:
 
 def client() -> redis.Redis:
     """The process's client for the Redis in settings (one per URL)."""
-    return _client_for(conf.redis_url())
+    return _client_for(conf.get().redis_url)
 
 
 def new_async_client() -> aioredis.Redis:
     """A fresh asyncio client (asyncio clients belong to one event loop)."""
-    return async_client(conf.redis_url())
+    return async_client(conf.get().redis_url)
 
 
 def keys() -> ApiKeys:
     """Key names under the namespace in settings."""
-    return ApiKeys(conf.namespace())
+    return ApiKeys(conf.get().namespace)
 
 
 def queue_key(queue: str) -> str:
     """`{prefix}:{queue}` of an API queue."""
-    return f"{conf.prefix()}:{queue}"
+    return qualified_name(conf.get().prefix, queue)

@@ -1,5 +1,6 @@
-"""Routes of /api/v1/, generated from `spec` (one view per path, dispatching
-by method), then a JSON 404 for anything else under the prefix."""
+"""Routes of /api/v1/, generated from the operations the views register (one
+view per path, dispatching by method), then a JSON 404 for anything else
+under the prefix."""
 
 from __future__ import annotations
 
@@ -8,15 +9,16 @@ from collections import defaultdict
 from django.http import HttpRequest, HttpResponse
 from django.urls import path, re_path
 
+from . import views  # noqa: F401  (importing the views registers them)
 from .handling import not_found, route
-from .spec import Operation, operations
+from .operations import Operation, registered
 
 app_name = "bullpen_api"
 
 
 def _patterns() -> list[object]:
     by_path: dict[str, list[Operation]] = defaultdict(list)
-    for op in operations():
+    for op in registered():
         by_path[op.path].append(op)
     patterns: list[object] = []
     for api_path, ops in by_path.items():

@@ -1,5 +1,6 @@
 """Request validation: names, the JSON body (size, type, syntax), the enqueue
-schema with a stable error code per field, and each queue's JSON Schema."""
+schema with a stable error code per field, and webhook URLs. (Each queue's
+own JSON Schema is checked by `models.QueueSchema.check_data`.)"""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError as SchemaError
 from jsonschema.exceptions import best_match
 
+from queues.events import StreamId
 from queues.exceptions import InvalidJobId
+from queues.names import SAFE_QUEUE_NAME_RULE, is_safe_queue_name
 from queues.options import validate_job_id
 
 from . import conf, defaults, schemas
@@ -23,7 +26,6 @@ from .webhooks import ssrf
 
 # Python's `$` also matches before a final newline, so every check below uses
 # fullmatch (JSON Schema's ECMA-262 `$` does not).
-QUEUE_NAME_RE = re.compile(schemas.QUEUE_NAME_PATTERN)
 JOB_NAME_RE = re.compile(schemas.JOB_NAME_PATTERN)
 CLIENT_JOB_ID_RE = re.compile(schemas.CLIENT_JOB_ID_PATTERN)
 JOB_ID_RE = re.compile(schemas.JOB_ID_PATTERN)
@@ -45,11 +47,9 @@ _QUEUE_OPTIONS = (
 
 def check_queue_name(name: str) -> str:
     """A queue name from a URL."""
-    if not QUEUE_NAME_RE.fullmatch(name):
+    if not is_safe_queue_name(name):
         raise BadRequest(
-            "invalid_queue_name",
-            "queue names are 1-100 letters, digits, '_', '.' or '-' "
-            "(not starting with '.' or '-')",
+            "invalid_queue_name", f"queue names are {SAFE_QUEUE_NAME_RULE}"
         )
     return name
 
@@ -64,9 +64,9 @@ def check_job_id(job_id: str) -> str:
 
 
 def check_stream_id(value: str) -> str:
-    """A Last-Event-ID (a Redis stream id)."""
-    ms, _, seq = value.partition("-")
-    if not STREAM_ID_RE.fullmatch(value) or max(int(ms), int(seq)) >= 2**64:
+    """A Last-Event-ID: a Redis stream id as the API publishes it (ASCII
+    digits, both parts, nothing after) that Redis can take."""
+    if not (STREAM_ID_RE.fullmatch(value) and StreamId.valid(value)):
         raise BadRequest(
             "invalid_last_event_id", "Last-Event-ID must be an event id we sent"
         )
@@ -89,7 +89,7 @@ def read_json_body(request: HttpRequest) -> Any:
         raise UnsupportedMediaType(
             "unsupported_media_type", "send the body as application/json"
         )
-    cap = conf.max_body_bytes()
+    cap = conf.get().max_body_bytes
     too_large = PayloadTooLarge(
         "payload_too_large", f"the body is over {cap} bytes", {"limit_bytes": cap}
     )
@@ -139,7 +139,10 @@ class EnqueueRequest:
     data: Any
     options: dict[str, Any] = field(default_factory=dict)
     webhook_url: str | None = None
-    webhook_events: list[str] | None = None
+    #: The events the job's own webhook is sent (all of them unless chosen).
+    webhook_events: list[str] = field(
+        default_factory=lambda: list(defaults.WEBHOOK_EVENTS)
+    )
 
 
 @lru_cache(maxsize=1)
@@ -202,7 +205,7 @@ def validate_enqueue(body: Any) -> EnqueueRequest:
                 "invalid_job_id", str(exc), {"field": "options.job_id"}
             ) from None
     url = options.pop("webhook_url", None)
-    events = options.pop("webhook_events", None)
+    events = options.pop("webhook_events", None) or list(defaults.WEBHOOK_EVENTS)
     if url is not None:
         check_webhook_url(url)
     return EnqueueRequest(
@@ -216,7 +219,8 @@ def validate_enqueue(body: Any) -> EnqueueRequest:
 
 def webhook_policy() -> ssrf.Policy:
     """The destination policy in force (settings)."""
-    return ssrf.Policy(conf.webhook_allow_private(), conf.webhook_allowed_networks())
+    c = conf.get()
+    return ssrf.Policy(c.webhook_allow_private, c.webhook_allowed_networks)
 
 
 def check_webhook_url(url: str) -> str:
@@ -239,35 +243,3 @@ def check_webhook_url(url: str) -> str:
             {"field": "options.webhook_url"},
         ) from None
     return url
-
-
-@lru_cache(maxsize=256)
-def _compiled(schema_json: str) -> Draft202012Validator:
-    return Draft202012Validator(orjson.loads(schema_json))
-
-
-def check_queue_schema(queue: str, data: Any) -> None:
-    """Job data must satisfy the queue's JSON Schema, when it has one."""
-    from .models import QueueSchema
-
-    row = QueueSchema.objects.filter(queue=queue).only("json_schema").first()
-    if row is None:
-        return
-    validator = _compiled(
-        orjson.dumps(row.json_schema, option=orjson.OPT_SORT_KEYS).decode()
-    )
-    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
-    if errors:
-        raise Unprocessable(
-            "schema_validation_failed",
-            f"data does not match the JSON Schema of queue {queue}",
-            {
-                "errors": [
-                    {
-                        "path": "/".join(str(p) for p in e.absolute_path),
-                        "message": e.message[:300],
-                    }
-                    for e in errors[:20]
-                ]
-            },
-        )

@@ -209,7 +209,8 @@ def odd_queues() -> list[QueueRef]:
 def internal_queues() -> set[QueueRef]:
     """Queues Bullpen itself uses (the webhook deliveries): kept out of the
     operators' queue lists, shown to admins apart and marked internal."""
-    return {QueueRef(api_conf.prefix(), api_conf.webhook_queue())}
+    api = api_conf.get()
+    return {QueueRef(api.prefix, api.webhook_queue)}
 
 
 def user_queues() -> list[QueueRef]:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from dashboard.api import store
+from dashboard.api import discovery, store
 from dashboard.api.models import ApiToken
 from queues import Queue
 
@@ -20,8 +20,10 @@ def api_redis(settings: Any, redis_url: str) -> Iterator[str]:
     every test here (never at a Redis that happens to run on 6379)."""
     settings.REDIS_URL = redis_url
     store._client_for.cache_clear()
+    discovery.reset()
     yield redis_url
     store._client_for.cache_clear()
+    discovery.reset()
 
 
 @pytest.fixture

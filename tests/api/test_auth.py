@@ -194,8 +194,7 @@ def test_star_listing_uses_cached_discovery(
     """A `*` token's listing does not SCAN the keyspace on every call: a
     costly scan's result is reused (as the dashboard's is) and refreshed in
     the background, while a cheap one is redone so a new queue shows at once."""
-    from dashboard.api.views import queues as queue_views
-    from dashboard.reads import discovery
+    from dashboard.api import discovery
 
     settings.BULLPEN_DISCOVERY_TTL_S = 60
     client = ApiClient(make_token(queues="*")[1])
@@ -208,7 +207,7 @@ def test_star_listing_uses_cached_discovery(
     [row] = client.get("/api/v1/queues").json()["queues"]
     assert row == client.get("/api/v1/queues/first").json()  # same body, batched
     assert row["counts"]["waiting"] == 1 and row["paused"] is False
-    time.sleep(queue_views._discovery.ttl() + 0.01)  # a cheap scan is redone
+    time.sleep(discovery.api_queues.ttl() + 0.01)  # a cheap scan is redone
     assert client.post_json(jobs("second"), {"name": "a"}).status_code == 201
     assert listed() == ["first", "second"]
 
@@ -220,12 +219,12 @@ def test_star_listing_uses_cached_discovery(
         return real(*args)
 
     monkeypatch.setattr(discovery, "discover_queues", counted)
-    queue_views._discovery.scan_s = 1.0  # as if a million keys: fresh for 20 s
+    discovery.api_queues.scan_s = 1.0  # as if a million keys: fresh for 20 s
     assert client.post_json(jobs("third"), {"name": "a"}).status_code == 201
     for _ in range(5):
         assert listed() == ["first", "second"]
     assert scans == []
-    queue_views._discovery.at -= 120  # stale: answered at once, rescanned behind
+    discovery.api_queues.at -= 120  # stale: answered at once, rescanned behind
     assert listed() == ["first", "second"]
     deadline = time.monotonic() + 5
     while "third" not in listed():

@@ -1,4 +1,4 @@
 """The API's operations, one module per resource; importing this package
-registers them all in `spec.OPERATIONS`."""
+registers them all (see `operations`)."""
 
 from . import docs, events, jobs, queues  # noqa: F401

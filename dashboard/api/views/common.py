@@ -13,7 +13,7 @@ from .. import conf, store
 
 def queue_of(name: str) -> Queue:
     """The API queue of this name (cached per client)."""
-    return queue_on(store.client(), conf.prefix(), name)
+    return queue_on(store.client(), conf.get().prefix, name)
 
 
 def api_url(request: HttpRequest, path: str) -> str:

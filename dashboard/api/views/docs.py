@@ -5,7 +5,8 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 
 from ..handling import Call, json_response
-from ..spec import openapi, operation
+from ..operations import operation
+from ..spec import openapi
 
 
 @operation(

@@ -7,10 +7,10 @@ from django.http import HttpRequest, StreamingHttpResponse
 
 from queues import AsyncQueue, JobState
 
-from .. import conf, sse, store
+from .. import conf, schemas, sse, store
 from ..exceptions import NotFound
 from ..handling import Call
-from ..spec import Param, operation
+from ..operations import Param, operation
 from ..validation import check_stream_id
 from .common import queue_of
 
@@ -32,7 +32,7 @@ from .common import queue_of
         Param(
             "Last-Event-ID",
             "header",
-            {"type": "string", "pattern": r"^[0-9]{1,20}-[0-9]{1,20}$"},
+            {"type": "string", "pattern": schemas.STREAM_ID_PATTERN},
             "Resume after this event id.",
         ),
     ),
@@ -55,11 +55,10 @@ def follow_job(
             raise NotFound("job_not_found", f"queue {queue} has no job {job_id}")
     if last_event_id is None and q.get_job_state(job_id) is JobState.UNKNOWN:
         raise NotFound("job_not_found", f"queue {queue} has no job {job_id}")
-    steps = sse.job_events(
-        job_id, last_event_id, conf.sse_max_s(), conf.sse_keepalive_s()
-    )
+    c = conf.get()
+    steps = sse.job_events(job_id, last_event_id, c.sse_max_s, c.sse_keepalive_s)
     if isinstance(request, ASGIRequest):
-        aq = AsyncQueue(queue, store.new_async_client(), conf.prefix())
+        aq = AsyncQueue(queue, store.new_async_client(), c.prefix)
         response = StreamingHttpResponse(
             sse.serve_async(aq, steps), content_type="text/event-stream"
         )

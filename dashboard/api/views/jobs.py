@@ -14,16 +14,15 @@ from queues import Job, JobState, ops
 from queues.exceptions import InvalidJobId, InvalidJobOptions, JobLocked
 from queues.options import merge_job_options
 
-from .. import conf, defaults, idempotency, store
+from .. import conf, idempotency, schemas, store
 from ..auth import make_ticket
 from ..exceptions import ApiError, BadRequest, Conflict, NotFound
 from ..handling import Call, json_response
-from ..models import QueueSettings
-from ..spec import Param, operation
+from ..models import QueueSchema, QueueSettings
+from ..operations import Param, operation
 from ..validation import (
     EnqueueRequest,
     check_idempotency_key,
-    check_queue_schema,
     read_json_body,
     validate_enqueue,
 )
@@ -122,7 +121,7 @@ def _add(
     if req.webhook_url is not None:
         assert call.principal is not None and call.principal.token is not None
         job_id = job_id or new_job_id()
-        events = req.webhook_events or list(defaults.WEBHOOK_EVENTS)
+        events = req.webhook_events
         registry.follow(client, keys, queue_key)
         registry.set_job_webhook(
             client,
@@ -163,7 +162,7 @@ def _add(
         Param(
             "Idempotency-Key",
             "header",
-            {"type": "string", "pattern": r"^[\x21-\x7e]{1,255}$"},
+            {"type": "string", "pattern": schemas.IDEMPOTENCY_KEY_PATTERN},
             "Same key and body: same job, added once.",
         ),
     ),
@@ -178,7 +177,7 @@ def enqueue(request: HttpRequest, call: Call, queue: str) -> HttpResponse:
     """Validate, then add the job (once per Idempotency-Key)."""
     body = read_json_body(request)
     req = validate_enqueue(body)
-    check_queue_schema(queue, req.data)
+    QueueSchema.check_data(queue, req.data)
     job_id = req.options.pop("job_id", None)
     key = request.headers.get("Idempotency-Key")
     if key is None:
@@ -197,7 +196,7 @@ def enqueue(request: HttpRequest, call: Call, queue: str) -> HttpResponse:
         if req.webhook_url:
             webhook = {
                 "url": req.webhook_url,
-                "events": req.webhook_events or list(defaults.WEBHOOK_EVENTS),
+                "events": req.webhook_events,
             }
         job_ts = _job_ts(queue, claim.job_id)
         return _enqueued(request, queue, claim.job_id, req.name, webhook, 200, job_ts)
@@ -272,9 +271,8 @@ def cancel_job(
                 ) from None
             # Otherwise it started meanwhile: cancel it instead.
     try:
-        Fleet(store.client(), conf.namespace()).request_cancel(
-            queue, job_id, conf.prefix()
-        )
+        c = conf.get()
+        Fleet(store.client(), c.namespace).request_cancel(queue, job_id, c.prefix)
     except FleetValidationError as exc:
         raise NotFound("job_not_found", str(exc)) from None
     return json_response(

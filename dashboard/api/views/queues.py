@@ -4,29 +4,22 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
 
-from dashboard import reads
-from dashboard.reads.discovery import Discovery
 from queues import ops
-from queues.drive import cmd, gather
+from queues.drive import cmd, gather, run_sync
+from queues.names import is_safe_queue_name
 
 from .. import conf, store
+from ..discovery import api_queues
 from ..handling import Call, json_response
-from ..spec import operation
-from ..validation import QUEUE_NAME_RE
+from ..operations import operation
 from .common import queue_of
-
-#: What a `*` token lists: the queues SCAN finds under the API's prefix, with
-#: the dashboard's caching (a large keyspace is rescanned in the background,
-#: not on every call).
-_discovery = Discovery(lambda: [conf.prefix()])
-reads.on_reset(_discovery.reset)
 
 
 def _queue_bodies(names: list[str]) -> list[dict[str, object]]:
     """Each queue's counts per state and whether it is paused, all read in
     one pipelined round trip."""
     keys = [queue_of(n).keys for n in names]
-    found = reads.run(
+    found = run_sync(
         gather(
             [ops.get_counts(k, ()) for k in keys]
             + [cmd("HEXISTS", k.meta, "paused") for k in keys]
@@ -55,10 +48,10 @@ def list_queues(request: HttpRequest, call: Call) -> HttpResponse:
     assert token is not None
     names = [n for n in token.queue_list if n != "*"]
     if "*" in token.queue_list:
-        names += [ref.name for ref in _discovery.get(store.client())]
-    wanted = sorted(
-        {n for n in names if QUEUE_NAME_RE.fullmatch(n) and n != conf.webhook_queue()}
-    )
+        # What SCAN finds under the API's prefix, cached (see `discovery`).
+        names += [name for _, name in api_queues.get(store.client())]
+    internal = conf.get().webhook_queue
+    wanted = sorted({n for n in names if is_safe_queue_name(n) and n != internal})
     return json_response({"queues": _queue_bodies(wanted[:500])})
 
 

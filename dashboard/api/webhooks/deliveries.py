@@ -13,7 +13,9 @@ from typing import Any
 import orjson
 import redis
 
-from .. import defaults
+from queues.names import qualified_name
+
+from .. import defaults, store
 from ..keys import ApiKeys
 
 
@@ -50,6 +52,4 @@ def for_job(
 def for_dashboard(prefix: str, queue: str, job_id: str) -> list[dict[str, Any]]:
     """A job's delivery attempts for the job page (Django settings' Redis),
     to render with `{% include "api/_deliveries.html" %}`."""
-    from .. import store
-
-    return for_job(store.client(), store.keys(), f"{prefix}:{queue}", job_id)
+    return for_job(store.client(), store.keys(), qualified_name(prefix, queue), job_id)

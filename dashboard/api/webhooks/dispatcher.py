@@ -20,16 +20,20 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import orjson
 import redis
 from redis.exceptions import ResponseError
 
 from dashboard.redaction import redact_fields
+from gpu_workers.defaults import NAMESPACE
 from queues import Queue, Worker
+from queues.codec import json_or_text
 from queues.connection import sync_client
+from queues.defaults import PREFIX
+from queues.events import EventName
+from queues.names import qualified_name, split_qualified_name
 from queues.outages import Outage, backoff_s, recoverable
 
-from .. import defaults
+from .. import conf, defaults
 from ..keys import ApiKeys
 from . import registry, ssrf
 from .deliver import Deliverer
@@ -43,11 +47,11 @@ class DispatcherConfig:
     """Everything the dispatcher needs (`from_settings()` builds it)."""
 
     redis_url: str
-    prefix: str = "bull"
-    namespace: str = "bullpen"
+    prefix: str = PREFIX
+    namespace: str = NAMESPACE
     delivery_queue: str = defaults.WEBHOOK_QUEUE
     group: str = defaults.WEBHOOK_GROUP
-    consumer: str = "localhost"
+    consumer: str = defaults.HOSTNAME
     policy: ssrf.Policy = field(default_factory=ssrf.Policy)
     timeout_s: float = defaults.WEBHOOK_TIMEOUT_S
     attempts: int = defaults.WEBHOOK_ATTEMPTS
@@ -67,30 +71,27 @@ class DispatcherConfig:
     @classmethod
     def from_settings(cls, **overrides: Any) -> DispatcherConfig:
         """The configuration in Django settings (overrides win)."""
-        from .. import conf
-
+        c = conf.get()
         config = cls(
-            redis_url=conf.redis_url(),
-            prefix=conf.prefix(),
-            namespace=conf.namespace(),
-            delivery_queue=conf.webhook_queue(),
-            consumer=conf.hostname(),
-            policy=ssrf.Policy(
-                conf.webhook_allow_private(), conf.webhook_allowed_networks()
-            ),
-            timeout_s=conf.webhook_timeout_s(),
-            attempts=conf.webhook_attempts(),
-            backoff_ms=conf.webhook_backoff_ms(),
-            progress_interval_ms=conf.webhook_progress_interval_ms(),
-            concurrency=conf.webhook_concurrency(),
-            lock_duration_ms=conf.webhook_lock_duration_ms(),
-            claim_idle_ms=conf.webhook_claim_idle_ms(),
+            redis_url=c.redis_url,
+            prefix=c.prefix,
+            namespace=c.namespace,
+            delivery_queue=c.webhook_queue,
+            consumer=c.hostname,
+            policy=ssrf.Policy(c.webhook_allow_private, c.webhook_allowed_networks),
+            timeout_s=c.webhook_timeout_s,
+            attempts=c.webhook_attempts,
+            backoff_ms=c.webhook_backoff_ms,
+            progress_interval_ms=c.webhook_progress_interval_ms,
+            concurrency=c.webhook_concurrency,
+            lock_duration_ms=c.webhook_lock_duration_ms,
+            claim_idle_ms=c.webhook_claim_idle_ms,
         )
         return replace(config, **{k: v for k, v in overrides.items() if v is not None})
 
 
 def _payload(queue_key: str, event_id: str, fields: dict[str, str]) -> dict[str, Any]:
-    prefix, _, queue = queue_key.rpartition(":")
+    _, queue = split_qualified_name(queue_key)
     event = fields.get("event", "")
     payload: dict[str, Any] = {
         "event": event,
@@ -99,22 +100,17 @@ def _payload(queue_key: str, event_id: str, fields: dict[str, str]) -> dict[str,
         "event_id": event_id,
         "timestamp": int(event_id.split("-", 1)[0]),
     }
-    if event == "progress":
+    if event == EventName.PROGRESS:
         payload["progress"] = _json(fields.get("data"))
-    elif event == "completed":
+    elif event == EventName.COMPLETED:
         payload["returnvalue"] = _json(fields.get("returnvalue"))
-    elif event == "failed":
+    elif event == EventName.FAILED:
         payload["failed_reason"] = fields.get("failedReason")
     return redact_fields(payload)
 
 
 def _json(text: str | None) -> Any:
-    if text is None:
-        return None
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return text
+    return None if text is None else json_or_text(text)
 
 
 class StreamReader:
@@ -145,7 +141,8 @@ class StreamReader:
         subs: dict[str, list[dict[str, Any]]] = {}
         for sub in registry.subscriptions(self.client, self.keys):
             if sub.get("active"):
-                subs.setdefault(f"{sub['prefix']}:{sub['queue']}", []).append(sub)
+                key = qualified_name(sub["prefix"], sub["queue"])
+                subs.setdefault(key, []).append(sub)
         self.subs = subs
         for queue_key in registry.followed_queues(self.client, self.keys):
             stream = registry.events_key(queue_key)
@@ -241,7 +238,7 @@ class StreamReader:
         """Push the deliveries one event causes; returns how many were pushed."""
         event = fields.get("event")
         job_id = fields.get("jobId")
-        if event == "added" and job_id:
+        if event == EventName.ADDED and job_id:
             # A new job of this id: drop a record an earlier job of it left.
             registry.bound_job_webhook(self.client, self.keys, queue_key, job_id)
         if event not in defaults.WEBHOOK_EVENTS or not job_id:

@@ -18,6 +18,7 @@ import orjson
 import redis
 
 from queues import Queue
+from queues.events import EventName
 
 from .. import defaults, scripts
 from ..keys import ApiKeys
@@ -81,7 +82,7 @@ class Outbox:
                 self.options.record_ttl_s * 1000,
                 entry["target"],
                 event_ms,
-                progress_interval_ms if entry["event"] == "progress" else 0,
+                progress_interval_ms if entry["event"] == EventName.PROGRESS else 0,
             ],
         )
         if head_id and head:

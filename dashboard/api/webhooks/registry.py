@@ -23,6 +23,7 @@ from redis.exceptions import ResponseError
 
 from queues import codec
 from queues.keys import QueueKeys
+from queues.names import qualified_name, split_qualified_name
 
 from .. import defaults
 from ..keys import ApiKeys
@@ -30,7 +31,7 @@ from ..keys import ApiKeys
 
 def events_key(queue_key: str) -> str:
     """The events stream of `{prefix}:{queue}`."""
-    prefix, _, name = queue_key.rpartition(":")
+    prefix, name = split_qualified_name(queue_key)
     return QueueKeys(name, prefix).events
 
 
@@ -102,7 +103,7 @@ def bound_job_webhook(
     record = job_webhook(client, keys, queue_key, job_id)
     if record is None or "job_ts" not in record:
         return record
-    prefix, _, name = queue_key.rpartition(":")
+    prefix, name = split_qualified_name(queue_key)
     ts = client.hget(QueueKeys(name, prefix).job(job_id), "timestamp")
     if ts is None or codec.to_int(str(ts)) == record["job_ts"]:
         return record
@@ -116,7 +117,7 @@ def mirror_subscription(
     """Write (or overwrite) one subscription and follow its queue."""
     client.hset(keys.subscriptions, str(sub["id"]), orjson.dumps(sub))
     if sub.get("active"):
-        follow(client, keys, f"{sub['prefix']}:{sub['queue']}")
+        follow(client, keys, qualified_name(sub["prefix"], sub["queue"]))
 
 
 def forget_subscription(client: redis.Redis, keys: ApiKeys, sub_id: int | str) -> None:
@@ -138,7 +139,7 @@ def sync_subscriptions(
     pipe.execute()
     for sub in subs:
         if sub.get("active"):
-            follow(client, keys, f"{sub['prefix']}:{sub['queue']}")
+            follow(client, keys, qualified_name(sub["prefix"], sub["queue"]))
 
 
 def subscriptions(client: redis.Redis, keys: ApiKeys) -> list[dict[str, Any]]:
@@ -165,5 +166,5 @@ def followed_queues(client: redis.Redis, keys: ApiKeys) -> set[str]:
     found = {str(q) for q in client.smembers(keys.webhook_queues)}
     for sub in subscriptions(client, keys):
         if sub.get("active"):
-            found.add(f"{sub['prefix']}:{sub['queue']}")
+            found.add(qualified_name(sub["prefix"], sub["queue"]))
     return found
