@@ -24,7 +24,7 @@ from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: 
 
 from dashboard import readmodel  # noqa: E402
 from dashboard.api import bodylimit  # noqa: E402
-from dashboard.routing import websocket_urlpatterns  # noqa: E402
+from dashboard.live.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
