@@ -14,10 +14,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from queues.events import StreamId
 from queues.names import check_queue_name
 
 from . import defaults
-from .messages import is_stream_id
 
 _JOB_ID_MAX_CHARS = 200
 
@@ -125,6 +125,6 @@ def parse(
     if isinstance(last_ids, dict):
         streams = sub.streams
         for queue, stream_id in last_ids.items():
-            if queue in streams and is_stream_id(stream_id):
+            if queue in streams and StreamId.valid(stream_id):
                 sub.last_ids[queue] = stream_id
     return sub

@@ -7,6 +7,8 @@ import pytest
 
 from dashboard.live import messages, subscriptions
 from dashboard.live.coalesce import Coalescer
+from dashboard.live.hub import queue_group
+from queues.events import StreamId, id_order
 
 
 class Clock:
@@ -121,8 +123,8 @@ def test_collapse_keeps_latest_progress_between_events() -> None:
 
 def test_ids_order_like_redis() -> None:
     """Stream ids compare numerically, sequence second."""
-    assert messages.id_key("10-0") > messages.id_key("9-99")
-    assert messages.id_key("10-10") > messages.id_key("10-9")
-    assert messages.is_stream_id("1-0") and not messages.is_stream_id("1")
-    assert messages.queue_group("bull:a").startswith("q.")
-    assert len(messages.queue_group("bull:a")) == 42
+    assert id_order("10-0") > id_order("9-99")
+    assert id_order("10-10") > id_order("10-9")
+    assert StreamId.valid("1-0") and not StreamId.valid("1")
+    assert queue_group("bull:a").startswith("q.")
+    assert len(queue_group("bull:a")) == 42
