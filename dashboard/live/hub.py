@@ -109,6 +109,9 @@ class Hub:
         self.received = 0
         self.delivered = 0
         self._task: asyncio.Task[None] | None = None
+        # Joining and leaving the layer's groups, one at a time: sockets that
+        # connect together must not each join (a connection to Redis apiece).
+        self._layer_lock = asyncio.Lock()
         self._refreshed = time.monotonic()
         self._stopping = False
 
@@ -127,16 +130,17 @@ class Hub:
     async def join_shared(self, group: str, member: Member) -> None:
         """Give `member` the group's messages, sent from any process (joining
         the channel-layer group with the first local member)."""
-        if group not in self.shared:
-            if self.channel is None:
-                self.channel = await self.layer.new_channel("bullpen-hub.")
-            await self.layer.group_add(group, self.channel)
-            self.shared.add(group)
-            if self._task is None or self._task.done():
-                self._task = asyncio.get_running_loop().create_task(
-                    self._run(), name="bullpen-live-hub"
-                )
-        self.join(group, member)
+        async with self._layer_lock:
+            if group not in self.shared:
+                if self.channel is None:
+                    self.channel = await self.layer.new_channel("bullpen-hub.")
+                await self.layer.group_add(group, self.channel)
+                self.shared.add(group)
+                if self._task is None or self._task.done():
+                    self._task = asyncio.get_running_loop().create_task(
+                        self._run(), name="bullpen-live-hub"
+                    )
+            self.join(group, member)
 
     async def leave(self, group: str, member: Member) -> None:
         """Stop giving `member` the group's messages (leaving a shared group
@@ -148,10 +152,14 @@ class Hub:
         if found:
             return
         del self.members[group]
-        if group in self.shared:
-            self.shared.discard(group)
-            if self.channel is not None:
-                await self.layer.group_discard(group, self.channel)
+        if group not in self.shared:
+            return
+        async with self._layer_lock:
+            # A socket may have joined again while this one waited.
+            if group in self.shared and not self.members.get(group):
+                self.shared.discard(group)
+                if self.channel is not None:
+                    await self.layer.group_discard(group, self.channel)
 
     def route(self, message: dict[str, Any]) -> None:
         """Hand one message to the local sockets of its group."""
