@@ -128,3 +128,30 @@ def test_ids_order_like_redis() -> None:
     assert StreamId.valid("1-0") and not StreamId.valid("1")
     assert queue_group("bull:a").startswith("q.")
     assert len(queue_group("bull:a")) == 42
+
+
+def test_counts_of_all_queues_at_once_and_a_broken_one_alone(redis_url: str) -> None:
+    """The reader's counts: every followed queue in one read; a queue whose
+    keys answer an error gets that error, and the others their counts."""
+    import asyncio
+
+    import redis.asyncio as aioredis
+
+    from dashboard.live.snapshots import read_counts
+    from queues.keys import QueueKeys
+
+    async def test() -> None:
+        client = aioredis.Redis.from_url(redis_url, decode_responses=True)
+        await client.lpush("bull:a:wait", "1")
+        await client.hset("bull:a:meta", "paused", "1")
+        ok, missing = QueueKeys("a", "bull"), QueueKeys("c", "bull")
+        found = await read_counts(client, [ok, missing])
+        assert found[0][0]["waiting"] == 1 and found[0][1] is True
+        assert found[1][0]["waiting"] == 0 and found[1][1] is False
+        await client.set("bull:b:active", "not a list")
+        found = await read_counts(client, [ok, QueueKeys("b", "bull"), missing])
+        assert isinstance(found[1], Exception)
+        assert found[0][0]["waiting"] == 1 and found[2][1] is False
+        await client.aclose()
+
+    asyncio.run(test())
