@@ -36,10 +36,10 @@ from gpu_workers.keys import BullpenKeys
 from queues.events import id_order
 from queues.keys import QueueKeys
 
-from . import defaults, messages, replay, snapshots
+from . import defaults, messages, snapshots
 from .coalesce import Coalescer, batch_message
 from .hub import get_hub
-from .subscriptions import FollowRefused
+from .subscriptions import FollowRefused, keys_of
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +120,7 @@ class EventsReader:
         followed = self.followed.get(queue_key)
         if followed is None:
             self._check_room(queue_key)
-            keys = replay.keys_of(queue_key, self.prefixes)
+            keys = keys_of(queue_key, self.prefixes)
             # Start at the stream's end: what came before is a replay's job.
             newest = await self.side.xrevrange(keys.events, count=1)
             start = newest[0][0] if newest else "0-0"

@@ -9,17 +9,9 @@ from typing import Any
 from redis.exceptions import ResponseError
 
 from queues.events import id_order
-from queues.keys import QueueKeys
 
 from . import defaults, messages
-from .subscriptions import split_queue_key
-
-
-def keys_of(queue_key: str, prefixes: Iterable[str]) -> QueueKeys:
-    """The Redis keys of a queue named by its key (`prefix:name`, the prefix
-    one the dashboard follows, else ValueError)."""
-    prefix, name = split_queue_key(queue_key, prefixes)
-    return QueueKeys(name, prefix)
+from .subscriptions import keys_of
 
 
 async def existing(

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from queues.events import StreamId
+from queues.keys import QueueKeys
 from queues.names import check_queue_name
 
 from . import defaults
@@ -68,6 +69,13 @@ def split_queue_key(key: Any, prefixes: Iterable[str]) -> tuple[str, str]:
         raise ValueError(f"prefix {prefix!r} is not one the dashboard follows")
     check_queue_name(name)
     return prefix, name
+
+
+def keys_of(queue_key: str, prefixes: Iterable[str]) -> QueueKeys:
+    """The Redis keys of a queue named by its key (`prefix:name`, the prefix
+    one the dashboard follows, else ValueError)."""
+    prefix, name = split_queue_key(queue_key, prefixes)
+    return QueueKeys(name, prefix)
 
 
 def too_many_queues(count: int, most: int) -> SubscriptionError:

@@ -155,3 +155,45 @@ def test_counts_of_all_queues_at_once_and_a_broken_one_alone(redis_url: str) -> 
         await client.aclose()
 
     asyncio.run(test())
+
+
+def test_sockets_connecting_at_once_join_a_shared_group_once(redis_url: str) -> None:
+    """200 sockets of one session connecting together: the hub joins the
+    session's and the user's channel-layer groups once each. (One group_add
+    per socket ran past redis-py 8's 100-connection pool default in
+    channels-redis: MaxConnectionsError inside connect, daphne's 500.)"""
+    import asyncio
+
+    from channels_redis.core import RedisChannelLayer
+
+    from dashboard.live.hub import Hub
+    from dashboard.settings import channel_layer_host
+
+    class Socket:
+        def deliver(self, message: dict) -> None:
+            pass
+
+    async def test() -> None:
+        layer = RedisChannelLayer(hosts=[channel_layer_host(redis_url)])
+        added: list[str] = []
+        group_add = layer.group_add
+
+        async def counted(group: str, channel: str) -> None:
+            added.append(group)
+            await group_add(group, channel)
+
+        layer.group_add = counted  # type: ignore[method-assign]
+        hub = Hub(layer)
+        sockets = [Socket() for _ in range(200)]
+        await asyncio.gather(
+            *(hub.join_shared(g, s) for s in sockets for g in ("s.abc", "u.1"))
+        )
+        assert sorted(added) == ["s.abc", "u.1"]
+        assert all(len(hub.members[g]) == 200 for g in ("s.abc", "u.1"))
+        for s in sockets:
+            await hub.leave("s.abc", s)
+        assert hub.shared == {"u.1"} and "s.abc" not in hub.members
+        await hub.stop()
+        await layer.close_pools()
+
+    asyncio.run(test())
