@@ -38,7 +38,7 @@ from django.conf import settings
 
 from dashboard import readmodel
 from dashboard.models import VIEW
-from dashboard.readmodel import REDIS_DOWN
+from dashboard.redis import REDIS_DOWN
 from queues.events import FINAL_EVENTS, StreamId, id_order
 
 from . import access, defaults, replay, subscriptions
