@@ -18,15 +18,21 @@ FLUSHES), a temporary SQLite database with one superuser, and:
              10k and again at 1M, and the ratio 1M / 10k (flat is ~1). The
              first request of a fresh process pays the discovery SCAN; it is
              printed apart ("cold").
-  fan-out    daphne serving dashboard.asgi:application on a free port;
-             --clients websocket clients (spread over --client-procs
-             processes, autobahn) follow `bull:busy`; a producer updates the
-             progress of --busy-jobs jobs at --rate events/s for --seconds,
-             each update carrying time.time(). Delay = arrival - that time:
-             p50/p95/p99. Redis calls/s over the window come from INFO
-             commandstats (all commands, then minus the producer's own);
-             the run is repeated with --clients-small clients so that the
-             ratio shows calls/s not growing with clients.
+  fan-out    --servers daphne processes (default 1) serving
+             dashboard.asgi:application, each on a free port; --clients
+             websocket clients (spread over --client-procs processes,
+             autobahn, and round-robin over the servers) follow `bull:busy`;
+             a producer updates the progress of --busy-jobs jobs at --rate
+             events/s for --seconds, each update carrying time.time().
+             Delay = arrival - that time: p50/p95/p99. Redis calls/s over
+             the window come from MONITOR (all commands, then minus the
+             producer's own, and per server process by its sockets); each
+             client counts frames carrying an event id it already had
+             (duplicates: must be 0). The run is repeated with
+             --clients-small clients so that the ratio shows calls/s not
+             growing with clients. Each daphne's output goes to
+             daphne-<i>.log in the run's temporary directory (its path is
+             printed; a failed run prints its tail).
 
 Figures are printed and written to bench/results/dashboard-<timestamp>.json.
 """
@@ -167,6 +173,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--skip-pages", action="store_true")
     parser.add_argument("--skip-fanout", action="store_true")
+    parser.add_argument(
+        "--servers", type=int, default=1, help="dashboard processes for fan-out"
+    )
     args = parser.parse_args()
 
     from queues.devredis import RedisServer
@@ -188,7 +197,9 @@ def main() -> None:
         BULLPEN_QUEUES="busy",
     )
     os.environ.update(env)
-    daphne = None
+    daphnes: list[subprocess.Popen[bytes]] = []
+    logs: list[Path] = []
+    failed = False
     report: dict[str, Any] = {"redis_url": redis_url, "args": vars(args)}
     try:
         import django
@@ -252,23 +263,32 @@ def main() -> None:
 
             busy = Queue("busy", redis_url)
             ids = [busy.add("render", {"i": i}).id for i in range(args.busy_jobs)]
-            port = free_port()
+            ports = [free_port() for _ in range(args.servers)]
             profile = os.environ.get("BENCH_PROFILE_DAPHNE")
-            wrap = ["-m", "cProfile", "-o", profile] if profile else []
-            daphne = subprocess.Popen(
-                [sys.executable, *wrap, *daphne_args("127.0.0.1", port)],
-                cwd=ROOT,
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-            )
-            wait_port(port)
+            for i, port in enumerate(ports):
+                wrap = ["-m", "cProfile", "-o", f"{profile}.{i}"] if profile else []
+                logs.append(Path(workdir) / f"daphne-{i}.log")
+                # Its output to a file: an unread pipe fills (64 KiB of
+                # warnings) and then blocks daphne itself.
+                with open(logs[-1], "wb") as log:
+                    daphnes.append(
+                        subprocess.Popen(
+                            [sys.executable, *wrap, *daphne_args("127.0.0.1", port)],
+                            cwd=ROOT,
+                            env=env,
+                            stdout=log,
+                            stderr=subprocess.STDOUT,
+                        )
+                    )
+            print(f"daphne logs: {workdir}/daphne-*.log", flush=True)
+            for port in ports:
+                wait_port(port)
             runs = []
             for n in (args.clients_small, args.clients):
                 print(f"fan-out: {n} clients ...", flush=True)
                 runs.append(
                     fanout(
-                        port,
+                        ports,
                         cookie,
                         n,
                         args.client_procs,
@@ -277,18 +297,27 @@ def main() -> None:
                         ids,
                         args.rate,
                         args.seconds,
-                        daphne.pid,
+                        [d.pid for d in daphnes],
                     )
                 )
             report["fanout"] = runs
             print_fanout(runs, args)
+            failed = any(run["duplicates"] or run["failed_handshakes"] for run in runs)
+    except BaseException:
+        failed = True
+        raise
     finally:
-        if daphne is not None:
+        for daphne in daphnes:
             daphne.send_signal(2)
+        for daphne in daphnes:
             try:
                 daphne.wait(15)
             except subprocess.TimeoutExpired:
                 daphne.kill()
+        if failed:
+            for log in logs:
+                print(f"--- tail of {log}:")
+                print(log.read_text(errors="replace")[-4000:])
         if server is not None:
             server.stop()
     results = ROOT / "bench" / "results"
@@ -296,6 +325,8 @@ def main() -> None:
     path = results / f"dashboard-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps(report, indent=2, default=str))
     print(f"wrote {path.relative_to(ROOT)}")
+    if failed:
+        sys.exit("FAILED: duplicate frames or failed handshakes (see above)")
 
 
 def print_pages(report: dict[str, Any], args: argparse.Namespace) -> None:
@@ -327,7 +358,7 @@ def print_fanout(runs: list[dict[str, Any]], args: argparse.Namespace) -> None:
     print()
     print(
         f"Live fan-out: progress of {args.busy_jobs} jobs at {args.rate:.0f} events/s "
-        f"for {args.seconds:.0f} s, one daphne process"
+        f"for {args.seconds:.0f} s, {args.servers} daphne process(es)"
     )
     head = (
         "clients",
@@ -342,8 +373,9 @@ def print_fanout(runs: list[dict[str, Any]], args: argparse.Namespace) -> None:
         "dash redis/s",
         "daphne CPU",
         "us/msg",
+        "dups",
     )
-    widths = (8, 7, 10, 7, 7, 7, 7, 7, 8, 13, 10, 7)
+    widths = (8, 7, 10, 7, 7, 7, 7, 7, 8, 13, 10, 7, 5)
     print(" ".join(f"{h:>{w}}" for h, w in zip(head, widths)))
     for run in runs:
         cells = (
@@ -359,8 +391,15 @@ def print_fanout(runs: list[dict[str, Any]], args: argparse.Namespace) -> None:
             f"{run['dashboard_redis_calls_per_s']:.0f}",
             f"{run['daphne_cpu_s']:.1f}s",
             f"{run['daphne_cpu_us_per_message']:.0f}",
+            run["duplicates"],
         )
         print(" ".join(f"{c:>{w}}" for c, w in zip(cells, widths)))
+    for run in runs:
+        per = ", ".join(f"{c:.0f}" for c in run["redis_calls_per_s_by_server"])
+        print(f"{run['clients']} clients: Redis calls/s per dashboard process: {per}")
+        if run["failed_handshakes"]:
+            failures = run["failed_handshakes"]
+            print(f"  {len(failures)} handshakes FAILED, e.g. {failures[:3]}")
     if len(runs) == 2:
         a, b = runs
         calls = b["dashboard_redis_calls_per_s"] / max(

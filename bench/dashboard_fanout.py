@@ -1,5 +1,6 @@
-"""The websocket fan-out half of bench/dashboard.py: clients in processes, a
-progress producer, and Redis command counting."""
+"""The websocket fan-out half of bench/dashboard.py: clients in processes
+(spread over one or more dashboard servers), a progress producer, Redis
+command counting per server process, and duplicate detection per client."""
 
 from __future__ import annotations
 
@@ -43,9 +44,18 @@ def wait_port(port: int, timeout: float = 30.0) -> None:
 
 
 def client_proc(
-    port: int, cookie: str, count: int, seconds: float, ready: Any, go: Any, out: Any
+    ports: list[int],
+    cookie: str,
+    count: int,
+    seconds: float,
+    ready: Any,
+    go: Any,
+    out: Any,
+    offset: int = 0,
 ) -> None:
-    """`count` websocket clients following bull:busy; reports progress delays."""
+    """`count` websocket clients following bull:busy, spread round-robin over
+    the servers' ports; reports progress delays, frames carrying an event id
+    the client already had (duplicates), and handshakes that failed."""
     import asyncio
 
     from autobahn.asyncio.websocket import (
@@ -57,14 +67,27 @@ def client_proc(
     received = [0]
     frames = [0]
     opened = [0]
+    failed: list[str] = []
+    duplicates = [0]
     window = {"start": None, "end": None}
     subscribed = asyncio.Event()
 
+    def settled() -> None:
+        if opened[0] + len(failed) >= count:
+            subscribed.set()
+
     class Client(WebSocketClientProtocol):  # type: ignore[misc]
         def onOpen(self) -> None:  # noqa: N802 - autobahn's API
+            self.seen: set[str] = set()
             self.sendMessage(
                 json.dumps({"type": "subscribe", "queues": ["bull:busy"]}).encode()
             )
+
+        def onClose(self, clean: bool, code: Any, reason: Any) -> None:  # noqa: N802
+            if not getattr(self, "counted", False):
+                self.counted = True
+                failed.append(f"{code} {reason}")
+                settled()
 
         def onMessage(self, payload: bytes, is_binary: bool) -> None:  # noqa: N802
             now = time.time()
@@ -78,8 +101,11 @@ def client_proc(
             if msg.get("type") == "counts" and not getattr(self, "counted", False):
                 self.counted = True
                 opened[0] += 1
-                if opened[0] == count:
-                    subscribed.set()
+                settled()
+            if msg.get("type") in ("progress", "event"):
+                if msg["id"] in self.seen:
+                    duplicates[0] += 1
+                self.seen.add(msg["id"])
             if msg.get("type") != "progress":
                 return
             received[0] += 1
@@ -90,12 +116,17 @@ def client_proc(
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
-        url = f"ws://127.0.0.1:{port}/ws/live/"
-        factory = WebSocketClientFactory(
-            url, origin=f"http://127.0.0.1:{port}", headers={"Cookie": cookie}
-        )
-        factory.protocol = Client
-        for _ in range(count):
+        factories = []
+        for port in ports:
+            factory = WebSocketClientFactory(
+                f"ws://127.0.0.1:{port}/ws/live/",
+                origin=f"http://127.0.0.1:{port}",
+                headers={"Cookie": cookie},
+            )
+            factory.protocol = Client
+            factories.append((factory, port))
+        for i in range(count):
+            factory, port = factories[(offset + i) % len(factories)]
             await loop.create_connection(factory, "127.0.0.1", port)
         await asyncio.wait_for(subscribed.wait(), 60)
         ready.set()
@@ -111,6 +142,8 @@ def client_proc(
                 "received": received[0],
                 "frames": frames[0],
                 "clients": count,
+                "duplicates": duplicates[0],
+                "failed": failed,
             }
         )
 
@@ -181,8 +214,28 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def socket_ports(pid: int) -> set[int]:
+    """Local TCP ports of a process's open sockets (Linux /proc): how Redis's
+    client addresses (MONITOR) are told apart per server process."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            parts = line.split()
+            if parts[9] in inodes:
+                ports.add(int(parts[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
 def fanout(
-    port: int,
+    ports: list[int],
     cookie: str,
     clients: int,
     procs: int,
@@ -191,8 +244,10 @@ def fanout(
     ids: list[str],
     rate: float,
     seconds: float,
-    server_pid: int,
+    server_pids: list[int],
 ) -> dict[str, Any]:
+    """One run: `clients` sockets spread over the servers, progress at `rate`
+    for `seconds`; delays, frames, duplicates, CPU and Redis calls."""
     ctx = mp.get_context("spawn")
     procs = max(1, min(procs, clients))
     ready = [ctx.Event() for _ in range(procs)]
@@ -201,9 +256,11 @@ def fanout(
     shares = [
         clients // procs + (1 if i < clients % procs else 0) for i in range(procs)
     ]
+    offsets = [sum(shares[:i]) for i in range(procs)]
     workers = [
         ctx.Process(
-            target=client_proc, args=(port, cookie, n, seconds, ready[i], go, out)
+            target=client_proc,
+            args=(ports, cookie, n, seconds, ready[i], go, out, offsets[i]),
         )
         for i, n in enumerate(shares)
     ]
@@ -218,12 +275,14 @@ def fanout(
     counter = CommandCounter(redis_url_of(r))
     counter.start()
     counter.started_ok.wait(10)
-    cpu0 = cpu_s(server_pid)
+    cpu0 = [cpu_s(pid) for pid in server_pids]
     go.set()
     t0 = time.perf_counter()
     sent = produce(queue, ids, rate, seconds)
     spent = time.perf_counter() - t0
-    server_cpu = cpu_s(server_pid) - cpu0
+    cpus = [cpu_s(pid) - c for pid, c in zip(server_pids, cpu0)]
+    server_cpu = sum(cpus)
+    server_ports = [socket_ports(pid) for pid in server_pids]
     counter.stop()
     results = [out.get(timeout=60) for _ in workers]
     for w in workers:
@@ -233,8 +292,20 @@ def fanout(
     dashboard = (
         total - counter.by_client.get(producer, 0) - counter.by_client.get(bench, 0)
     )
+    per_server = [
+        sum(
+            n
+            for who, n in counter.by_client.items()
+            if who.rpartition(":")[2].isdigit() and int(who.rpartition(":")[2]) in own
+        )
+        / spent
+        for own in server_ports
+    ]
     return {
         "clients": clients,
+        "servers": len(server_pids),
+        "duplicates": sum(res["duplicates"] for res in results),
+        "failed_handshakes": [f for res in results for f in res["failed"]],
         "events_sent": sent,
         "seconds": spent,
         "messages_received": sum(res["received"] for res in results),
@@ -245,11 +316,13 @@ def fanout(
         "delay_max_ms": max(delays or [0]),
         "delays_counted": len(delays),
         "daphne_cpu_s": server_cpu,
+        "daphne_cpu_s_by_server": cpus,
         "daphne_cpu_us_per_message": 1e6
         * server_cpu
         / max(sum(res["received"] for res in results), 1),
         "redis_calls_per_s": total / spent,
         "dashboard_redis_calls_per_s": dashboard / spent,
+        "redis_calls_per_s_by_server": per_server,
         "producer_calls": counter.by_client.get(producer, 0),
         "commands": dict(
             sorted(counter.by_command.items(), key=lambda kv: -kv[1])[:12]

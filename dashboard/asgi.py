@@ -23,8 +23,8 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from dashboard.api import bodylimit  # noqa: E402
+from dashboard.live.routing import websocket_urlpatterns  # noqa: E402
 from dashboard.reads import discovery  # noqa: E402
-from dashboard.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {

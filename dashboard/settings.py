@@ -251,7 +251,10 @@ def channel_layer_host(url: str) -> dict[str, object]:
     }
 
 
-#: The channel layer the events reader fans out through (same Redis, own keys).
+#: The channel layer (same Redis, own keys) carries only the live sockets'
+#: control messages between dashboard processes (dashboard/live/access.py:
+#: session ended, access changed); events go from each process's reader to
+#: its own sockets in memory.
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",

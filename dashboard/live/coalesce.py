@@ -3,7 +3,9 @@
 The first update of a key goes out at once; updates that follow within the
 interval replace each other, and the latest goes out when the interval ends
 (`due`). Before any other event of the same job is sent, its pending update is
-taken out (`take`) so that progress never arrives after the job's completion.
+taken out (`take`) so that progress never arrives after the job's completion
+(`batch_message`: the rule for live progress, applied once per process by
+the events reader).
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Hashable
 from typing import Any
+
+from queues.events import FINAL_EVENTS
 
 #: Keys idle this long are forgotten (when the table is swept).
 _IDLE_S = 5.0
@@ -81,3 +85,28 @@ class Coalescer:
         for key, last in list(self._last_sent.items()):
             if now - last > _IDLE_S and key not in self._pending:
                 del self._last_sent[key]
+
+
+def batch_message(
+    coalescer: Coalescer, message: dict[str, Any], out: list[dict[str, Any]]
+) -> None:
+    """Add a browser message to a batch going out: a job's progress at most
+    once per the coalescer's interval (latest wins), and a held progress of a
+    job before that job's next event; a job's final event forgets it."""
+    job = message.get("job")
+    key = (message["queue"], job)
+    if message["type"] == "progress":
+        if job is None:
+            out.append(message)
+            return
+        now = coalescer.offer(key, message)
+        if now is not None:
+            out.append(now)
+        return
+    if job is not None:
+        held = coalescer.take(key)
+        if held is not None:
+            out.append(held)
+        if message["event"] in FINAL_EVENTS:
+            coalescer.forget(key)
+    out.append(message)

@@ -13,8 +13,8 @@ BATCH_INTERVAL_S = 0.02
 XREAD_COUNT = 1_000
 #: How often the reader reads the counts of each followed queue.
 COUNTS_INTERVAL_S = 1.0
-#: Progress of one job goes out at most once per this interval (10 a second),
-#: both from the reader to the channel layer and from a socket to its browser.
+#: Progress of one job goes out at most once per this interval (10 a second):
+#: the reader coalesces it once for all of its process's sockets.
 PROGRESS_INTERVAL_S = 0.1
 #: A worker snapshot goes out at most this often after a heartbeat ...
 WORKERS_MIN_INTERVAL_S = 1.0

@@ -1,23 +1,30 @@
-"""The hub: this process's one member of the channel-layer groups.
+"""The hub: hands live messages to this process's sockets, in memory.
 
-channels-redis makes every consumer a channel of its own, and each message to
-a group is then received, unpacked and dispatched once per consumer; with a
-few hundred sockets that per-socket machinery costs more than the sockets'
-own sends. So sockets do not join groups themselves: the hub joins
-`q.<sha1>` / `workers` for as long as one local socket follows them, receives
-each group message once, encodes every browser message in it once, and hands
-it to the local sockets in memory (`deliver`). The channel layer still carries
-every message between processes, so any process (or any code) that sends to a
-group reaches the sockets of every dashboard process.
+The events reader of this process calls `route` with what it read (a queue's
+events or counts, a worker snapshot); the hub encodes each browser message
+once and hands it to the local sockets of its group (`deliver`). Events never
+go back through Redis on their way to a socket: each process reads the
+streams its own sockets follow once, however many sockets and dashboard
+processes there are, and a socket gets each event once.
 
-Messages are routed by their content: `workers.*` to the `workers` group's
-sockets, one naming its `group` to that group (a session's or a user's
-sockets, see access.py), anything else by its `queue` (or `message.queue`).
+Only control messages cross processes: access.py sends `session.ended` /
+`access.changed` to a session's or a user's group on the channel layer, from
+whichever process saw the logout or the change. For those groups
+(`join_shared`) the hub is this process's one channel-layer member: it
+receives each message once and routes it like the rest. (channels-redis would
+otherwise make every socket a channel of its own, received and dispatched
+once per socket.)
+
+Groups: `q.<sha1 of the queue key>` and `workers` (local), `s.<sha1 of a
+session key>` and `u.<user pk>` (shared). Messages are routed by their
+content: `workers.*` to `workers`, one naming its `group` to that group,
+anything else by its `queue` (or `message.queue`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import time
@@ -26,12 +33,11 @@ from typing import Any, Protocol, cast
 
 from channels.layers import get_channel_layer
 
-from .messages import WORKERS_GROUP, queue_group
-
 log = logging.getLogger(__name__)
 
+WORKERS_GROUP = "workers"
 #: channels-redis forgets group members after its group_expiry (a day by
-#: default); the hub re-joins its groups this often.
+#: default); the hub re-joins its shared groups this often.
 GROUP_REFRESH_S = 3600.0
 RETRY_MAX_S = 5.0
 #: Longest `stop` waits for the receiving task to end.
@@ -66,8 +72,13 @@ class GroupLayer(Protocol):
         ...
 
 
+def queue_group(queue_key: str) -> str:
+    """The group of a queue's followers: `q.<sha1 of prefix:name>`."""
+    return "q." + hashlib.sha1(queue_key.encode()).hexdigest()
+
+
 def group_of(message: dict[str, Any]) -> str | None:
-    """The group a message was sent to, from what it says."""
+    """The group a message is for, from what it says."""
     kind = str(message.get("type", ""))
     if kind.startswith("workers."):
         return WORKERS_GROUP
@@ -86,48 +97,72 @@ def encode(message: dict[str, Any]) -> str:
 
 
 class Hub:
-    """Joins groups for local sockets and hands their messages over in memory."""
+    """Hands messages to the local sockets of their group; joins the channel
+    layer's groups that carry control messages between processes."""
 
     def __init__(self, layer: GroupLayer | None = None) -> None:
-        # Settings always configure the default layer; its stub's new_channel
-        # takes no prefix, though every implementation does.
-        self.layer = (
-            layer if layer is not None else cast(GroupLayer, get_channel_layer())
-        )
+        self._layer = layer
         self.channel: str | None = None
         self.members: dict[str, set[Member]] = {}
+        #: Groups this process is a channel-layer member of (for local members).
+        self.shared: set[str] = set()
         self.received = 0
         self.delivered = 0
         self._task: asyncio.Task[None] | None = None
+        # Joining and leaving the layer's groups, one at a time: sockets that
+        # connect together must not each join (a connection to Redis apiece).
+        self._layer_lock = asyncio.Lock()
         self._refreshed = time.monotonic()
         self._stopping = False
 
-    async def join(self, group: str, member: Member) -> None:
-        """Give `member` the group's messages (joining it on the first member)."""
-        if self.channel is None:
-            self.channel = await self.layer.new_channel("bullpen-hub.")
-        found = self.members.setdefault(group, set())
-        if not found:
-            await self.layer.group_add(group, self.channel)
-        found.add(member)
-        if self._task is None or self._task.done():
-            self._task = asyncio.get_running_loop().create_task(
-                self._run(), name="bullpen-live-hub"
-            )
+    @property
+    def layer(self) -> GroupLayer:
+        """The channel layer (settings always configure the default one; its
+        stub's new_channel takes no prefix, though every implementation does)."""
+        if self._layer is None:
+            self._layer = cast(GroupLayer, get_channel_layer())
+        return self._layer
+
+    def join(self, group: str, member: Member) -> None:
+        """Give `member` the messages this process routes to `group`."""
+        self.members.setdefault(group, set()).add(member)
+
+    async def join_shared(self, group: str, member: Member) -> None:
+        """Give `member` the group's messages, sent from any process (joining
+        the channel-layer group with the first local member)."""
+        async with self._layer_lock:
+            if group not in self.shared:
+                if self.channel is None:
+                    self.channel = await self.layer.new_channel("bullpen-hub.")
+                await self.layer.group_add(group, self.channel)
+                self.shared.add(group)
+                if self._task is None or self._task.done():
+                    self._task = asyncio.get_running_loop().create_task(
+                        self._run(), name="bullpen-live-hub"
+                    )
+            self.join(group, member)
 
     async def leave(self, group: str, member: Member) -> None:
-        """Stop giving `member` the group's messages (leaving it after the last)."""
+        """Stop giving `member` the group's messages (leaving a shared group
+        after its last local member)."""
         found = self.members.get(group)
         if not found or member not in found:
             return
         found.discard(member)
-        if not found:
-            del self.members[group]
-            if self.channel is not None:
-                await self.layer.group_discard(group, self.channel)
+        if found:
+            return
+        del self.members[group]
+        if group not in self.shared:
+            return
+        async with self._layer_lock:
+            # A socket may have joined again while this one waited.
+            if group in self.shared and not self.members.get(group):
+                self.shared.discard(group)
+                if self.channel is not None:
+                    await self.layer.group_discard(group, self.channel)
 
     def route(self, message: dict[str, Any]) -> None:
-        """Hand one group message to the local sockets of its group."""
+        """Hand one message to the local sockets of its group."""
         self.received += 1
         group = group_of(message)
         members = self.members.get(group) if group else None
@@ -169,12 +204,15 @@ class Hub:
                 backoff = min(backoff * 2, RETRY_MAX_S)
                 continue
             try:
-                self.route(message)
+                # Only control messages travel the layer: nothing it carries
+                # reaches a group the hub did not join there.
+                if group_of(message) in self.shared:
+                    self.route(message)
             except Exception:  # noqa: BLE001 - one bad message must not stop the hub
                 log.exception("live hub: could not route %r", message.get("type"))
             if time.monotonic() - self._refreshed > GROUP_REFRESH_S:
                 self._refreshed = time.monotonic()
-                for group in list(self.members):
+                for group in list(self.shared):
                     await self.layer.group_add(group, self.channel)
 
 

@@ -11,35 +11,14 @@ browser only ever sets them as text).
 
 from __future__ import annotations
 
-import hashlib
-import re
+from collections.abc import Sequence
 from typing import Any
 
 from dashboard.redaction import redact_fields
 from queues import QueueEvent, codec
+from queues.events import EventName, parse_entry
 
 from . import defaults
-
-#: Events after which a job sends no more progress.
-FINAL_EVENTS = frozenset({"completed", "failed", "removed"})
-_STREAM_ID = re.compile(r"^\d{1,20}-\d{1,20}$")
-WORKERS_GROUP = "workers"
-
-
-def queue_group(queue_key: str) -> str:
-    """The channel-layer group of a queue's followers: `q.<sha1 of prefix:name>`."""
-    return "q." + hashlib.sha1(queue_key.encode()).hexdigest()
-
-
-def is_stream_id(value: Any) -> bool:
-    """Whether value is a full stream id (`<ms>-<seq>`)."""
-    return isinstance(value, str) and bool(_STREAM_ID.match(value))
-
-
-def id_key(stream_id: str) -> tuple[int, int]:
-    """A stream id as a tuple that orders as Redis orders ids."""
-    ms, _, seq = stream_id.partition("-")
-    return int(ms), int(seq or 0)
 
 
 def _cut(value: Any, limit: int = defaults.FIELD_MAX_CHARS) -> Any:
@@ -56,7 +35,7 @@ def _cut(value: Any, limit: int = defaults.FIELD_MAX_CHARS) -> Any:
 def from_event(queue_key: str, event: QueueEvent) -> dict[str, Any]:
     """The browser message for one parsed stream entry (redacted, cut)."""
     fields = redact_fields(event.fields)
-    if event.event == "progress":
+    if event.event == EventName.PROGRESS:
         return {
             "type": "progress",
             "queue": queue_key,
@@ -77,21 +56,27 @@ def from_event(queue_key: str, event: QueueEvent) -> dict[str, Any]:
     return message
 
 
-def from_entry(queue_key: str, stream_id: str, raw: dict[str, str]) -> dict[str, Any]:
+def from_entry(queue_key: str, stream_id: str, raw: dict[str, Any]) -> dict[str, Any]:
     """The browser message for one raw stream entry."""
-    return from_event(queue_key, QueueEvent.parse(stream_id, raw))
+    return from_event(queue_key, parse_entry(stream_id, raw))
+
+
+def superseded(messages: Sequence[dict[str, Any]]) -> list[bool]:
+    """Which messages are a progress that a later progress of the same job
+    replaces with no other event of that job between (latest wins)."""
+    latest: dict[tuple[Any, Any], int] = {}
+    out = [False] * len(messages)
+    for i, message in enumerate(messages):
+        key = (message.get("queue"), message.get("job"))
+        if message["type"] == "progress":
+            if key in latest:
+                out[latest[key]] = True
+            latest[key] = i
+        else:
+            latest.pop(key, None)
+    return out
 
 
 def collapse_progress(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Keep only the latest progress of each job between its other events."""
-    latest: dict[str | None, int] = {}
-    keep = [True] * len(messages)
-    for i, message in enumerate(messages):
-        job = message.get("job")
-        if message["type"] == "progress":
-            if job in latest:
-                keep[latest[job]] = False
-            latest[job] = i
-        else:
-            latest.pop(job, None)
-    return [m for m, k in zip(messages, keep) if k]
+    return [m for m, gone in zip(messages, superseded(messages)) if not gone]

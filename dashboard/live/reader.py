@@ -2,18 +2,20 @@
 
 It follows the `events` stream of every queue that a socket of this process
 subscribed to, and Bullpen's workers stream while a socket follows the GPUs,
-with one XREAD BLOCK over all of them on one connection. What it reads goes to
-channel-layer groups, never to sockets directly:
+with one XREAD BLOCK over all of them on one connection. What it reads it
+hands to this process's hub (`route`, in memory), which gives it to the
+sockets that follow it:
 
-- `q.<sha1>` gets `{"type": "queue.events", "queue", "events": [...]}`: one
-  message per queue per read, progress coalesced to 10 a second per job, and
-  `{"type": "queue.counts", "message": {...}}` when a queue's counts change
-  (read once a second per followed queue, however many sockets follow it);
-- `workers` gets `{"type": "workers.update", "message": {...}}` at most once a
-  second after heartbeats (and every 5 s regardless, so dead hosts vanish).
+- `{"type": "queue.events", "queue", "events": [...]}`: one message per queue
+  per read, progress coalesced here to 10 a second per job (the one place
+  progress is coalesced), and `{"type": "queue.counts", "message": {...}}`
+  when a queue's counts change (read once a second per followed queue, for
+  all its queues in one pipelined round trip, however many sockets follow);
+- `{"type": "workers.update", "message": {...}}` at most once a second after
+  heartbeats (and every 5 s regardless, so dead hosts vanish).
 
-Sockets never cause Redis reads per event: only subscribing does (joining the
-groups, and replaying what a reconnecting browser missed).
+Each process reads what its own sockets follow, once: sockets never cause
+Redis reads per event, only subscribing does (replay.py, on `side`).
 """
 
 from __future__ import annotations
@@ -22,25 +24,27 @@ import asyncio
 import logging
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import redis.asyncio as aioredis
-from channels.layers import BaseChannelLayer, get_channel_layer
 from redis.exceptions import ResponseError
 
-from dashboard.reads import fleet as fleet_reads
 from gpu_workers import Fleet
 from gpu_workers.keys import BullpenKeys
-from queues import AsyncQueue
+from queues.events import id_order
 from queues.keys import QueueKeys
 
-from . import defaults, messages
-from .coalesce import Coalescer
-from .messages import WORKERS_GROUP, id_key, queue_group
-from .subscriptions import FollowRefused, split_queue_key
+from . import defaults, messages, snapshots
+from .coalesce import Coalescer, batch_message
+from .hub import get_hub
+from .subscriptions import FollowRefused, keys_of
 
 log = logging.getLogger(__name__)
+
+#: Where the reader hands what it read (the hub's `route`).
+Route = Callable[[dict[str, Any]], None]
 
 
 @dataclass
@@ -48,8 +52,7 @@ class Followed:
     """One followed queue: where the reader is in its stream and its counts."""
 
     key: str
-    queue: AsyncQueue
-    events: str
+    keys: QueueKeys
     last_id: str
     refs: int = 0
     counts: dict[str, int] | None = None
@@ -62,6 +65,7 @@ class ReaderStats:
 
     xreads: int = 0
     entries: int = 0
+    #: Messages handed to the hub's groups (each reaches all of its sockets).
     group_sends: int = 0
     counts_reads: int = 0
     fleet_reads: int = 0
@@ -70,26 +74,24 @@ class ReaderStats:
 
 
 class EventsReader:
-    """Follows streams for this process's sockets and fans out through groups."""
+    """Follows streams for this process's sockets and hands what it reads to
+    the hub."""
 
     def __init__(
         self,
         redis_url: str,
         prefixes: list[str],
+        route: Route,
         namespace: str = "bullpen",
-        layer: BaseChannelLayer | None = None,
         max_queues: int = defaults.MAX_QUEUES_PER_PROCESS,
     ) -> None:
         self.redis_url = redis_url
         #: Most queues followed at once, for all of this process's sockets.
         self.max_queues = max_queues
         self.prefixes = list(prefixes)
+        self.route = route
         self.bkeys = BullpenKeys(namespace)
         self.namespace = namespace
-        # Settings always configure the default layer.
-        self.layer = (
-            layer if layer is not None else cast(BaseChannelLayer, get_channel_layer())
-        )
         self.followed: dict[str, Followed] = {}
         self.worker_refs = 0
         self.workers_last_id = "$"
@@ -118,15 +120,14 @@ class EventsReader:
         followed = self.followed.get(queue_key)
         if followed is None:
             self._check_room(queue_key)
-            prefix, name = split_queue_key(queue_key, self.prefixes)
-            queue = AsyncQueue(name, self.side, prefix)
+            keys = keys_of(queue_key, self.prefixes)
             # Start at the stream's end: what came before is a replay's job.
-            newest = await self.side.xrevrange(queue.keys.events, count=1)
+            newest = await self.side.xrevrange(keys.events, count=1)
             start = newest[0][0] if newest else "0-0"
             followed = self.followed.get(queue_key)
             if followed is None:
                 self._check_room(queue_key)  # another socket may have taken it
-                followed = Followed(queue_key, queue, queue.keys.events, start)
+                followed = Followed(queue_key, keys, start)
                 self.followed[queue_key] = followed
                 self._counts_at = 0.0
                 await self._interrupt()
@@ -140,20 +141,6 @@ class EventsReader:
                 f"follows {len(self.followed)} queues, its most "
                 "(BULLPEN_LIVE_MAX_QUEUES_PER_PROCESS)"
             )
-
-    async def existing(self, queue_keys: set[str]) -> set[str]:
-        """Those of these queues that exist: they have a `meta` or `id` key
-        (what discovery looks for), read in one round trip."""
-        keys = sorted(queue_keys)
-        if not keys:
-            return set()
-        async with self.side.pipeline(transaction=False) as pipe:
-            for key in keys:
-                prefix, name = split_queue_key(key, self.prefixes)
-                qkeys = QueueKeys(name, prefix)
-                pipe.exists(qkeys.meta, qkeys.id)
-            found = await pipe.execute()
-        return {key for key, n in zip(keys, found) if n}
 
     async def release(self, queue_key: str) -> None:
         """One socket less follows the queue; stop reading it after the last."""
@@ -179,33 +166,10 @@ class EventsReader:
 
     def counts_message(self, queue_key: str) -> dict[str, Any] | None:
         """The last counts read for a queue, as the browser message."""
-        followed = self.followed.get(queue_key)
-        if followed is None or followed.counts is None:
+        f = self.followed.get(queue_key)
+        if f is None or f.counts is None:
             return None
-        return self._counts_message(followed)
-
-    async def replay(
-        self, queue_key: str, after_id: str, limit: int | None = None
-    ) -> tuple[list[dict[str, Any]], bool]:
-        """Messages after a stream id (the newest `limit`), and whether some
-        were left out (over the limit, or trimmed from the stream)."""
-        if limit is None:
-            limit = defaults.REPLAY_MAX_EVENTS
-        prefix, name = split_queue_key(queue_key, self.prefixes)
-        events = AsyncQueue(name, self.side, prefix).keys.events
-        entries = await self.side.xrange(
-            events, min="(" + after_id, max="+", count=limit + 1
-        )
-        truncated = len(entries) > limit
-        if truncated:
-            entries = await self.side.xrevrange(
-                events, max="+", min="(" + after_id, count=limit
-            )
-            entries.reverse()
-        elif entries:
-            truncated = await self._trimmed_since(events, after_id)
-        found = [messages.from_entry(queue_key, i, raw) for i, raw in entries]
-        return messages.collapse_progress(found), truncated
+        return snapshots.counts_message(f.key, f.counts, f.paused, f.last_id)
 
     async def stop(self) -> None:
         """Stop reading and close the connections (tests, shutdown)."""
@@ -298,8 +262,8 @@ class EventsReader:
                 self.redis_url, decode_responses=True, single_connection_client=True
             )
             self._blocking_id = await self._blocking.client_id()
-        streams = {f.events: f.last_id for f in self.followed.values()}
-        by_stream = {f.events: f for f in self.followed.values()}
+        streams = {f.keys.events: f.last_id for f in self.followed.values()}
+        by_stream = {f.keys.events: f for f in self.followed.values()}
         if self.worker_refs:
             if self.workers_last_id == "$":
                 newest = await self.side.xrevrange(self.bkeys.stream, count=1)
@@ -332,15 +296,15 @@ class EventsReader:
                 continue
             out = batches.setdefault(followed.key, [])
             for stream_id, raw in entries:
-                self._route(messages.from_entry(followed.key, stream_id, raw), out)
+                message = messages.from_entry(followed.key, stream_id, raw)
+                batch_message(self.coalescer, message, out)
             self.stats.entries += len(entries)
-            if id_key(entries[-1][0]) > id_key(followed.last_id):
+            if id_order(entries[-1][0]) > id_order(followed.last_id):
                 followed.last_id = entries[-1][0]
         for queue_key, batch in batches.items():
             if batch:
-                await self._send(
-                    queue_group(queue_key),
-                    {"type": "queue.events", "queue": queue_key, "events": batch},
+                self._send(
+                    {"type": "queue.events", "queue": queue_key, "events": batch}
                 )
         now = time.monotonic()
         if now >= self._counts_at:
@@ -353,53 +317,17 @@ class EventsReader:
             await self._send_workers()
         return bool(reply)
 
-    def _route(self, message: dict[str, Any], out: list[dict[str, Any]]) -> None:
-        job = message.get("job")
-        key = (message["queue"], job)
-        if message["type"] == "progress":
-            if job is None:
-                out.append(message)
-                return
-            now = self.coalescer.offer(key, message)
-            if now is not None:
-                out.append(now)
-            return
-        if job is not None:
-            held = self.coalescer.take(key)
-            if held is not None:
-                out.append(held)
-            if message["event"] in messages.FINAL_EVENTS:
-                self.coalescer.forget(key)
-        out.append(message)
-
-    async def _send(self, group: str, message: dict[str, Any]) -> None:
+    def _send(self, message: dict[str, Any]) -> None:
         self.stats.group_sends += 1
-        await self.layer.group_send(group, message)
+        self.route(message)
 
     # --- counts and workers -----------------------------------------------------------
-    def _counts_message(self, followed: Followed) -> dict[str, Any]:
-        return {
-            "type": "counts",
-            "queue": followed.key,
-            "counts": followed.counts,
-            "paused": followed.paused,
-            "id": followed.last_id,
-        }
-
-    async def _read_counts(self, followed: Followed) -> tuple[dict[str, int], bool]:
-        counts, paused = await asyncio.gather(
-            followed.queue.get_counts(), followed.queue.is_paused()
-        )
-        return counts, bool(paused)
-
     async def _send_counts(self) -> None:
         items = list(self.followed.values())
         if not items:
             return
         self.stats.counts_reads += len(items)
-        results = await asyncio.gather(
-            *(self._read_counts(f) for f in items), return_exceptions=True
-        )
+        results = await snapshots.read_counts(self.side, [f.keys for f in items])
         for followed, result in zip(items, results):
             if isinstance(result, BaseException):
                 log.warning("counts of %s: %r", followed.key, result)
@@ -408,22 +336,10 @@ class EventsReader:
             if counts == followed.counts and paused == followed.paused:
                 continue
             followed.counts, followed.paused = counts, paused
-            await self._send(
-                queue_group(followed.key),
-                {"type": "queue.counts", "message": self._counts_message(followed)},
+            message = snapshots.counts_message(
+                followed.key, counts, paused, followed.last_id
             )
-
-    def _read_fleet(self) -> dict[str, Any]:
-        if self._fleet is None:
-            self._fleet = Fleet(self.redis_url, self.namespace)
-        records = self._fleet.list_workers()
-        return {
-            "type": "workers",
-            "hosts": fleet_reads.shown_records(records),
-            "gpus": self._fleet.list_gpus(),
-            # The GPU page's scaling table: workers running per host/queue.
-            "running": fleet_reads.running_workers(records),
-        }
+            self._send({"type": "queue.counts", "message": message})
 
     async def _send_workers(self) -> None:
         now = time.monotonic()
@@ -431,11 +347,12 @@ class EventsReader:
         self._workers_min_at = now + defaults.WORKERS_MIN_INTERVAL_S
         self._workers_max_at = now + defaults.WORKERS_MAX_INTERVAL_S
         self.stats.fleet_reads += 1
-        snapshot = await asyncio.to_thread(self._read_fleet)
+        if self._fleet is None:
+            self._fleet = Fleet(self.redis_url, self.namespace)
+        snapshot = await asyncio.to_thread(snapshots.workers_message, self._fleet)
         self.workers_snapshot = snapshot
-        await self._send(WORKERS_GROUP, {"type": "workers.update", "message": snapshot})
+        self._send({"type": "workers.update", "message": snapshot})
 
-    # --- odd cases --------------------------------------------------------------------
     async def _drop_broken(self, by_stream: dict[str, Followed]) -> None:
         """Stop following keys that are not streams (one would fail every read)."""
         for stream, followed in by_stream.items():
@@ -444,21 +361,6 @@ class EventsReader:
                 log.warning("%s is a %s, not a stream: not followed", stream, kind)
                 self.followed.pop(followed.key, None)
 
-    async def _trimmed_since(self, events: str, after_id: str) -> bool:
-        """Whether entries after `after_id` may have been trimmed away: the id
-        is older than the stream's first entry and the stream lost entries."""
-        try:
-            info = await self.side.xinfo_stream(events)
-        except ResponseError:
-            return False
-        first = info.get("first-entry")
-        if not first or id_key(first[0]) <= id_key(after_id):
-            return False
-        added = info.get("entries-added")
-        if added is None:  # Redis < 7 does not say; only "0-0" is surely whole
-            return after_id != "0-0"
-        return int(added) > int(info.get("length", 0))
-
 
 _readers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, EventsReader] = (
     weakref.WeakKeyDictionary()
@@ -466,7 +368,8 @@ _readers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, EventsReader] = (
 
 
 def get_reader() -> EventsReader:
-    """This process's (this event loop's) reader, made on first use."""
+    """This process's (this event loop's) reader, made on first use, handing
+    what it reads to this loop's hub."""
     from django.conf import settings
 
     loop = asyncio.get_running_loop()
@@ -475,6 +378,7 @@ def get_reader() -> EventsReader:
         reader = EventsReader(
             settings.REDIS_URL,
             settings.BULLPEN_PREFIXES,
+            get_hub().route,
             settings.BULLPEN_NAMESPACE,
             max_queues=settings.BULLPEN_LIVE_MAX_QUEUES_PER_PROCESS,
         )

@@ -14,10 +14,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from queues.events import StreamId
+from queues.keys import QueueKeys
 from queues.names import check_queue_name
 
 from . import defaults
-from .messages import is_stream_id
 
 _JOB_ID_MAX_CHARS = 200
 
@@ -68,6 +69,13 @@ def split_queue_key(key: Any, prefixes: Iterable[str]) -> tuple[str, str]:
         raise ValueError(f"prefix {prefix!r} is not one the dashboard follows")
     check_queue_name(name)
     return prefix, name
+
+
+def keys_of(queue_key: str, prefixes: Iterable[str]) -> QueueKeys:
+    """The Redis keys of a queue named by its key (`prefix:name`, the prefix
+    one the dashboard follows, else ValueError)."""
+    prefix, name = split_queue_key(queue_key, prefixes)
+    return QueueKeys(name, prefix)
 
 
 def too_many_queues(count: int, most: int) -> SubscriptionError:
@@ -125,6 +133,6 @@ def parse(
     if isinstance(last_ids, dict):
         streams = sub.streams
         for queue, stream_id in last_ids.items():
-            if queue in streams and is_stream_id(stream_id):
+            if queue in streams and StreamId.valid(stream_id):
                 sub.last_ids[queue] = stream_id
     return sub

@@ -1,8 +1,12 @@
 """A real daphne serving the dashboard for tests that need the ASGI server
-itself (its signals, its access log), on its own port and SQLite database."""
+itself (its signals, its access log, several server processes), on its own
+port and SQLite database; a logged-in session made in that database, and a
+websocket client for its live socket."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -11,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from dashboard.run import daphne_args
 from queues.devredis import free_port
@@ -60,13 +65,16 @@ def migrate(env: dict[str, str]) -> None:
 
 
 @contextmanager
-def daphne(tmp_path: Path, redis_url: str, **extra: str) -> Iterator[Daphne]:
+def daphne(
+    tmp_path: Path, redis_url: str, log_name: str = "daphne.log", **extra: str
+) -> Iterator[Daphne]:
     """Migrate, start daphne and wait until it answers; killed afterwards if
-    the test left it running."""
+    the test left it running. Several servers share one database when
+    `BULLPEN_DB_PATH` is given, each its own `log_name`."""
     env = dashboard_env(tmp_path, redis_url, **extra)
     migrate(env)
     port = free_port()
-    log = tmp_path / "daphne.log"
+    log = tmp_path / log_name
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             [sys.executable, *daphne_args("127.0.0.1", port)],
@@ -93,3 +101,84 @@ def daphne(tmp_path: Path, redis_url: str, **extra: str) -> Iterator[Daphne]:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+_LOGIN = """
+from django.contrib.auth.models import Permission, User
+from django.test import Client
+user = User.objects.create_user({username!r}, password="x")
+user.user_permissions.add(Permission.objects.get(codename="view_queues"))
+client = Client()
+client.force_login(user)
+print(client.cookies["sessionid"].value)
+"""
+
+
+def viewer_session(env: dict[str, str], username: str = "viewer") -> str:
+    """The session key of a new user holding the view permission, logged in
+    in the database (and with the secret key) of `env`."""
+    done = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", _LOGIN.format(username=username)],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return done.stdout.strip().splitlines()[-1]
+
+
+class LiveSocket:
+    """A websocket client of a daphne's `/ws/live/` (autobahn, which daphne
+    brings): `messages` gets every message, `batch` frames unpacked."""
+
+    def __init__(self) -> None:
+        self.messages: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.protocol: Any = None
+
+    @classmethod
+    async def open(cls, server_url: str, session_key: str) -> LiveSocket:
+        """Connect with the session's cookie and the server's own Origin."""
+        from autobahn.asyncio.websocket import (
+            WebSocketClientFactory,
+            WebSocketClientProtocol,
+        )
+
+        sock = cls()
+        loop = asyncio.get_running_loop()
+        opened: asyncio.Future[None] = loop.create_future()
+
+        class Protocol(WebSocketClientProtocol):  # type: ignore[misc]
+            def onOpen(self) -> None:  # noqa: N802 - autobahn's API
+                sock.protocol = self
+                opened.set_result(None)
+
+            def onMessage(self, payload: bytes, is_binary: bool) -> None:  # noqa: N802
+                frame = json.loads(payload)
+                batch = frame["messages"] if frame["type"] == "batch" else [frame]
+                for message in batch:
+                    sock.messages.put_nowait(message)
+
+            def onClose(self, clean: bool, code: Any, reason: Any) -> None:  # noqa: N802
+                if not opened.done():
+                    opened.set_exception(ConnectionError(f"refused: {reason}"))
+
+        host, port = server_url.removeprefix("http://").split(":")
+        factory = WebSocketClientFactory(
+            f"ws://{host}:{port}/ws/live/",
+            origin=server_url,
+            headers={"Cookie": f"sessionid={session_key}"},
+        )
+        factory.protocol = Protocol
+        await loop.create_connection(factory, host, int(port))
+        await asyncio.wait_for(opened, 10)
+        return sock
+
+    def send(self, message: dict[str, Any]) -> None:
+        """Send one JSON message to the server."""
+        self.protocol.sendMessage(json.dumps(message).encode())
+
+    def close(self) -> None:
+        """Close the socket (without waiting)."""
+        if self.protocol is not None:
+            self.protocol.sendClose()

@@ -12,8 +12,7 @@ from django.contrib.auth.models import User
 
 from dashboard.live import defaults
 from dashboard.live.access import user_group
-from dashboard.live.hub import get_hub
-from dashboard.live.messages import queue_group
+from dashboard.live.hub import get_hub, queue_group
 from dashboard.live.reader import get_reader
 from queues import AsyncQueue
 from tests.dashboard.live_helpers import (

@@ -7,6 +7,8 @@ import pytest
 
 from dashboard.live import messages, subscriptions
 from dashboard.live.coalesce import Coalescer
+from dashboard.live.hub import queue_group
+from queues.events import StreamId, id_order
 
 
 class Clock:
@@ -121,8 +123,77 @@ def test_collapse_keeps_latest_progress_between_events() -> None:
 
 def test_ids_order_like_redis() -> None:
     """Stream ids compare numerically, sequence second."""
-    assert messages.id_key("10-0") > messages.id_key("9-99")
-    assert messages.id_key("10-10") > messages.id_key("10-9")
-    assert messages.is_stream_id("1-0") and not messages.is_stream_id("1")
-    assert messages.queue_group("bull:a").startswith("q.")
-    assert len(messages.queue_group("bull:a")) == 42
+    assert id_order("10-0") > id_order("9-99")
+    assert id_order("10-10") > id_order("10-9")
+    assert StreamId.valid("1-0") and not StreamId.valid("1")
+    assert queue_group("bull:a").startswith("q.")
+    assert len(queue_group("bull:a")) == 42
+
+
+def test_counts_of_all_queues_at_once_and_a_broken_one_alone(redis_url: str) -> None:
+    """The reader's counts: every followed queue in one read; a queue whose
+    keys answer an error gets that error, and the others their counts."""
+    import asyncio
+
+    import redis.asyncio as aioredis
+
+    from dashboard.live.snapshots import read_counts
+    from queues.keys import QueueKeys
+
+    async def test() -> None:
+        client = aioredis.Redis.from_url(redis_url, decode_responses=True)
+        await client.lpush("bull:a:wait", "1")
+        await client.hset("bull:a:meta", "paused", "1")
+        ok, missing = QueueKeys("a", "bull"), QueueKeys("c", "bull")
+        found = await read_counts(client, [ok, missing])
+        assert found[0][0]["waiting"] == 1 and found[0][1] is True
+        assert found[1][0]["waiting"] == 0 and found[1][1] is False
+        await client.set("bull:b:active", "not a list")
+        found = await read_counts(client, [ok, QueueKeys("b", "bull"), missing])
+        assert isinstance(found[1], Exception)
+        assert found[0][0]["waiting"] == 1 and found[2][1] is False
+        await client.aclose()
+
+    asyncio.run(test())
+
+
+def test_sockets_connecting_at_once_join_a_shared_group_once(redis_url: str) -> None:
+    """200 sockets of one session connecting together: the hub joins the
+    session's and the user's channel-layer groups once each. (One group_add
+    per socket ran past redis-py 8's 100-connection pool default in
+    channels-redis: MaxConnectionsError inside connect, daphne's 500.)"""
+    import asyncio
+
+    from channels_redis.core import RedisChannelLayer
+
+    from dashboard.live.hub import Hub
+    from dashboard.settings import channel_layer_host
+
+    class Socket:
+        def deliver(self, message: dict) -> None:
+            pass
+
+    async def test() -> None:
+        layer = RedisChannelLayer(hosts=[channel_layer_host(redis_url)])
+        added: list[str] = []
+        group_add = layer.group_add
+
+        async def counted(group: str, channel: str) -> None:
+            added.append(group)
+            await group_add(group, channel)
+
+        layer.group_add = counted  # type: ignore[method-assign]
+        hub = Hub(layer)
+        sockets = [Socket() for _ in range(200)]
+        await asyncio.gather(
+            *(hub.join_shared(g, s) for s in sockets for g in ("s.abc", "u.1"))
+        )
+        assert sorted(added) == ["s.abc", "u.1"]
+        assert all(len(hub.members[g]) == 200 for g in ("s.abc", "u.1"))
+        for s in sockets:
+            await hub.leave("s.abc", s)
+        assert hub.shared == {"u.1"} and "s.abc" not in hub.members
+        await hub.stop()
+        await layer.close_pools()
+
+    asyncio.run(test())

@@ -7,18 +7,22 @@ periodically (dashboard/live/access.py). It sends `subscribe`; the server
 makes this process's events reader follow what it asks of the queues that
 exist (at most BULLPEN_LIVE_MAX_QUEUES_PER_SOCKET per socket and
 BULLPEN_LIVE_MAX_QUEUES_PER_PROCESS per process), replays what a reconnecting
-browser missed (bounded), and then forwards what the reader fans out through the channel
-layer: events, progress (at most 10 a second per job, latest wins), counts and
-worker snapshots. Group messages reach the socket through the process's hub
-(dashboard/live/hub.py), which is the one channel-layer member per process;
-handlers are named after the channel-layer message types
-(`queue.events` -> `queue_events`).
+browser missed (bounded), and then forwards what the reader hands this
+process's hub (dashboard/live/hub.py): events, progress (the reader lets at
+most 10 a second per job through, latest wins), counts and worker snapshots;
+and the control messages of access.py, which the hub receives from the
+channel layer. Handlers are named after the message types (`queue.events` ->
+`queue_events`); a type starting with `_` is never dispatched (channels' rule).
 
 When a socket has more than one message ready at once (a burst, or a browser
 a little behind), they go out in one frame, `{"type": "batch", "messages":
 [...]}`, each message as the contract shapes it; live.js applies them in
 order. Under load this keeps the number of frames (the main cost per socket)
-well below the number of events.
+well below the number of events. That is also the flow control of a slow
+socket: the further behind it is, the more messages one frame gathers, and in
+a frame a job's progress superseded by a later one is left out (latest wins,
+as the reader's coalescing), so a slow browser catches up instead of falling
+further behind.
 """
 
 from __future__ import annotations
@@ -32,15 +36,16 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
-from dashboard.live import access, defaults, subscriptions
-from dashboard.live.access import CLOSE_FORBIDDEN, CLOSE_UNAUTHENTICATED
-from dashboard.live.coalesce import Coalescer
-from dashboard.live.hub import encode, get_hub
-from dashboard.live.messages import FINAL_EVENTS, WORKERS_GROUP, id_key, queue_group
-from dashboard.live.reader import get_reader
 from dashboard.models import VIEW
 from dashboard.reads import discovery
 from dashboard.redis import REDIS_DOWN
+from queues.events import FINAL_EVENTS, StreamId, id_order
+
+from . import access, defaults, replay, subscriptions
+from .access import CLOSE_FORBIDDEN, CLOSE_UNAUTHENTICATED
+from .hub import WORKERS_GROUP, encode, get_hub, queue_group
+from .messages import superseded
+from .reader import get_reader
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +64,16 @@ INBOX_MAX = 2_000
 _FLOORS_MAX = 5_000
 #: Group messages taken from the inbox at once (their output is one frame).
 _DRAIN_MAX = 50
+#: The message types the hub hands a socket (each to the handler named after it).
+HANDLED_TYPES = frozenset(
+    {
+        "queue.events",
+        "queue.counts",
+        "workers.update",
+        "session.ended",
+        "access.changed",
+    }
+)
 
 
 def batch_frame(texts: list[str]) -> str:
@@ -66,10 +81,19 @@ def batch_frame(texts: list[str]) -> str:
     return '{"type":"batch","messages":[' + ",".join(texts) + "]}"
 
 
+def handler_name(kind: Any) -> str | None:
+    """The handler of a message type (`queue.events` -> `queue_events`), or
+    None: for a type the socket does not handle, and always for one starting
+    with `_` (channels' rule: such a type is never dispatched)."""
+    if not isinstance(kind, str) or kind.startswith("_") or kind not in HANDLED_TYPES:
+        return None
+    return kind.replace(".", "_")
+
+
 class LiveConsumer(AsyncJsonWebsocketConsumer):
     """One page's socket: subscribe, replay, then forward live messages."""
 
-    # Sockets get group messages from the hub, not a channel each (see hub.py):
+    # Sockets get messages from the hub, not a channel each (see hub.py):
     # no layer under this alias, so channels gives the socket none.
     channel_layer_alias = "bullpen-sockets-use-the-hub"
 
@@ -91,25 +115,23 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
         self.following: set[str] = set()
         self.following_gpus = False
         #: Highest stream id of a non-progress event sent, per queue.
-        self.floors: dict[str, tuple[int, int]] = {}
+        self.floors: dict[str, StreamId] = {}
         #: Highest stream id of a progress sent, per (queue, job).
-        self.progress_floors: dict[tuple[str, str | None], tuple[int, int]] = {}
-        self.coalescer = Coalescer(defaults.PROGRESS_INTERVAL_S)
+        self.progress_floors: dict[tuple[str, str | None], StreamId] = {}
         self.inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue(INBOX_MAX)
         self.dropped = 0
         # Subscribing (with its replay) and forwarding never interleave.
         self._lock = asyncio.Lock()
-        self._flush_handle: asyncio.TimerHandle | None = None
         self._closed = False
-        #: Texts of the frame being gathered (None: send each message at once).
-        self._out: list[str] | None = None
+        #: Messages (and their texts) of the frame being gathered.
+        self._out: list[tuple[dict[str, Any], str]] = []
         loop = asyncio.get_running_loop()
         self._pump = loop.create_task(self._pump_inbox())
         self._watch = loop.create_task(self._recheck_access())
         self.session = access.session_group(self.session_key or "")
         self.user_group = access.user_group(user.pk)
-        await self.hub.join(self.session, self)
-        await self.hub.join(self.user_group, self)
+        await self.hub.join_shared(self.session, self)
+        await self.hub.join_shared(self.user_group, self)
         await self.accept()
 
     async def disconnect(self, code: int) -> None:
@@ -123,8 +145,6 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
     async def _stop(self) -> None:
         """Forward nothing more and follow nothing (closing, or closed)."""
         self._closed = True
-        if self._flush_handle is not None:
-            self._flush_handle.cancel()
         await self.hub.leave(self.session, self)
         await self.hub.leave(self.user_group, self)
         await self._apply(subscriptions.Subscription())
@@ -180,7 +200,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
             await self.send_json({"type": "error", "message": "expected a subscribe"})
 
     def deliver(self, message: dict[str, Any]) -> None:
-        """The hub hands over a group message (never blocks)."""
+        """The hub hands over a message (never blocks)."""
         if self._closed:
             return
         try:
@@ -220,7 +240,8 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
         subscription: a socket cannot make the reader follow arbitrary keys."""
         configured = {ref.key for ref in discovery.configured_queues()}
         unknown = sub.streams - self.following - configured
-        missing = unknown - await self.reader.existing(unknown)
+        found = await replay.existing(self.reader.side, unknown, self.reader.prefixes)
+        missing = unknown - found
         for queue in sorted(missing):
             sub.drop(queue, f"no queue {queue}: not followed")
 
@@ -238,7 +259,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
             await self.hub.leave(WORKERS_GROUP, self)
             await self.reader.release_workers()
         for queue in sorted(new.streams - self.following):
-            await self.hub.join(queue_group(queue), self)
+            self.hub.join(queue_group(queue), self)
             try:
                 await self.reader.follow(queue)
             except subscriptions.FollowRefused as exc:
@@ -250,14 +271,16 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
                 raise
             self.following.add(queue)
         if new.gpus and not self.following_gpus:
-            await self.hub.join(WORKERS_GROUP, self)
+            self.hub.join(WORKERS_GROUP, self)
             await self.reader.follow_workers()
             self.following_gpus = True
         self.sub = new
 
     async def _replay(self, queue: str, after: str) -> None:
         """Send what came after the browser's last id (the newest, bounded)."""
-        found, truncated = await self.reader.replay(queue, after)
+        found, truncated = await replay.replay(
+            self.reader.side, queue, self.reader.prefixes, after
+        )
         sent = 0
         for message in found:
             self._raise_floor(message)
@@ -269,7 +292,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
         )
 
     async def _pump_inbox(self) -> None:
-        """Forward group messages in order; what is ready at once is one frame."""
+        """Forward messages in order; what is ready at once is one frame."""
         while True:
             ready = [await self.inbox.get()]
             while len(ready) < _DRAIN_MAX and not self.inbox.empty():
@@ -277,25 +300,29 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
             async with self._lock:
                 if self._closed:
                     return
-                self._out = []
                 for message in ready:
-                    kind = str(message.get("type", "")).replace(".", "_")
-                    handler = getattr(self, kind, None)
-                    if handler is None:
-                        continue
-                    try:
-                        await handler(message)
-                    except Exception:  # noqa: BLE001 - one bad message must not end it
-                        log.exception("live socket: %s failed", message.get("type"))
-                out, self._out = self._out, None
+                    await self._dispatch(message)
+                out, self._out = self._out, []
                 if self._closed:
                     return
-                if len(out) == 1:
-                    await self.send(text_data=out[0])
-                elif out:
-                    await self.send(text_data=batch_frame(out))
+                gone = superseded([m for m, _ in out])
+                texts = [text for (_, text), g in zip(out, gone) if not g]
+                if len(texts) == 1:
+                    await self.send(text_data=texts[0])
+                elif texts:
+                    await self.send(text_data=batch_frame(texts))
 
-    # --- what the reader sends (channel-layer message types) -------------------------
+    async def _dispatch(self, message: dict[str, Any]) -> None:
+        """Hand one message to the handler named after its type, if any."""
+        name = handler_name(message.get("type"))
+        if name is None:
+            return
+        try:
+            await getattr(self, name)(message)
+        except Exception:  # noqa: BLE001 - one bad message must not end the socket
+            log.exception("live socket: %s failed", message.get("type"))
+
+    # --- the message types the hub hands over --------------------------------------
     async def session_ended(self, event: dict[str, Any]) -> None:
         """The socket's session logged out (in any dashboard process)."""
         await self._end(CLOSE_UNAUTHENTICATED)
@@ -307,48 +334,33 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
             await self._end(code)
 
     async def queue_events(self, event: dict[str, Any]) -> None:
-        """A batch of one queue's events: filter, drop repeats, coalesce progress."""
+        """A batch of one queue's events (progress already coalesced by the
+        reader): keep what this socket follows, drop repeats."""
         queue = event["queue"]
         texts = event.get("texts") or [None] * len(event["events"])
         for message, text in zip(event["events"], texts):
             job = message.get("job")
             if not self.sub.wants(queue, job) or not self._raise_floor(message):
                 continue
-            key = (queue, job)
-            if message["type"] == "progress":
-                if self.coalescer.offer(key, message) is not None:
-                    await self._send_text(message, text)
-                else:
-                    self._schedule_flush()
-                continue
-            held = self.coalescer.take(key)
-            if held is not None:
-                await self._send_text(held)
             if message.get("event") in FINAL_EVENTS:
-                self.coalescer.forget(key)
-                self.progress_floors.pop(key, None)
-            await self._send_text(message, text)
+                self.progress_floors.pop((queue, job), None)
+            self._send_text(message, text)
 
     async def queue_counts(self, event: dict[str, Any]) -> None:
         """A followed queue's counts changed."""
         message = event["message"]
         if message["queue"] in self.sub.queues:
-            await self._send_text(message)
+            self._send_text(message)
 
     async def workers_update(self, event: dict[str, Any]) -> None:
         """A new snapshot of workers and GPUs."""
         if self.sub.gpus:
-            await self._send_text(event["message"])
+            self._send_text(event["message"])
 
     # --- helpers ----------------------------------------------------------------------
-    async def _send_text(
-        self, message: dict[str, Any], text: str | None = None
-    ) -> None:
-        text = text if text is not None else encode(message)
-        if self._out is not None:
-            self._out.append(text)
-        else:
-            await self.send(text_data=text)
+    def _send_text(self, message: dict[str, Any], text: str | None = None) -> None:
+        """Add a message to the frame being gathered."""
+        self._out.append((message, text if text is not None else encode(message)))
 
     @classmethod
     async def encode_json(cls, content: Any) -> str:
@@ -357,8 +369,8 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
 
     def _raise_floor(self, message: dict[str, Any]) -> bool:
         """Record a message's id; False when it was already sent (a replay
-        overlapping live events, or a second server process's reader)."""
-        mid = id_key(message["id"])
+        overlapping live events)."""
+        mid = id_order(message["id"])
         if message["type"] == "progress":
             key = (message["queue"], message.get("job"))
             floor = self.progress_floors.get(key)
@@ -374,23 +386,3 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
             return False
         self.floors[message["queue"]] = mid
         return True
-
-    def _schedule_flush(self) -> None:
-        if self._flush_handle is not None:
-            return
-        delay = self.coalescer.next_due_s()
-        if delay is None:
-            return
-        loop = asyncio.get_running_loop()
-        self._flush_handle = loop.call_later(
-            delay, lambda: loop.create_task(self._flush())
-        )
-
-    async def _flush(self) -> None:
-        self._flush_handle = None
-        if self._closed:
-            return
-        async with self._lock:
-            for message in self.coalescer.due():
-                await self._send_text(message)
-        self._schedule_flush()

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, cast
 
 from django.urls import path
 
-from dashboard.consumers import LiveConsumer
+from dashboard.live.consumers import LiveConsumer
 
 if TYPE_CHECKING:
     from channels.routing import URLRouter, _ExtendedURLPattern
