@@ -11,7 +11,8 @@ import gpu_workers.demo_handlers  # noqa: F401,E402 - registers `demo`
 from gpu_workers.keys import BullpenKeys
 from gpu_workers.registry import Fleet, queue_heartbeat, queue_removal
 from queues import Queue
-from tests.gpu_workers.helpers import WorkerThread, make_spec, wait_until
+from tests.gpu_workers.helpers import WorkerThread, make_spec
+from tests.helpers import wait_until
 
 GiB = 2**30
 

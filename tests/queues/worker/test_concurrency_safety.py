@@ -8,13 +8,13 @@ from collections.abc import Callable
 import redis
 
 from queues import Queue
+from tests.helpers import wait_until
 from tests.queues.worker.helpers import (
     WorkerProcess,
     counts,
     started,
     terminate_all,
     wait_ready,
-    wait_until,
 )
 
 JOBS = 5000
