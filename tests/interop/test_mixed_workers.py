@@ -7,6 +7,8 @@ import base64
 import time
 from collections import Counter
 
+import pytest
+
 from queues import Queue
 from tests.helpers import wait_until
 
@@ -15,6 +17,7 @@ from .helpers import call, node, node_worker, py_worker, python_worker
 JOBS = 5000
 
 
+@pytest.mark.slow  # load/soak: make test runs it, make test-fast does not
 def test_two_node_two_python_workers_share_5000_jobs(
     redis_url: str, qname: str
 ) -> None:

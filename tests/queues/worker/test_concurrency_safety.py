@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
 import redis
 
 from queues import Queue
@@ -20,6 +21,7 @@ from tests.queues.worker.helpers import (
 JOBS = 5000
 
 
+@pytest.mark.slow  # load/soak: make test runs it, make test-fast does not
 def test_every_job_completes_exactly_once(
     redis_url: str, q: Queue, r: redis.Redis, spawn: Callable[..., WorkerProcess]
 ) -> None:
