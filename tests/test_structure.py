@@ -91,8 +91,11 @@ def describe(graph: grimp.ImportGraph, group: list[str]) -> str:
     start = group[0]
     members = set(group)
     first = min(members & graph.find_modules_directly_imported_by(start))
-    back = graph.find_shortest_chain(importer=first, imported=start) or (start,)
-    loop = [start, *back]
+    if first == start:  # a module importing itself
+        loop = [start, start]
+    else:
+        back = graph.find_shortest_chain(importer=first, imported=start) or (start,)
+        loop = [start, *back]
     steps = []
     for importer, imported in zip(loop, loop[1:]):
         lines = sorted(
