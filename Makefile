@@ -1,5 +1,6 @@
-# Bullpen: `make run` brings everything up locally; `make test` runs the suite
-# against a real redis-server it starts itself.
+# Bullpen: `make run` brings everything up locally; `make test` runs the whole suite
+# against a real redis-server it starts itself (`make test-fast`: without the tests
+# marked slow, which plain `pytest` also leaves out).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -8,7 +9,7 @@ PY := $(VENV)/bin/python
 RUNTIME_STAMP := $(VENV)/.installed-runtime
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench venv runtime-venv node-deps browser-deps clean
+.PHONY: run test test-fast bench venv runtime-venv node-deps browser-deps clean
 
 $(RUNTIME_STAMP): requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -41,7 +42,10 @@ browser-deps:
 	fi
 
 test: $(STAMP) node-deps browser-deps
-	$(PY) -m pytest
+	$(PY) -m pytest -m "slow or not slow"
+
+test-fast: $(STAMP) node-deps browser-deps
+	$(PY) -m pytest -m "not slow"
 
 bench: $(STAMP) node-deps
 	$(PY) bench/throughput.py

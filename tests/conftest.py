@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
+from queues import Queue
 from tests.redis_server import RedisServer
 
 
@@ -56,3 +57,12 @@ def r(redis_url: str) -> Iterator[redis.Redis]:
 def qname() -> str:
     """A fresh queue name per test."""
     return f"q{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def q(redis_url: str, qname: str) -> Iterator[Queue]:
+    """A sync Queue named `qname` on the flushed session server (the API and
+    dashboard conftests point Django at the same server)."""
+    queue = Queue(qname, redis_url)
+    yield queue
+    queue.close()

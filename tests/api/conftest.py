@@ -11,7 +11,6 @@ from django.test import Client
 
 from dashboard.api import discovery, store
 from dashboard.api.models import ApiToken
-from queues import Queue
 
 
 @pytest.fixture(autouse=True)
@@ -74,11 +73,3 @@ def api(make_token: Callable[..., tuple[ApiToken, str]]) -> ApiClient:
     """A client with a read/write token on every queue."""
     _, plain = make_token()
     return ApiClient(plain)
-
-
-@pytest.fixture
-def q(api_redis: str, qname: str) -> Iterator[Queue]:
-    """The test queue, through the queue core."""
-    queue = Queue(qname, api_redis)
-    yield queue
-    queue.close()

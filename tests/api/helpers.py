@@ -15,7 +15,7 @@ import orjson
 
 from dashboard.api.webhooks.dispatcher import Dispatcher, DispatcherConfig
 from queues import Worker
-from tests.helpers import wait_until  # noqa: F401 - re-exported
+from tests.helpers import wait_until
 
 T = TypeVar("T")
 

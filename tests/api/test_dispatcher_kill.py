@@ -15,7 +15,8 @@ import redis
 
 from dashboard.api import store
 from dashboard.api.webhooks import registry
-from tests.api.helpers import Receiver, wait_until
+from tests.api.helpers import Receiver
+from tests.helpers import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 EVENTS = 300

@@ -14,8 +14,8 @@ from dashboard.api.models import ApiToken
 from queues import Job, Queue
 from tests.api.conftest import ApiClient
 from tests.api.helpers import Receiver, WorkerThread, dispatching, fast_config
-from tests.api.helpers import wait_until as wait
 from tests.api.test_validation import assert_error
+from tests.helpers import wait_until as wait
 
 REUSED = "reused-id"
 

@@ -13,8 +13,9 @@ from dashboard.api import store
 from dashboard.api.webhooks import deliveries
 from queues import FlowProducer, Job, Queue
 from tests.api.conftest import ApiClient
-from tests.api.helpers import WorkerThread, wait_until
+from tests.api.helpers import WorkerThread
 from tests.api.test_validation import assert_error
+from tests.helpers import wait_until
 
 
 async def finish(job: Job) -> Any:

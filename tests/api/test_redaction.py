@@ -12,14 +12,9 @@ import pytest
 from dashboard.redaction import REDACTED
 from queues import Job
 from tests.api.conftest import ApiClient
-from tests.api.helpers import (
-    Receiver,
-    WorkerThread,
-    dispatching,
-    fast_config,
-    wait_until,
-)
+from tests.api.helpers import Receiver, WorkerThread, dispatching, fast_config
 from tests.dashboard.test_redaction import HOOK, SECRET
+from tests.helpers import wait_until
 
 
 async def leaky(job: Job) -> dict[str, Any]:

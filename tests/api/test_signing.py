@@ -1,5 +1,5 @@
 """Webhook signatures: HMAC-SHA256 over timestamp and body, verified in
-constant time with a replay window; the README's receiver snippet agrees."""
+constant time with a replay window; docs/http-api.md's receiver snippet agrees."""
 
 from __future__ import annotations
 
@@ -71,18 +71,18 @@ def test_verify_refuses(
         signing.verify(secret, body, timestamp, signature, now=NOW)
 
 
-def readme_snippet() -> str:
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+def doc_snippet() -> str:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "http-api.md").read_text()
     match = re.search(r"<!-- webhook-verify -->\s*```python\n(.*?)```", text, re.S)
-    assert match, "the README's webhook verification snippet is missing"
+    assert match, "docs/http-api.md's webhook verification snippet is missing"
     return match.group(1)
 
 
-def test_readme_verification_snippet_matches_the_signer() -> None:
-    """The copy-paste verifier in the README accepts what Bullpen signs and
+def test_doc_verification_snippet_matches_the_signer() -> None:
+    """The copy-paste verifier in docs/http-api.md accepts what Bullpen signs and
     refuses tampering and replays."""
     scope: dict[str, object] = {}
-    exec(readme_snippet(), scope)  # noqa: S102 - our own README
+    exec(doc_snippet(), scope)  # noqa: S102 - our own docs
     verify = scope["verify_bullpen_webhook"]
     headers = signing.signature_headers(SECRET, BODY)
     assert (

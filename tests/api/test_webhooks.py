@@ -18,14 +18,8 @@ from dashboard.api.webhooks import deliveries, signing
 from dashboard.api.webhooks.dispatcher import Dispatcher
 from queues import Job, Queue
 from tests.api.conftest import ApiClient
-from tests.api.helpers import (
-    Received,
-    Receiver,
-    WorkerThread,
-    dispatching,
-    fast_config,
-    wait_until,
-)
+from tests.api.helpers import Received, Receiver, WorkerThread, dispatching, fast_config
+from tests.helpers import wait_until
 
 
 @pytest.fixture

@@ -7,8 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,21 +17,11 @@ from django.test import Client
 from gpu_workers import Fleet
 from queues import Queue
 from tests.dashboard.helpers import HX
+from tests.helpers import wait_until
 
 pytestmark = pytest.mark.django_db
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def wait_for(check: Callable[[], Any], timeout: float = 15.0) -> Any:
-    """Poll until check() is truthy; its value."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError("timed out")
 
 
 @pytest.fixture
@@ -83,10 +72,10 @@ def test_gauge_and_scaling_with_a_real_supervisor(
 ) -> None:
     """A running 6 GiB job is committed on its GPU's gauge with live progress;
     asking for 2 workers brings the second one up on the other GPU."""
-    wait_for(lambda: len(ready(supervisor)) == 1)
+    wait_until(lambda: len(ready(supervisor)) == 1, 15)
     q = Queue("gpu", dashboard_redis)
     job = q.add("demo", {"vram": "6GiB", "steps": 40, "step_s": 0.1})
-    wait_for(lambda: any(w["running"] for w in supervisor.list_workers()))
+    wait_until(lambda: any(w["running"] for w in supervisor.list_workers()), 15)
     body = scaler_client.get("/gpus/").content.decode()
     assert body.count("simulated") >= 3  # the host and both devices
     assert "SIM-itest-0" in body and "SIM-itest-1" in body
@@ -100,7 +89,7 @@ def test_gauge_and_scaling_with_a_real_supervisor(
         **HX,
     )
     assert response.status_code == 200
-    workers = wait_for(lambda: len(ready(supervisor)) == 2 and ready(supervisor))
+    workers = wait_until(lambda: len(ready(supervisor)) == 2 and ready(supervisor), 15)
     assert {w["gpu"]["uuid"] for w in workers} == {"SIM-itest-0", "SIM-itest-1"}
     hosts = scaler_client.get("/gpus/fragments/hosts/").content.decode()
     assert hosts.count('class="gpu-worker"') == 2

@@ -21,7 +21,7 @@ from dashboard.run import secret_key_beside
 
 ROOT = Path(__file__).resolve().parents[2]
 
-#: What README's "Running in production" paragraph sets.
+#: What docs/operations.md's "Running in production" paragraph sets.
 PRODUCTION = {
     "DJANGO_ALLOWED_HOSTS": "bullpen.example.com",
     "DJANGO_SECURE_COOKIES": "1",

@@ -24,6 +24,7 @@ def aof_redis() -> Iterator[RedisServer]:
     server.stop()
 
 
+@pytest.mark.slow  # load/soak: make test runs it, make test-fast does not
 def test_every_acknowledged_add_completes_through_redis_faults(
     aof_redis: RedisServer, qname: str, tmp_path: Path
 ) -> None:

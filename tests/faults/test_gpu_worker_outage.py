@@ -9,7 +9,8 @@ import redis
 
 from queues import Queue
 from tests.gpu_workers import handlers_for_tests  # noqa: F401 - registers test.sleep
-from tests.gpu_workers.helpers import WorkerThread, make_spec, wait_until
+from tests.gpu_workers.helpers import WorkerThread, make_spec
+from tests.helpers import wait_until
 from tests.redis_server import RedisServer
 
 

@@ -10,16 +10,7 @@ from typing import Any
 import pytest
 
 from gpu_workers.fleet import Fleet
-from queues import Queue
 from tests.gpu_workers.helpers import SupervisorProcess, supervisor_config
-
-
-@pytest.fixture
-def q(redis_url: str, qname: str) -> Iterator[Queue]:
-    """A sync Queue on the flushed session server."""
-    queue = Queue(qname, redis_url)
-    yield queue
-    queue.close()
 
 
 @pytest.fixture

@@ -19,7 +19,6 @@ import redis
 from gpu_workers.config import WorkerSpec
 from gpu_workers.probe import GpuProbe, SimulatedProbe
 from gpu_workers.worker import GpuWorker
-from tests.helpers import wait_until  # noqa: F401 - re-exported
 
 T = TypeVar("T")
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -12,7 +12,8 @@ from gpu_workers.fleet import Fleet
 from gpu_workers.heartbeat import queue_heartbeat, queue_removal
 from gpu_workers.keys import BullpenKeys
 from queues import Queue
-from tests.gpu_workers.helpers import WorkerThread, make_spec, wait_until
+from tests.gpu_workers.helpers import WorkerThread, make_spec
+from tests.helpers import wait_until
 from tests.redis_server import RedisServer
 
 GiB = 2**30

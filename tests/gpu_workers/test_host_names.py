@@ -1,5 +1,5 @@
 """Naming a host: BULLPEN_HOSTNAME (manage.py runworkers) or --host (either
-entry point) names a supervisor in Redis, and the README says so."""
+entry point) names a supervisor in Redis, and the docs say so."""
 
 from __future__ import annotations
 
@@ -22,21 +22,21 @@ from tests.helpers import wait_until
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def readme_section(title: str) -> str:
-    text = (ROOT / "README.md").read_text()
-    start = text.index(f"## {title}")
+def doc_section(doc: str, title: str) -> str:
+    text = (ROOT / doc).read_text()
+    start = text.index(f"# {title}")
     end = text.find("\n## ", start + 1)
     return text[start : end if end != -1 else None]
 
 
-def test_readme_says_how_to_name_a_host() -> None:
+def test_docs_say_how_to_name_a_host() -> None:
     """The configuration table lists BULLPEN_HOSTNAME (and the namespace all
     hosts share); "Several hosts" names both ways to set the name, its
     default, the characters allowed and why it must be unique."""
-    table = readme_section("Configuration")
+    table = doc_section("docs/configuration.md", "GPU workers and supervisors")
     assert re.search(r"^\| `BULLPEN_HOSTNAME` \|", table, re.M)
     assert re.search(r"^\| `BULLPEN_NAMESPACE` \|", table, re.M)
-    hosts = " ".join(readme_section("Several hosts").split())
+    hosts = " ".join(doc_section("docs/operations.md", "Several hosts").split())
     for needed in (
         "BULLPEN_HOSTNAME",
         "manage.py runworkers --host NAME",

@@ -21,7 +21,8 @@ from gpu_workers.exceptions import ValidationError
 from gpu_workers.fleet import Fleet
 from gpu_workers.supervisor import Supervisor
 from queues import Queue
-from tests.gpu_workers.helpers import FAST, SupervisorProcess, read_stream, wait_until
+from tests.gpu_workers.helpers import FAST, SupervisorProcess, read_stream
+from tests.helpers import wait_until
 
 GiB = 2**30
 #: Budget of one process on a simulated 24 GiB GPU: 24 - 1 reserve - 0.5

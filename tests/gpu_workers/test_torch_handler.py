@@ -18,7 +18,8 @@ from gpu_workers.probe import NvmlProbe
 from queues import Queue
 from tests.gpu_workers.fake_nvml import FakeNvml
 from tests.gpu_workers.fake_torch import OutOfMemoryError, make_fake_torch
-from tests.gpu_workers.helpers import WorkerThread, make_spec, wait_until
+from tests.gpu_workers.helpers import WorkerThread, make_spec
+from tests.helpers import wait_until
 
 GiB = 2**30
 H200 = "GPU-00000000-0000-0000-0000-0000000000h2"

@@ -12,21 +12,20 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import urlparse
 
 from queues import AsyncWorker, Job
-from tests.helpers import wait_until as shared_wait_until
+from tests.helpers import wait_until
 
 from .behaviour import behave
 
 HERE = Path(__file__).resolve().parent
 BULL = HERE / "node" / "bull.mjs"
 ROOT = HERE.parent.parent
-T = TypeVar("T")
 
 
 def port_of(redis_url: str) -> str:
@@ -60,13 +59,6 @@ def node(redis_url: str, *args: Any, timeout: float = 60) -> Any:
 def call(redis_url: str, queue: str, method: str, *args: Any) -> Any:
     """`await new Queue(queue)[method](...args)` in Node; the result as JSON."""
     return node(redis_url, "call", queue, method, list(args))
-
-
-def wait_until(
-    predicate: Callable[[], T], timeout: float, what: str, interval: float = 0.02
-) -> T:
-    """tests.helpers.wait_until with the (timeout, what) order these tests use."""
-    return shared_wait_until(predicate, timeout, interval, what)
 
 
 #: Child processes still running; the conftest kills them after each test.
@@ -127,7 +119,7 @@ class Process:
             hits = self.seen(key, value)
             return hits[0] if hits else None
 
-        return wait_until(found, timeout, f"{self.label} to print {key}={value}")
+        return wait_until(found, timeout, what=f"{self.label} to print {key}={value}")
 
     def stop(self, timeout: float = 30) -> None:
         """SIGTERM and wait for a clean exit."""

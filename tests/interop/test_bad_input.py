@@ -7,8 +7,9 @@ from __future__ import annotations
 import time
 
 from queues import Queue
+from tests.helpers import wait_until
 
-from .helpers import call, node, python_worker, wait_until
+from .helpers import call, node, python_worker
 
 
 def test_bad_jobs_from_another_client(redis_url: str, qname: str) -> None:
@@ -74,13 +75,13 @@ def test_bad_jobs_from_another_client(redis_url: str, qname: str) -> None:
                 queue.get_counts("completed", "failed") == {"completed": 2, "failed": 2}
             ),
             30,
-            "2 completed and 2 failed jobs",
+            what="2 completed and 2 failed jobs",
         )
         late = call(redis_url, qname, "add", "late", {"n": 6})
         wait_until(
             lambda: queue.get_counts("completed") == {"completed": 3},
             30,
-            "the worker to keep going",
+            what="the worker to keep going",
         )
     queue.close()
 

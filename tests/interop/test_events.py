@@ -8,9 +8,10 @@ from typing import Any
 
 from queues import Queue, QueueEvents
 from queues.codec import dumps
+from tests.helpers import wait_until
 from tests.queues.transitions.helpers import claim_keys
 
-from .helpers import call, node_events, node_worker, python_worker, wait_until
+from .helpers import call, node_events, node_worker, python_worker
 
 
 def _events(proc: Any, name: str, job_id: str | None = None) -> list[Any]:
@@ -53,7 +54,7 @@ def test_node_queue_events_hear_python_workers(redis_url: str, qname: str) -> No
                     and queue.get_counts("completed")["completed"] == 3
                 ),
                 30,
-                "every job to finish and the queue to drain",
+                what="every job to finish and the queue to drain",
             )
     finally:
         listener.stop()
@@ -110,7 +111,7 @@ def test_python_queue_events_hear_node_workers(redis_url: str, qname: str) -> No
             seen.extend(events.read())
             return any(e.event == "drained" for e in seen)
 
-        wait_until(finished, 30, "the Node worker to drain the queue")
+        wait_until(finished, 30, what="the Node worker to drain the queue")
     finally:
         worker.stop()
         events.close()

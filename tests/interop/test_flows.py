@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from queues import FlowProducer, Queue
+from tests.helpers import wait_until
 
-from .helpers import node, node_worker, python_worker, wait_until
+from .helpers import node, node_worker, python_worker
 
 
 def _tree(a: str, b: str, camel: bool) -> list[dict[str, Any]]:
@@ -115,7 +116,7 @@ def test_node_flow_python_workers(redis_url: str, qname: str) -> None:
                 qa.get_counts("completed", "failed") == {"completed": 4, "failed": 1}
             ),
             30,
-            "every parent to finish",
+            what="every parent to finish",
         )
     _check(redis_url, a, b, ids, "py")
     producer = FlowProducer(redis_url)
@@ -146,7 +147,7 @@ def test_python_flow_node_workers(redis_url: str, qname: str) -> None:
                 qa.get_counts("completed", "failed") == {"completed": 4, "failed": 1}
             ),
             30,
-            "every parent to finish",
+            what="every parent to finish",
         )
     finally:
         for w in workers:

@@ -12,15 +12,9 @@ from typing import Any
 import redis
 
 from queues import MetricsOptions, Queue
+from tests.helpers import wait_until
 
-from .helpers import (
-    call,
-    node_events,
-    node_worker,
-    py_worker,
-    python_worker,
-    wait_until,
-)
+from .helpers import call, node_events, node_worker, py_worker, python_worker
 
 MINUTE_MS = 60_000
 MAX_POINTS = 5
@@ -70,7 +64,9 @@ def add_jobs(q: Queue) -> None:
 def wait_finished(q: Queue, completed: int, failed: int) -> None:
     """Wait until the queue holds this many completed and failed jobs."""
     wanted = {"completed": completed, "failed": failed}
-    wait_until(lambda: q.get_counts("completed", "failed") == wanted, 30, f"{wanted}")
+    wait_until(
+        lambda: q.get_counts("completed", "failed") == wanted, 30, what=f"{wanted}"
+    )
 
 
 def check_series(redis_url: str, q: Queue, since_ms: int) -> None:
@@ -181,7 +177,7 @@ def test_get_workers_agrees_with_node(redis_url: str, qname: str) -> None:
         ours = wait_until(
             lambda: len(found := q.get_workers()) == 4 and found,
             15,
-            "get_workers() to list four workers",
+            what="get_workers() to list four workers",
         )
         theirs = call(redis_url, qname, "getWorkers")
         assert _identity(ours) == _identity(theirs)

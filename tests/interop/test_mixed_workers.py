@@ -7,13 +7,17 @@ import base64
 import time
 from collections import Counter
 
-from queues import Queue
+import pytest
 
-from .helpers import call, node, node_worker, py_worker, python_worker, wait_until
+from queues import Queue
+from tests.helpers import wait_until
+
+from .helpers import call, node, node_worker, py_worker, python_worker
 
 JOBS = 5000
 
 
+@pytest.mark.slow  # load/soak: make test runs it, make test-fast does not
 def test_two_node_two_python_workers_share_5000_jobs(
     redis_url: str, qname: str
 ) -> None:
@@ -32,7 +36,7 @@ def test_two_node_two_python_workers_share_5000_jobs(
         listed = wait_until(
             lambda: len(found := call(redis_url, qname, "getWorkers")) == 4 and found,
             15,
-            "Node's getWorkers() to list the four workers",
+            what="Node's getWorkers() to list the four workers",
         )
         assert sorted(w["rawname"] for w in listed) == sorted(
             f"bull:{encoded}:w:{n}" for n in ("node1", "node2", "py1", "py2")
@@ -49,7 +53,7 @@ def test_two_node_two_python_workers_share_5000_jobs(
         wait_until(
             lambda: queue.get_counts("completed")["completed"] == JOBS,
             120,
-            f"{JOBS} completions",
+            what=f"{JOBS} completions",
         )
     finally:
         for w in workers:
@@ -86,7 +90,7 @@ def test_global_rate_limit_set_from_node(redis_url: str, qname: str) -> None:
         wait_until(
             lambda: queue.get_counts("completed")["completed"] == count,
             30,
-            "the rate-limited jobs",
+            what="the rate-limited jobs",
         )
     starts = sorted(j.processed_on for j in queue.get_jobs("completed"))
     windows: list[list[int]] = []
@@ -116,7 +120,7 @@ def test_pause_and_resume_across_languages(redis_url: str, qname: str) -> None:
         assert queue.get_counts("waiting")["waiting"] == 20
         queue.resume()
         wait_until(
-            lambda: len(worker.seen("done")) == 20, 15, "the Node worker to resume"
+            lambda: len(worker.seen("done")) == 20, 15, what="the Node worker to resume"
         )
     finally:
         worker.stop()
@@ -137,7 +141,7 @@ def test_pause_and_resume_across_languages(redis_url: str, qname: str) -> None:
         wait_until(
             lambda: queue.get_counts("completed")["completed"] == 40,
             15,
-            "the Bullpen worker to resume",
+            what="the Bullpen worker to resume",
         )
     assert len(record.starts) == 20
     assert node(redis_url, "call", qname, "getJobCounts", []) == {

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .helpers import call, node, python_worker, wait_until
+from tests.helpers import wait_until
+
+from .helpers import call, node, python_worker
 from .jobs import check_order, mixed_jobs
 
 PHASE_1 = 980
@@ -32,7 +34,7 @@ def test_node_producer_python_worker(redis_url: str, qname: str) -> None:
         wait_until(
             lambda: len(record.starts) >= PHASE_1 + len(fail_first),
             90,
-            "the Python worker to run every job",
+            what="the Python worker to run every job",
         )
         counts = wait_until(
             lambda: (
@@ -41,7 +43,7 @@ def test_node_producer_python_worker(redis_url: str, qname: str) -> None:
                 and c
             ),
             30,
-            "Node to count every completion",
+            what="Node to count every completion",
         )
     runs = Counter(job_id for job_id, _, _ in record.starts)
     assert set(runs) == set(ids)
@@ -83,7 +85,7 @@ def test_node_producer_python_worker(redis_url: str, qname: str) -> None:
                 == {"completed": 5, "waiting": 0}
             ),
             30,
-            "the completed set to be trimmed to 5",
+            what="the completed set to be trimmed to 5",
         )
     kept = call(redis_url, qname, "getJobs", ["completed"])
     assert sorted(j["name"] for j in kept) == ["trim"] * 5

@@ -10,8 +10,9 @@ from typing import Any
 import redis
 
 from queues import Queue
+from tests.helpers import wait_until
 
-from .helpers import Process, call, node, node_worker, py_worker, wait_until
+from .helpers import Process, call, node, node_worker, py_worker
 
 KINDS = ("node", "bullpen")
 
@@ -51,7 +52,7 @@ def _deferred_failure_then_job(redis_url: str, qname: str, kind: str) -> dict[st
     wait_until(
         lambda: queue.get_job(parent_id).get_state() == "waiting",
         15,
-        "the failed child to release its parent",
+        what="the failed child to release its parent",
     )
     child_worker.stop()
     call(redis_url, parents, "setGlobalRateLimit", 1, 60_000)
@@ -127,7 +128,7 @@ def _share_under_global_concurrency(
     wait_until(
         lambda: queue.get_counts("completed")["completed"] == 48,
         30,
-        f"48 jobs on {kind} workers",
+        what=f"48 jobs on {kind} workers",
     )
     for worker in workers:
         worker.stop()

@@ -10,8 +10,9 @@ from typing import Any
 import redis
 
 from queues import Queue
+from tests.helpers import wait_until
 
-from .helpers import call, node_worker, py_worker, wait_until
+from .helpers import call, node_worker, py_worker
 
 KINDS = ("node", "bullpen")
 
@@ -37,7 +38,7 @@ def _clean_last_scheduler_iteration(
     wait_until(
         lambda: queue.get_counts("completed")["completed"] == 1,
         15,
-        f"the iteration on the {kind} worker",
+        what=f"the iteration on the {kind} worker",
     )
     worker.stop()
     if kind == "node":

@@ -7,8 +7,9 @@ from collections import Counter
 from typing import Any
 
 from queues import Queue
+from tests.helpers import wait_until
 
-from .helpers import call, node, node_worker, wait_until
+from .helpers import call, node, node_worker
 from .jobs import check_order, mixed_jobs, py_kwargs
 
 COUNT = 1000
@@ -59,12 +60,12 @@ def test_python_producer_node_worker(redis_url: str, qname: str) -> None:
         wait_until(
             lambda: len(worker.seen("start")) >= COUNT + len(fail_first),
             90,
-            "the Node worker to run every job",
+            what="the Node worker to run every job",
         )
         wait_until(
             lambda: queue.get_counts("completed")["completed"] == COUNT - len(removed),
             30,
-            "every completion",
+            what="every completion",
         )
     finally:
         worker.stop()

@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from queues import Queue
+from tests.helpers import wait_until
 
-from .helpers import call, node, node_worker, python_worker, wait_until
+from .helpers import call, node, node_worker, python_worker
 
 EVERY_MS = 250
 
@@ -47,7 +48,7 @@ def test_node_scheduler_python_workers(redis_url: str, qname: str) -> None:
         wait_until(
             lambda: len(_iterations(queue, "tick")) >= 5,
             15,
-            "five iterations on Bullpen workers",
+            what="five iterations on Bullpen workers",
         )
     jobs = _iterations(queue, "tick")
     _check_series(jobs, "tick", "py")
@@ -89,7 +90,7 @@ def test_python_scheduler_node_workers(redis_url: str, qname: str) -> None:
                 and len(_iterations(queue, "cron")) >= 2
             ),
             15,
-            "iterations on Node workers",
+            what="iterations on Node workers",
         )
     finally:
         worker.stop()

@@ -7,14 +7,14 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import redis
 
 from queues import JobState, Queue
+from tests.helpers import wait_until
 from tests.redis_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,14 +59,6 @@ def assert_error(result: subprocess.CompletedProcess[str], *fragments: str) -> N
     assert lines[0].startswith("error: ")
     for fragment in fragments:
         assert fragment in lines[0]
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 15) -> None:
-    """Poll until predicate() is true or fail after timeout seconds."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out waiting"
-        time.sleep(0.05)
 
 
 @pytest.fixture
@@ -192,10 +184,11 @@ def test_worker_processes_jobs_and_logs_each_failure(
     options += ["--stalled-interval", "5000"]
     proc = start_worker(redis_url, queue.name, "double", *options)
     try:
-        wait_for(
+        wait_until(
             lambda: (
                 queue.get_counts("completed", "failed") == {"completed": 5, "failed": 2}
-            )
+            ),
+            15,
         )
     finally:
         err = stop_worker(proc)
@@ -225,14 +218,14 @@ def test_worker_runs_an_async_processor_and_a_dotted_path(
     queue.add("a", {"x": 21})
     proc = start_worker(redis_url, queue.name, "async_double")
     try:
-        wait_for(lambda: queue.get_counts("completed")["completed"] == 1)
+        wait_until(lambda: queue.get_counts("completed")["completed"] == 1, 15)
     finally:
         stop_worker(proc)
     assert queue.get_job("1").returnvalue == 42
     queue.add("b", {"x": 4})
     proc = start_worker(redis_url, queue.name, "Namespace.process")
     try:
-        wait_for(lambda: queue.get_counts("completed")["completed"] == 2)
+        wait_until(lambda: queue.get_counts("completed")["completed"] == 2, 15)
     finally:
         stop_worker(proc, signal.SIGINT)
     assert queue.get_job("2").returnvalue == {"doubled": 8}
@@ -245,7 +238,7 @@ def test_worker_stops_gracefully_letting_the_running_job_finish(
     queue.add("slow", {"seconds": 1.5})
     proc = start_worker(redis_url, queue.name, "slow")
     try:
-        wait_for(lambda: queue.get_counts("active")["active"] == 1)
+        wait_until(lambda: queue.get_counts("active")["active"] == 1, 15)
         queue.add("next", {"seconds": 0})
     finally:
         stop_worker(proc, signal.SIGINT)
@@ -262,7 +255,7 @@ def test_a_clean_stop_does_not_warn_of_running_jobs(
     queue.add_bulk([{"name": "d", "data": {"x": i}} for i in range(3)])
     proc = start_worker(redis_url, queue.name, "double", "--concurrency", "100")
     try:
-        wait_for(lambda: queue.get_counts("completed")["completed"] == 3)
+        wait_until(lambda: queue.get_counts("completed")["completed"] == 3, 15)
     finally:
         err = stop_worker(proc)
     assert "still running" not in err, err
@@ -274,10 +267,11 @@ def test_retry_clean_pause_and_resume(redis_url: str, queue: Queue) -> None:
     queue.add("ok", {"x": 1})
     proc = start_worker(redis_url, queue.name, "double")
     try:
-        wait_for(
+        wait_until(
             lambda: (
                 queue.get_counts("failed", "completed") == {"failed": 3, "completed": 1}
-            )
+            ),
+            15,
         )
     finally:
         stop_worker(proc)
@@ -307,7 +301,7 @@ def test_retry_completed_jobs(redis_url: str, queue: Queue) -> None:
     queue.add("ok", {"x": 1})
     proc = start_worker(redis_url, queue.name, "double")
     try:
-        wait_for(lambda: queue.get_counts("completed")["completed"] == 1)
+        wait_until(lambda: queue.get_counts("completed")["completed"] == 1, 15)
     finally:
         stop_worker(proc)
     out = ok(cli(redis_url, "retry", queue.name, "--state", "completed"))

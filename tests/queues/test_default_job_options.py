@@ -13,7 +13,8 @@ import redis
 
 from queues import AsyncQueue, FlowProducer, Queue
 from queues.exceptions import InvalidJobOptions
-from tests.queues.worker.helpers import wait_until, worker_thread
+from tests.helpers import wait_until
+from tests.queues.worker.helpers import worker_thread
 
 SEED_DEFAULTS = {
     "attempts": 3,

@@ -14,6 +14,7 @@ import pytest
 
 from queues import AsyncFlowProducer, AsyncWorker, FlowProducer, Job, Queue
 from queues.exceptions import InvalidJobOptions
+from tests.helpers import wait_until
 
 
 @contextmanager
@@ -33,13 +34,6 @@ def running(
         loop.call_soon_threadsafe(worker.close)
         thread.join(20)
         loop.close()
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
 
 
 async def _work(job: Job) -> Any:
@@ -72,7 +66,7 @@ def test_flow_parent_gets_children_values(redis_url: str, qname: str) -> None:
     queue = Queue(qname, redis_url)
     assert queue.get_job_state(tree.job.id) == "waiting-children"
     with running(qname, redis_url, _work), running(other, redis_url, _work):
-        wait_for(lambda: queue.get_job_state(tree.job.id) == "completed")
+        wait_until(lambda: queue.get_job_state(tree.job.id) == "completed")
     kid = tree.children[0].job.id
     assert queue.get_job(tree.job.id).returnvalue == {
         f"bull:{qname}:{kid}": 10,
@@ -101,7 +95,7 @@ def test_fpof_child_fails_parent(redis_url: str, qname: str) -> None:
         )
     queue = Queue(qname, redis_url)
     with running(qname, redis_url, _work):
-        wait_for(lambda: queue.get_job_state(tree.job.id) == "failed")
+        wait_until(lambda: queue.get_job_state(tree.job.id) == "failed")
     assert queue.get_job(tree.job.id).failed_reason == f"child bull:{qname}:k failed"
     queue.close()
 
@@ -169,7 +163,7 @@ def test_scheduler_keeps_producing_on_bullpen_workers(
     queue = Queue(qname, redis_url)
     queue.upsert_job_scheduler("s", every_ms=100, limit=4, template={"data": {"n": 1}})
     with running(qname, redis_url, _work):
-        wait_for(lambda: queue.get_counts("completed")["completed"] == 4)
+        wait_until(lambda: queue.get_counts("completed")["completed"] == 4)
         time.sleep(0.3)
     assert queue.get_counts("completed", "delayed", "waiting") == {
         "completed": 4,

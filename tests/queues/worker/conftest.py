@@ -8,17 +8,8 @@ from typing import Any
 
 import pytest
 
-from queues import Queue
 from tests.queues.worker.helpers import WorkerProcess, start_worker_process
 from tests.redis_server import RedisServer
-
-
-@pytest.fixture
-def q(redis_url: str, qname: str) -> Iterator[Queue]:
-    """A sync Queue on the flushed session server."""
-    queue = Queue(qname, redis_url)
-    yield queue
-    queue.close()
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import redis
 
 from queues import Worker
-from tests.helpers import wait_until  # noqa: F401 - re-exported
+from tests.helpers import wait_until
 
 T = TypeVar("T")
 

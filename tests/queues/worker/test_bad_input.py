@@ -11,7 +11,8 @@ import pytest
 import redis
 
 from queues import Job, Queue
-from tests.queues.worker.helpers import now_ms, wait_until, worker_thread
+from tests.helpers import wait_until
+from tests.queues.worker.helpers import now_ms, worker_thread
 
 
 def _write_by_hand(

@@ -11,12 +11,8 @@ from typing import Any
 import pytest
 
 from queues import Job, Queue, Worker
-from tests.queues.worker.helpers import (
-    WorkerThread,
-    start_worker_thread,
-    wait_until,
-    worker_thread,
-)
+from tests.helpers import wait_until
+from tests.queues.worker.helpers import WorkerThread, start_worker_thread, worker_thread
 
 
 def test_a_finished_job_keeps_its_lock_until_saved(

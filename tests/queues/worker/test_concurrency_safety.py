@@ -5,21 +5,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
 import redis
 
 from queues import Queue
+from tests.helpers import wait_until
 from tests.queues.worker.helpers import (
     WorkerProcess,
     counts,
     started,
     terminate_all,
     wait_ready,
-    wait_until,
 )
 
 JOBS = 5000
 
 
+@pytest.mark.slow  # load/soak: make test runs it, make test-fast does not
 def test_every_job_completes_exactly_once(
     redis_url: str, q: Queue, r: redis.Redis, spawn: Callable[..., WorkerProcess]
 ) -> None:

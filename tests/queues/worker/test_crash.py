@@ -12,13 +12,13 @@ from typing import Any
 import redis
 
 from queues import Job, JobState, Queue
+from tests.helpers import wait_until
 from tests.queues.worker.helpers import (
     WorkerProcess,
     counts,
     now_ms,
     terminate_all,
     wait_ready,
-    wait_until,
     worker_thread,
 )
 

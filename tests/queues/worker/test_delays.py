@@ -8,7 +8,8 @@ import time
 from typing import Any
 
 from queues import Job, Queue
-from tests.queues.worker.helpers import now_ms, wait_until, worker_thread
+from tests.helpers import wait_until
+from tests.queues.worker.helpers import now_ms, worker_thread
 
 LATENESS_MS = 50
 

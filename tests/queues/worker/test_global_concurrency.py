@@ -9,12 +9,12 @@ from collections.abc import Callable
 import redis
 
 from queues import Queue
+from tests.helpers import wait_until
 from tests.queues.worker.helpers import (
     WorkerProcess,
     started,
     terminate_all,
     wait_ready,
-    wait_until,
 )
 
 

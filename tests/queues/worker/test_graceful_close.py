@@ -11,13 +11,8 @@ import pytest
 import redis
 
 from queues import JobState, Queue
-from tests.queues.worker.helpers import (
-    WorkerProcess,
-    counts,
-    now_ms,
-    wait_ready,
-    wait_until,
-)
+from tests.helpers import wait_until
+from tests.queues.worker.helpers import WorkerProcess, counts, now_ms, wait_ready
 
 
 @pytest.mark.parametrize(

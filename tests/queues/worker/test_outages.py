@@ -15,7 +15,8 @@ import redis
 from queues import Job, Queue
 from queues.exceptions import RedisUnavailable
 from queues.outages import Outage, backoff_s, recoverable
-from tests.queues.worker.helpers import wait_until, worker_thread
+from tests.helpers import wait_until
+from tests.queues.worker.helpers import worker_thread
 from tests.redis_server import RedisServer
 
 #: Codes Redis answers that clear by themselves, and one that does not.

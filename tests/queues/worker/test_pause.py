@@ -9,7 +9,8 @@ import time
 from typing import Any
 
 from queues import Job, Queue
-from tests.queues.worker.helpers import wait_until, worker_thread
+from tests.helpers import wait_until
+from tests.queues.worker.helpers import worker_thread
 
 
 def test_pause_with_jobs_in_flight_then_resume(redis_url: str, q: Queue) -> None:

@@ -7,7 +7,8 @@ import threading
 from typing import Any
 
 from queues import Job, Queue
-from tests.queues.worker.helpers import wait_until, worker_thread
+from tests.helpers import wait_until
+from tests.queues.worker.helpers import worker_thread
 
 
 def _run_in_order(redis_url: str, q: Queue, n: int) -> list[str]:

@@ -13,7 +13,8 @@ import redis
 import redis.asyncio as aioredis
 
 from queues import AsyncQueue, AsyncWorker, Job, Queue
-from tests.queues.worker.helpers import wait_until, worker_thread
+from tests.helpers import wait_until
+from tests.queues.worker.helpers import worker_thread
 
 
 def _progress_events(r: redis.Redis, q: Queue, job_id: str) -> list[str]:

@@ -9,13 +9,13 @@ from typing import Any
 import redis
 
 from queues import Job, Queue
+from tests.helpers import wait_until
 from tests.queues.worker.helpers import (
     WorkerProcess,
     gaps,
     started,
     terminate_all,
     wait_ready,
-    wait_until,
     worker_thread,
 )
 

@@ -10,7 +10,8 @@ from typing import Any
 import redis
 
 from queues import Job, Queue
-from tests.queues.worker.helpers import wait_until, worker_thread
+from tests.helpers import wait_until
+from tests.queues.worker.helpers import worker_thread
 from tests.redis_server import RedisServer
 
 

@@ -9,7 +9,8 @@ from typing import Any
 import redis
 
 from queues import Job, Queue
-from tests.queues.worker.helpers import wait_until, worker_thread
+from tests.helpers import wait_until
+from tests.queues.worker.helpers import worker_thread
 
 
 def succeed(job: Job) -> Any:

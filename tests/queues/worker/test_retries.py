@@ -10,7 +10,8 @@ from typing import Any
 import redis
 
 from queues import Job, JobState, Queue, UnrecoverableError
-from tests.queues.worker.helpers import gaps, now_ms, wait_until, worker_thread
+from tests.helpers import wait_until
+from tests.queues.worker.helpers import gaps, now_ms, worker_thread
 
 #: How late an attempt may start after its backoff delay (idle worker).
 LATENESS_MS = 50

@@ -15,7 +15,8 @@ import pytest
 import redis
 
 from queues import Job, Queue, Worker
-from tests.queues.worker.helpers import WorkerThread, wait_until
+from tests.helpers import wait_until
+from tests.queues.worker.helpers import WorkerThread
 from tests.redis_server import RedisServer
 
 STALL_S = 1.5
