@@ -1,5 +1,5 @@
 --[[
-  Add a job with delay > 0 to `delayed` (wire spec 4.2), score from
+  Add a job with delay > 0 to `delayed` (docs/protocol.md §4.2), score from
   timestamp + delay, emit `delayed {delay=<absolute due ms>}` and refresh the
   delay marker (also while paused).
 

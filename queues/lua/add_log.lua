@@ -1,5 +1,5 @@
 --[[
-  Append a line to a job's log (wire spec 4.11), keeping the last keepLogs
+  Append a line to a job's log (docs/protocol.md §4.11), keeping the last keepLogs
   lines when that is set. No event.
 
   KEYS[1] job hash

@@ -1,5 +1,5 @@
 --[[
-  Add the parent of a flow (wire spec 4.4): stored like any add (custom id,
+  Add the parent of a flow (docs/protocol.md §4.4): stored like any add (custom id,
   duplicate and non-replace deduplication handling), then ZADD to
   `waiting-children` with score = timestamp and emit `waiting-children`. Its
   children follow in the same transaction, each adding its key to

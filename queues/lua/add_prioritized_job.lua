@@ -1,5 +1,5 @@
 --[[
-  Add a job with priority > 0 to `prioritized` (wire spec 4.3), score
+  Add a job with priority > 0 to `prioritized` (docs/protocol.md §4.3), score
   priority * 2^32 + counter, plus the base marker unless paused or maxed.
 
   KEYS[1] prioritized

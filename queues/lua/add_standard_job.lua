@@ -1,5 +1,5 @@
 --[[
-  Add a job to `wait` (wire spec 4.1): LPUSH, or RPUSH when lifo, plus the
+  Add a job to `wait` (docs/protocol.md §4.1): LPUSH, or RPUSH when lifo, plus the
   base marker unless the queue is paused or at its global concurrency.
 
   KEYS[1] wait

@@ -1,5 +1,5 @@
 --[[
-  Change a job's priority (wire spec 4.19): a job waiting in `wait` or
+  Change a job's priority (docs/protocol.md §4.19): a job waiting in `wait` or
   `prioritized` is re-queued under the new priority (lifo puts it first
   among equals); any job gets the new `priority` field. No event.
 

@@ -1,5 +1,5 @@
 --[[
-  Remove old jobs of one state (wire spec 4.16, Queue.clean): at most `limit`
+  Remove old jobs of one state (docs/protocol.md §4.16, Queue.clean): at most `limit`
   ids (0 = no limit) whose reference time is <= the cutoff. finished sets use
   their score (finishedOn); delayed uses processedOn/timestamp; prioritized
   uses timestamp; wait/paused/active use finishedOn/processedOn/timestamp,

@@ -1,5 +1,5 @@
 --[[
-  Delete every job waiting to run (wire spec 4.20): `wait`, `paused`,
+  Delete every job waiting to run (docs/protocol.md §4.20): `wait`, `paused`,
   `prioritized` and, when asked, `delayed`; the current iteration of each job
   scheduler is kept. No events.
 

@@ -1,6 +1,6 @@
 --[[
-  Renew the locks of all of a worker's active jobs in one call (wire spec
-  4.6, batched form): for each (id, token) whose lock still holds the token,
+  Renew the locks of all of a worker's active jobs in one call
+  (docs/protocol.md §4.6, batched form): for each (id, token) whose lock still holds the token,
   SET it again with PX duration and SREM the id from `stalled`.
 
   KEYS[1] stalled

@@ -1,5 +1,5 @@
 --[[
-  Count jobs per state (wire spec 4.18): LLEN for lists (a legacy "0:" tail
+  Count jobs per state (docs/protocol.md §4.18): LLEN for lists (a legacy "0:" tail
   marker of wait/paused is discounted and popped, as BullMQ's getCounts
   does), ZCARD for sorted sets.
 

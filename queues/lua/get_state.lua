@@ -1,5 +1,5 @@
 --[[
-  Find which state holds a job (wire spec 4.18, getStateV2 order):
+  Find which state holds a job (docs/protocol.md §4.18, getStateV2 order):
   completed, failed, delayed, prioritized (ZSCORE), then active, wait,
   paused (LPOS), then waiting-children.
 

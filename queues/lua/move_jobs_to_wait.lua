@@ -1,5 +1,5 @@
 --[[
-  Bulk move of finished or delayed jobs back to `wait` (wire spec 4.12 bulk,
+  Bulk move of finished or delayed jobs back to `wait` (docs/protocol.md §4.12 bulk,
   Queue.retryJobs and Queue.promoteJobs): up to `count` ids of the state set
   with score <= timestamp are cleared of their result fields, LPUSHed to
   `wait`, and announced with `waiting {prev=<state>}`. A retried flow child

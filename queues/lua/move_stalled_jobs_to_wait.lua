@@ -1,5 +1,5 @@
 --[[
-  The stalled-job check (wire spec 4.9). At most once per stalledInterval
+  The stalled-job check (docs/protocol.md §4.9). At most once per stalledInterval
   across all workers (mutex `stalled-check`): every id still in `stalled`
   whose lock has expired is taken out of `active`, its `stc` incremented,
   marked with `defa` once stc > maxStalledCount (unless it belongs to a live

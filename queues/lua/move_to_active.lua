@@ -1,5 +1,5 @@
 --[[
-  Claim up to ARGV[4] jobs for a worker (wire spec 4.5, batched; one when the
+  Claim up to ARGV[4] jobs for a worker (docs/protocol.md §4.5, batched; one when the
   queue has a global limit and another worker may wait): promote due
   delayed jobs, honour the rate limiter, paused flag and global concurrency,
   pop from `wait` (tail) then `prioritized`, lock each job, emit `active`,

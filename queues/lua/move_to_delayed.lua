@@ -1,5 +1,5 @@
 --[[
-  Retry a failed attempt later (wire spec 4.8, moveToDelayed): check the lock,
+  Retry a failed attempt later (docs/protocol.md §4.8, moveToDelayed): check the lock,
   write the failure fields, LREM from `active`, HINCRBY atm (unless
   skipAttempt), store the relative delay, ZADD to `delayed`, emit
   `delayed {delay=<absolute due ms>}` and refresh the delay marker.

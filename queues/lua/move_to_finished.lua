@@ -1,5 +1,5 @@
 --[[
-  Finish a batch of active jobs (wire spec 4.7 and the final-failure path of
+  Finish a batch of active jobs (docs/protocol.md §4.7 and the final-failure path of
   4.8), then optionally claim the next jobs in the same call. For each job:
   check the lock, write its fields, LREM it from `active`, add it to
   `completed`/`failed` with finishedOn (or delete it when retention keeps

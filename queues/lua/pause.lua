@@ -1,5 +1,5 @@
 --[[
-  Pause or resume a queue with BullMQ 6 semantics (wire spec 4.15). Pause:
+  Pause or resume a queue with BullMQ 6 semantics (docs/protocol.md §4.15). Pause:
   HSET meta paused 1, DEL marker, emit `paused`; jobs stay in `wait`. Resume:
   HDEL meta paused, migrate a legacy v5 `paused` list into `wait` (RENAME
   when `wait` is absent, else chunks of 7000 per call), re-add the marker,

@@ -1,5 +1,5 @@
 --[[
-  Promote one delayed job to run now (wire spec 4.13): ZREM from `delayed`,
+  Promote one delayed job to run now (docs/protocol.md §4.13): ZREM from `delayed`,
   drop a legacy "0:" marker from the head of `wait`, to `wait` (LPUSH) or
   `prioritized`, base marker unless paused or maxed, `waiting {prev=delayed}`,
   hash `delay` = 0.

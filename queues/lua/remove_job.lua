@@ -1,5 +1,5 @@
 --[[
-  Remove a job from whatever state holds it (wire spec 4.14), by default with
+  Remove a job from whatever state holds it (docs/protocol.md §4.14), by default with
   its children (BullMQ 6.7.0 removeJob, removeChildren: true). Refused for
   the current iteration of a job scheduler, and for a locked job: with
   children, also when any pending descendant (followed through

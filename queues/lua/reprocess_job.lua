@@ -1,5 +1,5 @@
 --[[
-  Manual retry of one finished job (wire spec 4.12, Job.retry): ZREM it from
+  Manual retry of one finished job (docs/protocol.md §4.12, Job.retry): ZREM it from
   `completed` or `failed`, clear finishedOn, processedOn and its result (and
   atm/ats when asked), queue it again by its priority as BullMQ 6.7.0 does:
   `prioritized` (new `pc` counter) when it has one, else `wait` (LPUSH, RPUSH

@@ -1,5 +1,5 @@
 --[[
-  Retry a failed attempt now (wire spec 4.8, retryJob): promote due delayed
+  Retry a failed attempt now (docs/protocol.md §4.8, retryJob): promote due delayed
   jobs, check the lock, write the failure fields, LREM from `active`, push
   back to `wait` (LPUSH, RPUSH when lifo) or `prioritized`, HINCRBY atm and
   emit `waiting {prev=active}`.

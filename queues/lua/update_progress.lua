@@ -1,5 +1,5 @@
 --[[
-  Store a job's progress and emit it (wire spec 4.10).
+  Store a job's progress and emit it (docs/protocol.md §4.10).
 
   KEYS[1] job hash
   KEYS[2] events

@@ -1,5 +1,5 @@
 --[[
-  Deduplication on add (wire spec 4.22). `de` is the decoded `opts.de`
+  Deduplication on add (docs/protocol.md §4.22). `de` is the decoded `opts.de`
   table {id, ttl?, extend?, replace?, keepLastIfActive?}; the owner key is
   `{prefix}de:{id}` and holds the id of the job that owns the window.
   `pending` describes the job being added, for the keepLastIfActive "next

@@ -1,5 +1,5 @@
 --[[
-  keepLastIfActive (wire spec 4.7 step 8): when the owner of a
+  keepLastIfActive (docs/protocol.md §4.7 step 8): when the owner of a
   deduplication window finishes, the newest add it absorbed while active,
   kept in `dn:{id}`, becomes a job: the id counter is INCRed, the stored
   `jid` is its id, it owns the window and is enqueued like a fresh add.

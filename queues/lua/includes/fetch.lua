@@ -1,5 +1,5 @@
 --[[
-  Claim up to `count` jobs for a worker (wire spec 4.5 steps 1-9), the body
+  Claim up to `count` jobs for a worker (docs/protocol.md §4.5 steps 1-9), the body
   shared by move_to_active and the fetch-next path of move_to_finished.
   `contended`: another worker may be blocked on the marker (see
   isMarkerContended); then a queue with a global concurrency or rate limit
@@ -100,7 +100,7 @@ local function claimJobs(q, prefix, now, opts, count, contended)
     end
   end
   if claimed > 0 then
-    -- Wake another idle worker so a backlog fans out (wire spec 4.5 step 8.5).
+    -- Wake another idle worker so a backlog fans out (docs/protocol.md §4.5 step 8.5).
     addBaseMarkerIfNeeded(q.marker, false)
     return {jobs, 0, 0}
   end

@@ -1,5 +1,5 @@
 --[[
-  Which state holds a job (wire spec 4.18, getStateV2 order): completed,
+  Which state holds a job (docs/protocol.md §4.18, getStateV2 order): completed,
   failed, delayed, prioritized (ZSCORE), then active, wait, paused (LPOS),
   then waiting-children. `stateKeys` are the eight keys in that order.
 ]]

@@ -1,5 +1,5 @@
 --[[
-  Lock check used by every transition out of `active` (wire spec 4.7 step 3):
+  Lock check used by every transition out of `active` (docs/protocol.md §4.7 step 3):
   a matching lock is deleted and the stalled mark cleared; returns 0, or -6
   (held by another token), or -2 (no lock). Token "0" skips the check.
 ]]

@@ -1,5 +1,5 @@
 --[[
-  Marker protocol (wire spec 1.4): member "0" score 0 wakes a worker for a
+  Marker protocol (docs/protocol.md §1.4): member "0" score 0 wakes a worker for a
   job ready now; member "1" carries the next delayed due time in ms.
 ]]
 local function addBaseMarkerIfNeeded(markerKey, isPausedOrMaxed)

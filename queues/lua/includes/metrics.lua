@@ -1,5 +1,5 @@
 --[[
-  Per-minute counts of finished jobs (wire spec 1.2 `metrics:*`, 4.7 step 13),
+  Per-minute counts of finished jobs (docs/protocol.md §1.2 `metrics:*`, 4.7 step 13),
   kept in the same layout as BullMQ's workers write them, so either client can
   add to and read the same series.
 

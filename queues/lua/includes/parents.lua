@@ -1,5 +1,5 @@
 --[[
-  Flow bookkeeping when a child finishes (wire spec 4.7 step 9) or is
+  Flow bookkeeping when a child finishes (docs/protocol.md §4.7 step 9) or is
   retried, and deduplication-key cleanup (step 8). A parent lives in its own queue, whose
   keys are derived from the `parent` JSON ({id, queueKey, fpof?, cpof?,
   idof?, rdof?}) or from `parentKey`.

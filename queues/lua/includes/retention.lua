@@ -1,10 +1,10 @@
 --[[
-  Retention of finished jobs (wire spec 4.7 step 11): by age (seconds, at
+  Retention of finished jobs (docs/protocol.md §4.7 step 11): by age (seconds, at
   most `limit` per call) and by count (keep the newest `count`).
   Requires: base, remove, parents.
 ]]
 
--- Retention deletes are "soft" (wire spec 4.16): a parent whose last pending
+-- Retention deletes are "soft" (docs/protocol.md §4.16): a parent whose last pending
 -- dependency this was is released with its `waiting` event, and the
 -- deduplication key is left alone (it was settled when the job finished).
 local function removeFinishedJob(prefix, jobId, now)

@@ -1,5 +1,5 @@
 --[[
-  Job schedulers (wire spec 1.2, 1.4): `repeat` ZSET (member = scheduler id,
+  Job schedulers (docs/protocol.md §1.2, 1.4): `repeat` ZSET (member = scheduler id,
   score = millis of its current iteration), `repeat:{id}` hash (name, tz,
   limit, pattern, startDate, endDate, every, offset, opts, data, ic), and
   iteration jobs `repeat:{id}:{millis}` carrying `rjk = id`.

@@ -1,5 +1,5 @@
 --[[
-  Score encodings (wire spec 1.4).
+  Score encodings (docs/protocol.md §1.4).
   Prioritized: priority * 2^32 + (INCR pc mod 2^32); push-back variant uses 0.
   Delayed: due * 4096 plus a counter among jobs due in the same millisecond.
 ]]

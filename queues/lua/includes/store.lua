@@ -1,5 +1,5 @@
 --[[
-  The part every add shares (wire spec 4.1 steps 1-5): check a flow parent
+  The part every add shares (docs/protocol.md §4.1 steps 1-5): check a flow parent
   exists, INCR the id counter, handle a custom id that already exists (emit
   `duplicated`, attach it to the new parent, return it), deduplicate, store
   the hash and emit `added`.

@@ -1,4 +1,4 @@
-"""add_delayed_job (wire spec 4.2): Queue.add with delay > 0."""
+"""add_delayed_job (docs/protocol.md §4.2): Queue.add with delay > 0."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""add_log (wire spec 4.11): Job.log."""
+"""add_log (docs/protocol.md §4.11): Job.log."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""add_parent_job (wire spec 4.4): the parent of a flow waits in
+"""add_parent_job (docs/protocol.md §4.4): the parent of a flow waits in
 `waiting-children`; its children, added in the same transaction, fill
 `{parent}:dependencies`."""
 

@@ -1,4 +1,4 @@
-"""add_prioritized_job (wire spec 4.3): Queue.add with priority > 0."""
+"""add_prioritized_job (docs/protocol.md §4.3): Queue.add with priority > 0."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""add_standard_job (wire spec 4.1): Queue.add without delay or priority."""
+"""add_standard_job (docs/protocol.md §4.1): Queue.add without delay or priority."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""change_priority (wire spec 4.19): Job.change_priority."""
+"""change_priority (docs/protocol.md §4.19): Job.change_priority."""
 
 from __future__ import annotations
 

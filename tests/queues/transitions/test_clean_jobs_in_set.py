@@ -1,4 +1,4 @@
-"""clean_jobs_in_set (wire spec 4.16): Queue.clean(grace_ms, limit, state).
+"""clean_jobs_in_set (docs/protocol.md §4.16): Queue.clean(grace_ms, limit, state).
 
 The client computes the cutoff from the wall clock (now - grace), so these
 tests date jobs far in the past (OLD) or the future (YOUNG).

@@ -1,4 +1,4 @@
-"""Deduplication in the add scripts (wire spec 4.22, includes/dedup.lua) and
+"""Deduplication in the add scripts (docs/protocol.md §4.22, includes/dedup.lua) and
 its clean-up in move_to_finished (4.7 step 8) and remove_job."""
 
 from __future__ import annotations

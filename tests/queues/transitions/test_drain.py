@@ -1,4 +1,4 @@
-"""drain (wire spec 4.20): Queue.drain."""
+"""drain (docs/protocol.md §4.20): Queue.drain."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""extend_locks (wire spec 4.6, batched form)."""
+"""extend_locks (docs/protocol.md §4.6, batched form)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""move_to_finished for flow children (wire spec 4.7 step 9): what a child's
+"""move_to_finished for flow children (docs/protocol.md §4.7 step 9): what a child's
 `parent` flags (fpof, cpof, idof, rdof) do to its parent when it fails."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""get_counts (wire spec 4.18): Queue.get_counts."""
+"""get_counts (docs/protocol.md §4.18): Queue.get_counts."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""get_state (wire spec 4.18): Queue.get_job_state / Job.get_state."""
+"""get_state (docs/protocol.md §4.18): Queue.get_job_state / Job.get_state."""
 
 from __future__ import annotations
 

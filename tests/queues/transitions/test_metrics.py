@@ -1,4 +1,4 @@
-"""Metrics collected by move_to_finished (wire spec 1.2 `metrics:*`, 4.7 step
+"""Metrics collected by move_to_finished (docs/protocol.md §1.2 `metrics:*`, 4.7 step
 13), as BullMQ's workers write them with `metrics: {maxDataPoints}`."""
 
 from __future__ import annotations

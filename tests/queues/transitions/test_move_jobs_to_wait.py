@@ -1,4 +1,5 @@
-"""move_jobs_to_wait (wire spec 4.12 bulk): Queue.retry_jobs and Queue.promote_jobs."""
+"""move_jobs_to_wait (docs/protocol.md §4.12 bulk): Queue.retry_jobs and
+Queue.promote_jobs."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""move_stalled_jobs_to_wait (wire spec 4.9): the stalled-job check."""
+"""move_stalled_jobs_to_wait (docs/protocol.md §4.9): the stalled-job check."""
 
 from __future__ import annotations
 

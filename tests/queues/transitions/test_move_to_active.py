@@ -1,4 +1,4 @@
-"""move_to_active (wire spec 4.5, batched as the worker calls it)."""
+"""move_to_active (docs/protocol.md §4.5, batched as the worker calls it)."""
 
 from __future__ import annotations
 

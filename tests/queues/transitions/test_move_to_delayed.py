@@ -1,4 +1,4 @@
-"""move_to_delayed (wire spec 4.8): a failed attempt retried after a backoff."""
+"""move_to_delayed (docs/protocol.md §4.8): a failed attempt retried after a backoff."""
 
 from __future__ import annotations
 

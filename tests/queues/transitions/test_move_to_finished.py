@@ -1,4 +1,4 @@
-"""move_to_finished (wire spec 4.7 and the final failure of 4.8)."""
+"""move_to_finished (docs/protocol.md §4.7 and the final failure of 4.8)."""
 
 from __future__ import annotations
 

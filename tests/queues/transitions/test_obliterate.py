@@ -1,4 +1,4 @@
-"""obliterate (wire spec 4.17): Queue.obliterate."""
+"""obliterate (docs/protocol.md §4.17): Queue.obliterate."""
 
 from __future__ import annotations
 

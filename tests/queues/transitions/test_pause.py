@@ -1,4 +1,5 @@
-"""pause (wire spec 4.15): Queue.pause / Queue.resume with BullMQ 6 semantics."""
+"""pause (docs/protocol.md §4.15): Queue.pause / Queue.resume with BullMQ 6
+semantics."""
 
 from __future__ import annotations
 

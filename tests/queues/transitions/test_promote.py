@@ -1,4 +1,4 @@
-"""promote (wire spec 4.13): Job.promote."""
+"""promote (docs/protocol.md §4.13): Job.promote."""
 
 from __future__ import annotations
 

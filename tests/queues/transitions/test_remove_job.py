@@ -1,4 +1,4 @@
-"""remove_job (wire spec 4.14): Queue.remove_job / Job.remove."""
+"""remove_job (docs/protocol.md §4.14): Queue.remove_job / Job.remove."""
 
 from __future__ import annotations
 

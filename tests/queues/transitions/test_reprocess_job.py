@@ -1,4 +1,4 @@
-"""reprocess_job (wire spec 4.12): Job.retry of a failed or completed job."""
+"""reprocess_job (docs/protocol.md §4.12): Job.retry of a failed or completed job."""
 
 from __future__ import annotations
 

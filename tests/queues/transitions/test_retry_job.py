@@ -1,4 +1,4 @@
-"""retry_job (wire spec 4.8): a failed attempt retried at once."""
+"""retry_job (docs/protocol.md §4.8): a failed attempt retried at once."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""update_progress (wire spec 4.10): Job.update_progress."""
+"""update_progress (docs/protocol.md §4.10): Job.update_progress."""
 
 from __future__ import annotations
 

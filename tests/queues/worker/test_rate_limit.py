@@ -32,7 +32,7 @@ def _starts(q: Queue, ids: list[str]) -> list[int]:
 def _windows(starts: list[int], duration: int) -> list[list[int]]:
     """Split sorted starts into the limiter's windows.
 
-    BullMQ's limiter is a fixed window (wire spec 6): the first claim after
+    BullMQ's limiter is a fixed window (docs/protocol.md §6): the first claim after
     the previous window expired opens a new one for `duration` ms. So a
     window opens at the first start at least `duration` after the current
     window's first start, and holds every start before that."""
