@@ -1,18 +1,16 @@
 """Which queues exist and which the pages may show: `QueueRef`, the queues
-configured in settings and those the SCAN for queue keys finds (`Discovery`,
+configured in settings and those the SCAN for queue keys finds (`CachedDiscovery`,
 shared by a process's requests), and the checks every queue URL passes."""
 
 from __future__ import annotations
 
 import logging
-import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import redis
 
-from queues.discovery import discover_queues
+from queues.discovery import CachedDiscovery, discover_queues
 from queues.drive import cmd
 from queues.keys import QueueKeys
 from queues.names import check_queue_name, qualified_name
@@ -67,124 +65,24 @@ def configured_queues() -> list[QueueRef]:
     return [parse_queue_entry(e) for e in conf.get().queues]
 
 
-#: A scan's result is reused for this many times the scan's own duration
-#: (bounding discovery's share of Redis time to about 5%), at most
-#: BULLPEN_DISCOVERY_TTL_S.
-DISCOVERY_TTL_PER_SCAN_S = 20
-#: A stale result is rescanned inside the request when the last scan took at
-#: most this long (a small keyspace), else in the background.
-DISCOVERY_INLINE_SCAN_S = 0.05
+def _scan(conn: redis.Redis, prefixes: Sequence[str]) -> list[tuple[str, str]]:
+    return discover_queues(conn, prefixes)  # looked up here: tests replace it
 
 
-class Discovery:
-    """The SCAN for queues under `prefixes()`, shared by a process's requests.
-
-    Without a result yet, requests wait for the one scan in flight (started by
-    `prewarm` when the server starts) instead of each scanning. A result is
-    reused while fresh, for 20 times what the scan cost: a few thousand keys
-    (a millisecond) rescan on nearly every page, inside the request, so a new
-    queue shows at once; 10k keys rescan every ~0.3 s; a million keys (~1 s
-    of SCAN) every ~17 s (BULLPEN_DISCOVERY_TTL_S at most), in the
-    background, while pages keep the previous list."""
-
-    def __init__(self, prefixes: Callable[[], Sequence[str]]) -> None:
-        self.prefixes = prefixes
-        self.lock = threading.Lock()
-        self.clear()
-
-    def reset(self) -> None:
-        """Forget the result, under the lock (tests point settings elsewhere)."""
-        with self.lock:
-            self.clear()
-
-    def clear(self) -> None:
-        """Forget the result (a new client; the lock is held)."""
-        self.client: redis.Redis | None = None
-        self.found: list[QueueRef] | None = None
-        self.at = 0.0
-        #: Seconds the last successful scan took.
-        self.scan_s = 0.0
-        self.scanning: threading.Event | None = None
-
-    def ttl(self) -> float:
-        """How long the current result stays fresh (see the class)."""
-        cap = conf.get().discovery_ttl_s
-        return min(cap, DISCOVERY_TTL_PER_SCAN_S * self.scan_s)
-
-    def _scan(self, conn: redis.Redis, done: threading.Event) -> None:
-        try:
-            started = time.monotonic()
-            found = [QueueRef(p, n) for p, n in discover_queues(conn, self.prefixes())]
-            with self.lock:
-                if self.client is conn:
-                    self.found, self.at = found, time.monotonic()
-                    self.scan_s = self.at - started
-        finally:
-            with self.lock:
-                if self.scanning is done:
-                    self.scanning = None
-            done.set()
-
-    def _background(self, conn: redis.Redis, done: threading.Event) -> None:
-        try:
-            self._scan(conn, done)
-        except redis.RedisError as exc:
-            log.warning("queue discovery failed: %s", exc)
-
-    def _start(self, conn: redis.Redis) -> threading.Event:
-        """Mark a scan in flight (the lock is held)."""
-        if self.client is not conn:
-            self.clear()
-            self.client = conn
-        self.scanning = threading.Event()
-        return self.scanning
-
-    def prewarm(self, conn: redis.Redis) -> None:
-        """Start a background scan when there is no result and none in flight."""
-        with self.lock:
-            if self.client is conn and (self.found is not None or self.scanning):
-                return
-            done = self._start(conn)
-        threading.Thread(
-            target=self._background, args=(conn, done), daemon=True
-        ).start()
-
-    def get(self, conn: redis.Redis) -> list[QueueRef]:
-        """The queues found (see the class)."""
-        with self.lock:
-            ours = self.client is conn and conf.get().discovery_ttl_s > 0
-            waiting = self.scanning if ours else None
-            if ours and self.found is not None:
-                stale = time.monotonic() - self.at > self.ttl()
-                if not stale or waiting is not None:
-                    return self.found
-                done = self._start(conn)
-                if self.scan_s > DISCOVERY_INLINE_SCAN_S:
-                    threading.Thread(
-                        target=self._background, args=(conn, done), daemon=True
-                    ).start()
-                    return self.found
-            elif waiting is None:
-                done = self._start(conn)
-        if waiting is not None:
-            waiting.wait(conf.get().redis_timeout_s)
-            with self.lock:
-                if self.found is not None and self.client is conn:
-                    return self.found
-                done = self._start(conn)  # that scan failed: try here
-        self._scan(conn, done)
-        with self.lock:
-            return self.found if self.found is not None else []
-
-
-_discovery = Discovery(lambda: conf.get().prefixes)
+#: The pages' discovery: one SCAN's result shared by a process's requests.
+_discovery = CachedDiscovery(
+    lambda: conf.get().prefixes,
+    lambda: conf.get().discovery_ttl_s,
+    lambda: conf.get().redis_timeout_s,
+    _scan,
+)
 on_reset(_discovery.reset)
 
 
 def discovered_queues() -> list[QueueRef]:
     """The queues SCAN found with the configured prefixes (cached, see
-    `Discovery`)."""
-    return _discovery.get(pages_redis.client())
+    `queues.discovery.CachedDiscovery`)."""
+    return [QueueRef(p, n) for p, n in _discovery.get(pages_redis.client())]
 
 
 def prewarm_discovery() -> None:
