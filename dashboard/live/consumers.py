@@ -34,8 +34,8 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
-from django.conf import settings
 
+from dashboard import conf
 from dashboard.models import VIEW
 from dashboard.reads import discovery
 from dashboard.redis import REDIS_DOWN
@@ -216,8 +216,8 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
         try:
             sub = subscriptions.parse(
                 content,
-                settings.BULLPEN_PREFIXES,
-                settings.BULLPEN_LIVE_MAX_QUEUES_PER_SOCKET,
+                conf.get().prefixes,
+                conf.get().live_max_queues_per_socket,
             )
         except subscriptions.SubscriptionError as exc:
             await self.send_json({"type": "error", "message": str(exc)})

@@ -372,15 +372,17 @@ def get_reader() -> EventsReader:
     what it reads to this loop's hub."""
     from django.conf import settings
 
+    from dashboard import conf
+
     loop = asyncio.get_running_loop()
     reader = _readers.get(loop)
     if reader is None:
         reader = EventsReader(
             settings.REDIS_URL,
-            settings.BULLPEN_PREFIXES,
+            list(conf.get().prefixes),
             get_hub().route,
-            settings.BULLPEN_NAMESPACE,
-            max_queues=settings.BULLPEN_LIVE_MAX_QUEUES_PER_PROCESS,
+            conf.get().namespace,
+            max_queues=conf.get().live_max_queues_per_process,
         )
         _readers[loop] = reader
     return reader
