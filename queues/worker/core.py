@@ -19,7 +19,7 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
-from .. import codec, defaults
+from .. import codec, defaults, ops
 from ..connection import (
     ConnectionLike,
     sent_once_client,
@@ -27,6 +27,7 @@ from ..connection import (
     sibling_sync_client,
     worker_client,
 )
+from ..drive import run_async
 from ..exceptions import UnrecoverableError
 from ..job import Job
 from ..metrics import MetricsOptions
@@ -331,9 +332,15 @@ class AsyncWorker(Closing, FailureHandling, Maintenance):
 
     async def _fetch(self) -> None:
         count = min(self.claim_capacity(), defaults.FETCH_BATCH_MAX)
-        flat, ttl, next_delay = await self._once.move_to_active(
+        claim = ops.claim(
             self._claim_keys,
-            (self.keys.base, int(time.time() * 1000), self._worker_opts(), count),
+            self.keys.base,
+            int(time.time() * 1000),
+            self._worker_opts(),
+            count,
+        )
+        flat, ttl, next_delay = await run_async(
+            claim, self._once.client, self._once, refusals_as_unavailable=False
         )
         # Only a claim or a finish ends an outage: reads (and a script with
         # nothing to write) may succeed while Redis still refuses writes.
@@ -346,16 +353,16 @@ class AsyncWorker(Closing, FailureHandling, Maintenance):
         fetch = 0
         if not self._closing and self._limited_until <= time.time() * 1000:
             fetch = max(min(self.claim_capacity(), defaults.FETCH_BATCH_MAX), 0)
-        k = self.keys
+        finish = ops.finish(
+            self._finish_keys,
+            self.keys.base,
+            int(time.time() * 1000),
+            self._worker_opts(fetch),
+            codec.dumps(entries),
+        )
         try:
-            codes, flat, ttl, next_delay = await self._once.move_to_finished(
-                self._finish_keys,
-                (
-                    k.base,
-                    int(time.time() * 1000),
-                    self._worker_opts(fetch),
-                    codec.dumps(entries),
-                ),
+            codes, flat, ttl, next_delay = await run_async(
+                finish, self._once.client, self._once, refusals_as_unavailable=False
             )
         except Exception:
             self._finished = entries + self._finished
@@ -379,6 +386,7 @@ class AsyncWorker(Closing, FailureHandling, Maintenance):
 
     # --- processing ----------------------------------------------------------
     def _make_job(self, job_id: str, h: dict[str, str]) -> Job:
+        job: Job[Any]
         if self.is_async:
             job = Job.from_hash(self.queue, job_id, h)
         else:
