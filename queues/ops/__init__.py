@@ -46,7 +46,15 @@ from .reads import (
     state_keys,
 )
 from .requests import Atomic, Cmd, Eval, Op, Request, now_ms
-from .worker import claim, finish
+from .worker import (
+    claim,
+    count_marked_to_fail,
+    extend_locks,
+    finish,
+    move_stalled,
+    retry_later,
+    retry_now,
+)
 
 __all__ = [
     "DEFAULT_STATES",
@@ -62,15 +70,18 @@ __all__ = [
     "children_values",
     "claim",
     "clean",
+    "count_marked_to_fail",
     "del_meta",
     "dependencies",
     "drain",
+    "extend_locks",
     "finish",
     "get_counts",
     "get_job_hashes",
     "get_logs",
     "get_state",
     "move_jobs_to_wait",
+    "move_stalled",
     "now_ms",
     "obliterate",
     "oldest_waiting",
@@ -79,6 +90,8 @@ __all__ = [
     "promote",
     "remove",
     "reprocess",
+    "retry_later",
+    "retry_now",
     "set_meta",
     "state_keys",
     "update_data",
