@@ -101,7 +101,12 @@ async def run_async(
         request = next(op)
         while True:
             try:
-                reply = await send_async(client, scripts, request)
+                if isinstance(request, Eval):  # the worker's hot path: one await
+                    reply = await getattr(scripts, request.name)(
+                        request.keys, request.args
+                    )
+                else:
+                    reply = await send_async(client, scripts, request)
             except ResponseError as exc:
                 request = op.throw(exc)
             else:

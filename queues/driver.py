@@ -75,6 +75,10 @@ class op_method(Generic[S, P, T]):  # noqa: N801 - used as a decorator
         self.build = build
         functools.update_wrapper(cast(Any, self), build)
 
+    def __call__(self, obj: S, /, *args: P.args, **kwargs: P.kwargs) -> Any:
+        """Called on the class (`Queue.add(queue, ...)`): as on `obj`."""
+        return cast(Any, obj).driver.drive(self.build(obj, *args, **kwargs))
+
     @overload
     def __get__(self, obj: None, owner: type[Any]) -> op_method[S, P, T]: ...
 
