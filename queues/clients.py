@@ -55,7 +55,7 @@ def refused(exc: ResponseError) -> bool:
     return isinstance(exc, NoPermissionError) or bool(_UNKNOWN_CLIENT.search(str(exc)))
 
 
-def get_workers(keys: QueueKeys) -> Op:
+def get_workers(keys: QueueKeys) -> Op[list[dict[str, str]]]:
     """The connected workers of a queue as Node's `getWorkers()` lists them:
     CLIENT LIST fields with `name` = the queue name and `rawname` = the
     connection's name; [] when the server refuses CLIENT LIST."""

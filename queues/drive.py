@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 from redis.exceptions import ResponseError
 
@@ -22,6 +22,8 @@ from .exceptions import QueueError
 from .ops import Atomic, Cmd, Eval, Op, Request
 from .outages import raise_if_unavailable
 from .scripts import Scripts
+
+T = TypeVar("T")
 
 
 @lru_cache(maxsize=64)
@@ -64,7 +66,7 @@ async def send_async(client: Any, scripts: Scripts, request: Request) -> Any:
     return await client.execute_command(*request.args)
 
 
-def run_sync(op: Op, client: Any, scripts: Scripts | None = None) -> Any:
+def run_sync(op: Op[T], client: Any, scripts: Scripts | None = None) -> T:
     """Drive `op` to its end on a sync client; its result."""
     scripts = scripts if scripts is not None else scripts_for(client)
     try:
@@ -77,28 +79,44 @@ def run_sync(op: Op, client: Any, scripts: Scripts | None = None) -> Any:
             else:
                 request = op.send(reply)
     except StopIteration as stop:
-        return stop.value
+        result: T = stop.value
+        return result
     except ResponseError as exc:
         raise_if_unavailable(exc)
         raise
 
 
-async def run_async(op: Op, client: Any, scripts: Scripts | None = None) -> Any:
-    """Drive `op` to its end on an asyncio client; its result."""
+async def run_async(
+    op: Op[T],
+    client: Any,
+    scripts: Scripts | None = None,
+    *,
+    refusals_as_unavailable: bool = True,
+) -> T:
+    """Drive `op` to its end on an asyncio client; its result. A worker,
+    which waits refusals out itself, passes `refusals_as_unavailable=False`
+    to get Redis's own error rather than a RedisUnavailable."""
     scripts = scripts if scripts is not None else scripts_for(client)
     try:
         request = next(op)
         while True:
             try:
-                reply = await send_async(client, scripts, request)
+                if isinstance(request, Eval):  # the worker's hot path: one await
+                    reply = await getattr(scripts, request.name)(
+                        request.keys, request.args
+                    )
+                else:
+                    reply = await send_async(client, scripts, request)
             except ResponseError as exc:
                 request = op.throw(exc)
             else:
                 request = op.send(reply)
     except StopIteration as stop:
-        return stop.value
+        result: T = stop.value
+        return result
     except ResponseError as exc:
-        raise_if_unavailable(exc)
+        if refusals_as_unavailable:
+            raise_if_unavailable(exc)
         raise
 
 

@@ -38,7 +38,7 @@ from .queue import AsyncQueue, Queue, _QueueBase
 #: The flags a child's `parent` JSON carries (short opts keys, wire spec 2).
 PARENT_FLAGS = ("fpof", "cpof", "idof", "rdof")
 
-QueueFor = Callable[[str, str], _QueueBase]
+QueueFor = Callable[[str, str], _QueueBase[Any]]
 #: Default job options per queue name.
 QueueDefaults = Mapping[str, Mapping[str, Any]]
 
@@ -239,18 +239,18 @@ class _FlowProducerBase:
 
     def __init__(self, prefix: str) -> None:
         self.prefix = prefix
-        self._queues: dict[tuple[str, str], _QueueBase] = {}
+        self._queues: dict[tuple[str, str], _QueueBase[Any]] = {}
 
-    def _make_queue(self, name: str, prefix: str) -> _QueueBase:
+    def _make_queue(self, name: str, prefix: str) -> _QueueBase[Any]:
         raise NotImplementedError
 
-    def _queue(self, name: str, prefix: str) -> _QueueBase:
+    def _queue(self, name: str, prefix: str) -> _QueueBase[Any]:
         queue = self._queues.get((prefix, name))
         if queue is None:
             queue = self._queues[(prefix, name)] = self._make_queue(name, prefix)
         return queue
 
-    def _driver(self, flows: Sequence[Mapping[str, Any]]) -> _QueueBase:
+    def _driver(self, flows: Sequence[Mapping[str, Any]]) -> _QueueBase[Any]:
         first = flows[0] if flows else {}
         name = first.get("queue_name") or first.get("queueName") or "flow"
         return self._queue(str(name), first.get("prefix") or self.prefix)
@@ -267,7 +267,7 @@ class _FlowProducerBase:
             )
             return trees[0]
 
-        return self._driver([flow])._run(op())
+        return self._driver([flow]).drive(op())
 
     def add_bulk(
         self,
@@ -276,7 +276,7 @@ class _FlowProducerBase:
     ) -> Any:
         """Add several flow trees in one transaction; returns their JobNodes."""
         flows = list(flows)
-        return self._driver(flows)._run(
+        return self._driver(flows).drive(
             add_flows(
                 flows, self._queue, self.prefix, ops.now_ms(), default_job_options
             )
@@ -292,7 +292,7 @@ class _FlowProducerBase:
     ) -> Any:
         """The JobNode tree under a job (None when it does not exist)."""
         prefix = prefix or self.prefix
-        return self._queue(queue_name, prefix)._run(
+        return self._queue(queue_name, prefix).drive(
             get_flow(self._queue, queue_name, job_id, prefix, depth, max_children)
         )
 
@@ -306,7 +306,7 @@ class FlowProducer(_FlowProducerBase):
         super().__init__(prefix)
         self.client = sync_client(connection)
 
-    def _make_queue(self, name: str, prefix: str) -> _QueueBase:
+    def _make_queue(self, name: str, prefix: str) -> _QueueBase[Any]:
         return Queue(name, self.client, prefix)
 
     def close(self) -> None:
@@ -329,7 +329,7 @@ class AsyncFlowProducer(_FlowProducerBase):
         super().__init__(prefix)
         self.client = async_client(connection)
 
-    def _make_queue(self, name: str, prefix: str) -> _QueueBase:
+    def _make_queue(self, name: str, prefix: str) -> _QueueBase[Any]:
         return AsyncQueue(name, self.client, prefix)
 
     async def close(self) -> None:

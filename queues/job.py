@@ -1,21 +1,27 @@
 """A job as read from its hash (wire spec 2), with the actions that act on it.
 
-A Job is bound to the queue that read it: with a `Queue` its methods return
-values; with an `AsyncQueue` they return awaitables.
+A Job is bound to the queue that read it, its driver (`queues.driver`): with
+a `Queue` its methods return values; with an `AsyncQueue` they return
+awaitables. `Job[Queue]` and `Job[AsyncQueue]` say which to type checkers.
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from . import codec, ops
+from .driver import Driver, op_method
 from .options import decode_opts
+from .state import JobState
 
-if TYPE_CHECKING:
-    from .queue import _QueueBase
+if TYPE_CHECKING:  # a default (PEP 696) lets a plain `Job` mean `Job[Any]`
+    import typing_extensions
+
+    D = typing_extensions.TypeVar("D", bound=Driver, default=Any)
+else:
+    D = TypeVar("D")
 
 
 class MalformedJob(ValueError):
@@ -23,10 +29,10 @@ class MalformedJob(ValueError):
 
 
 @dataclass(eq=False, slots=True)
-class Job:
+class Job(Generic[D]):
     """One job: its fields and the actions on it (retry, remove, progress...)."""
 
-    queue: _QueueBase = field(repr=False)
+    queue: D = field(repr=False)
     id: str
     name: str = ""
     data: Any = None
@@ -64,11 +70,11 @@ class Job:
     @classmethod
     def from_hash(
         cls,
-        queue: _QueueBase,
+        queue: D,
         job_id: str,
         h: dict[str, str],
         left_out: dict[str, int] | None = None,
-    ) -> Job:
+    ) -> Job[D]:
         """Build a job from its hash; never raises on bad content, sets `malformed`.
         `left_out`: fields a capped read did not fetch (not a problem)."""
         problems: list[str] = []
@@ -178,82 +184,103 @@ class Job:
         return fields
 
     # --- actions: sync or awaitable, as the bound queue is ---------------
-    def get_state(self) -> Any:
-        """The job's current state (a JobState)."""
-        return self.queue.get_job_state(self.id)
+    @property
+    def driver(self) -> D:
+        """What runs the job's actions: the queue that read it."""
+        return self.queue
 
-    def update_progress(self, progress: Any) -> Any:
+    @op_method
+    def get_state(self) -> ops.Op[JobState]:
+        """The job's current state (a JobState)."""
+        return ops.get_state(self.queue.keys, self.id)
+
+    @op_method
+    def update_progress(self, progress: Any) -> ops.Op[int]:
         """Store progress (a number or a JSON object) and emit `progress`."""
         self.progress = progress
-        done = self.queue._job_op("update_progress", self.id, progress)
+        stored = ops.update_progress(self.queue.keys, self.id, progress)
         listener = self.on_progress
         if listener is None:
-            return done
-        if not inspect.isawaitable(done):
-            listener(self, progress)
-            return done
+            return stored
+        return _then_tell(stored, listener, self, progress)
 
-        async def then_tell() -> Any:
-            result = await done
-            listener(self, progress)
-            return result
+    @op_method
+    def log(self, line: str) -> ops.Op[int]:
+        """Append a line to the job's log; returns the log's length."""
+        keep = self.opts.get("keepLogs")
+        return ops.add_log(self.queue.keys, self.id, str(line), keep)
 
-        return then_tell()
-
-    def log(self, line: str) -> Any:
-        """Append a line to the job's log."""
-        return self.queue._job_op(
-            "add_log", self.id, str(line), self.opts.get("keepLogs")
-        )
-
-    def get_logs(self, start: int = 0, end: int = -1, asc: bool = True) -> Any:
+    @op_method
+    def get_logs(
+        self, start: int = 0, end: int = -1, asc: bool = True
+    ) -> ops.Op[tuple[list[str], int]]:
         """The job's log lines and their total count."""
-        return self.queue.get_job_logs(self.id, start, end, asc)
+        return ops.get_logs(self.queue.keys, self.id, start, end, asc)
 
-    def update_data(self, data: Any) -> Any:
+    @op_method
+    def update_data(self, data: Any) -> ops.Op[int]:
         """Replace the job's data."""
         self.data = data
-        return self.queue._job_op("update_data", self.id, data)
+        return ops.update_data(self.queue.keys, self.id, data)
 
-    def change_priority(self, priority: int = 0, lifo: bool = False) -> Any:
+    @op_method
+    def change_priority(self, priority: int = 0, lifo: bool = False) -> ops.Op[int]:
         """Change the priority; a waiting job is re-queued under it."""
         self.priority = priority
-        return self.queue._job_op("change_priority", self.id, priority, lifo)
+        keys = self.queue.keys
+        return ops.change_priority(keys, self.id, priority, lifo)
 
-    def promote(self) -> Any:
+    @op_method
+    def promote(self) -> ops.Op[int]:
         """Move a delayed job to run now."""
-        return self.queue._job_op("promote", self.id)
+        return ops.promote(self.queue.keys, self.id)
 
-    def remove(self, remove_children: bool = True) -> Any:
+    @op_method
+    def remove(self, remove_children: bool = True) -> ops.Op[bool]:
         """Delete the job and its children (refused while a worker holds the
         lock of the job or of a pending child)."""
-        return self.queue.remove_job(self.id, remove_children)
+        return ops.remove(self.queue.keys, self.id, remove_children)
 
     # --- flows ----------------------------------------------------------------
-    def get_children_values(self) -> Any:
+    @op_method
+    def get_children_values(self) -> ops.Op[dict[str, Any]]:
         """{child job key: return value} of this parent's completed children."""
-        return self.queue._run(ops.children_values(self.queue.keys, self.id))
+        return ops.children_values(self.queue.keys, self.id)
 
-    def get_dependencies(self) -> Any:
+    @op_method
+    def get_dependencies(self) -> ops.Op[dict[str, Any]]:
         """This parent's children by outcome: {processed: {key: value},
         unprocessed: [key], failed: [key], ignored: {key: failedReason}}."""
-        return self.queue._run(ops.dependencies(self.queue.keys, self.id))
+        return ops.dependencies(self.queue.keys, self.id)
 
+    @op_method
     def retry(
         self,
         state: str = "failed",
         reset_attempts_made: bool = False,
         reset_attempts_started: bool = False,
-    ) -> Any:
+    ) -> ops.Op[int]:
         """Move a failed (or completed) job back to wait."""
-        return self.queue._job_op(
-            "reprocess",
+        return ops.reprocess(
+            self.queue.keys,
             self.id,
             state,
             self.lifo,
             reset_attempts_made,
             reset_attempts_started,
         )
+
+
+def _then_tell(
+    stored: ops.Op[int],
+    listener: Callable[[Job, Any], None],
+    job: Job,
+    progress: Any,
+) -> ops.Op[int]:
+    """`stored`, then the job's progress listener once it has run."""
+    code = yield from stored
+    listener(job, progress)
+    return code
 
 
 def _valid_text(value: str) -> str:

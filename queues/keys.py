@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .names import qualified_name
 from .state import JobState
 
 SUFFIXES = (
@@ -93,7 +94,7 @@ class QueueKeys:
     @property
     def qualified_name(self) -> str:
         """`{prefix}:{name}`, as BullMQ stores it in a child's `parent.queueKey`."""
-        return self.base[:-1]
+        return qualified_name(self.prefix, self.name)
 
     def job(self, job_id: str) -> str:
         """The job hash."""

@@ -80,7 +80,9 @@ def _number(value: Any) -> int:
         return 0
 
 
-def get_metrics(keys: QueueKeys, target: str | JobState, start: int, end: int) -> Op:
+def get_metrics(
+    keys: QueueKeys, target: str | JobState, start: int, end: int
+) -> Op[Metrics]:
     """The metrics of one target, read in one transaction."""
     name = metrics_target(target)
     meta, data, length = yield Atomic(

@@ -1,20 +1,24 @@
 """`Queue` (sync) and `AsyncQueue` (asyncio): one API, two drivers.
 
-Every method builds an operation from `ops` and hands it to `_run`, which the
-sync class executes at once and the async class returns as an awaitable, so
-`queue.add(...)` and `await aqueue.add(...)` share one implementation.
+Every method builds an operation from `ops`; `op_method` (queues.driver)
+hands it to the queue's `drive`, which the sync class runs at once and the
+async class returns as an awaitable, so `queue.add(...)` and
+`await aqueue.add(...)` share one implementation and each has its precise
+type (`Job[Queue]`, `Awaitable[Job[AsyncQueue]]`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Iterable, Mapping
+from typing import Any, TypeVar, cast
 
 import redis
 import redis.asyncio as aioredis
 
-from . import clients, codec, defaults, drive, metrics, ops
+from . import clients, codec, defaults, metrics, ops
 from .connection import ConnectionLike, async_client, sync_client
+from .drive import run_async, run_sync
+from .driver import Driver, op_method
 from .exceptions import InvalidJobOptions
 from .job import Job
 from .keys import QueueKeys
@@ -30,8 +34,12 @@ from .scheduler import JobSchedulerMethods
 from .scripts import Scripts
 from .state import JobState, parse_state
 
+T = TypeVar("T")
+#: The concrete queue class: what its jobs are bound to.
+Q = TypeVar("Q", bound=Driver)
 
-class _QueueBase(JobReads, JobSchedulerMethods):
+
+class _QueueBase(JobReads[Q], JobSchedulerMethods[Q]):
     """The queue API shared by `Queue` and `AsyncQueue`."""
 
     client: Any
@@ -53,21 +61,27 @@ class _QueueBase(JobReads, JobSchedulerMethods):
         """The options every `add` of this queue starts from (a copy)."""
         return dict(self._job_defaults)
 
-    def _run(self, op: ops.Op) -> Any:
+    def drive(self, op: ops.Op[T]) -> Any:
+        """Run `op` on this queue's client (its result, or an awaitable of it)."""
         raise NotImplementedError
+
+    @property
+    def driver(self) -> Q:
+        """What runs this queue's ops: the queue itself (see queues.driver)."""
+        return cast(Q, self)
 
     def _job(
         self,
         job_id: str,
         h: Mapping[str, str],
         left_out: dict[str, int] | None = None,
-    ) -> Job:
-        return Job.from_hash(self, job_id, dict(h), left_out)
+    ) -> Job[Q]:
+        return Job.from_hash(self.driver, job_id, dict(h), left_out)
 
     # --- adding ---------------------------------------------------------
     def _prepare(
         self, name: str, data: Any, options: dict[str, Any]
-    ) -> tuple[ops.Eval, Job]:
+    ) -> tuple[ops.Eval, Job[Q]]:
         if not isinstance(name, str):
             raise InvalidJobOptions("job name must be a string")
         options = merge_job_options(self._job_defaults, options)
@@ -83,7 +97,7 @@ class _QueueBase(JobReads, JobSchedulerMethods):
         call = ops.add_call(self.keys, name, data_json, opts, timestamp)
         # The Job holds long option names, as Job.from_hash decodes them.
         job = Job(
-            self,
+            self.driver,
             "",
             name=name,
             data=data,
@@ -94,196 +108,179 @@ class _QueueBase(JobReads, JobSchedulerMethods):
         )
         return call, job
 
-    def add(self, name: str, data: Any = None, **options: Any) -> Any:
+    @op_method
+    def add(self, /, name: str, data: Any = None, **options: Any) -> ops.Op[Job[Q]]:
         """Add a job; options: job_id, priority, delay, lifo, attempts, backoff,
         remove_on_complete, remove_on_fail, timestamp, stack_trace_limit,
         keep_logs, size_limit, deduplication={id, ttl?, extend?, replace?,
         keep_last_if_active?}, and the flow failure flags, each over the
         queue's `default_job_options`. Returns the Job (a deduplicated add
         returns the Job with the owner's id)."""
-        call, job = self._prepare(name, data, options)
+        return _added_one(*self._prepare(name, data, options))
 
-        def op() -> ops.Op:
-            job.id = yield call
-            return job
-
-        return self._run(op())
-
-    def add_bulk(self, jobs: Iterable[Mapping[str, Any]]) -> Any:
+    @op_method
+    def add_bulk(self, jobs: Iterable[Mapping[str, Any]]) -> ops.Op[list[Job[Q]]]:
         """Add many jobs in one round trip; each item is {name, data, opts?}."""
         prepared = [
             self._prepare(j["name"], j.get("data"), dict(j.get("opts") or {}))
             for j in jobs
         ]
-
-        def op() -> ops.Op:
-            if not prepared:
-                return []
-            ids = yield [call for call, _ in prepared]
-            for (_, job), job_id in zip(prepared, ids):
-                job.id = job_id
-            return [job for _, job in prepared]
-
-        return self._run(op())
+        return _added_many(prepared)
 
     # --- reading (more in JobReads) ------------------------------------
-    def get_counts(self, *states: str | JobState) -> Any:
+    @op_method
+    def get_counts(self, *states: str | JobState) -> ops.Op[dict[str, int]]:
         """Counts per state ({"waiting": n, ...}); default states when none given."""
-        return self._run(ops.get_counts(self.keys, states))
+        return ops.get_counts(self.keys, states)
 
-    def get_job_state(self, job_id: str) -> Any:
+    @op_method
+    def get_job_state(self, job_id: str) -> ops.Op[JobState]:
         """The JobState of a job (UNKNOWN when it is nowhere)."""
-        return self._run(ops.get_state(self.keys, job_id))
+        return ops.get_state(self.keys, job_id)
 
+    @op_method
     def get_job_logs(
         self, job_id: str, start: int = 0, end: int = -1, asc: bool = True
-    ) -> Any:
+    ) -> ops.Op[tuple[list[str], int]]:
         """(lines, total count) of a job's log."""
-        key = self.keys.logs(job_id)
+        return ops.get_logs(self.keys, job_id, start, end, asc)
 
-        def op() -> ops.Op:
-            if asc:
-                lines, count = yield [
-                    ops.Cmd(("LRANGE", key, start, end)),
-                    ops.Cmd(("LLEN", key)),
-                ]
-            else:
-                lines, count = yield [
-                    ops.Cmd(("LRANGE", key, -end - 1, -start - 1)),
-                    ops.Cmd(("LLEN", key)),
-                ]
-                lines = list(reversed(lines))
-            return lines, int(count)
-
-        return self._run(op())
-
-    def get_meta(self) -> Any:
+    @op_method
+    def get_meta(self) -> ops.Op[dict[str, str]]:
         """The queue's meta hash as stored."""
+        return _reply(ops.Cmd(("HGETALL", self.keys.meta)))
 
-        def op() -> ops.Op:
-            return (yield ops.Cmd(("HGETALL", self.keys.meta)))
-
-        return self._run(op())
-
-    def is_paused(self) -> Any:
+    @op_method
+    def is_paused(self) -> ops.Op[bool]:
         """Whether the queue is paused."""
+        return _flag(ops.Cmd(("HEXISTS", self.keys.meta, "paused")))
 
-        def op() -> ops.Op:
-            return bool((yield ops.Cmd(("HEXISTS", self.keys.meta, "paused"))))
-
-        return self._run(op())
-
-    def get_metrics(self, target: str | JobState, start: int = 0, end: int = -1) -> Any:
+    @op_method
+    def get_metrics(
+        self, target: str | JobState, start: int = 0, end: int = -1
+    ) -> ops.Op[metrics.Metrics]:
         """The Metrics of `completed` or `failed` jobs that workers with the
         `metrics` option collect: per-minute counts from `start` to `end`
         (0 is the newest minute), as Node's getMetrics."""
-        return self._run(metrics.get_metrics(self.keys, target, start, end))
+        return metrics.get_metrics(self.keys, target, start, end)
 
-    def get_workers(self) -> Any:
+    @op_method
+    def get_workers(self) -> ops.Op[list[dict[str, str]]]:
         """The connected workers of this queue (Node or Bullpen) as Node's
         getWorkers(): one dict of CLIENT LIST fields each, `name` = the queue
         name, `rawname` = the connection name; [] when CLIENT LIST is refused."""
-        return self._run(clients.get_workers(self.keys))
+        return clients.get_workers(self.keys)
 
-    def get_workers_count(self) -> Any:
+    @op_method
+    def get_workers_count(self) -> ops.Op[int]:
         """How many workers get_workers() lists."""
-
-        def op() -> ops.Op:
-            return len((yield from clients.get_workers(self.keys)))
-
-        return self._run(op())
+        return _count(clients.get_workers(self.keys))
 
     # --- queue actions --------------------------------------------------
-    def pause(self) -> Any:
+    @op_method
+    def pause(self) -> ops.Op[None]:
         """Stop workers taking jobs; jobs stay in wait (BullMQ 6)."""
-        return self._run(ops.pause(self.keys, True))
+        return ops.pause(self.keys, True)
 
-    def resume(self) -> Any:
+    @op_method
+    def resume(self) -> ops.Op[None]:
         """Let workers take jobs again, migrating a legacy `paused` list."""
-        return self._run(ops.pause(self.keys, False))
+        return ops.pause(self.keys, False)
 
-    def drain(self, delayed: bool = False) -> Any:
+    @op_method
+    def drain(self, delayed: bool = False) -> ops.Op[int]:
         """Delete waiting and prioritized jobs (and delayed ones when asked)."""
+        return ops.drain(self.keys, delayed)
 
-        def op() -> ops.Op:
-            k = self.keys
-            return (
-                yield ops.Eval(
-                    "drain",
-                    (k.wait, k.paused, k.prioritized, k.delayed, k.pc),
-                    (k.base, "1" if delayed else "0"),
-                )
-            )
-
-        return self._run(op())
-
+    @op_method
     def clean(
         self, grace_ms: int, limit: int = 0, state: str | JobState = "completed"
-    ) -> Any:
+    ) -> ops.Op[list[str]]:
         """Delete jobs of a state older than grace_ms; returns their ids."""
-        return self._run(ops.clean(self.keys, grace_ms, limit, state))
+        return ops.clean(self.keys, grace_ms, limit, state)
 
-    def obliterate(self, force: bool = False) -> Any:
+    @op_method
+    def obliterate(self, force: bool = False) -> ops.Op[None]:
         """Delete the queue and every job in it (force: even with active jobs)."""
-        return self._run(ops.obliterate(self.keys, force))
+        return ops.obliterate(self.keys, force)
 
+    @op_method
     def retry_jobs(
         self,
         state: str = "failed",
         count: int = defaults.RETRY_BATCH,
         timestamp: int | None = None,
-    ) -> Any:
+    ) -> ops.Op[None]:
         """Move failed (or completed) jobs finished before timestamp back to wait."""
         if parse_state(state) not in (JobState.FAILED, JobState.COMPLETED):
             raise ValueError("retry_jobs state must be 'failed' or 'completed'")
-        return self._run(
-            ops.move_jobs_to_wait(self.keys, state, count, timestamp or ops.now_ms())
-        )
+        before = timestamp or ops.now_ms()
+        return ops.move_jobs_to_wait(self.keys, state, count, before)
 
-    def promote_jobs(self, count: int = defaults.RETRY_BATCH) -> Any:
+    @op_method
+    def promote_jobs(self, count: int = defaults.RETRY_BATCH) -> ops.Op[None]:
         """Move every delayed job to wait."""
-        return self._run(ops.move_jobs_to_wait(self.keys, "delayed", count, "+inf"))
+        return ops.move_jobs_to_wait(self.keys, "delayed", count, "+inf")
 
-    def remove_job(self, job_id: str, remove_children: bool = True) -> Any:
+    @op_method
+    def remove_job(self, job_id: str, remove_children: bool = True) -> ops.Op[bool]:
         """Remove one job and, unless remove_children is False, its children in
         any queue of the prefix; False when it does not exist. JobLocked when
         the job or a pending child is locked (then nothing is removed)."""
-        return self._run(ops.remove(self.keys, job_id, remove_children))
+        return ops.remove(self.keys, job_id, remove_children)
 
-    def _meta_op(self, *command: Any) -> Any:
-        def op() -> ops.Op:
-            yield ops.Cmd(command)
-            return None
-
-        return self._run(op())
-
-    def set_global_concurrency(self, concurrency: int) -> Any:
+    @op_method
+    def set_global_concurrency(self, concurrency: int) -> ops.Op[None]:
         """At most this many active jobs across all workers of the queue."""
         if not isinstance(concurrency, int) or concurrency < 1:
             raise ValueError("global concurrency must be an integer >= 1")
-        return self._meta_op("HSET", self.keys.meta, "concurrency", concurrency)
+        return ops.set_meta(self.keys, "concurrency", concurrency)
 
-    def remove_global_concurrency(self) -> Any:
+    @op_method
+    def remove_global_concurrency(self) -> ops.Op[None]:
         """Lift the global concurrency limit."""
-        return self._meta_op("HDEL", self.keys.meta, "concurrency")
+        return ops.del_meta(self.keys, "concurrency")
 
-    def set_global_rate_limit(self, max_jobs: int, duration_ms: int) -> Any:
+    @op_method
+    def set_global_rate_limit(self, max_jobs: int, duration_ms: int) -> ops.Op[None]:
         """At most max_jobs jobs started per duration_ms, across all workers."""
         if max_jobs < 1 or duration_ms < 1:
             raise ValueError("rate limit max and duration must be >= 1")
-        return self._meta_op(
-            "HSET", self.keys.meta, "max", max_jobs, "duration", duration_ms
-        )
+        return ops.set_meta(self.keys, "max", max_jobs, "duration", duration_ms)
 
-    def remove_global_rate_limit(self) -> Any:
+    @op_method
+    def remove_global_rate_limit(self) -> ops.Op[None]:
         """Lift the global rate limit."""
-        return self._meta_op("HDEL", self.keys.meta, "max", "duration")
-
-    def _job_op(self, kind: str, job_id: str, *args: Any) -> Any:
-        return self._run(ops.job_op(self.keys, kind, job_id, *args))
+        return ops.del_meta(self.keys, "max", "duration")
 
 
-class Queue(_QueueBase):
+def _added_one(call: ops.Eval, job: Job[Q]) -> ops.Op[Job[Q]]:
+    job.id = yield call
+    return job
+
+
+def _added_many(prepared: list[tuple[ops.Eval, Job[Q]]]) -> ops.Op[list[Job[Q]]]:
+    if not prepared:
+        return []
+    ids = yield [call for call, _ in prepared]
+    for (_, job), job_id in zip(prepared, ids):
+        job.id = job_id
+    return [job for _, job in prepared]
+
+
+def _reply(request: ops.Cmd) -> ops.Op[Any]:
+    return (yield request)
+
+
+def _flag(request: ops.Cmd) -> ops.Op[bool]:
+    return bool((yield request))
+
+
+def _count(op: ops.Op[list[T]]) -> ops.Op[int]:
+    return len((yield from op))
+
+
+class Queue(_QueueBase["Queue"]):
     """A BullMQ-compatible queue on a sync redis-py client."""
 
     def __init__(
@@ -297,8 +294,9 @@ class Queue(_QueueBase):
         self.client: redis.Redis = sync_client(connection)
         self.scripts = Scripts(self.client)
 
-    def _run(self, op: ops.Op) -> Any:
-        return drive.run_sync(op, self.client, self.scripts)
+    def drive(self, op: ops.Op[T]) -> T:
+        """Run `op` on this queue's client; its result."""
+        return run_sync(op, self.client, self.scripts)
 
     def close(self) -> None:
         """Close the client's connections."""
@@ -311,7 +309,7 @@ class Queue(_QueueBase):
         self.close()
 
 
-class AsyncQueue(_QueueBase):
+class AsyncQueue(_QueueBase["AsyncQueue"]):
     """A BullMQ-compatible queue on an asyncio redis-py client; await its methods."""
 
     def __init__(
@@ -325,11 +323,9 @@ class AsyncQueue(_QueueBase):
         self.client: aioredis.Redis = async_client(connection)
         self.scripts = Scripts(self.client)
 
-    async def _drive(self, op: ops.Op) -> Any:
-        return await drive.run_async(op, self.client, self.scripts)
-
-    def _run(self, op: ops.Op) -> Any:
-        return self._drive(op)
+    def drive(self, op: ops.Op[T]) -> Awaitable[T]:
+        """Run `op` on this queue's client; an awaitable of its result."""
+        return run_async(op, self.client, self.scripts)
 
     async def close(self) -> None:
         """Close the client's connections."""

@@ -5,31 +5,25 @@ takes the current one; `JobSchedulerMethods` is the queue API over them.
 A scheduler is the `repeat` ZSET entry (score = millis of its current
 iteration) plus the `repeat:{id}` hash; each iteration is a job
 `repeat:{id}:{millis}` with `rjk = id`. `every` schedulers compute their
-next run in Lua; cron patterns are evaluated here with `croniter`, the way
-Node's `cron-parser` does (6 fields = seconds first; no `tz` = the local
-zone of the process).
+next run in Lua; cron patterns are evaluated in `queues.cron`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-from croniter import croniter
+from typing import Any, Generic, TypeVar
 
 from . import codec
+from .cron import DateLike, cron_next, to_ms
+from .driver import Driver, op_method
 from .exceptions import InvalidJobOptions, raise_for_code
+from .job import Job
 from .keys import QueueKeys
 from .ops import Cmd, Eval, Op, now_ms
 from .options import build_opts, decode_opts, merge_job_options
 
-if TYPE_CHECKING:
-    from .job import Job
-
-DateLike = int | float | datetime | None
+Q = TypeVar("Q", bound=Driver)
 
 
 @dataclass(frozen=True)
@@ -94,67 +88,6 @@ class JobScheduler:
         return out
 
 
-def to_ms(value: DateLike) -> int | None:
-    """Epoch ms from ms or a datetime (naive = local time, as JS `new Date`)."""
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        return int(value.timestamp() * 1000)
-    return int(value)
-
-
-def cron_next(
-    pattern: str,
-    after_ms: int,
-    tz: str | None = None,
-    start_date: int | None = None,
-    end_date: int | None = None,
-) -> int | None:
-    """The first run strictly after `after_ms` (and not before start_date), or None
-    past end_date, as Node's cron-parser gives it.
-
-    Around DST changes cron-parser differs from croniter: a wall time skipped
-    by spring-forward runs that much later (02:30 -> 03:30), and a pattern
-    with a fixed hour does not run again in the repeated fall-back hour.
-    Both are applied here (docs/bullmq-compat.md lists the checked cases).
-    """
-    try:
-        zone = ZoneInfo(tz) if tz else datetime.now().astimezone().tzinfo
-    except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise InvalidJobOptions(f"unknown time zone {tz!r}") from exc
-    base = max(after_ms, start_date or 0)
-    start = datetime.fromtimestamp(base / 1000, tz=zone)
-    try:
-        it = croniter(pattern, start, second_at_beginning=True)
-    except (ValueError, KeyError) as exc:
-        raise InvalidJobOptions(f"invalid cron pattern {pattern!r}: {exc}") from exc
-    fixed_hour = pattern.split()[-4] != "*"
-    for _ in range(64):
-        run = it.get_next(datetime)
-        run_ms = int(run.timestamp() * 1000)
-        wall = run.replace(tzinfo=None)
-        matches = (
-            croniter(
-                pattern, wall - timedelta(seconds=1), second_at_beginning=True
-            ).get_next(datetime)
-            == wall
-        )
-        if not matches:
-            # croniter stepped into a DST gap: run at the skipped wall time,
-            # placed after the change.
-            shifted = croniter(
-                pattern, start.replace(tzinfo=None), second_at_beginning=True
-            ).get_next(datetime)
-            run_ms = int(shifted.replace(tzinfo=zone).timestamp() * 1000)
-            break
-        first = int(wall.replace(tzinfo=zone, fold=0).timestamp() * 1000)
-        if not (fixed_hour and first != run_ms and first <= base):
-            break
-    if end_date is not None and run_ms > end_date:
-        return None
-    return run_ms
-
-
 def _script_keys(keys: QueueKeys) -> tuple[str, ...]:
     return (keys.repeat, keys.meta, keys.id, keys.events)
 
@@ -186,7 +119,7 @@ def upsert(
     offset_ms: int | None = None,
     template: dict[str, Any] | None = None,
     queue_defaults: Mapping[str, Any] | None = None,
-) -> Op:
+) -> Op[tuple[str, int] | None]:
     """Create or replace a scheduler and add its next iteration; returns
     (iteration id, delay ms), or None when `limit` allows no run. The
     template's opts lie over `queue_defaults` (the queue's default job
@@ -265,7 +198,7 @@ def upsert(
 
 def next_iteration(
     keys: QueueKeys, job_id: str, scheduler_id: str, raw_opts: str | None, now: int
-) -> Op:
+) -> Op[str | None]:
     """Add the iteration after `job_id`, as Node's worker does when it takes a
     scheduler's job; returns the new id, or None (limit or end reached, or
     the job is not the scheduler's current iteration)."""
@@ -326,17 +259,17 @@ def next_iteration(
     return str(new_id) if new_id and new_id != 0 else None
 
 
-def remove(keys: QueueKeys, scheduler_id: str) -> Op:
+def remove(keys: QueueKeys, scheduler_id: str) -> Op[bool]:
     """Delete a scheduler and its delayed next iteration; False when unknown."""
     code = yield Eval(
         "remove_job_scheduler",
         (keys.repeat, keys.delayed, keys.events),
         (keys.base, scheduler_id),
     )
-    return code == 0
+    return bool(code == 0)
 
 
-def get_one(keys: QueueKeys, scheduler_id: str) -> Op:
+def get_one(keys: QueueKeys, scheduler_id: str) -> Op[JobScheduler | None]:
     """One scheduler, or None."""
     score, h = yield [
         Cmd(("ZSCORE", keys.repeat, scheduler_id)),
@@ -347,7 +280,9 @@ def get_one(keys: QueueKeys, scheduler_id: str) -> Op:
     return JobScheduler.from_hash(scheduler_id, h, int(float(score)))
 
 
-def get_many(keys: QueueKeys, start: int, end: int, asc: bool) -> Op:
+def get_many(
+    keys: QueueKeys, start: int, end: int, asc: bool
+) -> Op[list[JobScheduler]]:
     """A page of schedulers ordered by next run (newest first unless asc)."""
     command = "ZRANGE" if asc else "ZREVRANGE"
     reply = yield Cmd((command, keys.repeat, start, end, "WITHSCORES"))
@@ -365,18 +300,21 @@ def get_many(keys: QueueKeys, start: int, end: int, asc: bool) -> Op:
     ]
 
 
-class JobSchedulerMethods:
+class JobSchedulerMethods(Generic[Q]):
     """The job scheduler methods of `Queue` and `AsyncQueue`."""
 
     keys: QueueKeys
     _job_defaults: dict[str, Any]
 
-    def _run(self, op: Op) -> Any:
+    def _job(
+        self,
+        job_id: str,
+        h: Mapping[str, str],
+        left_out: dict[str, int] | None = None,
+    ) -> Job[Q]:
         raise NotImplementedError
 
-    def _job(self, job_id: str, h: Mapping[str, str]) -> Any:
-        raise NotImplementedError
-
+    @op_method
     def upsert_job_scheduler(
         self,
         scheduler_id: str,
@@ -389,60 +327,61 @@ class JobSchedulerMethods:
         end_date: Any = None,
         offset_ms: int | None = None,
         template: Mapping[str, Any] | None = None,
-    ) -> Any:
+    ) -> Op[Job[Q] | None]:
         """Create or replace a job scheduler (every `every_ms` or on a `cron`
         pattern) from a template {name, data, opts}; returns its next
         iteration's Job, or None when `limit` allows none."""
-        now = now_ms()
+        added = upsert(
+            self.keys,
+            scheduler_id,
+            now_ms(),
+            every_ms=every_ms,
+            cron=cron,
+            tz=tz,
+            limit=limit,
+            start_date=start_date,
+            end_date=end_date,
+            offset_ms=offset_ms,
+            template=dict(template or {}),
+            queue_defaults=self._job_defaults,
+        )
+        return self._first_iteration(added)
 
-        def op() -> Op:
-            added = yield from upsert(
-                self.keys,
-                scheduler_id,
-                now,
-                every_ms=every_ms,
-                cron=cron,
-                tz=tz,
-                limit=limit,
-                start_date=start_date,
-                end_date=end_date,
-                offset_ms=offset_ms,
-                template=dict(template or {}),
-                queue_defaults=self._job_defaults,
-            )
-            if added is None:
-                return None
-            h = yield Cmd(("HGETALL", self.keys.job(added[0])))
-            return self._job(added[0], h) if h else None
+    def _first_iteration(self, added: Op[tuple[str, int] | None]) -> Op[Job[Q] | None]:
+        iteration = yield from added
+        if iteration is None:
+            return None
+        h = yield Cmd(("HGETALL", self.keys.job(iteration[0])))
+        return self._job(iteration[0], h) if h else None
 
-        return self._run(op())
-
-    def remove_job_scheduler(self, scheduler_id: str) -> Any:
+    @op_method
+    def remove_job_scheduler(self, scheduler_id: str) -> Op[bool]:
         """Delete a job scheduler and its delayed next iteration; False if unknown."""
-        return self._run(remove(self.keys, scheduler_id))
+        return remove(self.keys, scheduler_id)
 
-    def get_job_scheduler(self, scheduler_id: str) -> Any:
+    @op_method
+    def get_job_scheduler(self, scheduler_id: str) -> Op[JobScheduler | None]:
         """One JobScheduler, or None."""
-        return self._run(get_one(self.keys, scheduler_id))
+        return get_one(self.keys, scheduler_id)
 
+    @op_method
     def get_job_schedulers(
         self, start: int = 0, end: int = -1, asc: bool = False
-    ) -> Any:
+    ) -> Op[list[JobScheduler]]:
         """JobSchedulers ordered by their next run (latest first unless asc)."""
-        return self._run(get_many(self.keys, start, end, asc))
+        return get_many(self.keys, start, end, asc)
 
-    def schedule_next_iteration(self, job: Job) -> Any:
+    @op_method
+    def schedule_next_iteration(self, job: Job[Any]) -> Op[str | None]:
         """Add the iteration after a scheduler's job (workers call this when they
         take one, as Node's worker does); returns the new id or None."""
         if not job.repeat_job_key:
-            return self._run(_nothing())
-        return self._run(
-            next_iteration(
-                self.keys, job.id, job.repeat_job_key, job.raw.get("opts"), now_ms()
-            )
+            return _nothing()
+        return next_iteration(
+            self.keys, job.id, job.repeat_job_key, job.raw.get("opts"), now_ms()
         )
 
 
-def _nothing() -> Op:
+def _nothing() -> Op[None]:
     return None
     yield  # pragma: no cover - makes this a generator

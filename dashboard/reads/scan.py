@@ -261,9 +261,7 @@ def retry_group(ref: QueueRef, ids: Sequence[str], sig: str) -> tuple[int, int]:
                 continue
             lifo = bool(_loads(raw_opts).get("lifo"))
             todo.append(
-                guarded(
-                    ops.job_op(keys, "reprocess", job_id, "failed", lifo, False, False)
-                )
+                guarded(ops.reprocess(keys, job_id, "failed", lifo, False, False))
             )
         outcomes = run(gather(todo)) if todo else []
         errors = sum(isinstance(o, Exception) for o in outcomes)

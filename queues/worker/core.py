@@ -19,18 +19,17 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
-from .. import codec, defaults
+from .. import codec, defaults, ops
 from ..connection import (
     ConnectionLike,
     sent_once_client,
     sibling_async_client,
-    sibling_sync_client,
     worker_client,
 )
-from ..exceptions import UnrecoverableError
+from ..drive import run_async
 from ..job import Job
 from ..metrics import MetricsOptions
-from ..options import BackoffStrategy, keep_jobs
+from ..options import BackoffStrategy
 from ..outages import Outage, recoverable
 from ..queue import AsyncQueue, Queue
 from ..scripts import Scripts
@@ -39,12 +38,13 @@ from .closing import Closing
 from .failures import FailureHandling
 from .hooks import Listener, WorkerHooks
 from .maintenance import Maintenance
+from .processing import Processing
 from .reporting import WorkerReports
-from .support import Processor, _text, blocking_connection_name, log
+from .support import Processor, blocking_connection_name, log
 from .threads import ThreadRunner
 
 
-class AsyncWorker(Closing, FailureHandling, Maintenance):
+class AsyncWorker(Closing, FailureHandling, Maintenance, Processing):
     """Process jobs of one queue with an asyncio event loop."""
 
     def __init__(
@@ -331,9 +331,15 @@ class AsyncWorker(Closing, FailureHandling, Maintenance):
 
     async def _fetch(self) -> None:
         count = min(self.claim_capacity(), defaults.FETCH_BATCH_MAX)
-        flat, ttl, next_delay = await self._once.move_to_active(
+        claim = ops.claim(
             self._claim_keys,
-            (self.keys.base, int(time.time() * 1000), self._worker_opts(), count),
+            self.keys.base,
+            int(time.time() * 1000),
+            self._worker_opts(),
+            count,
+        )
+        flat, ttl, next_delay = await run_async(
+            claim, self._once.client, self._once, refusals_as_unavailable=False
         )
         # Only a claim or a finish ends an outage: reads (and a script with
         # nothing to write) may succeed while Redis still refuses writes.
@@ -346,16 +352,16 @@ class AsyncWorker(Closing, FailureHandling, Maintenance):
         fetch = 0
         if not self._closing and self._limited_until <= time.time() * 1000:
             fetch = max(min(self.claim_capacity(), defaults.FETCH_BATCH_MAX), 0)
-        k = self.keys
+        finish = ops.finish(
+            self._finish_keys,
+            self.keys.base,
+            int(time.time() * 1000),
+            self._worker_opts(fetch),
+            codec.dumps(entries),
+        )
         try:
-            codes, flat, ttl, next_delay = await self._once.move_to_finished(
-                self._finish_keys,
-                (
-                    k.base,
-                    int(time.time() * 1000),
-                    self._worker_opts(fetch),
-                    codec.dumps(entries),
-                ),
+            codes, flat, ttl, next_delay = await run_async(
+                finish, self._once.client, self._once, refusals_as_unavailable=False
             )
         except Exception:
             self._finished = entries + self._finished
@@ -376,99 +382,3 @@ class AsyncWorker(Closing, FailureHandling, Maintenance):
         self._reports.saved(entries, codes)
         if fetch:
             self._take_claimed(flat, ttl, next_delay)
-
-    # --- processing ----------------------------------------------------------
-    def _make_job(self, job_id: str, h: dict[str, str]) -> Job:
-        if self.is_async:
-            job = Job.from_hash(self.queue, job_id, h)
-        else:
-            if self._sync_queue is None:
-                pool = self.queue.client.connection_pool
-                client = sibling_sync_client(
-                    self.queue.client, max_connections=pool.max_connections
-                )
-                self._sync_queue = Queue(self.name, client, self.keys.prefix)
-            job = Job.from_hash(self._sync_queue, job_id, h)
-        job.on_progress = self._reports.progress
-        return job
-
-    def _start(self, job: Job) -> None:
-        self._running[job.id] = job
-        self._reports.active(job)
-        task = asyncio.create_task(
-            self._process(job), context=self.telemetry.job_context(job)
-        )
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _process(self, job: Job) -> None:
-        entry: dict[str, Any] | None = None
-        try:
-            try:
-                if job.repeat_job_key:
-                    await self._schedule_next_iteration(job)
-                if job.deferred_failure:
-                    raise UnrecoverableError(job.deferred_failure)
-                if job.malformed:
-                    raise UnrecoverableError(job.malformed)
-                if self.is_async:
-                    result = await self.processor(job)
-                else:
-                    assert self._threads is not None
-                    result = await self._threads.submit(self.processor, job)
-                try:
-                    value = codec.dumps(result)
-                except TypeError as exc:
-                    raise UnrecoverableError(
-                        f"return value is not JSON serializable: {exc}"
-                    ) from exc
-                self.processed += 1
-                self._reports.completed(job, result)
-                entry = {
-                    "id": job.id,
-                    "token": job.token,
-                    "target": "completed",
-                    "value": value,
-                    "attempts": job.opts.get("attempts", 0),
-                    "keep": keep_jobs(
-                        job.opts.get("removeOnComplete"), self.remove_on_complete
-                    ),
-                }
-            except Exception as exc:  # noqa: BLE001 - any processor error fails the job
-                try:
-                    entry = await self._on_failure(job, exc)
-                except Exception as bug:  # noqa: BLE001 - never strand a job in active
-                    log.exception(
-                        "worker %s: handling the failure of job %s failed",
-                        self.name,
-                        job.id,
-                    )
-                    entry = {
-                        "id": job.id,
-                        "token": job.token,
-                        "target": "failed",
-                        "value": _text(f"{exc} (and then: {bug})"),
-                        "attempts": 0,
-                        "keep": {"count": -1},
-                    }
-                if entry is not None:
-                    self._reports.failed(job, exc)
-        finally:
-            self._running.pop(job.id, None)
-            if entry is not None:
-                self._finished.append(entry)
-            if self._wake is not None:
-                self._wake.set()
-
-    async def _schedule_next_iteration(self, job: Job) -> None:
-        """A job scheduler's iteration was taken: add the next one, as Node's
-        worker does, so a schedule keeps running with any mix of workers."""
-        try:
-            await self.queue.schedule_next_iteration(job)
-        except Exception as exc:  # noqa: BLE001 - the current iteration still runs
-            log.warning(
-                "worker %s: next iteration of job scheduler %s not added (%s)",
-                self.name,
-                job.repeat_job_key,
-                exc,
-            )

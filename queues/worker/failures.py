@@ -7,7 +7,8 @@ import time
 import traceback
 from typing import TYPE_CHECKING, Any
 
-from .. import codec, defaults
+from .. import codec, defaults, ops
+from ..drive import run_async
 from ..exceptions import UnrecoverableError
 from ..job import Job
 from ..options import backoff_delay, keep_jobs
@@ -104,46 +105,22 @@ class FailureHandling:
         }
 
     async def _retry(self, job: Job, delay: int, fields: list[str]) -> None:
-        k = self.keys
         now = int(time.time() * 1000)
         tries = 0
         while True:
             try:
                 if delay > 0:
-                    code = await self._once.move_to_delayed(
-                        (k.active, k.delayed, k.events, k.meta, k.marker, k.stalled),
-                        (
-                            k.base,
-                            now,
-                            job.id,
-                            job.token,
-                            delay,
-                            codec.dumps(fields),
-                            "0",
-                        ),
+                    retry = ops.retry_later(
+                        self.keys, now, job.id, job.token, delay, fields
                     )
                 else:
-                    code = await self._once.retry_job(
-                        (
-                            k.wait,
-                            k.active,
-                            k.prioritized,
-                            k.events,
-                            k.delayed,
-                            k.meta,
-                            k.pc,
-                            k.marker,
-                            k.stalled,
-                        ),
-                        (
-                            k.base,
-                            now,
-                            job.id,
-                            job.token,
-                            codec.dumps(fields),
-                            "1" if job.lifo else "0",
-                        ),
+                    retry = ops.retry_now(
+                        self.keys, now, job.id, job.token, fields, job.lifo
                     )
+                once = self._once
+                code = await run_async(
+                    retry, once.client, once, refusals_as_unavailable=False
+                )
                 self._outage.succeeded()
                 if code != 0:
                     log.warning(

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from .. import codec
+from .. import ops
+from ..drive import run_async
 from ..outages import recoverable
 from .support import log
 
@@ -16,6 +18,8 @@ if TYPE_CHECKING:
     from ..outages import Outage
     from ..queue import AsyncQueue
     from .reporting import WorkerReports
+
+T = TypeVar("T")
 
 
 class Maintenance:
@@ -50,14 +54,8 @@ class Maintenance:
             if not held:
                 continue
             try:
-                lost = await self.queue.scripts.extend_locks(
-                    (self.keys.stalled,),
-                    (
-                        self.keys.base,
-                        self.lock_duration,
-                        codec.dumps(list(held)),
-                        codec.dumps(list(held.values())),
-                    ),
+                lost = await self._upkeep(
+                    ops.extend_locks(self.keys, self.lock_duration, held)
                 )
             except Exception as exc:  # noqa: BLE001 - renewal must outlive any error
                 self._helper_failed("lock renewal", exc)
@@ -70,10 +68,13 @@ class Maintenance:
     async def _count_failing(self, moved: list[str]) -> int:
         """How many of the moved jobs the check marked to fail (stalled more
         than max_stalled_count times): they fail when next taken."""
-        pipe = self.queue.client.pipeline(transaction=False)
-        for job_id in moved:
-            pipe.hexists(self.keys.job(job_id), "defa")
-        return sum(1 for marked in await pipe.execute() if marked)
+        return await self._upkeep(ops.count_marked_to_fail(self.keys, moved))
+
+    def _upkeep(self, op: ops.Op[T]) -> Awaitable[T]:
+        """Run an upkeep op on the queue's client; a refusal stays Redis's own
+        error (the loops wait it out themselves)."""
+        queue = self.queue
+        return run_async(op, queue.client, queue.scripts, refusals_as_unavailable=False)
 
     async def _stop_within(self, seconds: float) -> bool:
         """Sleep up to `seconds`; True as soon as the worker is shutting down."""
@@ -84,27 +85,16 @@ class Maintenance:
         return True
 
     async def _stalled_check_loop(self) -> None:
-        k = self.keys
         while not self._stopping.is_set():
             try:
                 started = time.monotonic()
-                moved = await self.queue.scripts.move_stalled_jobs_to_wait(
-                    (
-                        k.stalled,
-                        k.wait,
-                        k.active,
-                        k.stalled_check,
-                        k.meta,
-                        k.events,
-                        k.marker,
-                    ),
-                    (
-                        k.base,
-                        int(time.time() * 1000),
-                        self.max_stalled_count,
-                        self.stalled_interval,
-                    ),
+                check = ops.move_stalled(
+                    self.keys,
+                    int(time.time() * 1000),
+                    self.max_stalled_count,
+                    self.stalled_interval,
                 )
+                moved = await self._upkeep(check)
                 if moved:
                     log.warning(
                         "worker %s: moved stalled jobs back to wait: %s",

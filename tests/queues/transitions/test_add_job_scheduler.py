@@ -17,7 +17,7 @@ from .helpers import NOW, event_names, job_hash, lst, markers, new_queue, zset
 
 def upsert(q: Any, sid: str, now: int = NOW, **kw: Any) -> Any:
     """Run the upsert operation at a fixed `now`."""
-    return q._run(scheduler.upsert(q.keys, sid, now, **kw))
+    return q.drive(scheduler.upsert(q.keys, sid, now, **kw))
 
 
 def test_every_first_run_is_now(r: redis.Redis, redis_url: str, qname: str) -> None:

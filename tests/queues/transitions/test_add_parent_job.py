@@ -14,7 +14,7 @@ from .helpers import NOW, events, job_hash, lst, markers, new_queue, zset
 
 def _flow(q, tree):  # type: ignore[no-untyped-def]
     """Add a flow with every node in `q`'s queue, at NOW."""
-    return q._run(add_flows([tree], lambda name, prefix: q, "bull", NOW))[0]
+    return q.drive(add_flows([tree], lambda name, prefix: q, "bull", NOW))[0]
 
 
 def test_parent_waits_for_children(r: redis.Redis, redis_url: str, qname: str) -> None:
@@ -213,7 +213,7 @@ def test_children_in_other_queues(r: redis.Redis, redis_url: str, qname: str) ->
     q = new_queue(redis_url, qname)
     other = new_queue(redis_url, qname + "x")
     queues = {qname: q, qname + "x": other}
-    tree = q._run(
+    tree = q.drive(
         add_flows(
             [
                 {

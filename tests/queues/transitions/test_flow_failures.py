@@ -26,7 +26,7 @@ LATER = NOW + 1000
 
 def _family(r: redis.Redis, q: Any, **flags: Any) -> None:
     """Parent `p` with children `a` (given flags) and `b`; `a` is claimed."""
-    q._run(
+    q.drive(
         add_flows(
             [
                 {

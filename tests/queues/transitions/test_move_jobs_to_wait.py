@@ -119,7 +119,7 @@ def test_nothing_to_move(r: redis.Redis, redis_url: str, qname: str) -> None:
 def _finished_children(r: redis.Redis, q: Queue) -> None:
     """Parent `p` whose children `ok` completed and `bad` (idof) failed, so the
     parent left waiting-children for wait."""
-    q._run(
+    q.drive(
         add_flows(
             [
                 {

@@ -175,7 +175,7 @@ def _family(r: redis.Redis, q: Queue, b: Queue) -> None:
             child("todo", q),
         ],
     }
-    q._run(add_flows([tree], lambda name, prefix: queues[name], "bull", NOW))
+    q.drive(add_flows([tree], lambda name, prefix: queues[name], "bull", NOW))
     r.lrem(b.keys.wait, 0, "leaf")
     r.lpush(b.keys.wait, "leaf")
     ids = [i for i, _, _ in claimed(move_to_active(b, count=2))]

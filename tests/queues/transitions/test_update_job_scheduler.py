@@ -16,7 +16,7 @@ from .test_add_job_scheduler import upsert
 def produce(q: Any, job_id: str, now: int) -> Any:
     """Run next_iteration for an existing iteration job at `now`."""
     h = job_hash_of(q, job_id)
-    return q._run(scheduler.next_iteration(q.keys, job_id, h["rjk"], h["opts"], now))
+    return q.drive(scheduler.next_iteration(q.keys, job_id, h["rjk"], h["opts"], now))
 
 
 def job_hash_of(q: Any, job_id: str) -> dict[str, str]:

@@ -1,0 +1,74 @@
+"""Adding a job: the script call that stores one (wire spec 4.1-4.4)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import codec
+from ..keys import QueueKeys
+from .requests import Eval
+
+
+def add_call(
+    keys: QueueKeys,
+    name: str,
+    data_json: str,
+    opts: dict[str, Any],
+    timestamp: int,
+    extra: dict[str, Any] | None = None,
+    waiting_children: bool = False,
+) -> Eval:
+    """The script call that stores one job (wire spec 4.1-4.4).
+
+    `extra` adds script arguments: `id` (a flow node's id), `parentKey`,
+    `parent` (JSON text) and `flow`; `waiting_children` adds a flow parent.
+    """
+    args: dict[str, Any] = {
+        "name": name,
+        "opts": codec.dumps(opts),
+        "timestamp": str(timestamp),
+        "delay": str(opts.get("delay", 0)),
+        "priority": str(opts.get("priority", 0)),
+    }
+    if "jobId" in opts:
+        args["id"] = opts["jobId"]
+    if opts.get("lifo"):
+        args["lifo"] = True
+    de = opts.get("de")
+    if de:
+        args["de"] = de
+        args["deid"] = de["id"]
+    if extra:
+        args.update(extra)
+    packed = (keys.base, codec.dumps(args), data_json)
+    if waiting_children:
+        return Eval(
+            "add_parent_job",
+            (keys.meta, keys.id, keys.events, keys.waiting_children),
+            packed,
+        )
+    if opts.get("delay", 0) > 0:
+        return Eval(
+            "add_delayed_job",
+            (keys.delayed, keys.meta, keys.id, keys.events, keys.marker),
+            packed,
+        )
+    if opts.get("priority"):
+        return Eval(
+            "add_prioritized_job",
+            (
+                keys.prioritized,
+                keys.meta,
+                keys.id,
+                keys.events,
+                keys.marker,
+                keys.active,
+                keys.pc,
+            ),
+            packed,
+        )
+    return Eval(
+        "add_standard_job",
+        (keys.wait, keys.meta, keys.id, keys.events, keys.marker, keys.active),
+        packed,
+    )

@@ -1,0 +1,140 @@
+"""Acting on a whole queue: pause/resume, drain, clean, obliterate, bulk
+retry and promote, and removing one job (with its children)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import defaults
+from ..exceptions import JobLocked, QueueHasActiveJobs, QueueNotPaused, raise_for_code
+from ..keys import QueueKeys, names_queue_key
+from ..state import JobState, parse_state
+from .requests import Cmd, Eval, Op, now_ms
+
+
+def pause(keys: QueueKeys, paused: bool) -> Op[None]:
+    """Pause, or resume and migrate a legacy `paused` list in chunks."""
+    pause_keys = (
+        keys.wait,
+        keys.paused,
+        keys.meta,
+        keys.prioritized,
+        keys.events,
+        keys.delayed,
+        keys.marker,
+    )
+    remaining = yield Eval(
+        "pause", pause_keys, ("paused" if paused else "resumed", "1")
+    )
+    while int(remaining) > 0:
+        remaining = yield Eval("pause", pause_keys, ("resumed", "0"))
+    return None
+
+
+def clean(
+    keys: QueueKeys, grace_ms: int, limit: int, state: str | JobState
+) -> Op[list[str]]:
+    """Remove jobs of a state older than `grace_ms`; returns the removed ids."""
+    st = parse_state(state)
+    key = keys.state(st)
+    cutoff = now_ms() - grace_ms
+    removed: list[str] = []
+    while True:
+        batch = (
+            defaults.CLEAN_BATCH
+            if not limit
+            else min(limit - len(removed), defaults.CLEAN_BATCH)
+        )
+        ids = yield Eval(
+            "clean_jobs_in_set",
+            (key, keys.events, keys.repeat),
+            (keys.base, cutoff, batch, st.key_suffix),
+        )
+        removed.extend(ids)
+        if len(ids) < batch or (limit and len(removed) >= limit):
+            return removed
+
+
+def obliterate(keys: QueueKeys, force: bool) -> Op[None]:
+    """Pause the queue, then delete it and all its jobs in batches."""
+    yield from pause(keys, True)
+    while True:
+        code = yield Eval(
+            "obliterate",
+            (keys.meta, keys.base),
+            (defaults.OBLITERATE_BATCH, "force" if force else ""),
+        )
+        if code == -1:
+            raise QueueNotPaused(f"queue {keys.name} must be paused to obliterate it")
+        if code == -2:
+            raise QueueHasActiveJobs(
+                f"queue {keys.name} has active jobs; pass force=True to obliterate it"
+            )
+        if code == 0:
+            return None
+
+
+def move_jobs_to_wait(
+    keys: QueueKeys, state: str, count: int, max_score: Any
+) -> Op[None]:
+    """Bulk retry (finished states) or promote (delayed), batch after batch."""
+    st = parse_state(state)
+    while True:
+        more = yield Eval(
+            "move_jobs_to_wait",
+            (
+                keys.events,
+                keys.state(st),
+                keys.wait,
+                keys.meta,
+                keys.marker,
+                keys.active,
+            ),
+            (keys.base, count, max_score, st.value),
+        )
+        if not int(more):
+            return None
+
+
+def remove(keys: QueueKeys, job_id: str, remove_children: bool = True) -> Op[bool]:
+    """Remove a job from any state (with its children unless told otherwise);
+    False when it did not exist."""
+    if names_queue_key(job_id):  # never a job: its "hash" is a queue key
+        return False
+    code = yield Eval(
+        "remove_job",
+        (keys.job(job_id), keys.events, keys.meta),
+        (keys.base, job_id, now_ms(), "1" if remove_children else "0"),
+    )
+    if code == 0:
+        raise JobLocked(
+            f"job {job_id} or one of its pending children is locked by a worker"
+            " and cannot be removed"
+        )
+    if code == -1:
+        return False
+    raise_for_code(code, job_id)
+    return True
+
+
+def drain(keys: QueueKeys, delayed: bool) -> Op[int]:
+    """Delete waiting and prioritized jobs (and delayed ones when asked);
+    returns how many."""
+    removed = yield Eval(
+        "drain",
+        (keys.wait, keys.paused, keys.prioritized, keys.delayed, keys.pc),
+        (keys.base, "1" if delayed else "0"),
+    )
+    return int(removed)
+
+
+def set_meta(keys: QueueKeys, *fields: Any) -> Op[None]:
+    """Set fields (name, value, ...) of the queue's meta hash."""
+    yield Cmd(("HSET", keys.meta, *fields))
+    return None
+
+
+def del_meta(keys: QueueKeys, *names: str) -> Op[None]:
+    """Delete fields of the queue's meta hash."""
+    yield Cmd(("HDEL", keys.meta, *names))
+    return None

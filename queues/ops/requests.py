@@ -1,0 +1,48 @@
+"""What an op yields: the Redis requests of the op vocabulary, and `Op`.
+
+An op is a generator that yields `Cmd`, `Eval`, `Atomic` or a list of them
+(one pipeline) and receives their replies; `queues.drive` sends them. `Op[T]`
+is an op that returns a `T` (plain `Op`: any result).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Generator, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, Union
+
+if TYPE_CHECKING:  # a default (PEP 696) lets a plain `Op` mean `Op[Any]`
+    import typing_extensions
+
+    T = typing_extensions.TypeVar("T", default=Any)
+else:
+    T = TypeVar("T")
+
+
+class Cmd(NamedTuple):
+    """A plain Redis command."""
+
+    args: tuple[Any, ...]
+
+
+class Eval(NamedTuple):
+    """A call of one of the registered Lua scripts."""
+
+    name: str
+    keys: Sequence[str]
+    args: Sequence[Any]
+
+
+class Atomic(NamedTuple):
+    """Requests sent as one MULTI/EXEC transaction (a flow insert)."""
+
+    requests: list[Cmd | Eval]
+
+
+Request = Union[Cmd, Eval, Atomic, list[Cmd | Eval]]
+Op = Generator[Request, Any, T]
+
+
+def now_ms() -> int:
+    """Wall-clock time in ms since the epoch."""
+    return int(time.time() * 1000)

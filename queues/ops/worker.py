@@ -1,0 +1,117 @@
+"""A worker's transitions: claiming jobs and finishing them (with the claim
+of the next ones) and retrying them, each one script call the worker sends
+exactly once; and its upkeep: renewing its locks, the stalled check."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .. import codec
+from ..keys import QueueKeys
+from .requests import Cmd, Eval, Op
+
+
+def claim(
+    claim_keys: Sequence[str], base: str, now: int, worker_opts: str, count: int
+) -> Op[Any]:
+    """Move up to `count` jobs to active under the worker's lock; returns
+    move_to_active's reply: [flat id, token, fields triples, rate-limit ttl,
+    next delayed due time]. `claim_keys`: QueueKeys.move_to_active_keys()."""
+    return (yield Eval("move_to_active", claim_keys, (base, now, worker_opts, count)))
+
+
+def finish(
+    finish_keys: Sequence[str], base: str, now: int, worker_opts: str, entries: str
+) -> Op[Any]:
+    """Save finished jobs (`entries`: their JSON list) and claim the next ones
+    as the worker opts' `fetch` says; returns move_to_finished's reply: [a code
+    per entry, then as claim's]. `finish_keys`: QueueKeys.move_to_finished_keys()."""
+    return (
+        yield Eval("move_to_finished", finish_keys, (base, now, worker_opts, entries))
+    )
+
+
+def retry_later(
+    keys: QueueKeys,
+    now: int,
+    job_id: str,
+    token: str | None,
+    delay_ms: int,
+    fields: list[str],
+) -> Op[int]:
+    """Move an active job to delayed for `delay_ms`, setting hash `fields`
+    (name, value, ...); returns the script's code (0: saved)."""
+    code: int = yield Eval(
+        "move_to_delayed",
+        (keys.active, keys.delayed, keys.events, keys.meta, keys.marker, keys.stalled),
+        (keys.base, now, job_id, token, delay_ms, codec.dumps(fields), "0"),
+    )
+    return code
+
+
+def retry_now(
+    keys: QueueKeys,
+    now: int,
+    job_id: str,
+    token: str | None,
+    fields: list[str],
+    lifo: bool,
+) -> Op[int]:
+    """Move an active job back to wait, setting hash `fields`; returns the
+    script's code (0: saved)."""
+    code: int = yield Eval(
+        "retry_job",
+        (
+            keys.wait,
+            keys.active,
+            keys.prioritized,
+            keys.events,
+            keys.delayed,
+            keys.meta,
+            keys.pc,
+            keys.marker,
+            keys.stalled,
+        ),
+        (keys.base, now, job_id, token, codec.dumps(fields), "1" if lifo else "0"),
+    )
+    return code
+
+
+def extend_locks(
+    keys: QueueKeys, duration_ms: int, held: dict[str, str | None]
+) -> Op[list[str]]:
+    """Renew the locks of the jobs in `held` ({id: token}) in one call;
+    returns the ids whose lock was lost."""
+    ids, tokens = codec.dumps(list(held)), codec.dumps(list(held.values()))
+    lost: list[str] = yield Eval(
+        "extend_locks", (keys.stalled,), (keys.base, duration_ms, ids, tokens)
+    )
+    return lost
+
+
+def move_stalled(
+    keys: QueueKeys, now: int, max_stalled_count: int, stalled_interval_ms: int
+) -> Op[list[str]]:
+    """The stalled check: move jobs whose lock lapsed back to wait (marking
+    those stalled too often to fail); returns their ids."""
+    moved: list[str] = yield Eval(
+        "move_stalled_jobs_to_wait",
+        (
+            keys.stalled,
+            keys.wait,
+            keys.active,
+            keys.stalled_check,
+            keys.meta,
+            keys.events,
+            keys.marker,
+        ),
+        (keys.base, now, max_stalled_count, stalled_interval_ms),
+    )
+    return moved
+
+
+def count_marked_to_fail(keys: QueueKeys, job_ids: Sequence[str]) -> Op[int]:
+    """How many of the jobs carry a deferred failure (`defa`)."""
+    marked = yield [Cmd(("HEXISTS", keys.job(i), "defa")) for i in job_ids]
+    return sum(1 for m in marked if m)
