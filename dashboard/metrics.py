@@ -64,7 +64,6 @@ from queues.ops import DEFAULT_STATES
 
 from . import conf, reads
 from .reads.discovery import QueueRef, known_queues
-from .reads.queue import oldest_waiting_op
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +106,7 @@ def _queue_op(keys: QueueKeys, sample: int) -> ops.Op:
         [
             ops.get_counts(keys, DEFAULT_STATES),
             cmd("HEXISTS", keys.meta, "paused"),
-            oldest_waiting_op(keys),
+            ops.oldest_waiting(keys),
             cmds(
                 [
                     ("HGET", keys.metrics("completed"), "count"),

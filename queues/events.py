@@ -1,4 +1,4 @@
-"""A queue's events stream (wire spec 5): the event names, stream ids, one
+"""A queue's events stream (docs/protocol.md §5): the event names, stream ids, one
 parser of its entries, and `QueueEvents` (sync iterator) / `AsyncQueueEvents`
 (async iterator) that follow it."""
 

@@ -1,4 +1,4 @@
-"""Flows (wire spec 4.4, 4.7 step 9): a parent job that waits in
+"""Flows (docs/protocol.md §4.4, 4.7 step 9): a parent job that waits in
 `waiting-children` until its children, possibly in other queues, finish.
 
 `FlowProducer` and `AsyncFlowProducer` add a whole tree in one MULTI
@@ -35,7 +35,7 @@ from .options import (
 )
 from .queue import AsyncQueue, Queue, _QueueBase
 
-#: The flags a child's `parent` JSON carries (short opts keys, wire spec 2).
+#: The flags a child's `parent` JSON carries (short opts keys, docs/protocol.md §2).
 PARENT_FLAGS = ("fpof", "cpof", "idof", "rdof")
 
 QueueFor = Callable[[str, str], _QueueBase[Any]]

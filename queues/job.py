@@ -1,4 +1,4 @@
-"""A job as read from its hash (wire spec 2), with the actions that act on it.
+"""A job as read from its hash (docs/protocol.md §2), with the actions that act on it.
 
 A Job is bound to the queue that read it, its driver (`queues.driver`): with
 a `Queue` its methods return values; with an `AsyncQueue` they return

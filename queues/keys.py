@@ -1,4 +1,4 @@
-"""Every Redis key of a queue, in one place (wire spec section 1)."""
+"""Every Redis key of a queue, in one place (docs/protocol.md §1)."""
 
 from __future__ import annotations
 

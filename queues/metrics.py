@@ -1,4 +1,4 @@
-"""Worker metrics (wire spec 1.2 `metrics:*`, 4.7 step 13): the worker option
+"""Worker metrics (docs/protocol.md §1.2 `metrics:*`, 4.7 step 13): the worker option
 that turns collection on, and the per-minute series `Queue.get_metrics` reads.
 
 Workers write the series in `move_to_finished.lua` (include `metrics.lua`) in

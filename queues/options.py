@@ -1,5 +1,5 @@
 """Job options: validation, BullMQ's stored `opts` JSON (short keys), backoff
-and retention (wire spec 2.1)."""
+and retention (docs/protocol.md §2.1)."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ BackoffStrategy = Callable[[int, str, BaseException, Any], "int | float | None"]
 
 
 def validate_job_id(job_id: str) -> str:
-    """Check a custom id by BullMQ's client rules (wire spec 7), and refuse ids
+    """Check a custom id by BullMQ's client rules (docs/protocol.md §7), and refuse ids
     whose job hash would be one of the queue's own keys."""
     if not isinstance(job_id, str) or job_id == "":
         raise InvalidJobId("job_id must be a non-empty string")

@@ -1,4 +1,4 @@
-"""Job schedulers as BullMQ 6 stores them (wire spec 1.2, 1.4): operations to
+"""Job schedulers as BullMQ 6 stores them (docs/protocol.md §1.2, 1.4): operations to
 upsert, read and remove them, and to produce the next iteration when a worker
 takes the current one; `JobSchedulerMethods` is the queue API over them.
 

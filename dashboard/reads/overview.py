@@ -22,7 +22,6 @@ from .. import conf
 from ..redis import client
 from . import gpu_fleet, on_reset, run
 from .discovery import QueueRef
-from .queue import oldest_waiting_op
 
 MINUTE_MS = 60_000
 #: Seconds the CLIENT LIST census of connected workers is reused.
@@ -116,7 +115,7 @@ def _stats_op(
         [
             ops.get_counts(keys, DEFAULT_STATES),
             cmd("HEXISTS", keys.meta, "paused"),
-            oldest_waiting_op(keys),
+            ops.oldest_waiting(keys),
             cmds([("ZCOUNT", k, s, f"({s + MINUTE_MS}") for k, s in missing]),
             metrics_minutes_op(keys, minutes),
         ]

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from queues import Job, JobState, codec, ops
-from queues.drive import cmd, cmds, gather
+from queues import Job, JobState, ops
+from queues.drive import cmd, gather
 from queues.keys import QueueKeys
 from queues.ops import DEFAULT_STATES
 
@@ -28,23 +28,6 @@ def queue_counts(refs: Sequence[QueueRef], *states: str) -> list[dict[str, int]]
         )
     )
     return counts
-
-
-def oldest_waiting_op(keys: QueueKeys) -> ops.Op:
-    """When the job that has waited longest became due (epoch ms: its
-    timestamp plus delay), or None: the tail of `wait` (or of `paused`) that
-    is not a marker, in two steps (the overview and /metrics gather it)."""
-    tails = yield from cmds(
-        [("LRANGE", keys.wait, -1, -1), ("LRANGE", keys.paused, -1, -1)]
-    )
-    tail = [i for found in tails for i in found if not i.startswith("0:")]
-    if not tail:
-        return None
-    stamp, delay = yield ops.Cmd(("HMGET", keys.job(tail[0]), "timestamp", "delay"))
-    added = codec.to_int(stamp)
-    if added is None:
-        return None
-    return added + (codec.to_int(delay) or 0)
 
 
 # --- the queue page ----------------------------------------------------------

@@ -1,6 +1,6 @@
 --[[
-  Delete a paused queue and all its jobs, up to `count` jobs per call (wire
-  spec 4.17). Order: active (with locks), delayed, repeat (with scheduler
+  Delete a paused queue and all its jobs, up to `count` jobs per call
+  (docs/protocol.md §4.17). Order: active (with locks), delayed, repeat (with scheduler
   hashes), completed, wait, paused, prioritized, failed, waiting-children;
   then the queue-level keys.
 

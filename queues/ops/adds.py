@@ -1,4 +1,4 @@
-"""Adding a job: the script call that stores one (wire spec 4.1-4.4)."""
+"""Adding a job: the script call that stores one (docs/protocol.md §4.1-4.4)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def add_call(
     extra: dict[str, Any] | None = None,
     waiting_children: bool = False,
 ) -> Eval:
-    """The script call that stores one job (wire spec 4.1-4.4).
+    """The script call that stores one job (docs/protocol.md §4.1-4.4).
 
     `extra` adds script arguments: `id` (a flow node's id), `parentKey`,
     `parent` (JSON text) and `flow`; `waiting_children` adds a flow parent.

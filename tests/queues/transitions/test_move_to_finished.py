@@ -371,7 +371,7 @@ def test_retention_releases_parent_softly(
 ) -> None:
     """A failed child (no parent flag) deleted by retention leaves the parent's
     dependencies; if it was the last one the parent is released with its
-    `waiting` event (spec 4.16: retention deletes are soft)."""
+    `waiting` event (docs/protocol.md §4.16: retention deletes are soft)."""
     q = new_queue(redis_url, qname)
     parent_key = q.keys.job("parent")
     r.hset(parent_key, mapping={"name": "p", "data": "{}", "priority": 0, "delay": 0})
