@@ -132,6 +132,7 @@ def cmd_worker(queue: Queue, args: argparse.Namespace) -> None:
         worker_name=args.name,
         lock_duration=args.lock_duration,
         stalled_interval=args.stalled_interval,
+        drain_delay=args.drain_delay,
     )
     log.info("worker on %s started: %s", queue.name, args.processor)
     worker.run()
@@ -232,6 +233,17 @@ def _at_least(minimum: int) -> Callable[[str], int]:
     return parse
 
 
+def _seconds(text: str) -> float:
+    """An argparse type: a number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid seconds: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError("must be a number of seconds > 0")
+    return value
+
+
 def build_parser(redis_default: str = DEFAULT_URL) -> argparse.ArgumentParser:
     """The parser of every command; global options go before or after the command."""
     parser = _Parser(prog="python -m queues", description=DESCRIPTION)
@@ -262,6 +274,13 @@ def build_parser(redis_default: str = DEFAULT_URL) -> argparse.ArgumentParser:
     p.add_argument("--lock-duration", type=positive, default=lock_ms, metavar="MS")
     p.add_argument(
         "--stalled-interval", type=positive, default=stalled_ms, metavar="MS"
+    )
+    p.add_argument(
+        "--drain-delay",
+        type=_seconds,
+        default=defaults.DRAIN_DELAY_S,
+        metavar="S",
+        help="longest wait for a job on an empty queue " + dflt,
     )
     p = command(cmd_add)
     p.add_argument("name", metavar="NAME")

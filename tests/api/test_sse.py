@@ -204,11 +204,13 @@ def test_follow_and_resume_under_asgi(
 
 @pytest.mark.django_db(transaction=True)
 def test_asgi_stream_outlasts_a_quiet_spell(
-    make_token: Any, q: Queue, qname: str, api_redis: str
+    make_token: Any, q: Queue, qname: str, api_redis: str, settings: Any
 ) -> None:
-    """A job that waits longer than redis-py's default 5 s read timeout: the
-    stream's XREAD (blocking up to the keep-alive) must not fail, so the
-    client sees the job through to completed on one connection."""
+    """A job that waits longer than the client's read timeout (1 s here, in
+    the URL, rather than outlasting redis-py's default 5 s): the stream's
+    XREAD (blocking up to the keep-alive) must not fail, so the client sees
+    the job through to completed on one connection."""
+    settings.REDIS_URL = api_redis + "?socket_timeout=1"
     _, token = make_token()
     job = q.add("gen", {})
 
@@ -221,7 +223,7 @@ def test_asgi_stream_outlasts_a_quiet_spell(
 
     async def main() -> list[dict[str, Any]]:
         live = asyncio.create_task(follow())
-        await asyncio.sleep(6)  # quiet: nothing in the job's stream
+        await asyncio.sleep(2.5)  # quiet, past the 1 s read timeout
         assert not live.done(), "the stream ended during the quiet spell"
         worker = WorkerThread(qname, steps, api_redis)
         try:

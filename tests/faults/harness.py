@@ -20,7 +20,7 @@ from pathlib import Path
 
 import redis
 
-from queues import Queue, defaults
+from queues import Queue
 from tests.helpers import wait_until
 from tests.redis_server import RedisServer
 
@@ -29,6 +29,9 @@ PROCESSOR = "tests.faults.processors:work"
 #: Short locks and checks, so that what a fault strands comes back in seconds.
 LOCK_DURATION_MS = 2000
 STALLED_INTERVAL_MS = 1000
+#: The workers' longest wait on an empty queue (shorter than the default 5 s,
+#: so that a fault outlasting it costs the suite less time).
+DRAIN_DELAY_S = 1.0
 #: AOF on: a SHUTDOWN then restart keeps every acknowledged add.
 AOF_ARGS = ("--appendonly", "yes", "--appendfsync", "everysec")
 
@@ -99,7 +102,8 @@ class Workers:
                         + ["--redis", url, "--processor", PROCESSOR]
                         + ["--concurrency", "8"]
                         + ["--lock-duration", str(LOCK_DURATION_MS)]
-                        + ["--stalled-interval", str(STALLED_INTERVAL_MS)],
+                        + ["--stalled-interval", str(STALLED_INTERVAL_MS)]
+                        + ["--drain-delay", str(DRAIN_DELAY_S)],
                         cwd=REPO_ROOT,
                         env=env,
                         stdout=out,
@@ -171,12 +175,13 @@ def kill_clients(server: RedisServer, admin: redis.Redis) -> None:
 
 
 def fill_memory(server: RedisServer, admin: redis.Redis) -> None:
-    """maxmemory reached (noeviction), then lifted: longer than a worker's
-    drain delay, so that idle workers' claims are refused too."""
+    """maxmemory reached (noeviction), then lifted: longer than the workers'
+    drain delay (a short one, set on their command line), so that idle
+    workers' claims are refused too."""
     admin.config_set("maxmemory-policy", "noeviction")
     admin.config_set("maxmemory", 1)
     try:
-        time.sleep(defaults.DRAIN_DELAY_S + 1.0)
+        time.sleep(DRAIN_DELAY_S + 1.0)
     finally:
         admin.config_set("maxmemory", 0)
 

@@ -427,6 +427,14 @@ def test_unreachable_redis_is_one_error_line(args: list[str]) -> None:
             ["worker", "q", "--processor", "m:f", "--concurrency", "0"],
             "must be an integer >= 1",
         ),
+        (
+            ["worker", "q", "--processor", "m:f", "--drain-delay", "0"],
+            "must be a number of seconds > 0",
+        ),
+        (
+            ["worker", "q", "--processor", "m:f", "--drain-delay", "nan"],
+            "must be a number of seconds > 0",
+        ),
         (["add", "q", "n", "--delay", "soon"], "invalid int value: 'soon'"),
         (["frobnicate", "q"], "invalid choice: 'frobnicate'"),
         ([], "the following arguments are required: COMMAND"),
