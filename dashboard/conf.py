@@ -26,8 +26,6 @@ from django.core.signals import setting_changed
 from gpu_workers import defaults as gpu
 from queues.defaults import PREFIX
 
-from .live import defaults as live
-
 #: The Content-Security-Policy of every response: scripts and styles only from
 #: our static files (htmx runs with allowEval off; bar widths are set by
 #: static/dashboard/bars.js, not style attributes).
@@ -67,8 +65,10 @@ class DashboardConf:
     metrics_allow: tuple[str, ...] = ("127.0.0.1/32", "::1/128")
     metrics_sample_jobs: int = 100
     # --- live updates ---
-    live_max_queues_per_socket: int = live.MAX_QUEUES_PER_SOCKET
-    live_max_queues_per_process: int = live.MAX_QUEUES_PER_PROCESS
+    #: Queues (its own and those of its jobs) one live socket may follow,
+    #: and queues one process's events reader follows.
+    live_max_queues_per_socket: int = 500
+    live_max_queues_per_process: int = 2_000
     # --- GPU workers (`manage.py runworkers`) ---
     hostname: str = ""
     gpus: str = "auto"

@@ -112,3 +112,31 @@ def test_no_import_cycles() -> None:
     assert len(graph.modules) > 100  # the scan itself works
     found = cycles(graph)
     assert not found, "\n\n".join(describe(graph, group) for group in found)
+
+
+def folder_of(module: str) -> str:
+    """The box a module is drawn in: its sub-package under a top package
+    (`dashboard.live`, `queues.ops`, `gpu_workers.probe`), or the module itself
+    when it sits at a package's top (`dashboard.conf`, `queues.job`)."""
+    parts = module.split(".")
+    head = ".".join(parts[:2])
+    return head if len(parts) > 2 or (ROOT / Path(*parts[:2])).is_dir() else module
+
+
+def test_no_cycles_between_folders() -> None:
+    """The drawing of imports between packages, folders and top-level modules
+    has no cycle either: a folder never imports a module that imports it back
+    (say dashboard.conf taking a default from dashboard.live while live reads
+    conf)."""
+    graph = import_graph()
+    boxes = grimp.ImportGraph()
+    for module in graph.modules:
+        boxes.add_module(folder_of(module))
+        for imported in graph.find_modules_directly_imported_by(module):
+            if folder_of(imported) != folder_of(module):
+                boxes.add_import(
+                    importer=folder_of(module), imported=folder_of(imported)
+                )
+    assert len(boxes.modules) > 40
+    found = cycles(boxes)
+    assert not found, "\n".join(" <-> ".join(group) for group in found)

@@ -22,11 +22,9 @@ WORKERS_MIN_INTERVAL_S = 1.0
 WORKERS_MAX_INTERVAL_S = 5.0
 #: Events a reconnecting socket is sent per queue at most (the newest ones).
 REPLAY_MAX_EVENTS = 500
-#: Queues (its own and those of its jobs) and jobs one socket may follow, and
-#: queues one process's reader follows (defaults of the BULLPEN_LIVE_* settings).
-MAX_QUEUES_PER_SOCKET = 500
+#: Jobs one socket may follow (the queues it and a process may follow are the
+#: BULLPEN_LIVE_* settings, dashboard/conf.py).
 MAX_JOBS_PER_SOCKET = 500
-MAX_QUEUES_PER_PROCESS = 2_000
 #: How often an open socket checks again that its session is still logged in
 #: and its user may still view queues (it also checks on every subscribe).
 ACCESS_RECHECK_S = 30.0

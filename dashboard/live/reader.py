@@ -31,6 +31,7 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import ResponseError
 
+from dashboard.conf import DEFAULTS
 from gpu_workers import Fleet
 from gpu_workers.keys import BullpenKeys
 from queues.events import id_order
@@ -83,7 +84,7 @@ class EventsReader:
         prefixes: list[str],
         route: Route,
         namespace: str = "bullpen",
-        max_queues: int = defaults.MAX_QUEUES_PER_PROCESS,
+        max_queues: int = DEFAULTS.live_max_queues_per_process,
     ) -> None:
         self.redis_url = redis_url
         #: Most queues followed at once, for all of this process's sockets.

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from dashboard.conf import DEFAULTS
 from queues.events import StreamId
 from queues.keys import QueueKeys
 from queues.names import check_queue_name
@@ -89,7 +90,7 @@ def too_many_queues(count: int, most: int) -> SubscriptionError:
 def parse(
     content: dict[str, Any],
     prefixes: Iterable[str],
-    max_queues: int = defaults.MAX_QUEUES_PER_SOCKET,
+    max_queues: int = DEFAULTS.live_max_queues_per_socket,
 ) -> Subscription:
     """The subscription a message asks for; bad entries are dropped and listed.
     More than `max_queues` queues (its own and those of its jobs) is refused."""
