@@ -90,6 +90,10 @@ class DashboardConf:
     # --- `make run` (dashboard/run.py) ---
     host: str = "127.0.0.1"
     port: int = 8000
+    #: Connections the kernel queues for daphne before it accepts them
+    #: (twisted's own default, 50, refuses a reconnect storm of a few
+    #: hundred browsers; the kernel caps it at net.core.somaxconn).
+    listen_backlog: int = 1024
     #: Where daphne writes request lines ("-": the terminal; "": var/access.log).
     access_log: str = ""
 

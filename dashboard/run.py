@@ -9,8 +9,9 @@ producer. Ctrl-C stops everything.
 DJANGO_SECRET_KEY, when not set, is generated once and kept beside the
 database (`secret_key`, mode 0600), so sessions and tickets outlive a restart.
 Where the dashboard listens and logs (BULLPEN_HOST, BULLPEN_PORT,
-BULLPEN_ACCESS_LOG) and how long stopping waits (BULLPEN_DRAIN_TIMEOUT_S) are
-read from the settings; the environment is only what the children get.
+BULLPEN_LISTEN_BACKLOG, BULLPEN_ACCESS_LOG) and how long stopping waits
+(BULLPEN_DRAIN_TIMEOUT_S) are read from the settings; the environment is only
+what the children get.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pathlib import Path
 import redis
 
 from dashboard import conf
-from dashboard.conf import DashboardConf
+from dashboard.conf import DEFAULTS, DashboardConf
 from gpu_workers import Fleet
 from queues.devredis import RedisServer
 
@@ -39,14 +40,23 @@ ASGI_APP = "dashboard.asgi:application"
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-def daphne_args(host: str, port: int | str, access_log: str | None = None) -> list[str]:
+def daphne_args(
+    host: str,
+    port: int | str,
+    access_log: str | None = None,
+    backlog: int = DEFAULTS.listen_backlog,
+) -> list[str]:
     """The arguments after `python` that serve the dashboard (HTTP, API and
     live sockets) on daphne, its access log redacted (dashboard.serve): the one
     command line make run, the examples, the benchmarks and the browser tests
     all start (`access_log`: a file for the request lines, else daphne's
-    default, the terminal)."""
+    default, the terminal). It listens through a twisted endpoint string, as
+    daphne's `-b`/`-p` cannot set the listen `backlog` (twisted's default, 50,
+    refuses part of a reconnect storm)."""
     log = ["--access-log", access_log] if access_log else []
-    return ["-m", "dashboard.serve", "-b", host, "-p", str(port), *log, ASGI_APP]
+    interface = host.strip("[]").replace(":", r"\:")  # an IPv6 address's colons
+    endpoint = f"tcp:port={port}:interface={interface}:backlog={backlog}"
+    return ["-m", "dashboard.serve", "-e", endpoint, *log, ASGI_APP]
 
 
 def secret_key_beside(db_path: str | Path) -> str:
@@ -202,7 +212,10 @@ def _start(
     if access_log:
         Path(access_log).parent.mkdir(parents=True, exist_ok=True)
     commands = {
-        "dashboard": [py, *daphne_args(c.host, c.port, access_log)],
+        "dashboard": [
+            py,
+            *daphne_args(c.host, c.port, access_log, c.listen_backlog),
+        ],
         "supervisor": [py, "manage.py", "runworkers"],
         "webhooks": [py, "manage.py", "runwebhooks"],
         "producer": [py, "-m", "dashboard.demo", "gpu"],

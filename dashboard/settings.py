@@ -298,6 +298,10 @@ BULLPEN_METRICS_SAMPLE_JOBS = int(
 #: The address the dashboard listens on.
 BULLPEN_HOST = os.environ.get("BULLPEN_HOST", _d.host)
 BULLPEN_PORT = int(os.environ.get("BULLPEN_PORT", _d.port))
+#: Connections waiting to be accepted (a reconnect storm after a restart).
+BULLPEN_LISTEN_BACKLOG = int(
+    os.environ.get("BULLPEN_LISTEN_BACKLOG", _d.listen_backlog)
+)
 #: Where daphne writes one line per request: a file, so that the terminal
 #: keeps the banner (URL, admin password) readable; "-" for the terminal.
 BULLPEN_ACCESS_LOG = os.environ.get(
