@@ -17,15 +17,22 @@
  *               event on <body>
  *   replayed -> also `bullpen:queue-event` (lists re-render after a gap)
  *   batch    -> {"messages": [...]}: several of the above, applied in order
- * It reconnects with backoff and resends the last stream id it saw per queue,
- * so the server replays what was missed. Everything is set as text, never HTML.
+ * It reconnects with capped exponential backoff and full jitter (a random
+ * wait in 0..1 s, then 0..2 s, 0..4 s ... up to 0..30 s; back to 0..1 s once
+ * a socket stayed open STABLE_MS), so that every page a server restart cut
+ * off does not come back in the same millisecond, and resends the last
+ * stream id it saw per queue, so the server replays what was missed.
+ * Everything is set as text, never HTML.
  * <body data-live-status> says connecting | open | closed (for tests and CSS).
  */
 (function () {
   "use strict";
 
-  var MIN_DELAY_MS = 500;
+  var BASE_DELAY_MS = 1000;
   var MAX_DELAY_MS = 30000;
+  // A socket open this long was a working connection, not a flap: the next
+  // reconnect starts over from BASE_DELAY_MS.
+  var STABLE_MS = 10000;
   // Events that name the state a job is now in.
   var STATE_OF = {
     added: null, waiting: "waiting", active: "active", completed: "completed",
@@ -56,6 +63,17 @@
     var x = idKey(a), y = idKey(b);
     return x[0] > y[0] || (x[0] === y[0] && x[1] > y[1]);
   }
+
+  // The wait before reconnect number `attempt` (0: the first after a close):
+  // "full jitter", uniform in 0..min(MAX, BASE * 2^attempt). `random` is
+  // Math.random unless a test passes its own.
+  function backoffDelay(attempt, random) {
+    var ceiling = Math.min(MAX_DELAY_MS, BASE_DELAY_MS * Math.pow(2, Math.min(attempt, 30)));
+    return Math.floor((random || Math.random)() * ceiling);
+  }
+  // Exposed for tests (page.evaluate through the DevTools protocol; the CSP
+  // forbids eval in the page itself).
+  window.bullpenLiveBackoff = backoffDelay;
 
   function each(attr, value, fn) {
     var sel = "[" + attr + '="' + (window.CSS && CSS.escape ? CSS.escape(value) : value) + '"]';
@@ -157,6 +175,10 @@
       if (Object.prototype.hasOwnProperty.call(given, q)) { this.lastIds[q] = given[q]; }
     }
     this.attempt = 0;
+    // When the current socket opened (null: not open), and the last wait
+    // chosen before a reconnect (ms, for tests).
+    this.openedAt = null;
+    this.lastDelay = null;
     this.socket = null;
     this.stopped = false;
   }
@@ -171,7 +193,7 @@
     document.body.setAttribute("data-live-status", "connecting");
     var socket = this.socket = new WebSocket(scheme + location.host + "/ws/live/");
     socket.onopen = function () {
-      self.attempt = 0;
+      self.openedAt = Date.now();
       document.body.setAttribute("data-live-status", "open");
       var msg = {
         type: "subscribe",
@@ -192,9 +214,13 @@
       // Logged out (4401) or no longer allowed to view (4403): trying again
       // cannot help; the next page load asks for a login.
       if (e.code === 4401 || e.code === 4403) { self.stopped = true; }
+      // A connection that held resets the backoff; one that failed or
+      // dropped at once (a server still starting, a storm) keeps growing it.
+      if (self.openedAt !== null && Date.now() - self.openedAt >= STABLE_MS) { self.attempt = 0; }
+      self.openedAt = null;
       if (self.stopped) { return; }
-      var delay = Math.min(MAX_DELAY_MS, MIN_DELAY_MS * Math.pow(2, self.attempt++));
-      setTimeout(function () { self.connect(); }, delay * (0.75 + Math.random() / 2));
+      var delay = self.lastDelay = backoffDelay(self.attempt++);
+      setTimeout(function () { self.connect(); }, delay);
     };
   };
 
