@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import os
+import random
 import socket
 import sys
 import threading
@@ -16,6 +17,20 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+
+#: A client's connect: tries before it gives up, the first retry's longest
+#: wait (s, doubling per try: full jitter, a uniform wait up to it), and how
+#: long one try may take (s). A reconnect storm (every client at once, on a
+#: loaded machine) rides out refused or timed-out connects this way, counted.
+CONNECT_TRIES = 5
+CONNECT_BACKOFF_S = 0.25
+CONNECT_TIMEOUT_S = 10.0
+
+
+def backoff_s(attempt: int, base: float = CONNECT_BACKOFF_S, cap: float = 8.0) -> float:
+    """Full jitter: a uniform wait in 0..min(cap, base * 2**attempt)."""
+    return random.uniform(0, min(cap, base * 2**attempt))
 
 
 def pct(values: list[float], q: float) -> float:
@@ -54,8 +69,10 @@ def client_proc(
     offset: int = 0,
 ) -> None:
     """`count` websocket clients following bull:busy, spread round-robin over
-    the servers' ports; reports progress delays, frames carrying an event id
-    the client already had (duplicates), and handshakes that failed."""
+    the servers' ports, all connecting at once; reports progress delays,
+    frames carrying an event id the client already had (duplicates),
+    handshakes that failed, connects retried and clients that gave up after
+    CONNECT_TRIES failed connects."""
     import asyncio
 
     from autobahn.asyncio.websocket import (
@@ -68,12 +85,14 @@ def client_proc(
     frames = [0]
     opened = [0]
     failed: list[str] = []
+    retries = [0]
+    gave_up: list[str] = []
     duplicates = [0]
     window = {"start": None, "end": None}
     subscribed = asyncio.Event()
 
     def settled() -> None:
-        if opened[0] + len(failed) >= count:
+        if opened[0] + len(failed) + len(gave_up) >= count:
             subscribed.set()
 
     class Client(WebSocketClientProtocol):  # type: ignore[misc]
@@ -125,9 +144,26 @@ def client_proc(
             )
             factory.protocol = Client
             factories.append((factory, port))
-        for i in range(count):
+
+        async def connect(i: int) -> None:
             factory, port = factories[(offset + i) % len(factories)]
-            await loop.create_connection(factory, "127.0.0.1", port)
+            error = ""
+            for attempt in range(CONNECT_TRIES):
+                try:
+                    await asyncio.wait_for(
+                        loop.create_connection(factory, "127.0.0.1", port),
+                        CONNECT_TIMEOUT_S,
+                    )
+                    return
+                except OSError as e:  # refused, reset, timed out (TimeoutError)
+                    error = f"{type(e).__name__}: {e}"
+                if attempt + 1 < CONNECT_TRIES:
+                    retries[0] += 1
+                    await asyncio.sleep(backoff_s(attempt))
+            gave_up.append(error)
+            settled()
+
+        await asyncio.gather(*(connect(i) for i in range(count)))
         await asyncio.wait_for(subscribed.wait(), 60)
         ready.set()
         while not go.is_set():
@@ -144,6 +180,8 @@ def client_proc(
                 "clients": count,
                 "duplicates": duplicates[0],
                 "failed": failed,
+                "connect_retries": retries[0],
+                "gave_up": gave_up,
             }
         )
 
@@ -306,6 +344,8 @@ def fanout(
         "servers": len(server_pids),
         "duplicates": sum(res["duplicates"] for res in results),
         "failed_handshakes": [f for res in results for f in res["failed"]],
+        "connect_retries": sum(res["connect_retries"] for res in results),
+        "gave_up": [g for res in results for g in res["gave_up"]],
         "events_sent": sent,
         "seconds": spent,
         "messages_received": sum(res["received"] for res in results),
