@@ -4,6 +4,7 @@ the primary through a failover (a real topology on free loopback ports)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import tempfile
 import threading
@@ -29,6 +30,7 @@ from queues.connection import (
 )
 from queues.devredis import RedisServer, find_redis_server, free_port
 from queues.sentinel import SentinelUrl, parse_sentinel_url
+from tests.queues.test_cli import assert_error, cli, ok
 
 MASTER = "m"
 
@@ -80,6 +82,12 @@ def test_bad_urls_say_why_in_one_sentence(url: str, why: str) -> None:
     assert "\n" not in str(info.value)
     with pytest.raises(ValueError, match=why):
         Queue("q", url)
+
+
+def test_the_cli_says_what_is_wrong_with_a_sentinel_url_in_one_line() -> None:
+    assert_error(cli("redis+sentinel://h:26379/m/x", "counts", "q"), "not a number")
+    unreachable = f"redis+sentinel://127.0.0.1:{free_port()}/m"
+    assert_error(cli(unreachable, "counts", "q"), "no sentinel named its primary")
 
 
 def test_the_password_is_never_in_the_error() -> None:
@@ -160,8 +168,17 @@ class Topology:
         self.primary.stop()
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def topology() -> Iterator[Topology]:
+    """One topology for the tests that leave it as it is."""
+    t = Topology()
+    yield t
+    t.stop()
+
+
+@pytest.fixture
+def own_topology() -> Iterator[Topology]:
+    """A topology of its own, for a test that kills its primary."""
     t = Topology()
     yield t
     t.stop()
@@ -245,61 +262,75 @@ def test_add_and_process_through_sentinel(topology: Topology) -> None:
     assert q.get_job("7") is not None and q.get_job("7").returnvalue == 6  # type: ignore[union-attr]
 
 
-def test_workers_carry_on_through_a_failover(topology: Topology) -> None:
+def test_the_cli_through_sentinel(topology: Topology) -> None:
+    ok(cli(topology.url, "add", "cq", "n", "--data", '{"x": 1}'))
+    assert json.loads(ok(cli(topology.url, "counts", "cq", "--json")))["waiting"] == 1
+
+
+def _promoted(topology: Topology) -> bool:
+    try:
+        return topology.master_port() == topology.replica.port
+    except redis.RedisError:
+        return False
+
+
+def test_workers_carry_on_through_a_failover(own_topology: Topology) -> None:
     """SIGKILL the primary while a producer adds and three workers process:
     the sentinels promote the replica and the same workers go on, every job
     added after the failover completes and none stays active."""
-    q = Queue("fq", topology.url)
+    url = own_topology.url
+    q = Queue("fq", url)
     stop = threading.Event()
-    thread = _run_workers(
-        topology.url, "fq", 3, stop, lock_duration=3000, stalled_interval=1000
-    )
-    acked: list[tuple[str, int]] = []  # (job id, data["i"])
-    try:
+    options = {"lock_duration": 3000, "stalled_interval": 1000}
+    workers = _run_workers(url, "fq", 3, stop, **options)
+    acked: list[tuple[str, int, float]] = []  # (job id, data["i"], when acked)
+    stop_adding = threading.Event()
 
-        def add(i: int) -> None:
+    def produce() -> None:
+        producer_queue = Queue("fq", url)
+        i = 0
+        while not stop_adding.is_set():
             try:
-                acked.append((str(q.add("n", {"i": i}).id), i))
+                job_id = producer_queue.add("n", {"i": i}).id
+                acked.append((str(job_id), i, time.monotonic()))
             except (redis.RedisError, OSError):
                 time.sleep(0.05)
-
-        for i in range(100):
-            add(i)
-        old_port = topology.primary.port
-        assert topology.master_port() == old_port
-        assert topology.primary.proc is not None
-        topology.primary.proc.kill()
-        topology.primary.proc.wait()
-        before = len(acked)
-        i = 100
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            add(i)
             i += 1
-            try:
-                if topology.master_port() != old_port and len(acked) > before + 50:
-                    break
-            except redis.RedisError:
-                pass
-        assert topology.master_port() == topology.replica.port
-        after_failover = acked[before:]
-        assert after_failover, "no add succeeded after the failover"
+
+    producer = threading.Thread(target=produce, daemon=True)
+    producer.start()
+    try:
+        assert _wait_for(lambda: len(acked) >= 100, 15)
+        assert own_topology.master_port() == own_topology.primary.port
+        assert own_topology.primary.proc is not None
+        own_topology.primary.proc.kill()  # SIGKILL, while the producer adds
+        own_topology.primary.proc.wait()
+        assert _wait_for(lambda: _promoted(own_topology), 30), "no failover"
+        promoted_at = time.monotonic()
+
+        def fifty_since() -> bool:
+            return sum(at > promoted_at for _, _, at in acked) >= 50
+
+        assert _wait_for(fifty_since, 15), "no add after the failover"
+        stop_adding.set()
+        producer.join(10)
 
         def all_done() -> bool:
             counts = q.get_counts("active", "waiting", "delayed", "prioritized")
             return not any(counts.values())
 
         assert _wait_for(all_done, 20), q.get_counts("active", "waiting")
-        assert thread.is_alive()  # the same workers, never restarted
+        assert workers.is_alive()  # the same workers, never restarted
     finally:
+        stop_adding.set()
         stop.set()
-        thread.join(15)
+        workers.join(15)
     # An add lost to asynchronous replication leaves its id to be given again
     # by the new primary, so a job counts as kept only with its own data.
-    jobs = {i: q.get_job(job_id) for job_id, i in acked}
+    jobs = {i: q.get_job(job_id) for job_id, i, _ in acked}
     kept = {i: j for i, j in jobs.items() if j is not None and j.data["i"] == i}
     lost = [i for i in jobs if i not in kept]
     print(f"\nsentinel failover: {len(lost)} of {len(acked)} acknowledged adds lost")
     assert len(lost) <= 20
-    assert not [i for _, i in after_failover if i in lost]
+    assert not [i for _, i, at in acked if at > promoted_at and i in lost]
     assert all(j.finished_on is not None for j in kept.values())
