@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -166,6 +167,7 @@ class Topology:
             proc.wait()
         self.replica.stop()
         self.primary.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
