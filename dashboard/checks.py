@@ -1,6 +1,6 @@
 """System checks for the dashboard's settings (`manage.py check`).
 
-bullpen.E001  REDIS_URL is not a redis://, rediss:// or unix:// URL
+bullpen.E001  REDIS_URL is not a redis://, rediss://, unix:// or redis+sentinel:// URL
 bullpen.E002  BULLPEN_PREFIXES is empty or holds an empty prefix
 bullpen.E003  a BULLPEN_QUEUES entry is not `name` or `prefix:name`
 bullpen.E004  a BULLPEN_READ_ONLY_QUEUES entry is not `*`, `name` or `prefix:name`
@@ -16,6 +16,22 @@ from django.conf import settings
 from django.core.checks import Error, register
 from django.utils.module_loading import import_string
 
+from queues.sentinel import is_sentinel_url, parse_sentinel_url
+
+
+def _redis_url_error(url: str) -> str | None:
+    """What is wrong with REDIS_URL, else None."""
+    if is_sentinel_url(url):
+        try:
+            parse_sentinel_url(url)
+        except ValueError as exc:
+            return str(exc)
+        return None
+    if not url.startswith(("redis://", "rediss://", "unix://")):
+        schemes = "redis://, rediss://, unix:// or redis+sentinel://"
+        return f"REDIS_URL {url!r} is not a {schemes} URL"
+    return None
+
 
 def _queue_entry_ok(entry: str) -> bool:
     name = entry.rsplit(":", 1)[-1]
@@ -28,10 +44,11 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Error]:
     """Every dashboard setting is usable."""
     errors: list[Error] = []
     url = str(getattr(settings, "REDIS_URL", ""))
-    if not url.startswith(("redis://", "rediss://", "unix://")):
+    url_error = _redis_url_error(url)
+    if url_error is not None:
         errors.append(
             Error(
-                f"REDIS_URL {url!r} is not a redis://, rediss:// or unix:// URL",
+                url_error,
                 hint="Set REDIS_URL, e.g. redis://127.0.0.1:6379/0",
                 id="bullpen.E001",
             )

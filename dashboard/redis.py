@@ -10,6 +10,7 @@ from django.conf import settings
 
 from queues import Queue
 from queues.connection import sync_client
+from queues.sentinel import sync_from_url
 
 #: What a dead, unreachable or still-loading Redis raises (pages answer 503).
 REDIS_DOWN = (redis.ConnectionError, redis.TimeoutError)
@@ -20,7 +21,7 @@ def connect(url: str) -> redis.Redis:
     so that a request to an unreachable Redis fails in seconds, not minutes
     (timeouts in the URL's query string win)."""
     return sync_client(
-        redis.Redis.from_url(
+        sync_from_url(
             url,
             socket_connect_timeout=settings.BULLPEN_REDIS_CONNECT_TIMEOUT_S,
             socket_timeout=settings.BULLPEN_REDIS_TIMEOUT_S,

@@ -22,6 +22,8 @@ from typing import Any
 
 import redis
 
+from queues.sentinel import sync_from_url
+
 from . import defaults
 from .children import Child, ChildState, child_record, spawn
 from .clock import now_ms
@@ -53,7 +55,7 @@ class Supervisor:
             probe if probe is not None else make_probe(config.gpus, config.host)
         )
         self.keys = BullpenKeys(config.namespace)
-        self.redis = redis.Redis.from_url(config.redis_url, decode_responses=True)
+        self.redis = sync_from_url(config.redis_url, decode_responses=True)
         self.state = SupervisorState.STARTING
         self.children: dict[tuple[str, str], Child] = {}
         self._stop = threading.Event()

@@ -30,9 +30,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import redis.asyncio as aioredis
-
 from queues import Job, MetricsOptions
+from queues.sentinel import async_from_url
 
 from . import defaults
 from .admission import VramAdmission
@@ -108,7 +107,7 @@ class GpuWorker(WorkerUpkeep):
         self._changed = asyncio.Event()
         self._pool = ThreadPoolExecutor(spec.max_slots, thread_name_prefix="handler")
         # Bullpen's own keys; decode_responses, so replies are str.
-        self._bp: Any = aioredis.Redis.from_url(spec.redis_url, decode_responses=True)
+        self._bp: Any = async_from_url(spec.redis_url, decode_responses=True)
 
     # --- admission hooks --------------------------------------------------------------
     def claim_capacity(self) -> int:

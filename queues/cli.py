@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
 import redis
+import redis.sentinel
 
 from . import codec, defaults
 from .connection import DEFAULT_URL
@@ -25,6 +26,7 @@ from .exceptions import QueueError
 from .job import Job
 from .keys import SUFFIXES
 from .queue import Queue
+from .sentinel import sync_from_url
 from .state import JobState, parse_state
 from .worker import Processor, Worker
 
@@ -332,7 +334,7 @@ def run(args: argparse.Namespace) -> int:
     """Connect, check the queue and run the parsed command."""
     if args.command == "worker":
         args.loaded_processor = load_processor(args.processor)
-    client = redis.Redis.from_url(
+    client = sync_from_url(
         args.redis, decode_responses=True, socket_connect_timeout=CONNECT_TIMEOUT_S
     )
     try:
@@ -359,6 +361,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         return run(args)
+    except redis.sentinel.MasterNotFoundError:
+        message = (
+            f"cannot reach Redis at {_redacted(args.redis)}: no sentinel named "
+            "its primary (are they up, and is the master name right?)"
+        )
     except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
         message = f"cannot reach Redis at {_redacted(args.redis)}: {exc}"
     except redis.exceptions.RedisError as exc:

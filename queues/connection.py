@@ -17,6 +17,8 @@ from redis._parsers import Encoder
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
+from . import sentinel
+
 _hiredis_pack: Any = None
 try:
     import hiredis
@@ -144,12 +146,12 @@ def sync_client(connection: ConnectionLike) -> redis.Redis:
     """A sync client (the given one when it already decodes as we need)."""
     if connection is None or isinstance(connection, str):
         return _surrogate_safe(
-            redis.Redis.from_url(connection or DEFAULT_URL, **_DECODING)
+            sentinel.sync_from_url(connection or DEFAULT_URL, **_DECODING)
         )
     if isinstance(connection, redis.Redis) and _ours(connection):
         return _surrogate_safe(connection)
     if isinstance(connection, (redis.Redis, aioredis.Redis)):
-        return _surrogate_safe(redis.Redis(**_kwargs_of(connection, redis.Redis)))
+        return _surrogate_safe(sibling_sync_client(connection))
     raise TypeError(
         f"connection must be a redis URL or client, not {type(connection)!r}"
     )
@@ -158,11 +160,11 @@ def sync_client(connection: ConnectionLike) -> redis.Redis:
 def async_client(connection: ConnectionLike) -> aioredis.Redis:
     """An asyncio client (the given one when it already decodes as we need)."""
     if connection is None or isinstance(connection, str):
-        return _fast(aioredis.Redis.from_url(connection or DEFAULT_URL, **_DECODING))
+        return _fast(sentinel.async_from_url(connection or DEFAULT_URL, **_DECODING))
     if isinstance(connection, aioredis.Redis) and _ours(connection):
         return connection
     if isinstance(connection, (redis.Redis, aioredis.Redis)):
-        return _fast(aioredis.Redis(**_kwargs_of(connection, aioredis.Redis)))
+        return sibling_async_client(connection)
     raise TypeError(
         f"connection must be a redis URL or client, not {type(connection)!r}"
     )
@@ -222,7 +224,7 @@ def worker_client(
     if connection is None or isinstance(connection, str):
         url = connection or DEFAULT_URL
         return _fast(
-            aioredis.Redis.from_url(
+            sentinel.async_from_url(
                 url, socket_timeout=None, **_tcp_options(url), **sizing, **_DECODING
             )
         )
@@ -304,10 +306,21 @@ def for_blocking(client: Any, block_s: float) -> Any:
 
 
 def sibling_sync_client(client: Any, **overrides: Any) -> redis.Redis:
-    """A new sync client with the settings of `client` (either flavour)."""
-    return redis.Redis(**_kwargs_of(client, redis.Redis, **overrides))
+    """A new sync client with the settings of `client` (either flavour); one
+    made by `Sentinel.master_for` has a sibling on the same sentinels."""
+    kwargs = _kwargs_of(client, redis.Redis, **overrides)
+    if sentinel.is_sentinel_client(client):
+        made: redis.Redis = sentinel.sibling(
+            client, redis.Redis, kwargs, _FLAVOUR_BOUND
+        )
+        return made
+    return redis.Redis(**kwargs)
 
 
-def sibling_async_client(client: aioredis.Redis, **overrides: Any) -> aioredis.Redis:
-    """A new asyncio client with the same settings (e.g. a blocking connection)."""
-    return _fast(aioredis.Redis(**_kwargs_of(client, aioredis.Redis, **overrides)))
+def sibling_async_client(client: Any, **overrides: Any) -> aioredis.Redis:
+    """A new asyncio client with the same settings (e.g. a blocking connection);
+    one made by `Sentinel.master_for` has a sibling on the same sentinels."""
+    kwargs = _kwargs_of(client, aioredis.Redis, **overrides)
+    if sentinel.is_sentinel_client(client):
+        return _fast(sentinel.sibling(client, aioredis.Redis, kwargs, _FLAVOUR_BOUND))
+    return _fast(aioredis.Redis(**kwargs))

@@ -12,6 +12,9 @@ STACKTRACE_LIMIT = 10
 CLOSE_TIMEOUT_S = 30.0
 RATE_LIMIT_MAX_DELAY_MS = 30_000
 RECONNECT_DELAY_MAX_S = 5.0
+#: A sentinel's answer is awaited this long: a dead sentinel must not hold up
+#: asking the next one which server is the primary.
+SENTINEL_TIMEOUT_S = 2.0
 EVENTS_BLOCK_MS = 10_000
 PROMOTE_BATCH = 1_000
 CLEAN_BATCH = 10_000

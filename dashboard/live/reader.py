@@ -28,7 +28,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import redis.asyncio as aioredis
 from redis.exceptions import ResponseError
 
 from dashboard.conf import DEFAULTS
@@ -36,6 +35,7 @@ from gpu_workers import Fleet
 from gpu_workers.keys import BullpenKeys
 from queues.events import id_order
 from queues.keys import QueueKeys
+from queues.sentinel import async_from_url, async_waiting_client
 
 from . import defaults, messages, snapshots
 from .coalesce import Coalescer, batch_message
@@ -100,10 +100,8 @@ class EventsReader:
         self.coalescer = Coalescer(defaults.PROGRESS_INTERVAL_S)
         self.stats = ReaderStats()
         # Counts, replays, unblocking: a small pool that waits when busy.
-        self.side: Any = aioredis.Redis(
-            connection_pool=aioredis.BlockingConnectionPool.from_url(
-                redis_url, max_connections=8, decode_responses=True
-            )
+        self.side: Any = async_waiting_client(
+            redis_url, max_connections=8, decode_responses=True
         )
         self._blocking: Any = None
         self._blocking_id: int | None = None
@@ -259,7 +257,7 @@ class EventsReader:
     async def _step(self) -> bool:
         """One read and what follows from it; whether it found entries."""
         if self._blocking is None:
-            self._blocking = aioredis.Redis.from_url(
+            self._blocking = async_from_url(
                 self.redis_url, decode_responses=True, single_connection_client=True
             )
             self._blocking_id = await self._blocking.client_id()

@@ -22,6 +22,7 @@ def test_default_settings_pass() -> None:
     ("name", "value", "error"),
     [
         ("REDIS_URL", "localhost:6379", "bullpen.E001"),
+        ("REDIS_URL", "redis+sentinel://h:26379", "bullpen.E001"),
         ("BULLPEN_PREFIXES", [], "bullpen.E002"),
         ("BULLPEN_PREFIXES", ["bull", ""], "bullpen.E002"),
         ("BULLPEN_QUEUES", ["bull:"], "bullpen.E003"),
@@ -49,4 +50,6 @@ def test_good_non_default_values_pass(settings: Any) -> None:
     settings.BULLPEN_READ_ONLY_QUEUES = ["*", "bull:render"]
     settings.BULLPEN_REDACT = "dashboard.redaction.redact_sensitive_keys"
     settings.REDIS_URL = "unix:///tmp/redis.sock"
+    assert _ids() == []
+    settings.REDIS_URL = "redis+sentinel://:pw@h1:26379,h2:26379/mymaster/0"
     assert _ids() == []

@@ -1,0 +1,338 @@
+"""Redis Sentinel: `redis+sentinel://` URLs, and queues and workers that follow
+the primary through a failover (a real topology on free loopback ports)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+import redis.asyncio as aioredis
+from redis.sentinel import Sentinel
+
+from queues import AsyncWorker, Queue
+from queues.connection import (
+    async_client,
+    for_blocking,
+    sent_once_client,
+    sibling_async_client,
+    sibling_sync_client,
+    sync_client,
+    worker_client,
+)
+from queues.devredis import RedisServer, find_redis_server, free_port
+from queues.sentinel import SentinelUrl, parse_sentinel_url
+from tests.queues.test_cli import assert_error, cli, ok
+
+MASTER = "m"
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        (
+            "redis+sentinel://127.0.0.1:26379,h2:26380/m/2",
+            SentinelUrl((("127.0.0.1", 26379), ("h2", 26380)), "m", 2),
+        ),
+        ("redis+sentinel://h/m", SentinelUrl((("h", 26379),), "m", 0)),
+        ("redis+sentinel://h:1/m/", SentinelUrl((("h", 1),), "m", 0)),
+        (
+            "redis+sentinel://:s%40cret@h:5/mymaster/3",
+            SentinelUrl((("h", 5),), "mymaster", 3, None, "s@cret"),
+        ),
+        (
+            "REDIS+SENTINEL://u:p@[::1]:7,h/m",
+            SentinelUrl((("::1", 7), ("h", 26379)), "m", 0, "u", "p"),
+        ),
+    ],
+)
+def test_good_urls(url: str, expected: SentinelUrl) -> None:
+    assert parse_sentinel_url(url) == expected
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("redis+sentinel:///m/0", "no sentinel host"),
+        ("redis+sentinel://:pw@/m/0", "no sentinel host"),
+        ("redis+sentinel://h:1,:2/m", "has no host"),
+        ("redis+sentinel://h:26379", "no master name"),
+        ("redis+sentinel://h:26379/", "no master name"),
+        ("redis+sentinel://h:26379//0", "no master name"),
+        ("redis+sentinel://h:26379/m/x", "db 'x' is not a number"),
+        ("redis+sentinel://h:26379/m/-1", "is not a number"),
+        ("redis+sentinel://h:26379/m/0/1", "nothing more"),
+        ("redis+sentinel://h:port/m", "bad port"),
+        ("redis+sentinel://h:0/m", "bad port"),
+        ("redis+sentinel://h:70000/m", "bad port"),
+        ("redis+sentinel://h/m?db=1", "not supported"),
+    ],
+)
+def test_bad_urls_say_why_in_one_sentence(url: str, why: str) -> None:
+    with pytest.raises(ValueError, match=why) as info:
+        sync_client(url)
+    assert "\n" not in str(info.value)
+    with pytest.raises(ValueError, match=why):
+        Queue("q", url)
+
+
+def test_the_cli_says_what_is_wrong_with_a_sentinel_url_in_one_line() -> None:
+    assert_error(cli("redis+sentinel://h:26379/m/x", "counts", "q"), "not a number")
+    unreachable = f"redis+sentinel://127.0.0.1:{free_port()}/m"
+    assert_error(cli(unreachable, "counts", "q"), "no sentinel named its primary")
+
+
+def test_the_password_is_never_in_the_error() -> None:
+    with pytest.raises(ValueError) as info:
+        parse_sentinel_url("redis+sentinel://:hunter2@h:x/m")
+    assert "hunter2" not in str(info.value)
+
+
+class Topology:
+    """A primary, a replica and three sentinels monitoring them as `m`."""
+
+    def __init__(self) -> None:
+        self.primary = RedisServer().start()
+        self.replica = RedisServer(
+            extra_args=("--replicaof", "127.0.0.1", str(self.primary.port))
+        ).start()
+        self.dir = Path(tempfile.mkdtemp(prefix="bullpen-sentinel-"))
+        self.ports = [free_port() for _ in range(3)]
+        self.procs: list[subprocess.Popen[bytes]] = []
+        for port in self.ports:
+            conf = self.dir / f"sentinel-{port}.conf"
+            conf.write_text(
+                f"port {port}\nbind 127.0.0.1\nprotected-mode no\n"
+                f"dir {self.dir}\n"
+                f"sentinel monitor {MASTER} 127.0.0.1 {self.primary.port} 2\n"
+                f"sentinel down-after-milliseconds {MASTER} 1000\n"
+                f"sentinel failover-timeout {MASTER} 3000\n"
+            )
+            self.procs.append(
+                subprocess.Popen(
+                    [find_redis_server(), str(conf), "--sentinel"],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+            )
+        self.url = (
+            "redis+sentinel://"
+            + ",".join(f"127.0.0.1:{p}" for p in self.ports)
+            + f"/{MASTER}/0"
+        )
+        self._wait_ready()
+
+    def _wait_ready(self) -> None:
+        """Every sentinel knows the replica (in sync) and the other sentinels."""
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if self._ready():
+                    return
+            except redis.RedisError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("the sentinel topology did not come up")
+            time.sleep(0.1)
+
+    def _ready(self) -> bool:
+        info = redis.Redis(port=self.replica.port).info("replication")
+        if info.get("master_link_status") != "up":
+            return False
+        for port in self.ports:
+            s = redis.Redis(port=port, decode_responses=True)
+            if len(s.sentinel_slaves(MASTER)) < 1:
+                return False
+            if len(s.sentinel_sentinels(MASTER)) < 2:
+                return False
+        return True
+
+    def master_port(self) -> int:
+        s = Sentinel([("127.0.0.1", p) for p in self.ports])
+        return int(s.discover_master(MASTER)[1])
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            proc.kill()
+            proc.wait()
+        self.replica.stop()
+        self.primary.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def topology() -> Iterator[Topology]:
+    """One topology for the tests that leave it as it is."""
+    t = Topology()
+    yield t
+    t.stop()
+
+
+@pytest.fixture
+def own_topology() -> Iterator[Topology]:
+    """A topology of its own, for a test that kills its primary."""
+    t = Topology()
+    yield t
+    t.stop()
+
+
+def test_clients_from_a_sentinel_url_and_their_siblings(topology: Topology) -> None:
+    """Every client queues.connection makes from a sentinel URL or a
+    `master_for` client goes to the primary through the sentinels, decoding
+    as our own clients do."""
+    sync = sync_client(topology.url)
+    sync.set("k", b"\xff")
+    assert sync.get("k") == "\udcff"
+    assert sync.info("server")["tcp_port"] == topology.primary.port
+    made = Sentinel([("127.0.0.1", p) for p in topology.ports]).master_for(MASTER)
+    for client in (
+        sync_client(made),
+        sibling_sync_client(sync, socket_timeout=9),
+        for_blocking(sync_client(made), 30),
+    ):
+        assert client.connection_pool.service_name == MASTER
+        assert client.get("k") == "\udcff"
+
+    async def main() -> None:
+        clients = [async_client(topology.url), worker_client(topology.url)]
+        clients.append(async_client(made))
+        clients.append(sibling_async_client(clients[0]))
+        clients.append(sent_once_client(clients[1]))
+        clients.append(for_blocking(clients[0], 30))
+        for client in clients:
+            assert isinstance(client, aioredis.Redis)
+            assert client.connection_pool.service_name == MASTER
+            assert await client.get("k") == "\udcff"
+            await client.aclose()
+
+    asyncio.run(main())
+
+
+def _run_workers(
+    url: str, qname: str, count: int, stop: threading.Event, **options: Any
+) -> threading.Thread:
+    async def proc(job: Any) -> Any:
+        await asyncio.sleep(0.005)
+        return job.data["i"]
+
+    async def main() -> None:
+        workers = [
+            AsyncWorker(qname, proc, connection=url, concurrency=4, **options)
+            for _ in range(count)
+        ]
+        tasks = [asyncio.create_task(w.run(install_signals=False)) for w in workers]
+        while not stop.is_set():
+            await asyncio.sleep(0.05)
+        for w in workers:
+            w.close(force=True)
+        await asyncio.gather(*tasks)
+
+    thread = threading.Thread(target=asyncio.run, args=(main(),), daemon=True)
+    thread.start()
+    return thread
+
+
+def _wait_for(check: Any, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_add_and_process_through_sentinel(topology: Topology) -> None:
+    q = Queue("sq", topology.url)
+    q.add_bulk([{"name": "n", "data": {"i": i}} for i in range(30)])
+    stop = threading.Event()
+    thread = _run_workers(topology.url, "sq", 1, stop)
+    try:
+        assert _wait_for(lambda: q.get_counts("completed")["completed"] == 30, 20)
+    finally:
+        stop.set()
+        thread.join(10)
+    assert q.get_job("7") is not None and q.get_job("7").returnvalue == 6  # type: ignore[union-attr]
+
+
+def test_the_cli_through_sentinel(topology: Topology) -> None:
+    ok(cli(topology.url, "add", "cq", "n", "--data", '{"x": 1}'))
+    assert json.loads(ok(cli(topology.url, "counts", "cq", "--json")))["waiting"] == 1
+
+
+def _promoted(topology: Topology) -> bool:
+    try:
+        return topology.master_port() == topology.replica.port
+    except redis.RedisError:
+        return False
+
+
+def test_workers_carry_on_through_a_failover(own_topology: Topology) -> None:
+    """SIGKILL the primary while a producer adds and three workers process:
+    the sentinels promote the replica and the same workers go on, every job
+    added after the failover completes and none stays active."""
+    url = own_topology.url
+    q = Queue("fq", url)
+    stop = threading.Event()
+    options = {"lock_duration": 3000, "stalled_interval": 1000}
+    workers = _run_workers(url, "fq", 3, stop, **options)
+    acked: list[tuple[str, int, float]] = []  # (job id, data["i"], when acked)
+    stop_adding = threading.Event()
+
+    def produce() -> None:
+        producer_queue = Queue("fq", url)
+        i = 0
+        while not stop_adding.is_set():
+            try:
+                job_id = producer_queue.add("n", {"i": i}).id
+                acked.append((str(job_id), i, time.monotonic()))
+            except (redis.RedisError, OSError):
+                time.sleep(0.05)
+            i += 1
+
+    producer = threading.Thread(target=produce, daemon=True)
+    producer.start()
+    try:
+        assert _wait_for(lambda: len(acked) >= 100, 15)
+        assert own_topology.master_port() == own_topology.primary.port
+        assert own_topology.primary.proc is not None
+        own_topology.primary.proc.kill()  # SIGKILL, while the producer adds
+        own_topology.primary.proc.wait()
+        assert _wait_for(lambda: _promoted(own_topology), 30), "no failover"
+        promoted_at = time.monotonic()
+
+        def fifty_since() -> bool:
+            return sum(at > promoted_at for _, _, at in acked) >= 50
+
+        assert _wait_for(fifty_since, 15), "no add after the failover"
+        stop_adding.set()
+        producer.join(10)
+
+        def all_done() -> bool:
+            counts = q.get_counts("active", "waiting", "delayed", "prioritized")
+            return not any(counts.values())
+
+        assert _wait_for(all_done, 20), q.get_counts("active", "waiting")
+        assert workers.is_alive()  # the same workers, never restarted
+    finally:
+        stop_adding.set()
+        stop.set()
+        workers.join(15)
+    # An add lost to asynchronous replication leaves its id to be given again
+    # by the new primary, so a job counts as kept only with its own data.
+    jobs = {i: q.get_job(job_id) for job_id, i, _ in acked}
+    kept = {i: j for i, j in jobs.items() if j is not None and j.data["i"] == i}
+    lost = [i for i in jobs if i not in kept]
+    print(f"\nsentinel failover: {len(lost)} of {len(acked)} acknowledged adds lost")
+    assert len(lost) <= 20
+    assert not [i for _, i, at in acked if at > promoted_at and i in lost]
+    assert all(j.finished_on is not None for j in kept.values())
