@@ -70,14 +70,6 @@ class _QueueBase(JobReads[Q], JobSchedulerMethods[Q]):
         """What runs this queue's ops: the queue itself (see queues.driver)."""
         return cast(Q, self)
 
-    def _job(
-        self,
-        job_id: str,
-        h: Mapping[str, str],
-        left_out: dict[str, int] | None = None,
-    ) -> Job[Q]:
-        return Job.from_hash(self.driver, job_id, dict(h), left_out)
-
     # --- adding ---------------------------------------------------------
     def _prepare(
         self, name: str, data: Any, options: dict[str, Any]

@@ -15,10 +15,16 @@ from .state import JobState
 Q = TypeVar("Q", bound=Driver)
 
 
-class JobReads(Generic[Q]):
-    """The job reads of `Queue` and `AsyncQueue` (mixed into their base)."""
+class MakesJobs(Generic[Q]):
+    """What the queue's mixins share: its keys, its driver, and making the
+    `Job` objects it hands out (bound to that driver)."""
 
     keys: QueueKeys
+
+    @property
+    def driver(self) -> Q:
+        """What runs this queue's ops (the queue itself, see queues.driver)."""
+        raise NotImplementedError
 
     def _job(
         self,
@@ -26,7 +32,11 @@ class JobReads(Generic[Q]):
         h: Mapping[str, str],
         left_out: dict[str, int] | None = None,
     ) -> Job[Q]:
-        raise NotImplementedError
+        return Job.from_hash(self.driver, job_id, dict(h), left_out)
+
+
+class JobReads(MakesJobs[Q]):
+    """The job reads of `Queue` and `AsyncQueue` (mixed into their base)."""
 
     @op_method
     def get_job(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 from . import codec
 from .cron import DateLike, cron_next, to_ms
@@ -22,6 +22,7 @@ from .job import Job
 from .keys import QueueKeys
 from .ops import Cmd, Eval, Op, now_ms
 from .options import build_opts, decode_opts, merge_job_options
+from .reads import MakesJobs
 
 Q = TypeVar("Q", bound=Driver)
 
@@ -300,19 +301,10 @@ def get_many(
     ]
 
 
-class JobSchedulerMethods(Generic[Q]):
+class JobSchedulerMethods(MakesJobs[Q]):
     """The job scheduler methods of `Queue` and `AsyncQueue`."""
 
-    keys: QueueKeys
     _job_defaults: dict[str, Any]
-
-    def _job(
-        self,
-        job_id: str,
-        h: Mapping[str, str],
-        left_out: dict[str, int] | None = None,
-    ) -> Job[Q]:
-        raise NotImplementedError
 
     @op_method
     def upsert_job_scheduler(
