@@ -111,3 +111,89 @@ class RedisServer:
         self.stop()
         time.sleep(down_s)
         self.start()
+
+
+class RedisClusterSet:
+    """A Redis Cluster of `primaries` redis-servers (no replicas) on free
+    ports, created with `redis-cli --cluster create`; for tests and benches."""
+
+    def __init__(self, primaries: int = 3) -> None:
+        self.servers = [
+            RedisServer(
+                extra_args=(
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-node-timeout",
+                    "5000",
+                    # The bus port is not port + 10000 (which may pass 65535).
+                    "--cluster-port",
+                    str(free_port()),
+                )
+            )
+            for _ in range(primaries)
+        ]
+        for server in self.servers:
+            # Each node keeps its own nodes.conf in its own folder.
+            server.extra_args += ("--cluster-config-file", f"{server.dir}/nodes.conf")
+
+    @property
+    def url(self) -> str:
+        hosts = ",".join(f"127.0.0.1:{s.port}" for s in self.servers)
+        return f"redis+cluster://{hosts}"
+
+    @property
+    def ports(self) -> list[int]:
+        return [s.port for s in self.servers]
+
+    def start(self) -> RedisClusterSet:
+        for server in self.servers:
+            server.start()
+        cli = shutil.which("redis-cli") or str(
+            Path(find_redis_server()).with_name("redis-cli")
+        )
+        subprocess.run(
+            [
+                cli,
+                "--cluster",
+                "create",
+                *(f"127.0.0.1:{p}" for p in self.ports),
+                "--cluster-replicas",
+                "0",
+                "--cluster-yes",
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            timeout=60,
+        )
+        deadline = time.monotonic() + 30
+        while not self._ok():
+            if time.monotonic() > deadline:
+                raise RuntimeError("the Redis Cluster did not reach cluster_state:ok")
+            time.sleep(0.1)
+        return self
+
+    def _ok(self) -> bool:
+        for port in self.ports:
+            client = redis.Redis(port=port, decode_responses=True)
+            try:
+                info = client.execute_command("CLUSTER", "INFO")
+            finally:
+                client.close()
+            if "cluster_state:ok" not in info:
+                return False
+        return True
+
+    def flushall(self) -> None:
+        for port in self.ports:
+            client = redis.Redis(port=port)
+            try:
+                client.flushall()
+            finally:
+                client.close()
+
+    def stop(self) -> None:
+        for server in self.servers:
+            server.stop()
+        for server in self.servers:
+            shutil.rmtree(server.dir, ignore_errors=True)
