@@ -17,7 +17,7 @@ from redis._parsers import Encoder
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from . import sentinel
+from . import cluster, sentinel
 
 _hiredis_pack: Any = None
 try:
@@ -27,7 +27,7 @@ try:
 except ImportError:  # hiredis is optional: redis-py's own packer then
     pass
 
-ConnectionLike = Union[str, redis.Redis, aioredis.Redis, None]
+ConnectionLike = Union[str, redis.Redis, aioredis.Redis, Any, None]
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
 _DECODING: dict[str, Any] = {
     "decode_responses": True,
@@ -106,8 +106,11 @@ def _surrogate_safe(client: redis.Redis) -> redis.Redis:
     return client
 
 
-def _fast(client: aioredis.Redis) -> aioredis.Redis:
-    """`client` (one this module made) with hiredis packing its commands."""
+def _fast(client: Any) -> Any:
+    """`client` (one this module made) with hiredis packing its commands (a
+    cluster client packs as redis-py does)."""
+    if cluster.is_cluster_client(client):
+        return client
     pool = client.connection_pool
     utf8 = pool.connection_kwargs.get("encoding", "utf-8") == "utf-8"
     if _hiredis_pack is not None and utf8:
@@ -116,8 +119,15 @@ def _fast(client: aioredis.Redis) -> aioredis.Redis:
     return client
 
 
+def _pool_kwargs(client: Any) -> dict[str, Any]:
+    """The connection settings of a client (a plain, Sentinel or cluster one)."""
+    if cluster.is_cluster_client(client):
+        return cluster.connection_kwargs(client)
+    return client.connection_pool.connection_kwargs  # type: ignore[no-any-return]
+
+
 def _ours(client: Any) -> bool:
-    kwargs = client.connection_pool.connection_kwargs
+    kwargs = _pool_kwargs(client)
     return bool(kwargs.get("decode_responses")) and (
         kwargs.get("encoding_errors") == "surrogateescape"
     )
@@ -142,12 +152,32 @@ def _kwargs_of(client: Any, target: type, **overrides: Any) -> dict[str, Any]:
     return kwargs
 
 
-def sync_client(connection: ConnectionLike) -> redis.Redis:
-    """A sync client (the given one when it already decodes as we need)."""
+def _from_url(flavour: Any, url: str, **kwargs: Any) -> Any:
+    """A client of `flavour` for any URL Bullpen takes: redis://, rediss://,
+    unix://, redis+sentinel:// or redis+cluster://."""
+    if cluster.is_cluster_url(url):
+        return cluster.from_url(flavour, url, **kwargs)
+    return sentinel.from_url(flavour, url, **kwargs)
+
+
+def _is_sync(client: Any) -> bool:
+    return isinstance(client, (redis.Redis, cluster.SyncCluster))
+
+
+def _is_async(client: Any) -> bool:
+    return isinstance(client, (aioredis.Redis, cluster.AsyncCluster))
+
+
+def sync_client(connection: ConnectionLike) -> Any:
+    """A sync client (the given one when it already decodes as we need); a
+    `redis.cluster.RedisCluster` for a cluster."""
     if connection is None or isinstance(connection, str):
-        return _surrogate_safe(
-            sentinel.sync_from_url(connection or DEFAULT_URL, **_DECODING)
-        )
+        made = _from_url(redis.Redis, connection or DEFAULT_URL, **_DECODING)
+        return made if cluster.is_cluster_client(made) else _surrogate_safe(made)
+    if cluster.is_cluster_client(connection):
+        if _is_sync(connection) and _ours(connection):
+            return connection
+        return sibling_sync_client(connection)
     if isinstance(connection, redis.Redis) and _ours(connection):
         return _surrogate_safe(connection)
     if isinstance(connection, (redis.Redis, aioredis.Redis)):
@@ -157,10 +187,15 @@ def sync_client(connection: ConnectionLike) -> redis.Redis:
     )
 
 
-def async_client(connection: ConnectionLike) -> aioredis.Redis:
-    """An asyncio client (the given one when it already decodes as we need)."""
+def async_client(connection: ConnectionLike) -> Any:
+    """An asyncio client (the given one when it already decodes as we need); a
+    `redis.asyncio.cluster.RedisCluster` for a cluster."""
     if connection is None or isinstance(connection, str):
-        return _fast(sentinel.async_from_url(connection or DEFAULT_URL, **_DECODING))
+        return _fast(_from_url(aioredis.Redis, connection or DEFAULT_URL, **_DECODING))
+    if cluster.is_cluster_client(connection):
+        if _is_async(connection) and _ours(connection):
+            return connection
+        return sibling_async_client(connection)
     if isinstance(connection, aioredis.Redis) and _ours(connection):
         return connection
     if isinstance(connection, (redis.Redis, aioredis.Redis)):
@@ -207,7 +242,7 @@ def _tcp_options(url_or_kwargs: str | dict[str, Any]) -> dict[str, Any]:
 
 def worker_client(
     connection: ConnectionLike, max_connections: int | None = None
-) -> aioredis.Redis:
+) -> Any:
     """A worker's own asyncio client: `async_client(connection)`, except
     that one made from a URL waits for replies without a per-command read
     timeout, as BullMQ's workers do (ioredis has none by default). redis-py
@@ -224,17 +259,22 @@ def worker_client(
     if connection is None or isinstance(connection, str):
         url = connection or DEFAULT_URL
         return _fast(
-            sentinel.async_from_url(
-                url, socket_timeout=None, **_tcp_options(url), **sizing, **_DECODING
+            _from_url(
+                aioredis.Redis,
+                url,
+                socket_timeout=None,
+                **_tcp_options(url),
+                **sizing,
+                **_DECODING,
             )
         )
     client = async_client(connection)
-    if client.connection_pool.max_connections < (max_connections or 0):
+    if _max_connections(client) < (max_connections or 0):
         return sibling_async_client(client, **sizing)
     return client
 
 
-def sent_once_client(client: aioredis.Redis) -> aioredis.Redis:
+def sent_once_client(client: Any) -> Any:
     """A sibling of `client` on which redis-py never sends a command twice,
     for the scripts that claim or finish jobs.
 
@@ -246,15 +286,23 @@ def sent_once_client(client: aioredis.Redis) -> aioredis.Redis:
     (a script that ran long has still run; TCP keepalive notices a dead
     server), whatever the settings of the client or URL the user gave; the
     caller decides what to do about a reply that never came."""
-    kwargs = client.connection_pool.connection_kwargs
+    kwargs = _pool_kwargs(client)
     tcp = {} if kwargs.get("socket_keepalive") else _tcp_options(kwargs)
     return sibling_async_client(
         client,
         retry=Retry(NoBackoff(), 0),
         socket_timeout=None,
-        max_connections=client.connection_pool.max_connections,
+        max_connections=_max_connections(client),
         **tcp,
     )
+
+
+def _max_connections(client: Any) -> int:
+    """How many connections the client's pool holds (per node on a cluster)."""
+    if cluster.is_cluster_client(client):
+        found = cluster.connection_kwargs(client).get("max_connections")
+        return int(found or 2**31)
+    return int(client.connection_pool.max_connections)
 
 
 #: A blocking command's connection waits this much longer than the command
@@ -292,22 +340,29 @@ def for_blocking(client: Any, block_s: float) -> Any:
     (or a BZPOPMIN 5) on an idle key fails with TimeoutError instead of
     returning nothing. A client without a read timeout, or with a longer one,
     is returned as it is."""
-    pool = client.connection_pool
-    if "socket_timeout" in pool.connection_kwargs:
-        current = pool.connection_kwargs["socket_timeout"]
+    kwargs = _pool_kwargs(client)
+    if "socket_timeout" in kwargs:
+        current = kwargs["socket_timeout"]
+    elif cluster.is_cluster_client(client):
+        current = 5.0  # redis-py's default for a cluster's connections
     else:
-        current = _default_of(pool.connection_class, "socket_timeout")
+        current = _default_of(client.connection_pool.connection_class, "socket_timeout")
     if current is None or current > block_s:
         return client
     timeout = block_s + BLOCKING_READ_MARGIN_S
-    if isinstance(client, aioredis.Redis):
+    if _is_async(client):
         return sibling_async_client(client, socket_timeout=timeout)
     return sibling_sync_client(client, socket_timeout=timeout)
 
 
-def sibling_sync_client(client: Any, **overrides: Any) -> redis.Redis:
+def sibling_sync_client(client: Any, **overrides: Any) -> Any:
     """A new sync client with the settings of `client` (either flavour); one
-    made by `Sentinel.master_for` has a sibling on the same sentinels."""
+    made by `Sentinel.master_for` has a sibling on the same sentinels, a
+    cluster one on the same cluster."""
+    if cluster.is_cluster_client(client):
+        return cluster.sibling(
+            client, redis.Redis, {**_DECODING, **overrides}, _FLAVOUR_BOUND
+        )
     kwargs = _kwargs_of(client, redis.Redis, **overrides)
     if sentinel.is_sentinel_client(client):
         made: redis.Redis = sentinel.sibling(
@@ -317,9 +372,14 @@ def sibling_sync_client(client: Any, **overrides: Any) -> redis.Redis:
     return redis.Redis(**kwargs)
 
 
-def sibling_async_client(client: Any, **overrides: Any) -> aioredis.Redis:
+def sibling_async_client(client: Any, **overrides: Any) -> Any:
     """A new asyncio client with the same settings (e.g. a blocking connection);
-    one made by `Sentinel.master_for` has a sibling on the same sentinels."""
+    one made by `Sentinel.master_for` has a sibling on the same sentinels, a
+    cluster one on the same cluster."""
+    if cluster.is_cluster_client(client):
+        return cluster.sibling(
+            client, aioredis.Redis, {**_DECODING, **overrides}, _FLAVOUR_BOUND
+        )
     kwargs = _kwargs_of(client, aioredis.Redis, **overrides)
     if sentinel.is_sentinel_client(client):
         return _fast(sentinel.sibling(client, aioredis.Redis, kwargs, _FLAVOUR_BOUND))

@@ -11,6 +11,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import redis
 
@@ -175,9 +176,9 @@ class RedisClusterSet:
 
     def _ok(self) -> bool:
         for port in self.ports:
-            client = redis.Redis(port=port, decode_responses=True)
+            client: Any = redis.Redis(port=port, decode_responses=True)
             try:
-                info = client.execute_command("CLUSTER", "INFO")
+                info = str(client.execute_command("CLUSTER", "INFO"))
             finally:
                 client.close()
             if "cluster_state:ok" not in info:

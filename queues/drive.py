@@ -16,8 +16,9 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any, TypeVar
 
-from redis.exceptions import ResponseError
+from redis.exceptions import NoScriptError, ResponseError
 
+from .cluster import is_cluster_client
 from .exceptions import QueueError
 from .ops import Atomic, Cmd, Eval, Op, Request
 from .outages import raise_if_unavailable
@@ -36,8 +37,73 @@ def _batch(request: list[Cmd | Eval] | Atomic) -> list[Cmd | Eval]:
     return request.requests if isinstance(request, Atomic) else request
 
 
+def _queue_on(pipe: Any, scripts: Scripts, r: Cmd | Eval) -> None:
+    """Queue one command on a cluster pipeline: a script as a plain EVALSHA,
+    which redis-py's cluster pipeline routes by its first key (it refuses
+    its own Script objects there)."""
+    if isinstance(r, Eval):
+        sha = getattr(scripts, r.name).sha
+        pipe.execute_command("EVALSHA", sha, len(r.keys), *r.keys, *r.args)
+    else:
+        pipe.execute_command(*r.args)
+
+
+def _missing_scripts(batch: list[Cmd | Eval], replies: list[Any]) -> list[int]:
+    return [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
+
+
+def _first_error(replies: list[Any]) -> list[Any]:
+    for reply in replies:
+        if isinstance(reply, ResponseError):
+            raise reply
+    return replies
+
+
+def _cluster_sync(client: Any, scripts: Scripts, request: Any) -> Any:
+    """A pipeline on a cluster client (split by node by redis-py). A node
+    that lacks a script (new, failed over) answers NOSCRIPT without running
+    it: the script is loaded on every primary and those commands alone are
+    sent again."""
+    batch = _batch(request)
+    pipe = client.pipeline(transaction=isinstance(request, Atomic))
+    for r in batch:
+        _queue_on(pipe, scripts, r)
+    replies = pipe.execute(raise_on_error=False)
+    missing = _missing_scripts(batch, replies)
+    if missing:
+        again = client.pipeline(transaction=False)
+        for name in {batch[i].name for i in missing}:  # type: ignore[union-attr]
+            client.script_load(getattr(scripts, name).script)
+        for i in missing:
+            _queue_on(again, scripts, batch[i])
+        for i, reply in zip(missing, again.execute(raise_on_error=False)):
+            replies[i] = reply
+    return _first_error(replies)
+
+
+async def _cluster_async(client: Any, scripts: Scripts, request: Any) -> Any:
+    """`_cluster_sync` on an asyncio cluster client."""
+    batch = _batch(request)
+    pipe = client.pipeline(transaction=isinstance(request, Atomic))
+    for r in batch:
+        _queue_on(pipe, scripts, r)
+    replies = await pipe.execute(raise_on_error=False)
+    missing = _missing_scripts(batch, replies)
+    if missing:
+        again = client.pipeline(transaction=False)
+        for name in {batch[i].name for i in missing}:  # type: ignore[union-attr]
+            await client.script_load(getattr(scripts, name).script)
+        for i in missing:
+            _queue_on(again, scripts, batch[i])
+        for i, reply in zip(missing, await again.execute(raise_on_error=False)):
+            replies[i] = reply
+    return _first_error(replies)
+
+
 def send_sync(client: Any, scripts: Scripts, request: Request) -> Any:
     """One request on a sync client; its reply."""
+    if isinstance(request, (list, Atomic)) and is_cluster_client(client):
+        return _cluster_sync(client, scripts, request)
     if isinstance(request, (list, Atomic)):
         pipe = client.pipeline(transaction=isinstance(request, Atomic))
         for r in _batch(request):
@@ -53,6 +119,8 @@ def send_sync(client: Any, scripts: Scripts, request: Request) -> Any:
 
 async def send_async(client: Any, scripts: Scripts, request: Request) -> Any:
     """One request on an asyncio client; its reply."""
+    if isinstance(request, (list, Atomic)) and is_cluster_client(client):
+        return await _cluster_async(client, scripts, request)
     if isinstance(request, (list, Atomic)):
         pipe = client.pipeline(transaction=isinstance(request, Atomic))
         for r in _batch(request):

@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 
 from . import codec, defaults
 from .clients import QUEUE_EVENTS_SUFFIX, connection_name
+from .cluster import check_for
 from .connection import ConnectionLike, async_client, for_blocking, sync_client
 from .keys import QueueKeys
 from .names import check_queue_name
@@ -200,6 +201,7 @@ class QueueEvents(_EventsReader):
     ) -> None:
         super().__init__(name, prefix, last_id, block_ms)
         self.client = for_blocking(sync_client(connection), block_ms / 1000)
+        check_for(self.client, prefix, self.keys.name)
 
     def read(self, count: int = 100, block_ms: int | None = None) -> list[QueueEvent]:
         """Read the events after `last_id` (blocking up to block_ms) and advance."""
@@ -233,6 +235,7 @@ class AsyncQueueEvents(_EventsReader):
     ) -> None:
         super().__init__(name, prefix, last_id, block_ms)
         self.client = for_blocking(async_client(connection), block_ms / 1000)
+        check_for(self.client, prefix, self.keys.name)
 
     async def read(
         self, count: int = 100, block_ms: int | None = None

@@ -16,6 +16,7 @@ import redis
 import redis.asyncio as aioredis
 
 from . import clients, codec, defaults, metrics, ops
+from .cluster import check_for
 from .connection import ConnectionLike, async_client, sync_client
 from .drive import run_async, run_sync
 from .driver import Driver, op_method
@@ -284,6 +285,7 @@ class Queue(_QueueBase["Queue"]):
     ) -> None:
         super().__init__(name, prefix, default_job_options)
         self.client: redis.Redis = sync_client(connection)
+        check_for(self.client, prefix, self.name)
         self.scripts = Scripts(self.client)
 
     def drive(self, op: ops.Op[T]) -> T:
@@ -313,6 +315,7 @@ class AsyncQueue(_QueueBase["AsyncQueue"]):
     ) -> None:
         super().__init__(name, prefix, default_job_options)
         self.client: aioredis.Redis = async_client(connection)
+        check_for(self.client, prefix, self.name)
         self.scripts = Scripts(self.client)
 
     def drive(self, op: ops.Op[T]) -> Awaitable[T]:
