@@ -31,7 +31,7 @@ SUBKEYS = ("logs", "dependencies", "processed", "failed", "unsuccessful")
 def _with_subkeys(r: redis.Redis, q: Queue, job_id: str) -> None:
     base = q.keys.job(job_id)
     r.rpush(base + ":logs", "l")
-    r.sadd(base + ":dependencies", "x")
+    r.sadd(base + ":dependencies", q.keys.job("child"))  # a child in the same slot
     r.hset(base + ":processed", "x", "1")
     r.hset(base + ":failed", "x", "e")
     r.zadd(base + ":unsuccessful", {"x": 1})

@@ -1,0 +1,16 @@
+"""The worker suite (tests/queues/worker), a representative set, on a
+3-primary Redis Cluster: claims, retries with backoff, delays, priorities,
+rate limits, global concurrency, pause, locks and stalled recovery, and
+worker processes that crash."""
+
+from tests.queues.worker.conftest import spawn  # noqa: F401 (a fixture)
+from tests.queues.worker.test_close_and_locks import *  # noqa: F403
+from tests.queues.worker.test_crash import *  # noqa: F403
+from tests.queues.worker.test_delays import *  # noqa: F403
+from tests.queues.worker.test_global_concurrency import *  # noqa: F403
+from tests.queues.worker.test_pause import *  # noqa: F403
+from tests.queues.worker.test_priority import *  # noqa: F403
+from tests.queues.worker.test_processors import *  # noqa: F403
+from tests.queues.worker.test_rate_limit import *  # noqa: F403
+from tests.queues.worker.test_retries import *  # noqa: F403
+from tests.queues.worker.test_retention import *  # noqa: F403
