@@ -27,7 +27,9 @@ GPUs (labels host, gpu = UUID, index, name, simulated)
   bullpen_gpu_memory_{total,used,committed,free,budget}_bytes
   bullpen_gpu_utilization_ratio, bullpen_gpu_temperature_celsius,
   bullpen_gpu_power_watts, bullpen_gpu_oom_total
-And bullpen_redis_up, bullpen_scrape_duration_seconds.
+And bullpen_redis_up, bullpen_scrape_duration_seconds: these two describe the
+scrape of the dashboard process that answered it; every other family is read
+from Redis and is the same from every process (scrape one, never sum them).
 
 About the duration histograms: Redis keeps no running histogram of job times,
 so each scrape builds one from the newest finished jobs of each queue (up to
@@ -163,7 +165,10 @@ class BullpenCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         """One scrape: every family, or only bullpen_redis_up 0 when Redis fails."""
         started = time.perf_counter()
-        up = GaugeMetricFamily("bullpen_redis_up", "1 when Redis answered this scrape")
+        up = GaugeMetricFamily(
+            "bullpen_redis_up",
+            "1 when Redis answered this scrape (from this dashboard process)",
+        )
         try:
             families = list(self._queue_families()) + list(self._fleet_families())
         except redis.RedisError as exc:
@@ -175,7 +180,8 @@ class BullpenCollector(Collector):
         yield up
         yield from families
         spent = GaugeMetricFamily(
-            "bullpen_scrape_duration_seconds", "Time this scrape spent reading Redis"
+            "bullpen_scrape_duration_seconds",
+            "Time this scrape spent reading Redis (this dashboard process's own)",
         )
         spent.add_metric([], time.perf_counter() - started)
         yield spent
