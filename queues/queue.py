@@ -120,12 +120,14 @@ class _QueueBase(JobReads[Q], JobSchedulerMethods[Q]):
         keep_logs, size_limit, deduplication={id, ttl?, extend?, replace?,
         keep_last_if_active?}, and the flow failure flags, each over the
         queue's `default_job_options`. Returns the Job (a deduplicated add
-        returns the Job with the owner's id)."""
+        returns the Job with the owner's id); NotDurable when the queue's
+        `durability` was not met (the job is stored all the same)."""
         return _added_one(self._prepare(name, data, options), self.durability)
 
     @op_method
     def add_bulk(self, jobs: Iterable[Mapping[str, Any]]) -> ops.Op[list[Job[Q]]]:
-        """Add many jobs in one round trip; each item is {name, data, opts?}."""
+        """Add many jobs in one round trip; each item is {name, data, opts?}.
+        NotDurable (naming them all) when the queue's `durability` was not met."""
         prepared = [
             self._prepare(j["name"], j.get("data"), dict(j.get("opts") or {}))
             for j in jobs
