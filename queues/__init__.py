@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+from .durability import Durability
 from .events import AsyncQueueEvents, QueueEvent, QueueEvents
-from .exceptions import InvalidJobId, QueueError, RedisUnavailable, UnrecoverableError
+from .exceptions import (
+    InvalidJobId,
+    NotDurable,
+    QueueError,
+    RedisUnavailable,
+    UnrecoverableError,
+)
 from .flow import AsyncFlowProducer, FlowProducer, JobNode
 from .job import Job
 from .keys import QueueKeys
@@ -18,6 +25,7 @@ __all__ = [
     "AsyncQueue",
     "AsyncQueueEvents",
     "AsyncWorker",
+    "Durability",
     "FlowProducer",
     "InvalidJobId",
     "Job",
@@ -27,6 +35,7 @@ __all__ = [
     "Metrics",
     "MetricsMeta",
     "MetricsOptions",
+    "NotDurable",
     "Queue",
     "QueueError",
     "QueueEvent",

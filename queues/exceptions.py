@@ -13,12 +13,14 @@ QueueError
  ├── InvalidJobOptions
  │    └── InvalidJobId
  ├── ScriptError
+ ├── NotDurable
  └── RedisUnavailable   (also a redis ResponseError)
 UnrecoverableError      (raised by processors; not a QueueError)
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import IntEnum
 
 from redis.exceptions import ResponseError
@@ -74,6 +76,36 @@ class InvalidJobId(InvalidJobOptions):
 
 class ScriptError(QueueError):
     """Raised when a Lua script returns an error code that has no finer class."""
+
+
+class NotDurable(QueueError):
+    """Raised when fewer replicas than a queue's `Durability` asks for confirmed
+    an add in time: the job is on the primary, but a failover now may lose it."""
+
+    def __init__(
+        self, job_ids: Sequence[str], acked: int, wanted: int, timeout_ms: int
+    ) -> None:
+        self.job_ids = tuple(str(i) for i in job_ids)
+        self.acked = acked
+        self.wanted = wanted
+        them = "it" if len(self.job_ids) == 1 else "them"
+        super().__init__(
+            f"{_jobs(self.job_ids)} added on the primary but not confirmed: "
+            f"{acked} of {wanted} replicas acknowledged within {timeout_ms} ms, "
+            f"so a failover now may lose {them}"
+        )
+
+    @property
+    def job_id(self) -> str:
+        """The id of the job (the first one of an `add_bulk`)."""
+        return self.job_ids[0]
+
+
+def _jobs(ids: tuple[str, ...], shown: int = 5) -> str:
+    if len(ids) == 1:
+        return f"job {ids[0]}"
+    more = f" and {len(ids) - shown} more" if len(ids) > shown else ""
+    return f"jobs {', '.join(ids[:shown])}{more}"
 
 
 class RedisUnavailable(QueueError, ResponseError):

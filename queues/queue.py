@@ -17,9 +17,10 @@ import redis.asyncio as aioredis
 
 from . import clients, codec, defaults, metrics, ops
 from .cluster import check_for
-from .connection import ConnectionLike, async_client, sync_client
+from .connection import ConnectionLike, async_client, for_blocking, sync_client
 from .drive import run_async, run_sync
 from .driver import Driver, op_method
+from .durability import Durability
 from .exceptions import InvalidJobOptions
 from .job import Job
 from .keys import QueueKeys
@@ -51,11 +52,23 @@ class _QueueBase(JobReads[Q], JobSchedulerMethods[Q]):
         name: str,
         prefix: str = defaults.PREFIX,
         default_job_options: Mapping[str, Any] | None = None,
+        durability: Durability | None = None,
     ) -> None:
         self.name = check_queue_name(name)
         self.prefix = prefix
         self.keys = QueueKeys(name, prefix)
         self._job_defaults = check_default_job_options(default_job_options)
+        if durability is not None and not isinstance(durability, Durability):
+            raise TypeError("durability must be a queues.Durability or None")
+        #: What an add waits for before it returns (None: the primary's reply).
+        self.durability = durability
+
+    def _client_for(self, client: T) -> T:
+        """`client`, or a sibling whose read timeout outlasts a durable add's
+        WAIT (redis-py would otherwise time out and send the adds again)."""
+        if self.durability is None:
+            return client
+        return cast(T, for_blocking(client, self.durability.wait_s))
 
     @property
     def default_job_options(self) -> dict[str, Any]:
@@ -108,17 +121,19 @@ class _QueueBase(JobReads[Q], JobSchedulerMethods[Q]):
         keep_logs, size_limit, deduplication={id, ttl?, extend?, replace?,
         keep_last_if_active?}, and the flow failure flags, each over the
         queue's `default_job_options`. Returns the Job (a deduplicated add
-        returns the Job with the owner's id)."""
-        return _added_one(*self._prepare(name, data, options))
+        returns the Job with the owner's id); NotDurable when the queue's
+        `durability` was not met (the job is stored all the same)."""
+        return _added_one(self._prepare(name, data, options), self.durability)
 
     @op_method
     def add_bulk(self, jobs: Iterable[Mapping[str, Any]]) -> ops.Op[list[Job[Q]]]:
-        """Add many jobs in one round trip; each item is {name, data, opts?}."""
+        """Add many jobs in one round trip; each item is {name, data, opts?}.
+        NotDurable (naming them all) when the queue's `durability` was not met."""
         prepared = [
             self._prepare(j["name"], j.get("data"), dict(j.get("opts") or {}))
             for j in jobs
         ]
-        return _added_many(prepared)
+        return _added(prepared, self.durability)
 
     # --- reading (more in JobReads) ------------------------------------
     @op_method
@@ -247,15 +262,17 @@ class _QueueBase(JobReads[Q], JobSchedulerMethods[Q]):
         return ops.del_meta(self.keys, "max", "duration")
 
 
-def _added_one(call: ops.Eval, job: Job[Q]) -> ops.Op[Job[Q]]:
-    job.id = yield call
+def _added_one(
+    prepared: tuple[ops.Eval, Job[Q]], durability: Durability | None
+) -> ops.Op[Job[Q]]:
+    [job] = yield from _added([prepared], durability)
     return job
 
 
-def _added_many(prepared: list[tuple[ops.Eval, Job[Q]]]) -> ops.Op[list[Job[Q]]]:
-    if not prepared:
-        return []
-    ids = yield [call for call, _ in prepared]
+def _added(
+    prepared: list[tuple[ops.Eval, Job[Q]]], durability: Durability | None
+) -> ops.Op[list[Job[Q]]]:
+    ids = yield from ops.send_adds([call for call, _ in prepared], durability)
     for (_, job), job_id in zip(prepared, ids):
         job.id = job_id
     return [job for _, job in prepared]
@@ -282,9 +299,10 @@ class Queue(_QueueBase["Queue"]):
         connection: ConnectionLike = None,
         prefix: str = defaults.PREFIX,
         default_job_options: Mapping[str, Any] | None = None,
+        durability: Durability | None = None,
     ) -> None:
-        super().__init__(name, prefix, default_job_options)
-        self.client: redis.Redis = sync_client(connection)
+        super().__init__(name, prefix, default_job_options, durability)
+        self.client: redis.Redis = self._client_for(sync_client(connection))
         check_for(self.client, prefix, self.name)
         self.scripts = Scripts(self.client)
 
@@ -312,9 +330,10 @@ class AsyncQueue(_QueueBase["AsyncQueue"]):
         connection: ConnectionLike = None,
         prefix: str = defaults.PREFIX,
         default_job_options: Mapping[str, Any] | None = None,
+        durability: Durability | None = None,
     ) -> None:
-        super().__init__(name, prefix, default_job_options)
-        self.client: aioredis.Redis = async_client(connection)
+        super().__init__(name, prefix, default_job_options, durability)
+        self.client: aioredis.Redis = self._client_for(async_client(connection))
         check_for(self.client, prefix, self.name)
         self.scripts = Scripts(self.client)
 

@@ -13,7 +13,7 @@ The modules, by role: `requests` (the vocabulary), `adds`, `reads`,
 
 from __future__ import annotations
 
-from .adds import add_call
+from .adds import add_call, send_adds
 from .job_actions import (
     add_log,
     change_priority,
@@ -92,6 +92,7 @@ __all__ = [
     "reprocess",
     "retry_later",
     "retry_now",
+    "send_adds",
     "set_meta",
     "state_keys",
     "update_data",

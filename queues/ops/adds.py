@@ -1,12 +1,15 @@
-"""Adding a job: the script call that stores one (docs/protocol.md §4.1-4.4)."""
+"""Adding jobs: the script call that stores one (docs/protocol.md §4.1-4.4),
+and `send_adds`, which runs such calls, durably when asked."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from .. import codec
+from ..durability import Durability
+from ..exceptions import NotDurable
 from ..keys import QueueKeys
-from .requests import Eval
+from .requests import Cmd, Eval, Op
 
 
 def add_call(
@@ -72,3 +75,27 @@ def add_call(
         (keys.wait, keys.meta, keys.id, keys.events, keys.marker, keys.active),
         packed,
     )
+
+
+def send_adds(calls: list[Eval], durability: Durability | None = None) -> Op[list[str]]:
+    """Run add calls (several as one pipeline); the ids they return.
+
+    With `durability`, `WAIT replicas timeout` follows them in the same
+    pipeline: WAIT counts the replicas that have every write of its own
+    connection, so it must go on the connection that ran the adds. Fewer
+    than asked raises `NotDurable` naming the jobs, which are stored on the
+    primary all the same.
+    """
+    if not calls:
+        return []
+    batch: list[Cmd | Eval] = list(calls)
+    if durability is None:
+        if len(calls) == 1:
+            return [(yield calls[0])]
+        ids: list[str] = yield batch
+        return ids
+    batch.append(Cmd(("WAIT", durability.replicas, durability.timeout_ms)))
+    *ids, acked = yield batch
+    if acked < durability.replicas:
+        raise NotDurable(ids, acked, durability.replicas, durability.timeout_ms)
+    return ids
