@@ -161,11 +161,12 @@ class Network:
 
     def close(self) -> None:
         """End every process started here, last started first (SIGTERM, then
-        SIGKILL after STOP_GRACE_S), and any other still inside a namespace of
-        this network; then delete the namespaces (their links go with them)."""
+        SIGKILL to its process group after STOP_GRACE_S), and any other still
+        inside a namespace of this network; then delete the namespaces (their
+        links go with them)."""
         for proc in reversed(self._procs):
             if proc.poll() is None:
-                _signal_group(proc.pid, signal.SIGTERM)
+                proc.terminate()  # a supervisor then drains its own workers
                 try:
                     proc.wait(STOP_GRACE_S)
                 except subprocess.TimeoutExpired:
