@@ -4,19 +4,19 @@ a page over a dead Redis answers "Redis is not answering" in seconds."""
 from __future__ import annotations
 
 from functools import cache, lru_cache
+from typing import Any
 
 import redis
 from django.conf import settings
 
 from queues import Queue
-from queues.connection import sync_client
-from queues.sentinel import sync_from_url
+from queues.connection import sync_client, sync_from_url
 
 #: What a dead, unreachable or still-loading Redis raises (pages answer 503).
 REDIS_DOWN = (redis.ConnectionError, redis.TimeoutError)
 
 
-def connect(url: str) -> redis.Redis:
+def connect(url: str) -> Any:
     """A client decoding as the queue core does, with the dashboard's timeouts,
     so that a request to an unreachable Redis fails in seconds, not minutes
     (timeouts in the URL's query string win)."""
@@ -33,8 +33,10 @@ def connect(url: str) -> redis.Redis:
 
 @cache
 def client() -> redis.Redis:
-    """One client per process for the pages."""
-    return connect(settings.REDIS_URL)
+    """One client per process for the pages (a cluster client on a cluster,
+    which serves the same commands)."""
+    made: redis.Redis = connect(settings.REDIS_URL)
+    return made
 
 
 @lru_cache(maxsize=1024)

@@ -22,7 +22,7 @@ from typing import Any
 
 import redis
 
-from queues.sentinel import sync_from_url
+from queues.connection import sync_from_url
 
 from . import defaults
 from .children import Child, ChildState, child_record, spawn

@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from queues import Job, MetricsOptions
-from queues.sentinel import async_from_url
+from queues.connection import async_from_url
 
 from . import defaults
 from .admission import VramAdmission

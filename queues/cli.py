@@ -21,12 +21,11 @@ import redis
 import redis.sentinel
 
 from . import codec, defaults
-from .connection import DEFAULT_URL
+from .connection import DEFAULT_URL, sync_from_url
 from .exceptions import QueueError
 from .job import Job
 from .keys import SUFFIXES
 from .queue import Queue
-from .sentinel import sync_from_url
 from .state import JobState, parse_state
 from .worker import Processor, Worker
 

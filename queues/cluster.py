@@ -154,7 +154,9 @@ def connection_kwargs(client: Any) -> dict[str, Any]:
     return _nodes_and_kwargs(client)[1]
 
 
-def sibling(client: Any, flavour: Any, overrides: dict[str, Any], bound: set[str]) -> Any:
+def sibling(
+    client: Any, flavour: Any, overrides: dict[str, Any], bound: set[str]
+) -> Any:
     """A new cluster client of `flavour` on the nodes `client` started from,
     with its connection settings (those named in `bound` only for the same
     flavour) and `overrides`."""

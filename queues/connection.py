@@ -160,6 +160,28 @@ def _from_url(flavour: Any, url: str, **kwargs: Any) -> Any:
     return sentinel.from_url(flavour, url, **kwargs)
 
 
+def sync_from_url(url: str, **kwargs: Any) -> Any:
+    """A sync client for any URL Bullpen takes, with redis-py's settings
+    `kwargs` (a `redis.cluster.RedisCluster` for a cluster)."""
+    return _from_url(redis.Redis, url, **kwargs)
+
+
+def async_from_url(url: str, **kwargs: Any) -> Any:
+    """An asyncio client for any URL Bullpen takes (see `sync_from_url`)."""
+    return _from_url(aioredis.Redis, url, **kwargs)
+
+
+def async_waiting_client(url: str, max_connections: int, **kwargs: Any) -> Any:
+    """An asyncio client whose pool, with all `max_connections` busy, waits
+    for one to come back; a Sentinel or cluster client raises instead (redis-py
+    has no waiting pool for them; a cluster's limit is per node)."""
+    if cluster.is_cluster_url(url):
+        return cluster.from_url(
+            aioredis.Redis, url, max_connections=max_connections, **kwargs
+        )
+    return sentinel.async_waiting_client(url, max_connections, **kwargs)
+
+
 def _is_sync(client: Any) -> bool:
     return isinstance(client, (redis.Redis, cluster.SyncCluster))
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
 
 import redis
-import redis.asyncio as aioredis
 
 from dashboard.redis import connect
 from queues.connection import async_client
@@ -17,7 +17,8 @@ from .keys import ApiKeys
 
 @lru_cache(maxsize=8)
 def _client_for(url: str) -> redis.Redis:
-    return connect(url)
+    made: redis.Redis = connect(url)
+    return made
 
 
 def client() -> redis.Redis:
@@ -25,7 +26,7 @@ def client() -> redis.Redis:
     return _client_for(conf.get().redis_url)
 
 
-def new_async_client() -> aioredis.Redis:
+def new_async_client() -> Any:
     """A fresh asyncio client (asyncio clients belong to one event loop)."""
     return async_client(conf.get().redis_url)
 

@@ -33,9 +33,9 @@ from redis.exceptions import ResponseError
 from dashboard.conf import DEFAULTS
 from gpu_workers import Fleet
 from gpu_workers.keys import BullpenKeys
+from queues.connection import async_from_url, async_waiting_client
 from queues.events import id_order
 from queues.keys import QueueKeys
-from queues.sentinel import async_from_url, async_waiting_client
 
 from . import defaults, messages, snapshots
 from .coalesce import Coalescer, batch_message

@@ -12,5 +12,5 @@ from tests.queues.worker.test_pause import *  # noqa: F403
 from tests.queues.worker.test_priority import *  # noqa: F403
 from tests.queues.worker.test_processors import *  # noqa: F403
 from tests.queues.worker.test_rate_limit import *  # noqa: F403
-from tests.queues.worker.test_retries import *  # noqa: F403
 from tests.queues.worker.test_retention import *  # noqa: F403
+from tests.queues.worker.test_retries import *  # noqa: F403
