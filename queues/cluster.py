@@ -164,8 +164,12 @@ def sibling(
     same = isinstance(client, redis.cluster.RedisCluster) == (flavour is redis.Redis)
     for internal in ("response_callbacks", "himport_registry", "cache"):
         kwargs.pop(internal, None)
-    if not same:
-        kwargs = {k: v for k, v in kwargs.items() if k not in bound}
+    if not same:  # a connection class is one flavour's too
+        kwargs = {
+            k: v
+            for k, v in kwargs.items()
+            if k not in bound and k != "connection_class"
+        }
     if isinstance(client, aiocluster.RedisCluster) and "retry" not in overrides:
         kwargs.pop("retry", None)  # a per-connection Retry; the client's own is kept
     kwargs.update(overrides)

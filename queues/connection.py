@@ -291,7 +291,7 @@ def worker_client(
             )
         )
     client = async_client(connection)
-    if _max_connections(client) < (max_connections or 0):
+    if max_connections_of(client) < (max_connections or 0):
         return sibling_async_client(client, **sizing)
     return client
 
@@ -314,12 +314,12 @@ def sent_once_client(client: Any) -> Any:
         client,
         retry=Retry(NoBackoff(), 0),
         socket_timeout=None,
-        max_connections=_max_connections(client),
+        max_connections=max_connections_of(client),
         **tcp,
     )
 
 
-def _max_connections(client: Any) -> int:
+def max_connections_of(client: Any) -> int:
     """How many connections the client's pool holds (per node on a cluster)."""
     if cluster.is_cluster_client(client):
         found = cluster.connection_kwargs(client).get("max_connections")

@@ -7,7 +7,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from .. import codec
-from ..connection import sibling_sync_client
+from ..connection import max_connections_of, sibling_sync_client
 from ..exceptions import UnrecoverableError
 from ..job import Job
 from ..options import keep_jobs
@@ -50,9 +50,9 @@ class Processing:
             job = Job.from_hash(self.queue, job_id, h)
         else:
             if self._sync_queue is None:
-                pool = self.queue.client.connection_pool
                 client = sibling_sync_client(
-                    self.queue.client, max_connections=pool.max_connections
+                    self.queue.client,
+                    max_connections=max_connections_of(self.queue.client),
                 )
                 self._sync_queue = Queue(self.name, client, self.keys.prefix)
             job = Job.from_hash(self._sync_queue, job_id, h)

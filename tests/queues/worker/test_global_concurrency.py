@@ -9,6 +9,7 @@ from collections.abc import Callable
 import redis
 
 from queues import Queue
+from queues.connection import sync_client
 from tests.helpers import wait_until
 from tests.queues.worker.helpers import (
     WorkerProcess,
@@ -30,7 +31,7 @@ def test_global_concurrency_across_processes(
     stop = threading.Event()
 
     def sample() -> None:
-        client = redis.Redis.from_url(redis_url, decode_responses=True)
+        client = sync_client(redis_url)  # a plain or cluster URL
         while not stop.is_set():
             samples.append(client.llen(q.keys.active))
             stop.wait(0.005)

@@ -26,9 +26,8 @@ import sys
 import time
 from typing import Any
 
-import redis
-
 from queues import Job, Worker
+from queues.connection import sync_client
 from tests.queues.worker.helpers import rec_key
 
 HANG_S = 3600.0
@@ -101,7 +100,7 @@ def main() -> None:
 
     processor = sync_processor if config["sync"] else async_processor
     worker = Worker(qname, processor, connection=config["url"], **config["options"])
-    ready = redis.Redis.from_url(config["url"], decode_responses=True)
+    ready = sync_client(config["url"])  # a plain or cluster URL
     ready.rpush(rec_key(qname, "ready"), str(pid))
     ready.close()
     worker.run()
