@@ -37,6 +37,10 @@ class NoHashTag(QueueError):
     """A queue whose keys would spread over several slots of a cluster."""
 
 
+class FlowAcrossSlots(QueueError):
+    """A flow whose jobs would land in more than one slot of a cluster."""
+
+
 @dataclass(frozen=True)
 class ClusterUrl:
     """What a `redis+cluster://` URL names."""
@@ -219,3 +223,23 @@ def check_for(client: Any, prefix: str, name: str) -> None:
     (see `check_queue_slot`); elsewhere nothing."""
     if is_cluster_client(client):
         check_queue_slot(prefix, name)
+
+
+async def node_client(client: AsyncCluster, key: str) -> Any:
+    """A plain asyncio client on the primary that serves `key`'s slot, with
+    `client`'s settings (the caller closes it). redis-py's asyncio cluster
+    runs a MULTI/EXEC in a thread of its own, leaving that connection bound
+    to another event loop; a transaction goes through this client instead."""
+    import redis.asyncio as aioredis
+
+    await client.initialize()  # the slot map (a no-op once known)
+    node = client.get_node_from_key(key)
+    if node is None:
+        raise ConnectionError(f"no primary serves the slot of {key!r} now")
+    accepted = set(inspect.signature(aioredis.Redis.__init__).parameters)
+    kwargs = {
+        k: v
+        for k, v in connection_kwargs(client).items()
+        if k in accepted and k not in ("connection_class", "retry", "host", "port")
+    }
+    return aioredis.Redis(host=node.host, port=int(node.port), **kwargs)

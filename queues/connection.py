@@ -13,19 +13,11 @@ from typing import Any, Union
 
 import redis
 import redis.asyncio as aioredis
-from redis._parsers import Encoder
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
 from . import cluster, sentinel
-
-_hiredis_pack: Any = None
-try:
-    import hiredis
-
-    _hiredis_pack = hiredis.pack_command
-except ImportError:  # hiredis is optional: redis-py's own packer then
-    pass
+from .packing import HIREDIS_PACK, HiredisPacking, hiredis_packing, surrogate_safe
 
 ConnectionLike = Union[str, redis.Redis, aioredis.Redis, Any, None]
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
@@ -37,75 +29,6 @@ _DECODING: dict[str, Any] = {
 _FLAVOUR_BOUND = {"retry", "redis_connect_func", "connection_pool", "event_dispatcher"}
 
 
-#: Argument types hiredis packs exactly as redis-py does (not bool, float).
-_PACKABLE = (str, bytes, int)
-
-
-class _HiredisPacking:
-    """An asyncio connection that packs commands with hiredis, as redis-py's
-    sync connections already do; its asyncio ones pack in Python (about
-    20 us for a worker's 23-argument EVALSHA, against 2 us). Whatever hiredis
-    would pack differently (floats, bools, a command name with a space, text
-    that is not strict UTF-8) goes through redis-py's packer."""
-
-    def pack_command(self, *args: Any) -> list[bytes]:
-        first = args[0] if args else None
-        if (
-            type(first) is str
-            and " " not in first
-            and all(type(a) in _PACKABLE for a in args)
-        ):
-            try:
-                return [_hiredis_pack(args)]
-            except UnicodeEncodeError:  # surrogateescape'd bytes
-                pass
-        return super().pack_command(*args)  # type: ignore[misc, no-any-return]
-
-
-_packing_classes: dict[type, type] = {}
-
-
-def _hiredis_packing(cls: type) -> type:
-    """`cls` packing with hiredis (one subclass per connection class)."""
-    if cls not in _packing_classes:
-        name = cls.__name__  # kept: _kwargs_of tells TLS by it
-        _packing_classes[cls] = type(name, (_HiredisPacking, cls), {})
-    return _packing_classes[cls]
-
-
-class _SurrogateSafePacker:
-    """The sync twin of `_HiredisPacking`: redis-py's sync connections pack with
-    hiredis, which encodes text as strict UTF-8, so a key read back with
-    surrogateescape (a queue name with non-UTF-8 bytes, written by another
-    client) could not be sent again. Such a command goes through redis-py's
-    Python packer, which encodes it back to the original bytes."""
-
-    def __init__(self) -> None:
-        self._hiredis: Any = None
-        if _hiredis_pack is not None:
-            self._hiredis = redis.connection.HiredisRespSerializer()
-        encoder: Any = Encoder("utf-8", "surrogateescape", True)  # type: ignore[no-untyped-call]
-        self._python: Any = redis.connection.PythonRespSerializer(6000, encoder.encode)
-
-    def pack(self, *args: Any) -> list[bytes]:
-        """The command as RESP, in one or more chunks."""
-        if self._hiredis is not None:
-            try:
-                return self._hiredis.pack(*args)  # type: ignore[no-any-return]
-            except UnicodeEncodeError:
-                pass
-        return self._python.pack(*args)  # type: ignore[no-any-return]
-
-
-def _surrogate_safe(client: redis.Redis) -> redis.Redis:
-    """`client` packing surrogateescape'd text (on connections made from now:
-    a client is handed over before it has connected)."""
-    kwargs = client.connection_pool.connection_kwargs
-    if kwargs.get("command_packer") is None:
-        kwargs["command_packer"] = _SurrogateSafePacker()
-    return client
-
-
 def _fast(client: Any) -> Any:
     """`client` (one this module made) with hiredis packing its commands (a
     cluster client packs as redis-py does)."""
@@ -113,9 +36,9 @@ def _fast(client: Any) -> Any:
         return client
     pool = client.connection_pool
     utf8 = pool.connection_kwargs.get("encoding", "utf-8") == "utf-8"
-    if _hiredis_pack is not None and utf8:
-        if not issubclass(pool.connection_class, _HiredisPacking):
-            pool.connection_class = _hiredis_packing(pool.connection_class)
+    if HIREDIS_PACK is not None and utf8:
+        if not issubclass(pool.connection_class, HiredisPacking):
+            pool.connection_class = hiredis_packing(pool.connection_class)
     return client
 
 
@@ -195,15 +118,15 @@ def sync_client(connection: ConnectionLike) -> Any:
     `redis.cluster.RedisCluster` for a cluster."""
     if connection is None or isinstance(connection, str):
         made = _from_url(redis.Redis, connection or DEFAULT_URL, **_DECODING)
-        return made if cluster.is_cluster_client(made) else _surrogate_safe(made)
+        return made if cluster.is_cluster_client(made) else surrogate_safe(made)
     if cluster.is_cluster_client(connection):
         if _is_sync(connection) and _ours(connection):
             return connection
         return sibling_sync_client(connection)
     if isinstance(connection, redis.Redis) and _ours(connection):
-        return _surrogate_safe(connection)
+        return surrogate_safe(connection)
     if isinstance(connection, (redis.Redis, aioredis.Redis)):
-        return _surrogate_safe(sibling_sync_client(connection))
+        return surrogate_safe(sibling_sync_client(connection))
     raise TypeError(
         f"connection must be a redis URL or client, not {type(connection)!r}"
     )

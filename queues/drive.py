@@ -16,8 +16,9 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any, TypeVar
 
-from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import ResponseError
 
+from . import clusterdrive
 from .cluster import is_cluster_client
 from .exceptions import QueueError
 from .ops import Atomic, Cmd, Eval, Op, Request
@@ -37,72 +38,37 @@ def _batch(request: list[Cmd | Eval] | Atomic) -> list[Cmd | Eval]:
     return request.requests if isinstance(request, Atomic) else request
 
 
-def _queue_on(pipe: Any, scripts: Scripts, r: Cmd | Eval) -> None:
-    """Queue one command on a cluster pipeline: a script as a plain EVALSHA,
-    which redis-py's cluster pipeline routes by its first key (it refuses
-    its own Script objects there)."""
-    if isinstance(r, Eval):
-        sha = getattr(scripts, r.name).sha
-        pipe.execute_command("EVALSHA", sha, len(r.keys), *r.keys, *r.args)
-    else:
-        pipe.execute_command(*r.args)
+def _cluster_sync(client: Any, scripts: Scripts, request: Request) -> Any:
+    if isinstance(request, (list, Atomic)):
+        return clusterdrive.send_sync(client, scripts, request)
+    return clusterdrive.waiting_sync(lambda: send_one_sync(client, scripts, request))
 
 
-def _missing_scripts(batch: list[Cmd | Eval], replies: list[Any]) -> list[int]:
-    return [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
+async def _cluster_async(client: Any, scripts: Scripts, request: Request) -> Any:
+    if isinstance(request, (list, Atomic)):
+        return await clusterdrive.send_async(client, scripts, request)
+    return await clusterdrive.waiting_async(
+        lambda: send_one_async(client, scripts, request)
+    )
 
 
-def _first_error(replies: list[Any]) -> list[Any]:
-    for reply in replies:
-        if isinstance(reply, ResponseError):
-            raise reply
-    return replies
+def send_one_sync(client: Any, scripts: Scripts, request: Cmd | Eval) -> Any:
+    """One command or script on a sync client; its reply."""
+    if isinstance(request, Eval):
+        return getattr(scripts, request.name)(request.keys, request.args)
+    return client.execute_command(*request.args)
 
 
-def _cluster_sync(client: Any, scripts: Scripts, request: Any) -> Any:
-    """A pipeline on a cluster client (split by node by redis-py). A node
-    that lacks a script (new, failed over) answers NOSCRIPT without running
-    it: the script is loaded on every primary and those commands alone are
-    sent again."""
-    batch = _batch(request)
-    pipe = client.pipeline(transaction=isinstance(request, Atomic))
-    for r in batch:
-        _queue_on(pipe, scripts, r)
-    replies = pipe.execute(raise_on_error=False)
-    missing = _missing_scripts(batch, replies)
-    if missing:
-        again = client.pipeline(transaction=False)
-        for name in {batch[i].name for i in missing}:  # type: ignore[union-attr]
-            client.script_load(getattr(scripts, name).script)
-        for i in missing:
-            _queue_on(again, scripts, batch[i])
-        for i, reply in zip(missing, again.execute(raise_on_error=False)):
-            replies[i] = reply
-    return _first_error(replies)
-
-
-async def _cluster_async(client: Any, scripts: Scripts, request: Any) -> Any:
-    """`_cluster_sync` on an asyncio cluster client."""
-    batch = _batch(request)
-    pipe = client.pipeline(transaction=isinstance(request, Atomic))
-    for r in batch:
-        _queue_on(pipe, scripts, r)
-    replies = await pipe.execute(raise_on_error=False)
-    missing = _missing_scripts(batch, replies)
-    if missing:
-        again = client.pipeline(transaction=False)
-        for name in {batch[i].name for i in missing}:  # type: ignore[union-attr]
-            await client.script_load(getattr(scripts, name).script)
-        for i in missing:
-            _queue_on(again, scripts, batch[i])
-        for i, reply in zip(missing, await again.execute(raise_on_error=False)):
-            replies[i] = reply
-    return _first_error(replies)
+async def send_one_async(client: Any, scripts: Scripts, request: Cmd | Eval) -> Any:
+    """One command or script on an asyncio client; its reply."""
+    if isinstance(request, Eval):
+        return await getattr(scripts, request.name)(request.keys, request.args)
+    return await client.execute_command(*request.args)
 
 
 def send_sync(client: Any, scripts: Scripts, request: Request) -> Any:
     """One request on a sync client; its reply."""
-    if isinstance(request, (list, Atomic)) and is_cluster_client(client):
+    if is_cluster_client(client):
         return _cluster_sync(client, scripts, request)
     if isinstance(request, (list, Atomic)):
         pipe = client.pipeline(transaction=isinstance(request, Atomic))
@@ -112,14 +78,12 @@ def send_sync(client: Any, scripts: Scripts, request: Request) -> Any:
             else:
                 pipe.execute_command(*r.args)
         return pipe.execute()
-    if isinstance(request, Eval):
-        return getattr(scripts, request.name)(request.keys, request.args)
-    return client.execute_command(*request.args)
+    return send_one_sync(client, scripts, request)
 
 
 async def send_async(client: Any, scripts: Scripts, request: Request) -> Any:
     """One request on an asyncio client; its reply."""
-    if isinstance(request, (list, Atomic)) and is_cluster_client(client):
+    if is_cluster_client(client):
         return await _cluster_async(client, scripts, request)
     if isinstance(request, (list, Atomic)):
         pipe = client.pipeline(transaction=isinstance(request, Atomic))
@@ -129,9 +93,7 @@ async def send_async(client: Any, scripts: Scripts, request: Request) -> Any:
             else:
                 pipe.execute_command(*r.args)
         return await pipe.execute()
-    if isinstance(request, Eval):
-        return await getattr(scripts, request.name)(request.keys, request.args)
-    return await client.execute_command(*request.args)
+    return await send_one_async(client, scripts, request)
 
 
 def run_sync(op: Op[T], client: Any, scripts: Scripts | None = None) -> T:
@@ -165,11 +127,12 @@ async def run_async(
     which waits refusals out itself, passes `refusals_as_unavailable=False`
     to get Redis's own error rather than a RedisUnavailable."""
     scripts = scripts if scripts is not None else scripts_for(client)
+    cluster = is_cluster_client(client)
     try:
         request = next(op)
         while True:
             try:
-                if isinstance(request, Eval):  # the worker's hot path: one await
+                if isinstance(request, Eval) and not cluster:  # the worker's hot path
                     reply = await getattr(scripts, request.name)(
                         request.keys, request.args
                     )

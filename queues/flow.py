@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import codec, defaults, ops
+from .cluster import FlowAcrossSlots, is_cluster_client, slot_of
 from .connection import ConnectionLike, async_client, sync_client
 from .exceptions import InvalidJobOptions, raise_for_code
 from .job import Job
@@ -151,14 +152,32 @@ def _plan(
     return tree
 
 
+def _check_one_slot(entries: list[_Entry]) -> None:
+    """On a cluster a transaction runs on one slot: refuse, before anything is
+    written, flows whose queues hash to different slots."""
+    slots: dict[int, str] = {}
+    for entry in entries:
+        keys = entry.node.job.queue.keys
+        slots.setdefault(slot_of(keys.base), keys.qualified_name)
+    if len(slots) > 1:
+        named = ", ".join(f"{q!r} in slot {s}" for s, q in sorted(slots.items()))
+        raise FlowAcrossSlots(
+            f"a flow's jobs must share one Redis Cluster slot, but its queues are "
+            f"{named}: give them one hash tag (e.g. prefix '{{bull}}' for every "
+            f"queue of the flow); nothing was added"
+        )
+
+
 def add_flows(
     flows: Sequence[Mapping[str, Any]],
     queue_for: QueueFor,
     prefix: str,
     now: int,
     queue_defaults: QueueDefaults | None = None,
+    one_slot: bool = False,
 ) -> ops.Op:
-    """Add flow trees in one transaction; returns their JobNodes."""
+    """Add flow trees in one transaction; returns their JobNodes. With
+    `one_slot` (a cluster), every job must hash to one slot."""
     entries: list[_Entry] = []
     releases: list[ops.Eval] = []
     checked = {
@@ -171,6 +190,8 @@ def add_flows(
     ]
     if not entries:
         return trees
+    if one_slot:
+        _check_one_slot(entries)
     requests: list[ops.Cmd | ops.Eval] = [e.call for e in entries]
     requests.extend(releases)
     replies = yield ops.Atomic(requests)
@@ -263,7 +284,12 @@ class _FlowProducerBase:
 
         def op() -> ops.Op:
             trees = yield from add_flows(
-                [flow], self._queue, self.prefix, ops.now_ms(), default_job_options
+                [flow],
+                self._queue,
+                self.prefix,
+                ops.now_ms(),
+                default_job_options,
+                is_cluster_client(self.client),
             )
             return trees[0]
 
@@ -278,7 +304,12 @@ class _FlowProducerBase:
         flows = list(flows)
         return self._driver(flows).drive(
             add_flows(
-                flows, self._queue, self.prefix, ops.now_ms(), default_job_options
+                flows,
+                self._queue,
+                self.prefix,
+                ops.now_ms(),
+                default_job_options,
+                is_cluster_client(self.client),
             )
         )
 

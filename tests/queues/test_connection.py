@@ -10,7 +10,8 @@ import pytest
 import redis.asyncio as aioredis
 
 from queues import AsyncQueue
-from queues.connection import _HiredisPacking, async_client, sibling_async_client
+from queues.connection import async_client, sibling_async_client
+from queues.packing import HiredisPacking
 
 pytest.importorskip("hiredis")
 
@@ -40,7 +41,7 @@ def test_hiredis_packing_is_byte_for_byte_redis_py(redis_url: str) -> None:
     what redis-py refuses (None, bool) is still refused."""
     client = async_client(redis_url)
     conn = client.connection_pool.make_connection()
-    assert isinstance(conn, _HiredisPacking)
+    assert isinstance(conn, HiredisPacking)
     for args in ARGS:
         fast = b"".join(bytes(p) for p in conn.pack_command(*args))
         assert fast == python_packed(conn, args), args
@@ -50,7 +51,7 @@ def test_hiredis_packing_is_byte_for_byte_redis_py(redis_url: str) -> None:
         with pytest.raises(type(got.value)):
             aioredis.Connection.pack_command(conn, "SET", "k", bad)
     sibling = sibling_async_client(client, socket_timeout=None)
-    assert isinstance(sibling.connection_pool.make_connection(), _HiredisPacking)
+    assert isinstance(sibling.connection_pool.make_connection(), HiredisPacking)
 
 
 def test_values_round_trip_through_a_hiredis_packing_client(
