@@ -64,7 +64,8 @@ class BlockingReads:
         self.side = side
         self.cluster = is_cluster_client(side)
         self.block_s = block_s
-        #: Blocking reads sent (one per group per `read`).
+        #: Calls of `read`, and the blocking reads they sent (one per group).
+        self.rounds = 0
         self.reads = 0
         self._conns: dict[int, _Conn] = {}
         self._relearn = False
@@ -89,6 +90,8 @@ class BlockingReads:
         reads = [
             GroupRead({s: ids[s] for s in streams}) for streams in grouped.values()
         ]
+        self.rounds += 1
+        self.reads += len(reads)
         if len(reads) == 1:
             await self._one(next(iter(grouped)), reads[0], call)
             return reads
@@ -110,7 +113,6 @@ class BlockingReads:
         try:
             conn = await self._conn(key, next(iter(group.ids)))
             conn.blocked = True
-            self.reads += 1
             try:
                 group.reply = list(await call(conn.client, group.ids) or [])
             finally:
