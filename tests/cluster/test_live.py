@@ -49,8 +49,8 @@ async def one_step(job: Job) -> str:
 @pytest.mark.django_db(transaction=True)
 def test_socket_gets_events_of_queues_on_two_primaries_once(
     cluster_live: str,
-    viewer: User,
-    r: Any,  # noqa: F811 - fixture
+    viewer: User,  # noqa: F811 - fixture
+    r: Any,
 ) -> None:
     """Jobs of two queues whose slots are on different primaries: the socket
     gets each job's added, active, progress and completed exactly once, and
