@@ -12,11 +12,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import redis
 from django.contrib.auth.models import User
 
 from dashboard.live.reader import EventsReader, get_reader
 from dashboard.settings import channel_layers
 from queues import AsyncQueue, Job
+from queues.cluster import check_queue_slot
 from queues.connection import async_from_url
 from queues.streamreads import BlockingReads
 from tests.api.helpers import WorkerThread
@@ -164,5 +166,57 @@ def test_a_blocked_read_on_another_node_is_woken(redis_url: str, r: Any) -> None
         finally:
             await reads.close()
             await side.aclose()
+
+    asyncio.run(test())
+
+
+def test_a_read_whose_slot_moved_reconnects_to_its_new_primary(
+    redis_url: str, r: Any
+) -> None:
+    """A read blocked on a slot that is then given to another primary gets
+    MOVED; the next read learns the slots again, connects to the new owner
+    and reads the stream there. (The slot is empty when moved, and moved back.)"""
+    (name,) = names_on_different_primaries(r, "m")
+    stream = f"bull:{name}:events"
+    slot = check_queue_slot("bull", name)
+    owners: dict[str, str] = {}
+    for address, info in r.cluster_nodes().items():
+        if "master" in info["flags"]:
+            owners[address] = info["node_id"]
+    source = node_of(r, "bull", name)
+    target = next(a for a in owners if a != source)
+
+    def give_slot(to: str) -> None:
+        for address in sorted(owners, key=lambda a: a != to):  # new owner first
+            host, port = address.rsplit(":", 1)
+            node = r.get_node(host=host, port=int(port))
+            r.execute_command(
+                "CLUSTER", "SETSLOT", slot, "NODE", owners[to], target_nodes=node
+            )
+
+    async def xread(client: Any, ids: dict[str, str]) -> Any:
+        return await client.xread(ids, block=3000)
+
+    async def test() -> None:
+        side = async_from_url(redis_url, decode_responses=True)
+        reads = BlockingReads(redis_url, side, 3.0)
+        try:
+            task = asyncio.create_task(reads.read({stream: "0-0"}, xread))
+            await asyncio.sleep(0.2)
+            await asyncio.to_thread(give_slot, target)
+            (moved,) = await asyncio.wait_for(task, 2.5)
+            assert isinstance(moved.error, redis.exceptions.MovedError), moved
+            again_task = asyncio.create_task(reads.read({stream: "0-0"}, xread))
+            await asyncio.sleep(0.3)  # blocked again, on the slot's new owner
+            await asyncio.to_thread(r.xadd, stream, {"e": 1})
+            (again,) = await asyncio.wait_for(again_task, 2.5)
+            assert again.error is None and len(again.reply[0][1]) == 1
+            (conn,) = reads._conns.values()
+            assert conn.node.name == target
+            await side.delete(stream)
+        finally:
+            await reads.close()
+            await side.aclose()
+            await asyncio.to_thread(give_slot, source)
 
     asyncio.run(test())
