@@ -64,7 +64,9 @@ class BlockingReads:
         self.side = side
         self.cluster = is_cluster_client(side)
         self.block_s = block_s
-        #: Calls of `read`, and the blocking reads they sent (one per group).
+        #: Calls of `read`, and the blocking reads they asked for (one per
+        #: group; one whose connection was still being made when another
+        #: group's read returned is not sent).
         self.rounds = 0
         self.reads = 0
         self._conns: dict[int, _Conn] = {}
@@ -92,16 +94,18 @@ class BlockingReads:
         ]
         self.rounds += 1
         self.reads += len(reads)
+        woken = asyncio.Event()
         if len(reads) == 1:
-            await self._one(next(iter(grouped)), reads[0], call)
+            await self._one(next(iter(grouped)), reads[0], call, woken)
             return reads
         tasks = [
-            asyncio.create_task(self._one(key, group, call))
+            asyncio.create_task(self._one(key, group, call, woken))
             for key, group in zip(grouped, reads)
         ]
         try:
             _, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             if pending:
+                woken.set()  # one still connecting then reads nothing
                 await self.wake()
             await asyncio.gather(*tasks)
         finally:
@@ -109,9 +113,13 @@ class BlockingReads:
                 task.cancel()
         return reads
 
-    async def _one(self, key: int, group: GroupRead, call: Call) -> None:
+    async def _one(
+        self, key: int, group: GroupRead, call: Call, woken: asyncio.Event
+    ) -> None:
         try:
             conn = await self._conn(key, next(iter(group.ids)))
+            if woken.is_set():  # another group's read came back meanwhile
+                return
             conn.blocked = True
             try:
                 group.reply = list(await call(conn.client, group.ids) or [])
