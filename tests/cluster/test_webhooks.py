@@ -75,3 +75,19 @@ def test_subscriptions_on_two_primaries_get_their_events(
         )
     finally:
         receiver.close()
+
+
+@pytest.mark.django_db
+def test_subscriptions_mirror_is_rebuilt_on_a_cluster(cluster_api: str) -> None:
+    """`sync_all` (runwebhooks runs it at start) rebuilds the mirror in one
+    transaction on one key, which a cluster runs in that key's slot."""
+    from dashboard.api import signals
+    from dashboard.api.webhooks import registry
+
+    sub = WebhookSubscription.objects.create(
+        queue="{solo}", url="http://127.0.0.1:9/", events="completed"
+    )
+    store.client().hset(store.keys().subscriptions, "999", "{}")  # a stale one
+    assert signals.sync_all() == 1
+    mirrored = registry.subscriptions(store.client(), store.keys())
+    assert [s["id"] for s in mirrored] == [sub.pk]
