@@ -91,3 +91,16 @@ def test_subscriptions_mirror_is_rebuilt_on_a_cluster(cluster_api: str) -> None:
     assert signals.sync_all() == 1
     mirrored = registry.subscriptions(store.client(), store.keys())
     assert [s["id"] for s in mirrored] == [sub.pk]
+
+
+@pytest.mark.django_db
+def test_dispatcher_without_a_tagged_delivery_queue_refuses_to_start(
+    cluster_api: str,
+) -> None:
+    """Under the plain prefix `bull` the delivery queue's keys would spread
+    over slots: the dispatcher refuses to start and says how to fix it."""
+    from dashboard.api.webhooks.dispatcher import Dispatcher
+    from queues.cluster import NoHashTag
+
+    with pytest.raises(NoHashTag, match="Give the prefix a hash tag"):
+        Dispatcher(fast_config())
