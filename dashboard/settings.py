@@ -11,6 +11,7 @@ import socket
 from pathlib import Path
 
 from dashboard.conf import DEFAULTS as _d
+from queues.cluster import is_cluster_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -251,22 +252,33 @@ def channel_layer_host(url: str) -> dict[str, object]:
     }
 
 
+def channel_layers(url: str, prefix: str) -> dict[str, object]:
+    """The channel layer on `url`. On a Redis Cluster, which channels-redis
+    cannot use (its scripts touch a group's channels, spread over slots, at
+    once), one in memory: control messages then reach this process's sockets
+    at once and other processes' at their next access check (30 s)."""
+    if is_cluster_url(url):
+        return {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    config = {
+        "hosts": [channel_layer_host(url)],
+        "prefix": prefix,
+        # Messages one server process may have queued before it reads them.
+        "capacity": 1000,
+        "expiry": 30,
+    }
+    return {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": config,
+        }
+    }
+
+
 #: The channel layer (same Redis, own keys) carries only the live sockets'
 #: control messages between dashboard processes (dashboard/live/access.py:
 #: session ended, access changed); events go from each process's reader to
 #: its own sockets in memory.
-CHANNEL_LAYERS = {
-    "default": {
-        "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {
-            "hosts": [channel_layer_host(REDIS_URL)],
-            "prefix": f"{BULLPEN_NAMESPACE}:asgi",
-            # Messages one server process may have queued before it reads them.
-            "capacity": 1000,
-            "expiry": 30,
-        },
-    }
-}
+CHANNEL_LAYERS = channel_layers(REDIS_URL, f"{BULLPEN_NAMESPACE}:asgi")
 # Live sockets: queues one socket may follow (its queues and those of its
 # jobs), and queues one process's events reader follows for all its sockets;
 # a subscribe past either is refused with a message saying which.

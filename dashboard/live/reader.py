@@ -2,7 +2,8 @@
 
 It follows the `events` stream of every queue that a socket of this process
 subscribed to, and Bullpen's workers stream while a socket follows the GPUs,
-with one XREAD BLOCK over all of them on one connection. What it reads it
+with one XREAD BLOCK over all of them on one connection (on a Redis Cluster,
+one per slot group, all at once: queues/streamreads.py). What it reads it
 hands to this process's hub (`route`, in memory), which gives it to the
 sockets that follow it:
 
@@ -33,9 +34,10 @@ from redis.exceptions import ResponseError
 from dashboard.conf import DEFAULTS
 from gpu_workers import Fleet
 from gpu_workers.keys import BullpenKeys
-from queues.connection import async_from_url, async_waiting_client
+from queues.connection import async_waiting_client
 from queues.events import id_order
 from queues.keys import QueueKeys
+from queues.streamreads import BlockingReads
 
 from . import defaults, messages, snapshots
 from .coalesce import Coalescer, batch_message
@@ -103,8 +105,10 @@ class EventsReader:
         self.side: Any = async_waiting_client(
             redis_url, max_connections=8, decode_responses=True
         )
-        self._blocking: Any = None
-        self._blocking_id: int | None = None
+        # The blocking reads' own connections (one per slot on a cluster).
+        self._reads = BlockingReads(
+            redis_url, self.side, defaults.XREAD_BLOCK_MS / 1000
+        )
         self._fleet: Fleet | None = None
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
@@ -197,11 +201,7 @@ class EventsReader:
     async def _interrupt(self) -> None:
         """Make a blocked XREAD return so that it picks up new streams."""
         self._wake.set()
-        if self._blocking_id is not None:
-            try:
-                await self.side.execute_command("CLIENT", "UNBLOCK", self._blocking_id)
-            except Exception as exc:  # noqa: BLE001 - the next read picks it up anyway
-                log.debug("CLIENT UNBLOCK failed: %r", exc)
+        await self._reads.wake()
 
     async def _run(self) -> None:
         backoff = defaults.RETRY_INITIAL_S
@@ -236,12 +236,7 @@ class EventsReader:
             await self._close_blocking()
 
     async def _close_blocking(self) -> None:
-        client, self._blocking, self._blocking_id = self._blocking, None, None
-        if client is not None:
-            try:
-                await client.aclose()
-            except Exception:  # noqa: BLE001 - closing a broken connection
-                pass
+        await self._reads.close()
 
     def _block_ms(self, now: float) -> int:
         waits = [defaults.XREAD_BLOCK_MS / 1000, self._counts_at - now]
@@ -256,11 +251,6 @@ class EventsReader:
 
     async def _step(self) -> bool:
         """One read and what follows from it; whether it found entries."""
-        if self._blocking is None:
-            self._blocking = async_from_url(
-                self.redis_url, decode_responses=True, single_connection_client=True
-            )
-            self._blocking_id = await self._blocking.client_id()
         streams = {f.keys.events: f.last_id for f in self.followed.values()}
         by_stream = {f.keys.events: f for f in self.followed.values()}
         if self.worker_refs:
@@ -268,18 +258,9 @@ class EventsReader:
                 newest = await self.side.xrevrange(self.bkeys.stream, count=1)
                 self.workers_last_id = newest[0][0] if newest else "0-0"
             streams[self.bkeys.stream] = self.workers_last_id
-        try:
-            reply = await self._blocking.xread(
-                streams,
-                count=defaults.XREAD_COUNT,
-                block=self._block_ms(time.monotonic()),
-            )
-        except ResponseError as exc:
-            if "WRONGTYPE" in str(exc):
-                await self._drop_broken(by_stream)
-                return False
-            raise
-        self.stats.xreads += 1
+        reply = await self._read(streams, by_stream, self._block_ms(time.monotonic()))
+        if reply is None:
+            return False
         batches: dict[str, list[dict[str, Any]]] = {}
         for held in self.coalescer.due():
             batches.setdefault(held["queue"], []).append(held)
@@ -315,6 +296,28 @@ class EventsReader:
         ):
             await self._send_workers()
         return bool(reply)
+
+    async def _read(
+        self, streams: dict[str, str], by_stream: dict[str, Followed], block_ms: int
+    ) -> list[Any] | None:
+        """The entries of one blocking read per slot group (None: a followed
+        key was not a stream, and is followed no more)."""
+
+        async def xread(client: Any, ids: dict[str, str]) -> Any:
+            return await client.xread(ids, count=defaults.XREAD_COUNT, block=block_ms)
+
+        reply: list[Any] = []
+        for group in await self._reads.read(streams, xread):
+            error = group.error
+            if error is None:
+                self.stats.xreads += 1
+                reply.extend(group.reply)
+            elif isinstance(error, ResponseError) and "WRONGTYPE" in str(error):
+                await self._drop_broken(by_stream)
+                return None
+            else:
+                raise error
+        return reply
 
     def _send(self, message: dict[str, Any]) -> None:
         self.stats.group_sends += 1

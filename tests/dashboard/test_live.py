@@ -301,10 +301,9 @@ def test_replay_is_bounded(
 def test_gpus_subscription_gets_worker_snapshots(live: str, viewer: User) -> None:
     """Following the GPUs sends Fleet snapshots after a heartbeat, with the
     workers running per host and queue."""
-    import redis
-
     from gpu_workers.heartbeat import queue_heartbeat
     from gpu_workers.keys import BullpenKeys
+    from queues.connection import sync_from_url
 
     cookie_viewer = session_cookie(viewer)
 
@@ -313,7 +312,7 @@ def test_gpus_subscription_gets_worker_snapshots(live: str, viewer: User) -> Non
         await comm.connect()
         await comm.send_json_to({"type": "subscribe", "gpus": True})
         await asyncio.sleep(0.3)
-        client = redis.Redis.from_url(live, decode_responses=True)
+        client = sync_from_url(live, decode_responses=True)  # a cluster's too
         pipe = client.pipeline()
         record = {
             "id": "h1:bull:gpu:GPU-1",

@@ -26,6 +26,7 @@ from redis.exceptions import ResponseError
 from dashboard.redaction import redact_fields
 from gpu_workers.defaults import NAMESPACE
 from queues import Queue, Worker
+from queues.cluster import is_cluster_client
 from queues.codec import json_or_text
 from queues.connection import sync_client
 from queues.defaults import PREFIX
@@ -37,6 +38,7 @@ from .. import conf, defaults
 from ..keys import ApiKeys
 from . import registry, ssrf
 from .deliver import Deliverer
+from .groupreads import GroupReads
 from .outbox import DeliveryOptions, Outbox, delivery_id
 
 log = logging.getLogger("dashboard.api.webhooks")
@@ -130,6 +132,13 @@ class StreamReader:
         self._claimed = 0.0
         #: Streams whose own pending entries are still to be re-read ("0").
         self._backlog: set[str] = set()
+        #: On a cluster: one blocking read per slot group, all at once.
+        self.group_reads: GroupReads | None = None
+        if is_cluster_client(client):
+            c = config
+            self.group_reads = GroupReads(
+                c.redis_url, c.group, c.consumer, c.read_count, c.block_ms
+            )
 
     # --- what to follow ---------------------------------------------------------
     def refresh(self, force: bool = False) -> None:
@@ -169,11 +178,21 @@ class StreamReader:
                 self._backlog.discard(stream)
         if handled:
             return handled
-        for stream, entries in self._read(
-            {s: ">" for s in self.streams}, self.config.block_ms
-        ):
+        new = {s: ">" for s in self.streams}
+        if self.group_reads is None:
+            for stream, entries in self._read(new, self.config.block_ms):
+                handled += self._handle(stream, entries)
+            return handled
+        replies, error = self.group_reads.read(new, self._no_group)
+        for stream, entries in replies:
             handled += self._handle(stream, entries)
+        if error is not None:  # raised once what other groups read is handled
+            raise error
         return handled
+
+    def _no_group(self, stream: str) -> None:
+        """The stream was deleted (e.g. the queue obliterated): start over."""
+        registry.ensure_group(self.client, self.streams[stream], self.config.group)
 
     def _read(self, ids: dict[str, str], block: int | None) -> list[Any]:
         try:
@@ -369,4 +388,8 @@ class Dispatcher:
         self.worker.close()
         for thread in self._threads:
             thread.join(timeout)
+        if self.reader.group_reads is not None and not any(
+            t.is_alive() for t in self._threads
+        ):
+            self.reader.group_reads.close()
         self._threads.clear()
