@@ -10,7 +10,8 @@ primaries, REDIS_URL=redis+cluster://...), started here, with one dashboard
 size (simulated GPUs; --gpus-per-host each, so 8 GPUs = 1 host):
 
   idle     bench/fleet_sim.py runs the hosts' supervisors and one real GpuWorker
-           per GPU (see there), no jobs. After --settle-s, over --idle-s:
+           per GPU (see there), no jobs, split over --sim-procs processes
+           (default one per 128 GPUs). After --settle-s, over --idle-s:
            Redis commands/s (`total_commands_processed`, summed over the
            primaries), redis-server CPU (`used_cpu_user + used_cpu_sys`),
            network bytes in (`total_net_input_bytes`), the top commands
@@ -70,7 +71,7 @@ def queue_names(backend: str, n: int) -> list[str]:
     return [f"{{fleet{i}}}" if backend == "cluster" else f"fleet{i}" for i in range(n)]
 
 
-def counters(client: Any, sim_pid: int) -> dict[str, float]:
+def counters(client: Any, sim_pids: list[int]) -> dict[str, float]:
     """Redis' counters summed over the primaries, and the simulator's CPU."""
     out = server_counters(client)
     infos = (
@@ -79,7 +80,7 @@ def counters(client: Any, sim_pid: int) -> dict[str, float]:
         else [client.info("stats")]
     )
     out["net_in"] = float(sum(int(i["total_net_input_bytes"]) for i in infos))
-    out["sim_cpu_s"] = (process_cpu_us(sim_pid) or 0) / 1e6
+    out["sim_cpu_s"] = sum((process_cpu_us(pid) or 0) for pid in sim_pids) / 1e6
     out["t"] = time.monotonic()
     return out
 
@@ -185,8 +186,18 @@ def time_page(port: int, path: str, cookie: str, n: int) -> dict[str, Any]:
     return out
 
 
+def split(hosts: int, procs: int) -> list[tuple[int, int]]:
+    """(first host, hosts) for each simulator process."""
+    out, first = [], 0
+    for i in range(procs):
+        n = hosts // procs + (1 if i < hosts % procs else 0)
+        out.append((first, n))
+        first += n
+    return out
+
+
 def run_load(
-    client: Any, url: str, queues: list[str], jobs: int, hosts: int, sim_pid: int
+    client: Any, url: str, queues: list[str], jobs: int, hosts: int, sim_pids: list[int]
 ) -> dict[str, Any]:
     per = [
         jobs // len(queues) + (1 if i < jobs % len(queues) else 0)
@@ -196,7 +207,7 @@ def run_load(
         with Queue(q, connection=url) as queue:
             queue.add_bulk([{"name": "noop", "data": {}} for _ in range(n)])
     # The workers start at once: the window runs from here to the last job.
-    before = counters(client, sim_pid)
+    before = counters(client, sim_pids)
     deadline = time.monotonic() + max(60, jobs / 50)
     while time.monotonic() < deadline:
         pipe = client.pipeline(transaction=False)
@@ -206,7 +217,7 @@ def run_load(
         if sum(pipe.execute()) >= jobs:
             break
         time.sleep(0.05)
-    after = counters(client, sim_pid)
+    after = counters(client, sim_pids)
     processed, finished, failed = [], [], 0
     for q in queues:
         failed += int(client.zcard(f"bull:{q}:failed"))
@@ -285,34 +296,46 @@ def measure_size(
         file=sys.stderr,
         flush=True,
     )
-    sim = WorkerProcess(
-        [
-            sys.executable,
-            str(BENCH / "fleet_sim.py"),
-            "--url",
-            url,
-            "--hosts",
-            str(hosts),
-            "--gpus",
-            str(args.gpus_per_host),
-            "--queues",
-            ",".join(queues),
-        ],
-        f"fleet_sim {hosts}x{args.gpus_per_host}",
-    )
+    procs = max(1, min(hosts, args.sim_procs or -(-hosts * args.gpus_per_host // 128)))
+    sims = [
+        WorkerProcess(
+            [
+                sys.executable,
+                str(BENCH / "fleet_sim.py"),
+                "--url",
+                url,
+                "--first-host",
+                str(first),
+                "--hosts",
+                str(n),
+                "--gpus",
+                str(args.gpus_per_host),
+                "--queues",
+                ",".join(queues),
+            ],
+            f"fleet_sim {n}x{args.gpus_per_host}",
+        )
+        for first, n in split(hosts, procs)
+    ]
+    pids = [sim.proc.pid for sim in sims]
     out: dict[str, Any] = {
         "backend": backend,
         "gpus": hosts * args.gpus_per_host,
         "hosts": hosts,
     }
     try:
-        ready = sim.read_json(120)
-        out["sim"] = ready
+        replies = [sim.read_json(180) for sim in sims]
+        out["sim"] = ready = {
+            "procs": procs,
+            "workers": sum(r["workers"] for r in replies),
+            "running": sum(r["running"] for r in replies),
+            "notes": sorted({n for r in replies for n in r["notes"]}),
+        }
         time.sleep(args.settle_s)
         stats0 = commandstats(client)
-        before = counters(client, sim.proc.pid)
+        before = counters(client, pids)
         time.sleep(args.idle_s)
-        idle = rates(before, counters(client, sim.proc.pid), hosts)
+        idle = rates(before, counters(client, pids), hosts)
         stats1 = commandstats(client)
         top = sorted(
             ((stats1.get(k, 0) - stats0.get(k, 0), k) for k in stats1), reverse=True
@@ -323,15 +346,18 @@ def measure_size(
         out["idle"] = idle
         out["heartbeat"] = heartbeat_bytes(client)
         out["heartbeat"]["expected_records"] = hosts + ready["workers"]
-        out["sim_rss_bytes"] = rss_bytes(sim.proc.pid)
+        out["sim_rss_bytes"] = sum(rss_bytes(pid) for pid in pids)
         out["gpu_page"] = time_page(port, "/gpus/", cookie, args.requests)
         out["metrics"] = time_page(port, "/metrics", cookie, args.requests)
-        out["load"] = run_load(client, url, queues, args.jobs, hosts, sim.proc.pid)
-        sim.send("STOP")
-        sim.read_json(60)
-        sim.finish(30)
+        out["load"] = run_load(client, url, queues, args.jobs, hosts, pids)
+        for sim in sims:
+            sim.send("STOP")
+        for sim in sims:
+            sim.read_json(60)
+            sim.finish(30)
     finally:
-        sim.kill()
+        for sim in sims:
+            sim.kill()
         client.close()
     return out
 
@@ -399,7 +425,7 @@ def print_report(rows: list[dict[str, Any]]) -> None:
                 )
     print(
         "redis% = redis-server CPU (all primaries) in % of one core; ms/s/host = "
-        "redis CPU ms per second per host; sim% = the simulator process (all "
+        "redis CPU ms per second per host; sim% = the simulator processes (all "
         "hosts' supervisors and workers) in % of one core; B/s/host = network "
         "bytes into Redis per second per host."
     )
@@ -413,6 +439,12 @@ def main() -> int:
         "--sizes", default="8,64,512", help="simulated GPUs, comma-separated"
     )
     parser.add_argument("--gpus-per-host", type=int, default=8)
+    parser.add_argument(
+        "--sim-procs",
+        type=int,
+        default=0,
+        help="simulator processes (default: one per 128 GPUs)",
+    )
     parser.add_argument("--backends", default="single,cluster")
     parser.add_argument("--settle-s", type=float, default=3.0)
     parser.add_argument("--idle-s", type=float, default=6.0)

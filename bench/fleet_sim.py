@@ -2,6 +2,7 @@
 in this one process, on the real code paths, without child processes.
 
     python bench/fleet_sim.py --url URL --hosts 8 --gpus 8 --queues q0,q1
+        [--first-host 0]
 
 Per host: a real `Supervisor` (gpu_workers/supervisor.py) over a
 SimulatedProbe (`sim:<gpus>x80GiB`, the host's name in its UUIDs), its
@@ -76,7 +77,7 @@ def build(
     supervisors: list[Supervisor] = []
     workers: list[GpuWorker] = []
     spec = f"sim:{args.gpus}x{GPU_SIZE}"
-    for h in range(args.hosts):
+    for h in range(args.first_host, args.first_host + args.hosts):
         host = f"sim-{h:03d}"
         on_gpu = {
             i: queues[(h * args.gpus + i) % len(queues)] for i in range(args.gpus)
@@ -188,6 +189,9 @@ if __name__ == "__main__":
     parser.add_argument("--url", required=True)
     parser.add_argument("--hosts", type=int, default=1)
     parser.add_argument("--gpus", type=int, default=8, help="simulated GPUs per host")
+    parser.add_argument(
+        "--first-host", type=int, default=0, help="number of the first host (sim-NNN)"
+    )
     parser.add_argument("--queues", default="fleet0", help="comma-separated names")
     parser.add_argument("--prefix", default="bull")
     parser.add_argument("--slots", type=int, default=3)
