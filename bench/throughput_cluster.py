@@ -164,7 +164,7 @@ def print_placement(m: dict[str, Any]) -> None:
         print(f"    queue {q} -> {node}")
 
 
-def cores_note() -> str:
+def cores_note(ratio: bool = True) -> str:
     cpus = os.cpu_count() or 0
     return (
         f"{cpus} CPU cores on this machine: every redis-server, the "
@@ -172,7 +172,7 @@ def cores_note() -> str:
         + (
             ", so a cluster's primaries compete for the same cores and the "
             "ratio shows a cluster's overhead, not the gain of separate machines"
-            if cpus < 8
+            if cpus < 8 and ratio
             else ""
         )
     )
@@ -195,7 +195,7 @@ def run_on(args: argparse.Namespace) -> int:
         client = sync_from_url(url, decode_responses=True)
         flush(client)
         client.close()
-        print(cores_note())
+        print(cores_note(ratio=False))
         m = measure_queues(url, args.queues, args.jobs, args.concurrency, budget)
     finally:
         if server is not None:
