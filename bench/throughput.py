@@ -1,6 +1,12 @@
 """Bullpen's throughput benchmark, side by side with Node.js BullMQ 6.
 
     .venv/bin/python bench/throughput.py [--jobs 10000] [--no-node] ...
+    .venv/bin/python bench/throughput.py --compare-cluster [--queues 4]
+    .venv/bin/python bench/throughput.py --queues 4 --redis redis+cluster://h:p,...
+
+`--compare-cluster`, `--queues N` and a cluster `--redis` run Bullpen alone
+over N hash-tagged queues (bench/throughput_cluster.py). `--redis URL` measures
+on that server instead of starting one, and FLUSHES it.
 
 One run starts one throwaway redis-server (a free port, never 6379, no
 persistence) and measures on it, for Bullpen and -- where `node` and
@@ -51,7 +57,8 @@ RESULTS = BENCH / "results"
 sys.path.insert(0, str(ROOT))
 
 import redis  # noqa: E402
-from throughput_libs import (  # noqa: E402  # noqa: E402
+from throughput_cluster import compare_cluster, run_on  # noqa: E402
+from throughput_libs import (  # noqa: E402
     CONCURRENCIES,
     SYNC_CONCURRENCY,
     BenchError,
@@ -67,6 +74,7 @@ from throughput_libs import (  # noqa: E402  # noqa: E402
 )
 from throughput_report import print_table, table_rows, targets  # noqa: E402
 
+from queues.cluster import is_cluster_url  # noqa: E402
 from tests.redis_server import RedisServer, find_redis_server  # noqa: E402
 
 
@@ -352,7 +360,38 @@ def main() -> int:
     parser.add_argument(
         "--output", help="JSON file (default bench/results/throughput-*.json)"
     )
+    parser.add_argument(
+        "--redis",
+        metavar="URL",
+        help="measure on this Redis (redis:// or redis+cluster://) instead of "
+        "starting one; its data is FLUSHED",
+    )
+    parser.add_argument(
+        "--queues",
+        type=int,
+        default=1,
+        help="spread the jobs over N queues {tp0}..{tpN-1}, one worker process "
+        "each (Bullpen only; see bench/throughput_cluster.py)",
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=50,
+        help="each worker's concurrency with --queues N or --compare-cluster",
+    )
+    parser.add_argument(
+        "--compare-cluster",
+        action="store_true",
+        help="the --queues workload (default 4) on a 3-primary cluster and on one "
+        "node, both started here; prints jobs/s and the ratio cluster/single",
+    )
     args = parser.parse_args()
+    if args.compare_cluster:
+        if args.queues == 1:
+            args.queues = 4
+        return compare_cluster(args)
+    if args.queues > 1 or (args.redis and is_cluster_url(args.redis)):
+        return run_on(args)
 
     budget = Budget(args.budget_s)
     started = datetime.now(UTC)
@@ -360,25 +399,27 @@ def main() -> int:
     notes: list[str] = []
     node, why = node_status(args)
 
-    server = RedisServer().start()
+    server = None if args.redis else RedisServer().start()
+    url = args.redis or server.url  # type: ignore[union-attr]
     try:
-        r = redis.Redis(port=server.port, decode_responses=True)
+        r = redis.Redis.from_url(url, decode_responses=True)
+        r.flushdb()
         env: dict[str, Any] = {
-            "redis_server": find_redis_server(),
+            "redis_server": find_redis_server() if server else url,
             "redis_version": redis_version(r),
-            "redis_port": server.port,
+            "redis_port": r.connection_pool.connection_kwargs.get("port"),
             "python": platform.python_version(),
             "platform": platform.platform(),
             "cpus": os.cpu_count(),
         }
         print(
             f"redis-server {env['redis_version']} ({env['redis_server']}) on port "
-            f"{server.port}; Python {env['python']}; {env['cpus']} CPUs",
+            f"{env['redis_port']}; Python {env['python']}; {env['cpus']} CPUs",
             file=sys.stderr,
         )
         bullmq_lib: BullMQ | None = None
         if node:
-            bullmq_lib = BullMQ(server.url, node)
+            bullmq_lib = BullMQ(url, node)
             try:
                 env.update(bullmq_lib.version())
                 print(
@@ -394,7 +435,7 @@ def main() -> int:
             notes.append(why)
 
         # Warm up: load both libraries' scripts into the server.
-        Bullpen(server.url).bulk_add(f"bench-warmup-bullpen-{tag}", 100, budget)
+        Bullpen(url).bulk_add(f"bench-warmup-bullpen-{tag}", 100, budget)
         if bullmq_lib:
             try:
                 bullmq_lib.bulk_add(f"bench-warmup-bullmq-{tag}", 100, budget)
@@ -402,14 +443,15 @@ def main() -> int:
                 notes.append(f"BullMQ warm-up: {exc}")
         r.flushdb()
 
-        libs: list[Library] = [Bullpen(server.url)]
+        libs: list[Library] = [Bullpen(url)]
         if bullmq_lib:
             libs.append(bullmq_lib)
         measured = measure_all(libs, r, args, budget, tag, notes)
         bp = measured["Bullpen"]
         bm = measured.get("BullMQ")
     finally:
-        server.stop()
+        if server is not None:
+            server.stop()
 
     rows = table_rows(bp, bm)
     print()
