@@ -19,7 +19,6 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote
 
 import redis
 import redis.asyncio.cluster as aiocluster
@@ -27,6 +26,7 @@ import redis.cluster
 from redis.crc import key_slot
 
 from .exceptions import QueueError
+from .urlparts import address, split_netloc
 
 SCHEMES = ("redis+cluster", "rediss+cluster")
 DEFAULT_PORT = 6379
@@ -63,21 +63,6 @@ def _bad(url: str, why: str) -> ValueError:
     return ValueError(f"bad Redis Cluster URL {scheme}://{shown}: {why}")
 
 
-def _address(url: str, item: str) -> tuple[str, int]:
-    if item.startswith("["):  # [::1]:7000
-        host, _, port = item[1:].partition("]")
-        port = port.removeprefix(":")
-    else:
-        host, _, port = item.partition(":")
-    if not host:
-        raise _bad(url, f"node {item!r} has no host")
-    if not port:
-        return host, DEFAULT_PORT
-    if not port.isdigit() or not 0 < int(port) < 65536:
-        raise _bad(url, f"node {item!r} has a bad port (1 to 65535)")
-    return host, int(port)
-
-
 def parse_cluster_url(url: str) -> ClusterUrl:
     """The nodes and credentials of a `redis+cluster://` URL; ValueError with
     one sentence saying what is wrong with a bad one."""
@@ -89,17 +74,13 @@ def parse_cluster_url(url: str) -> ClusterUrl:
     netloc, _, path = rest.partition("/")
     if path.strip("/") not in ("", "0"):
         raise _bad(url, "a cluster has no databases but db 0 (leave the path out)")
-    userinfo, at, hosts = netloc.rpartition("@")
-    if not at:
-        userinfo, hosts = "", netloc
-    username = password = None
-    if userinfo:
-        user, colon, secret = userinfo.partition(":")
-        username = unquote(user) or None
-        password = unquote(secret) if colon else None
+    username, password, hosts = split_netloc(netloc)
     if not hosts:
         raise _bad(url, "no node (host:7000[,host2:7001])")
-    nodes = tuple(_address(url, item) for item in hosts.split(","))
+    try:
+        nodes = tuple(address(item, DEFAULT_PORT, "node") for item in hosts.split(","))
+    except ValueError as exc:
+        raise _bad(url, str(exc)) from None
     return ClusterUrl(nodes, username, password, scheme.lower().startswith("rediss"))
 
 

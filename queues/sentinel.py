@@ -20,6 +20,7 @@ import redis.asyncio.sentinel as aiosentinel
 import redis.sentinel
 
 from .defaults import SENTINEL_TIMEOUT_S
+from .urlparts import address, split_netloc
 
 SCHEME = "redis+sentinel"
 DEFAULT_SENTINEL_PORT = 26379
@@ -53,21 +54,6 @@ def _bad(url: str, why: str) -> ValueError:
     return ValueError(f"bad Redis Sentinel URL {SCHEME}://{shown}: {why}")
 
 
-def _address(url: str, item: str) -> tuple[str, int]:
-    if item.startswith("["):  # [::1]:26379
-        host, _, port = item[1:].partition("]")
-        port = port.removeprefix(":")
-    else:
-        host, _, port = item.partition(":")
-    if not host:
-        raise _bad(url, f"sentinel {item!r} has no host")
-    if not port:
-        return host, DEFAULT_SENTINEL_PORT
-    if not port.isdigit() or not 0 < int(port) < 65536:
-        raise _bad(url, f"sentinel {item!r} has a bad port (1 to 65535)")
-    return host, int(port)
-
-
 def parse_sentinel_url(url: str) -> SentinelUrl:
     """The sentinels, master name, db and credentials of a `redis+sentinel://`
     URL; ValueError with one sentence saying what is wrong with a bad one."""
@@ -77,17 +63,16 @@ def parse_sentinel_url(url: str) -> SentinelUrl:
     if "?" in rest or "#" in rest:
         raise _bad(url, "query options and fragments are not supported")
     netloc, _, path = rest.partition("/")
-    userinfo, at, hosts = netloc.rpartition("@")
-    if not at:
-        userinfo, hosts = "", netloc
-    username = password = None
-    if userinfo:
-        user, colon, secret = userinfo.partition(":")
-        username = unquote(user) or None
-        password = unquote(secret) if colon else None
+    username, password, hosts = split_netloc(netloc)
     if not hosts:
         raise _bad(url, "no sentinel host (host:26379[,host2:26379])")
-    sentinels = tuple(_address(url, item) for item in hosts.split(","))
+    try:
+        sentinels = tuple(
+            address(item, DEFAULT_SENTINEL_PORT, "sentinel")
+            for item in hosts.split(",")
+        )
+    except ValueError as exc:
+        raise _bad(url, str(exc)) from None
     parts = path.split("/") if path else []
     if not parts or not parts[0]:
         raise _bad(url, "no master name (…/<master-name>/<db>)")
