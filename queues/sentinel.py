@@ -139,14 +139,26 @@ def async_from_url(url: str, **kwargs: Any) -> aioredis.Redis:
     return client
 
 
+class WaitingSentinelPool(
+    aiosentinel.SentinelConnectionPool, aioredis.BlockingConnectionPool
+):
+    """A pool on the primary its sentinels name that, with all its
+    connections busy, waits for one to come back (BlockingConnectionPool's
+    `get_connection` and `release`, the Sentinel pool's addressing)."""
+
+
 def async_waiting_client(
     url: str, max_connections: int, **kwargs: Any
 ) -> aioredis.Redis:
     """An asyncio client whose pool, with all `max_connections` busy, waits
-    for one to come back (a BlockingConnectionPool); a `redis+sentinel://`
-    one has no such pool in redis-py, so it raises instead of waiting."""
+    for one to come back (a BlockingConnectionPool, or its Sentinel twin)."""
     if is_sentinel_url(url):
-        return async_from_url(url, max_connections=max_connections, **kwargs)
+        return async_from_url(
+            url,
+            max_connections=max_connections,
+            connection_pool_class=WaitingSentinelPool,
+            **kwargs,
+        )
     pool = aioredis.BlockingConnectionPool.from_url(
         url, max_connections=max_connections, **kwargs
     )

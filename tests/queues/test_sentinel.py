@@ -26,6 +26,7 @@ from redis.sentinel import Sentinel
 from queues import AsyncWorker, Durability, NotDurable, Queue
 from queues.connection import (
     async_client,
+    async_waiting_client,
     for_blocking,
     sent_once_client,
     sibling_async_client,
@@ -34,7 +35,7 @@ from queues.connection import (
     worker_client,
 )
 from queues.devredis import RedisServer, find_redis_server, free_port
-from queues.sentinel import SentinelUrl, parse_sentinel_url
+from queues.sentinel import SentinelUrl, WaitingSentinelPool, parse_sentinel_url
 from tests.queues.test_cli import assert_error, cli, ok
 
 MASTER = "m"
@@ -250,6 +251,26 @@ def test_clients_from_a_sentinel_url_and_their_siblings(topology: Topology) -> N
             assert client.connection_pool.service_name == MASTER
             assert await client.get("k") == "\udcff"
             await client.aclose()
+
+    asyncio.run(main())
+
+
+def test_a_waiting_sentinel_client_waits_for_a_free_connection(
+    topology: Topology,
+) -> None:
+    """The live reader's side client: with its two connections busy, ten
+    commands at once wait their turn instead of failing with "Too many
+    connections", and every connection goes to the primary."""
+
+    async def main() -> None:
+        client = async_waiting_client(topology.url, 2, decode_responses=True)
+        assert isinstance(client.connection_pool, WaitingSentinelPool)
+        replies = await asyncio.gather(
+            *(client.blpop([f"none{i}"], 0.2) for i in range(10))
+        )
+        assert replies == [None] * 10
+        assert (await client.info("server"))["tcp_port"] == topology.primary.port
+        await client.aclose()
 
     asyncio.run(main())
 
