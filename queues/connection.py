@@ -96,8 +96,8 @@ def async_from_url(url: str, **kwargs: Any) -> Any:
 
 def async_waiting_client(url: str, max_connections: int, **kwargs: Any) -> Any:
     """An asyncio client whose pool, with all `max_connections` busy, waits
-    for one to come back; a Sentinel or cluster client raises instead (redis-py
-    has no waiting pool for them; a cluster's limit is per node)."""
+    for one to come back (on Sentinel too); a cluster client raises instead
+    (redis-py's asyncio cluster has no waiting pool; its limit is per node)."""
     if cluster.is_cluster_url(url):
         return cluster.from_url(
             aioredis.Redis, url, max_connections=max_connections, **kwargs
