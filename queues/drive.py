@@ -12,6 +12,7 @@ which is how a page of 100 queues costs three round trips.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any, TypeVar
@@ -52,6 +53,21 @@ def _missing_scripts(batch: list[Cmd | Eval], replies: list[Any]) -> list[int]:
     return [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
 
 
+#: Scripts a `Scripts` has loaded on every primary of its cluster.
+_LOADED: weakref.WeakKeyDictionary[Scripts, set[str]] = weakref.WeakKeyDictionary()
+
+
+def _to_load(scripts: Scripts, request: list[Cmd | Eval] | Atomic) -> list[str]:
+    """The scripts of `request` not yet loaded on every primary through
+    `scripts`, to load before sending it. A command answered NOSCRIPT is sent
+    again after the others, so a script's first use on a node would reorder
+    a pipeline (add_bulk's ids) or leave a transaction half done (a flow's
+    children need their parent added first)."""
+    loaded = _LOADED.setdefault(scripts, set())
+    names = dict.fromkeys(r.name for r in _batch(request) if isinstance(r, Eval))
+    return [n for n in names if n not in loaded]
+
+
 def _first_error(replies: list[Any]) -> list[Any]:
     for reply in replies:
         if isinstance(reply, ResponseError):
@@ -60,11 +76,15 @@ def _first_error(replies: list[Any]) -> list[Any]:
 
 
 def _cluster_sync(client: Any, scripts: Scripts, request: Any) -> Any:
-    """A pipeline on a cluster client (split by node by redis-py). A node
-    that lacks a script (new, failed over) answers NOSCRIPT without running
+    """A pipeline on a cluster client (split by node by redis-py). Its
+    scripts are loaded on every primary first (see `_to_load`). A node that
+    still lacks one (failed over, flushed) answers NOSCRIPT without running
     it: the script is loaded on every primary and those commands alone are
     sent again."""
     batch = _batch(request)
+    for name in _to_load(scripts, request):
+        client.script_load(getattr(scripts, name).script)
+        _LOADED[scripts].add(name)
     pipe = client.pipeline(transaction=isinstance(request, Atomic))
     for r in batch:
         _queue_on(pipe, scripts, r)
@@ -84,6 +104,9 @@ def _cluster_sync(client: Any, scripts: Scripts, request: Any) -> Any:
 async def _cluster_async(client: Any, scripts: Scripts, request: Any) -> Any:
     """`_cluster_sync` on an asyncio cluster client."""
     batch = _batch(request)
+    for name in _to_load(scripts, request):
+        await client.script_load(getattr(scripts, name).script)
+        _LOADED[scripts].add(name)
     pipe = client.pipeline(transaction=isinstance(request, Atomic))
     for r in batch:
         _queue_on(pipe, scripts, r)
