@@ -21,6 +21,7 @@ import { connect } from './connection.mjs';
 
 const [target, stepsJson] = process.argv.slice(2);
 const { connection, newClient } = connect(target);
+const sleep = ms => new Promise(resolve => setTimeout(resolve, ms));
 const out = value => process.stdout.write(JSON.stringify(value ?? null) + '\n');
 
 const queues = new Map();
@@ -31,7 +32,10 @@ function queue(name) {
 
 // Take as many jobs as `outcomes` names, each handled by its id's
 // [outcome, value]: "complete" (value), "fail" (value = message) or "hold"
-// (left active and locked). Returns the ids in the order taken.
+// (left active and locked). Returns the ids in the order taken. Each job
+// finishes in a millisecond of its own: completed and failed are scored by
+// finishedOn, and a tie orders by id, which would make the two runs of a
+// parity scenario differ by chance.
 async function take(name, outcomes) {
   const worker = new Worker(name, null, { connection });
   const token = 'parity-token';
@@ -44,6 +48,7 @@ async function take(name, outcomes) {
       if (outcome === 'complete') await job.moveToCompleted(value, token, false);
       else if (outcome === 'fail') await job.moveToFailed(new Error(value), token, false);
       taken.push(job.id);
+      await sleep(2);
     }
     return taken;
   } finally {
