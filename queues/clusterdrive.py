@@ -8,13 +8,16 @@ MOVED. redis-py follows ASK and MOVED and retries TRYAGAIN a few times,
 then gives up with ClusterError ("TTL exhausted"). Every one of these means
 the command did not run, so it is safe to send again: it is, for up to
 `SLOT_MOVE_WAIT_S`, alone (a pipeline's other commands did run and are not
-sent twice).
+sent twice), so during a migration a pipeline's commands may run out of
+order (add_bulk's ids). Scripts are loaded on every primary before their
+first use in a pipeline for the same reason: NOSCRIPT would reorder it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -38,6 +41,20 @@ SLOT_MOVE_WAIT_S = 15.0
 SLOT_MOVE_PAUSE_S = 0.05
 #: Replies that say the command did not run because its slot is moving.
 NOT_RUN = (TryAgainError, ClusterError, AskError, MovedError)
+
+
+#: Scripts a `Scripts` has loaded on every primary of its cluster.
+_LOADED: weakref.WeakKeyDictionary[Scripts, set[str]] = weakref.WeakKeyDictionary()
+
+
+def _to_load(scripts: Scripts, batch: list[Cmd | Eval]) -> list[str]:
+    """The scripts of `batch` not yet loaded on every primary through
+    `scripts`, to load before sending it: a command answered NOSCRIPT is
+    sent again after the others, so a script's first use on a node would
+    reorder a pipeline (add_bulk's ids, a flow's parent after its children)."""
+    loaded = _LOADED.setdefault(scripts, set())
+    names = dict.fromkeys(r.name for r in batch if isinstance(r, Eval))
+    return [n for n in names if n not in loaded]
 
 
 def _batch(request: Any) -> list[Cmd | Eval]:
@@ -78,6 +95,10 @@ def send_sync(client: Any, scripts: Scripts, request: Any) -> Any:
     """A pipeline (or transaction) on a sync cluster client; its replies."""
     batch = _batch(request)
     atomic = isinstance(request, Atomic)
+    if not atomic:
+        for name in _to_load(scripts, batch):
+            client.script_load(getattr(scripts, name).script)
+            _LOADED[scripts].add(name)
     todo = list(range(len(batch)))
     replies: list[Any] = [None] * len(batch)
     deadline = time.monotonic() + SLOT_MOVE_WAIT_S
@@ -103,6 +124,9 @@ async def send_async(client: Any, scripts: Scripts, request: Any) -> Any:
     batch = _batch(request)
     if isinstance(request, Atomic):
         return await waiting_async(lambda: _atomic_on_node(client, scripts, batch))
+    for name in _to_load(scripts, batch):
+        await client.script_load(getattr(scripts, name).script)
+        _LOADED[scripts].add(name)
     todo = list(range(len(batch)))
     replies: list[Any] = [None] * len(batch)
     deadline = time.monotonic() + SLOT_MOVE_WAIT_S

@@ -40,7 +40,12 @@ from .hooks import Listener, WorkerHooks
 from .maintenance import Maintenance
 from .processing import Processing
 from .reporting import WorkerReports
-from .support import Processor, blocking_connection_name, log
+from .support import (
+    Processor,
+    blocking_connection_name,
+    log,
+    open_named_connection,
+)
 from .threads import ThreadRunner
 
 
@@ -194,9 +199,8 @@ class AsyncWorker(Closing, FailureHandling, Maintenance, Processing):
         ]
         try:
             try:
-                # Open the named connection now: Node's getWorkers() lists
-                # connections, and a busy worker may not block for a long time.
-                await self._bclient.ping()
+                # Node's getWorkers() lists it (see open_named_connection).
+                await open_named_connection(self._bclient, self.keys.marker)
                 await self._once.client.ping()  # the first claim is not late
             except Exception as exc:
                 if not recoverable(exc):

@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from queues import AsyncWorker, Job
+from queues.cluster import is_cluster_url
 from tests.helpers import wait_until
 
 from .behaviour import behave
@@ -28,8 +29,12 @@ BULL = HERE / "node" / "bull.mjs"
 ROOT = HERE.parent.parent
 
 
-def port_of(redis_url: str) -> str:
-    """The TCP port of a redis:// URL."""
+def redis_arg(redis_url: str) -> str:
+    """How node/bull.mjs and parity.mjs are told where Redis is: the port of
+    a redis:// URL (a server on 127.0.0.1), a redis+cluster:// URL as it is
+    (they then connect an ioredis Cluster; see node/connection.mjs)."""
+    if is_cluster_url(redis_url):
+        return redis_url
     return str(urlparse(redis_url).port)
 
 
@@ -46,7 +51,7 @@ def json_arg(value: Any) -> str:
 
 def node(redis_url: str, *args: Any, timeout: float = 60) -> Any:
     """Run one bull.mjs command to completion; its JSON output."""
-    argv = ["node", str(BULL), port_of(redis_url)]
+    argv = ["node", str(BULL), redis_arg(redis_url)]
     argv += [a if isinstance(a, str) else json_arg(a) for a in args]
     done = subprocess.run(
         argv, capture_output=True, text=True, timeout=timeout, cwd=HERE
@@ -143,7 +148,7 @@ class Process:
 def node_worker(redis_url: str, queue: str, **opts: Any) -> Process:
     """A Node BullMQ Worker process (bull.mjs worker), ready to take jobs."""
     proc = Process(
-        ["node", str(BULL), port_of(redis_url), "worker", queue, json.dumps(opts)],
+        ["node", str(BULL), redis_arg(redis_url), "worker", queue, json.dumps(opts)],
         f"node worker {opts.get('name', '')}",
     )
     proc.wait_for("ready")
@@ -153,7 +158,7 @@ def node_worker(redis_url: str, queue: str, **opts: Any) -> Process:
 def node_events(redis_url: str, queue: str) -> Process:
     """A Node QueueEvents process printing every event from the stream start."""
     proc = Process(
-        ["node", str(BULL), port_of(redis_url), "events", queue], "node events"
+        ["node", str(BULL), redis_arg(redis_url), "events", queue], "node events"
     )
     proc.wait_for("ready")
     return proc

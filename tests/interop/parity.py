@@ -15,7 +15,7 @@ import redis
 
 from queues import Queue
 
-from .helpers import HERE, port_of
+from .helpers import HERE, redis_arg
 
 PARITY = HERE / "node" / "parity.mjs"
 #: Hash fields holding clock readings, which differ between the two runs, and
@@ -33,7 +33,7 @@ PyOp = Callable[[Callable[[str], Queue]], list[Any]]
 def node_steps(redis_url: str, steps: Steps) -> list[Any]:
     """Run parity.mjs steps with Node BullMQ; each step's result."""
     done = subprocess.run(
-        ["node", str(PARITY), port_of(redis_url), json.dumps(steps)],
+        ["node", str(PARITY), redis_arg(redis_url), json.dumps(steps)],
         capture_output=True,
         text=True,
         timeout=60,

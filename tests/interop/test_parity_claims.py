@@ -7,9 +7,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import redis
-
 from queues import Queue
+from queues.connection import sync_from_url
 from tests.helpers import wait_until
 
 from .helpers import Process, call, node, node_worker, py_worker
@@ -64,7 +63,7 @@ def _deferred_failure_then_job(redis_url: str, qname: str, kind: str) -> dict[st
     worker.stop()
     parent = queue.get_job(parent_id)
     child_key = f"{children}:{child_id}"
-    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    client = sync_from_url(redis_url, decode_responses=True)
     state = {
         "parent": parent.get_state(),
         "parent_reason": parent.failed_reason.replace(child_key, "<child>"),

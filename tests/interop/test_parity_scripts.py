@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import redis
-
 from queues import Queue
+from queues.connection import sync_from_url
 from tests.helpers import wait_until
 
 from .helpers import call, node_worker, py_worker
@@ -45,7 +44,7 @@ def _clean_last_scheduler_iteration(
         cleaned = call(redis_url, queue.name, "clean", 0, 100, "completed")
     else:
         cleaned = queue.clean(0, 100, "completed")
-    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    client = sync_from_url(redis_url, decode_responses=True)
     state = {
         "cleaned": len(cleaned),
         "counts": queue.get_counts("completed", "delayed", "waiting"),

@@ -1,15 +1,16 @@
 // Node.js side of the interop tests: real BullMQ driven from pytest.
 //
-//   node bull.mjs <port> call <queue> <method> [argsJson] [queueOptsJson]
+//   node bull.mjs <redis> call <queue> <method> [argsJson] [queueOptsJson]
 //                                                           Queue method, result as JSON
-//   node bull.mjs <port> read <queue> <idsJson>             Job.fromId for each id
-//   node bull.mjs <port> flow <flowJson>                    FlowProducer.add
-//   node bull.mjs <port> worker <queue> <optsJson>          a worker, JSON lines out
-//   node bull.mjs <port> events <queue>                     QueueEvents, JSON lines out
-//   node bull.mjs <port> raw <commandsJson>                 plain ioredis commands
-//   node bull.mjs <port> cron <casesJson>                   BullMQ's next run of
+//   node bull.mjs <redis> read <queue> <idsJson>             Job.fromId for each id
+//   node bull.mjs <redis> flow <flowJson>                    FlowProducer.add
+//   node bull.mjs <redis> worker <queue> <optsJson>          a worker, JSON lines out
+//   node bull.mjs <redis> events <queue>                     QueueEvents, JSON lines out
+//   node bull.mjs <redis> raw <commandsJson>                 plain ioredis commands
+//   node bull.mjs <redis> cron <casesJson>                   BullMQ's next run of
 //                                                           [pattern, afterMs, tz] cases
 //
+// <redis> is a port on 127.0.0.1 or a redis+cluster:// URL (see connection.mjs).
 // A JSON argument may be given as @path to a file holding it.
 // Long-running modes print {"ready":true} once connected and stop on SIGTERM.
 // Job behaviour comes from its data (see tests/interop/behaviour.py):
@@ -17,10 +18,10 @@
 // children's values), n (returned doubled).
 import { readFileSync } from 'node:fs';
 import { FlowProducer, Job, Queue, QueueEvents, Worker, getNextMillis } from 'bullmq';
-import { Redis } from 'ioredis';
+import { connect } from './connection.mjs';
 
-const [port, mode, ...rest] = process.argv.slice(2);
-const connection = { host: '127.0.0.1', port: Number(port), maxRetriesPerRequest: null };
+const [target, mode, ...rest] = process.argv.slice(2);
+const { connection, newClient } = connect(target);
 const out = value => process.stdout.write(JSON.stringify(value) + '\n');
 const sleep = ms => new Promise(resolve => setTimeout(resolve, ms));
 const json = (text, fallback) => text === undefined ? fallback
@@ -124,7 +125,7 @@ async function events(queueName) {
 }
 
 async function raw(commands) {
-  const client = new Redis(connection);
+  const client = newClient();
   const replies = [];
   for (const [name, ...args] of commands) replies.push(await client.call(name, ...args));
   out(replies);

@@ -1,7 +1,7 @@
 // Node side of the 6.7.0 parity tests (tests/interop/test_parity_retry.py and test_parity_remove.py):
 // runs a list of steps with real BullMQ and prints one JSON line per step.
 //
-//   node parity.mjs <port> <stepsJson>
+//   node parity.mjs <redis> <stepsJson>     (<redis>: a port or a redis+cluster:// URL)
 //
 // Steps (arrays):
 //   ["add", queue, jobId, opts]              Queue.add(jobId, {}, {jobId, ...opts})
@@ -17,10 +17,11 @@
 //   ["del", ...keys]                         DEL of raw keys
 //   ["call", queue, method, args]            await Queue[method](...args)
 import { FlowProducer, Job, Queue, Worker } from 'bullmq';
-import { Redis } from 'ioredis';
+import { connect } from './connection.mjs';
 
-const [port, stepsJson] = process.argv.slice(2);
-const connection = { host: '127.0.0.1', port: Number(port), maxRetriesPerRequest: null };
+const [target, stepsJson] = process.argv.slice(2);
+const { connection, newClient } = connect(target);
+const sleep = ms => new Promise(resolve => setTimeout(resolve, ms));
 const out = value => process.stdout.write(JSON.stringify(value ?? null) + '\n');
 
 const queues = new Map();
@@ -31,7 +32,10 @@ function queue(name) {
 
 // Take as many jobs as `outcomes` names, each handled by its id's
 // [outcome, value]: "complete" (value), "fail" (value = message) or "hold"
-// (left active and locked). Returns the ids in the order taken.
+// (left active and locked). Returns the ids in the order taken. Each job
+// finishes in a millisecond of its own: completed and failed are scored by
+// finishedOn, and a tie orders by id, which would make the two runs of a
+// parity scenario differ by chance.
 async function take(name, outcomes) {
   const worker = new Worker(name, null, { connection });
   const token = 'parity-token';
@@ -44,6 +48,7 @@ async function take(name, outcomes) {
       if (outcome === 'complete') await job.moveToCompleted(value, token, false);
       else if (outcome === 'fail') await job.moveToFailed(new Error(value), token, false);
       taken.push(job.id);
+      await sleep(2);
     }
     return taken;
   } finally {
@@ -96,7 +101,7 @@ const steps = {
   },
   call: (name, method, args) => queue(name)[method](...args),
   del: async (...keys) => {
-    const client = new Redis(connection);
+    const client = newClient();
     try {
       return await client.del(...keys);
     } finally {
