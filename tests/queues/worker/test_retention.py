@@ -21,6 +21,18 @@ def fail(job: Job) -> Any:
     raise RuntimeError(f"failed {job.name}")
 
 
+def one_ms_apart(processor: Any) -> Any:
+    """`processor` taking over a millisecond, so jobs run one at a time finish
+    at distinct scores: a count keeps the highest scores, and jobs that tie
+    on a millisecond are ranked by id as text ("10" before "9"), as in BullMQ."""
+
+    def slow(job: Job) -> Any:
+        time.sleep(0.002)
+        return processor(job)
+
+    return slow
+
+
 def _ids(r: redis.Redis, key: str) -> list[str]:
     """Ids in a finished set, numerically (jobs finishing in one ms tie on score)."""
     return sorted(r.zrange(key, 0, -1), key=int)
@@ -56,7 +68,7 @@ def test_remove_on_complete_count(redis_url: str, q: Queue, r: redis.Redis) -> N
         [{"name": f"j{i}", "opts": {"remove_on_complete": 3}} for i in range(10)]
     )
     ids = [j.id for j in jobs]
-    _run(redis_url, q, succeed, 10)
+    _run(redis_url, q, one_ms_apart(succeed), 10)
     assert _ids(r, q.keys.completed) == ids[-3:]
     assert _exists(r, q, ids) == [False] * 7 + [True] * 3
     assert not r.exists(q.keys.logs(ids[0]))
@@ -68,7 +80,7 @@ def test_remove_on_fail_count(redis_url: str, q: Queue, r: redis.Redis) -> None:
         [{"name": f"j{i}", "opts": {"remove_on_fail": 2}} for i in range(6)]
     )
     ids = [j.id for j in jobs]
-    _run(redis_url, q, fail, 6)
+    _run(redis_url, q, one_ms_apart(fail), 6)
     assert _ids(r, q.keys.failed) == ids[-2:]
     assert _exists(r, q, ids) == [False] * 4 + [True] * 2
     assert q.get_job(ids[-1]).failed_reason == "failed j5"
