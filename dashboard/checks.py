@@ -1,6 +1,7 @@
 """System checks for the dashboard's settings (`manage.py check`).
 
-bullpen.E001  REDIS_URL is not a redis://, rediss://, unix:// or redis+sentinel:// URL
+bullpen.E001  REDIS_URL is not a well-formed redis://, rediss://, unix://,
+              redis+sentinel:// or redis+cluster:// URL
 bullpen.E002  BULLPEN_PREFIXES is empty or holds an empty prefix
 bullpen.E003  a BULLPEN_QUEUES entry is not `name` or `prefix:name`
 bullpen.E004  a BULLPEN_READ_ONLY_QUEUES entry is not `*`, `name` or `prefix:name`
@@ -16,6 +17,7 @@ from django.conf import settings
 from django.core.checks import Error, register
 from django.utils.module_loading import import_string
 
+from queues.cluster import is_cluster_url, parse_cluster_url
 from queues.sentinel import is_sentinel_url, parse_sentinel_url
 
 
@@ -27,8 +29,14 @@ def _redis_url_error(url: str) -> str | None:
         except ValueError as exc:
             return str(exc)
         return None
+    if is_cluster_url(url):
+        try:
+            parse_cluster_url(url)
+        except ValueError as exc:
+            return str(exc)
+        return None
     if not url.startswith(("redis://", "rediss://", "unix://")):
-        schemes = "redis://, rediss://, unix:// or redis+sentinel://"
+        schemes = "redis://, rediss://, unix://, redis+sentinel:// or redis+cluster://"
         return f"REDIS_URL {url!r} is not a {schemes} URL"
     return None
 

@@ -79,7 +79,12 @@ class Fleet:
         idents = self.client.zrangebyscore(index, f"({now_ms()}", "+inf")
         if not idents:
             return []
-        values = self.client.mget([key_of(i) for i in idents])
+        # One GET each in a pipeline, not MGET: on a Redis Cluster the records
+        # sit in different slots, which one MGET may not span.
+        pipe = self.client.pipeline(transaction=False)
+        for ident in idents:
+            pipe.get(key_of(ident))
+        values = pipe.execute()
         records = []
         for value in values:
             if value:

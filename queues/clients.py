@@ -4,6 +4,12 @@ SETNAME) and the worker listing Node's `getWorkers()` reads from CLIENT LIST.
 A worker's connection is named `{prefix}:{base64(queue)}`, or with
 `:w:{worker name}` appended when the worker has a name; a QueueEvents
 connection ends in `:qe` and is not a worker.
+
+On a Redis Cluster each node lists only its own connections: a worker's
+blocking connection sits on the node of its queue's slot, and a named client
+may also hold connections to other nodes. So CLIENT LIST is asked of every
+primary and, as Node's getWorkers() does on a cluster, a queue's workers are
+those of the node listing the most of them.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ import re
 from redis.exceptions import NoPermissionError, ResponseError
 
 from .keys import QueueKeys
-from .ops import Cmd, Op
+from .ops import EveryPrimary, Op
 
 WORKER_SUFFIX = ":w:"
 QUEUE_EVENTS_SUFFIX = ":qe"
@@ -55,23 +61,34 @@ def refused(exc: ResponseError) -> bool:
     return isinstance(exc, NoPermissionError) or bool(_UNKNOWN_CLIENT.search(str(exc)))
 
 
-def get_workers(keys: QueueKeys) -> Op[list[dict[str, str]]]:
-    """The connected workers of a queue as Node's `getWorkers()` lists them:
-    CLIENT LIST fields with `name` = the queue name and `rawname` = the
-    connection's name; [] when the server refuses CLIENT LIST."""
-    unnamed = connection_name(keys.prefix, keys.name)
-    named = unnamed + WORKER_SUFFIX
+def client_lists() -> Op[list[list[dict[str, str]]]]:
+    """CLIENT LIST of the server (of every primary of a cluster), parsed, one
+    list per node; [] when the server refuses CLIENT LIST."""
     try:
-        listing = yield Cmd(("CLIENT", "LIST"))
+        replies = yield EveryPrimary(("CLIENT", "LIST"))
     except ResponseError as exc:
         if refused(exc):
             return []
         raise
-    workers: list[dict[str, str]] = []
-    for client in parse_client_list(listing):
-        name = client.get("name", "")
-        if name == unnamed or name.startswith(named):
-            client["name"] = keys.name
-            client["rawname"] = name
-            workers.append(client)
-    return workers
+    return [parse_client_list(text) for text in replies]
+
+
+def get_workers(keys: QueueKeys) -> Op[list[dict[str, str]]]:
+    """The connected workers of a queue as Node's `getWorkers()` lists them:
+    CLIENT LIST fields with `name` = the queue name and `rawname` = the
+    connection's name; [] when the server refuses CLIENT LIST. On a cluster,
+    those of the primary listing the most of them (see the module)."""
+    unnamed = connection_name(keys.prefix, keys.name)
+    named = unnamed + WORKER_SUFFIX
+    best: list[dict[str, str]] = []
+    for node in (yield from client_lists()):
+        workers: list[dict[str, str]] = []
+        for client in node:
+            name = client.get("name", "")
+            if name == unnamed or name.startswith(named):
+                client["name"] = keys.name
+                client["rawname"] = name
+                workers.append(client)
+        if len(workers) > len(best):
+            best = workers
+    return best

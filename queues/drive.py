@@ -20,7 +20,7 @@ from redis.exceptions import NoScriptError, ResponseError
 
 from .cluster import is_cluster_client
 from .exceptions import QueueError
-from .ops import Atomic, Cmd, Eval, Op, Request
+from .ops import Atomic, Cmd, Eval, EveryPrimary, Op, Request
 from .outages import raise_if_unavailable
 from .scripts import Scripts
 
@@ -100,8 +100,25 @@ async def _cluster_async(client: Any, scripts: Scripts, request: Any) -> Any:
     return _first_error(replies)
 
 
+def _primaries(client: Any) -> Any:
+    """The `target_nodes` of every primary of a cluster client."""
+    return client.PRIMARIES
+
+
+def _per_node(reply: Any) -> list[Any]:
+    """The replies of a command sent to every primary: redis-py answers a
+    dict of node -> reply for several nodes, the bare reply for one."""
+    return list(reply.values()) if isinstance(reply, dict) else [reply]
+
+
 def send_sync(client: Any, scripts: Scripts, request: Request) -> Any:
     """One request on a sync client; its reply."""
+    if isinstance(request, EveryPrimary):
+        if is_cluster_client(client):
+            return _per_node(
+                client.execute_command(*request.args, target_nodes=_primaries(client))
+            )
+        return [client.execute_command(*request.args)]
     if isinstance(request, (list, Atomic)) and is_cluster_client(client):
         return _cluster_sync(client, scripts, request)
     if isinstance(request, (list, Atomic)):
@@ -119,6 +136,14 @@ def send_sync(client: Any, scripts: Scripts, request: Request) -> Any:
 
 async def send_async(client: Any, scripts: Scripts, request: Request) -> Any:
     """One request on an asyncio client; its reply."""
+    if isinstance(request, EveryPrimary):
+        if is_cluster_client(client):
+            return _per_node(
+                await client.execute_command(
+                    *request.args, target_nodes=_primaries(client)
+                )
+            )
+        return [await client.execute_command(*request.args)]
     if isinstance(request, (list, Atomic)) and is_cluster_client(client):
         return await _cluster_async(client, scripts, request)
     if isinstance(request, (list, Atomic)):
@@ -209,7 +234,8 @@ def guarded(op: Op) -> Op:
 
 def gather(gens: Sequence[Op]) -> Op:
     """Run ops side by side: each step sends every op's next request in one
-    pipeline; returns their results in order. Transactions cannot be gathered."""
+    pipeline; returns their results in order. Transactions and `EveryPrimary`
+    requests cannot be gathered."""
     results: list[Any] = [None] * len(gens)
     pending: dict[int, Any] = {}
     for i, gen in enumerate(gens):
@@ -221,8 +247,8 @@ def gather(gens: Sequence[Op]) -> Op:
         flat: list[Cmd | Eval] = []
         spans: list[tuple[int, int, int, bool]] = []
         for i, request in pending.items():
-            if isinstance(request, Atomic):
-                raise TypeError("gather cannot run transactions")
+            if isinstance(request, (Atomic, EveryPrimary)):
+                raise TypeError("gather cannot run transactions or EveryPrimary")
             many = isinstance(request, list)
             spans.append((i, len(flat), len(request) if many else 1, many))
             flat.extend(request if many else [request])

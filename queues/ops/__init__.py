@@ -45,7 +45,7 @@ from .reads import (
     page_ids,
     state_keys,
 )
-from .requests import Atomic, Cmd, Eval, Op, Request, now_ms
+from .requests import Atomic, Cmd, Eval, EveryPrimary, Op, Request, now_ms
 from .worker import (
     claim,
     count_marked_to_fail,
@@ -61,6 +61,7 @@ __all__ = [
     "Atomic",
     "Cmd",
     "Eval",
+    "EveryPrimary",
     "JobRead",
     "Op",
     "Request",

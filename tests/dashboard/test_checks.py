@@ -23,6 +23,8 @@ def test_default_settings_pass() -> None:
     [
         ("REDIS_URL", "localhost:6379", "bullpen.E001"),
         ("REDIS_URL", "redis+sentinel://h:26379", "bullpen.E001"),
+        ("REDIS_URL", "redis+cluster://h:70000", "bullpen.E001"),
+        ("REDIS_URL", "redis+cluster://h:7000/1", "bullpen.E001"),
         ("BULLPEN_PREFIXES", [], "bullpen.E002"),
         ("BULLPEN_PREFIXES", ["bull", ""], "bullpen.E002"),
         ("BULLPEN_QUEUES", ["bull:"], "bullpen.E003"),
@@ -53,3 +55,17 @@ def test_good_non_default_values_pass(settings: Any) -> None:
     assert _ids() == []
     settings.REDIS_URL = "redis+sentinel://:pw@h1:26379,h2:26379/mymaster/0"
     assert _ids() == []
+    settings.REDIS_URL = "redis+cluster://:pw@h1:7000,h2:7001"
+    assert _ids() == []
+    settings.REDIS_URL = "rediss+cluster://h1"
+    assert _ids() == []
+
+
+def test_a_bad_cluster_url_is_one_clear_line(settings: Any) -> None:
+    """A malformed redis+cluster:// URL says what is wrong in one line,
+    without the password."""
+    settings.REDIS_URL = "redis+cluster://:secret@h1:7000,h2:notaport"
+    (error,) = check_settings()
+    assert error.id == "bullpen.E001"
+    assert "\n" not in error.msg and "secret" not in error.msg
+    assert "h2:notaport" in error.msg and "port" in error.msg
