@@ -163,7 +163,7 @@ class Fleet:
         try:
             check_segment_name(host, "a host name")
             check_safe_queue_name(queue)
-            check_segment_name(prefix, "a queue prefix")
+            check_segment_name(prefix, "a queue prefix", tag_ok=True)
         except ConfigError as exc:
             raise ValidationError(str(exc)) from None
         if workers is None and slots is None:
@@ -210,7 +210,7 @@ class Fleet:
             raise ValidationError(f"bad job id {job_id!r}")
         try:
             check_safe_queue_name(queue)
-            check_segment_name(prefix, "a queue prefix")
+            check_segment_name(prefix, "a queue prefix", tag_ok=True)
         except ConfigError as exc:
             raise ValidationError(str(exc)) from None
         q = Queue(queue, self.client, prefix)

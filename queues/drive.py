@@ -59,11 +59,28 @@ def _first_error(replies: list[Any]) -> list[Any]:
     return replies
 
 
+def _transaction_scripts(scripts: Scripts, request: Any) -> list[Any]:
+    """The scripts a transaction calls (none for a plain pipeline)."""
+    if not isinstance(request, Atomic):
+        return []
+    names = sorted({r.name for r in request.requests if isinstance(r, Eval)})
+    return [getattr(scripts, name) for name in names]
+
+
 def _cluster_sync(client: Any, scripts: Scripts, request: Any) -> Any:
     """A pipeline on a cluster client (split by node by redis-py). A node
     that lacks a script (new, failed over) answers NOSCRIPT without running
     it: the script is loaded on every primary and those commands alone are
-    sent again."""
+    sent again. A transaction's scripts are loaded before it instead, as
+    redis-py's own pipeline does: within MULTI the commands after a NOSCRIPT
+    still run, without what it should have written (a flow's child before
+    its parent)."""
+    needed = _transaction_scripts(scripts, request)
+    if needed:
+        present = client.script_exists(*[s.sha for s in needed])
+        for script, ok in zip(needed, present):
+            if not ok:
+                client.script_load(script.script)
     batch = _batch(request)
     pipe = client.pipeline(transaction=isinstance(request, Atomic))
     for r in batch:
@@ -83,6 +100,12 @@ def _cluster_sync(client: Any, scripts: Scripts, request: Any) -> Any:
 
 async def _cluster_async(client: Any, scripts: Scripts, request: Any) -> Any:
     """`_cluster_sync` on an asyncio cluster client."""
+    needed = _transaction_scripts(scripts, request)
+    if needed:
+        present = await client.script_exists(*[s.sha for s in needed])
+        for script, ok in zip(needed, present):
+            if not ok:
+                await client.script_load(script.script)
     batch = _batch(request)
     pipe = client.pipeline(transaction=isinstance(request, Atomic))
     for r in batch:
