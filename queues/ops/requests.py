@@ -1,8 +1,9 @@
 """What an op yields: the Redis requests of the op vocabulary, and `Op`.
 
 An op is a generator that yields `Cmd`, `Eval`, `Atomic`, `EveryPrimary` or
-a list of `Cmd` and `Eval` (one pipeline) and receives their replies; `queues.drive` sends them. `Op[T]`
-is an op that returns a `T` (plain `Op`: any result).
+a list of `Cmd` and `Eval` (one pipeline) and receives their replies;
+`queues.drive` sends them. `Op[T]` is an op that returns a `T` (plain `Op`:
+any result).
 """
 
 from __future__ import annotations
