@@ -14,6 +14,7 @@ import sys
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from queues.cluster import NoHashTag, check_queue_slot, is_cluster_url
 from queues.names import SAFE_QUEUE_NAME_RULE, is_safe_queue_name, qualified_name
 
 from . import defaults
@@ -148,6 +149,12 @@ class SupervisorConfig:
                     f"queue prefix {q.prefix!r} equals Bullpen's namespace; "
                     "Bullpen's keys must never live inside a queue's"
                 )
+        if isinstance(self.redis_url, str) and is_cluster_url(self.redis_url):
+            for q in self.queues:
+                try:
+                    check_queue_slot(q.prefix, q.queue)
+                except NoHashTag as exc:
+                    raise ConfigError(str(exc)) from None
         keys = [q.key for q in self.queues]
         if len(keys) != len(set(keys)):
             raise ConfigError(f"a queue is configured twice: {keys}")
