@@ -5,6 +5,7 @@ queue pages, job pages, /metrics and the GPU page read them right."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -22,7 +23,7 @@ from dashboard import reads
 from dashboard.reads import discovery, overview
 from gpu_workers import Fleet
 from gpu_workers.keys import BullpenKeys
-from queues import FlowProducer, Queue
+from queues import AsyncQueue, FlowProducer, Queue
 from queues.clients import connection_name
 from queues.discovery import discover_queues
 from tests.dashboard.helpers import beat, job_url, make_active, queue_url, run_jobs
@@ -216,6 +217,12 @@ def test_workers_are_counted_on_the_primary_of_their_queue(
             assert listed["rawname"] == name and listed["name"] == qname
             [stats] = overview.overview([discovery.QueueRef("bull", qname)])
             assert stats.workers == 1
+
+            async def count() -> int:
+                async with AsyncQueue(qname, dashboard_redis) as aq:
+                    return await aq.get_workers_count()
+
+            assert asyncio.run(count()) == 1
         finally:
             stray.close()
             home.close()
