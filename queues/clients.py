@@ -29,6 +29,13 @@ QUEUE_EVENTS_SUFFIX = ":qe"
 _UNKNOWN_CLIENT = re.compile(r"unknown command ['`]\s*client\s*['`]", re.IGNORECASE)
 
 
+#: What a cluster client asks a node to learn the cluster's layout. redis-py
+#: keeps the connection it first asked open, under the client's name, on
+#: whichever node it started from: counted, a worker whose queue sits on that
+#: node would count twice.
+_LAYOUT = frozenset({"cluster|slots", "cluster|shards", "cluster|nodes"})
+
+
 def connection_name(prefix: str, queue: str, suffix: str = "") -> str:
     """BullMQ's name for a connection of `queue`: `{prefix}:{base64(queue)}`
     followed by `suffix`."""
@@ -63,14 +70,18 @@ def refused(exc: ResponseError) -> bool:
 
 def client_lists() -> Op[list[list[dict[str, str]]]]:
     """CLIENT LIST of the server (of every primary of a cluster), parsed, one
-    list per node; [] when the server refuses CLIENT LIST."""
+    list per node, less the connections whose last command asked for the
+    cluster's layout; [] when the server refuses CLIENT LIST."""
     try:
         replies = yield EveryPrimary(("CLIENT", "LIST"))
     except ResponseError as exc:
         if refused(exc):
             return []
         raise
-    return [parse_client_list(text) for text in replies]
+    return [
+        [c for c in parse_client_list(text) if c.get("cmd") not in _LAYOUT]
+        for text in replies
+    ]
 
 
 def get_workers(keys: QueueKeys) -> Op[list[dict[str, str]]]:
