@@ -170,6 +170,25 @@ def test_pages_read_queues_on_every_primary(
         assert buckets["+Inf"] == 3  # the 1 completed and 2 failed jobs
 
 
+@pytest.mark.django_db
+def test_a_queue_without_a_hash_tag_is_listed_apart(
+    dashboard_redis: str, r: RedisCluster, admin_client: Client, qname: str
+) -> None:
+    """Keys of a queue without a hash tag (written by hand: no client makes
+    them on a cluster) cannot be read there: the overview and /metrics leave
+    it out, saying why, and its page is 404, while other queues still show."""
+    r.hset("bull:plain:meta", "opts.maxLenEvents", 10000)
+    Queue(qname, dashboard_redis).add("x", {})
+    html = admin_client.get("/").content.decode()
+    assert f'data-queue="bull:{qname}"' in html
+    assert 'data-queue="bull:plain"' not in html
+    odd = html.split("data-odd-queues>")[1].split("</p>")[0]
+    assert "bull:plain" in odd and "hash tag" in odd
+    assert admin_client.get("/queues/bull/plain/").status_code == 404
+    jobs = scrape()["bullpen_queue_jobs"]
+    assert {s.labels["queue"] for s in jobs.samples} == {f"bull:{qname}"}
+
+
 def test_fleet_reads_records_in_different_slots(
     dashboard_redis: str, r: RedisCluster
 ) -> None:
