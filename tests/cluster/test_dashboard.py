@@ -25,6 +25,7 @@ from gpu_workers import Fleet
 from gpu_workers.keys import BullpenKeys
 from queues import AsyncQueue, FlowProducer, Queue
 from queues.clients import connection_name
+from queues.devredis import free_port
 from queues.discovery import discover_queues
 from tests.dashboard.helpers import beat, job_url, make_active, queue_url, run_jobs
 from tests.dashboard.test_metrics import samples, scrape, value
@@ -335,3 +336,21 @@ def test_gpu_supervisor_on_a_cluster(
         assert value(families["bullpen_gpu_memory_total_bytes"], gpu="SIM-ctest-0") > 0
         row = _row(admin_client.get("/").content.decode(), "bull:{gpu}")
         assert "3 completed" in row
+
+
+@pytest.mark.django_db
+def test_an_unreachable_cluster_is_the_503_of_a_dead_redis(
+    settings: Any, admin_client: Client
+) -> None:
+    """No node answering: pages answer 503 naming the failure, /metrics says
+    bullpen_redis_up 0 (not a 500: the client is made on first use)."""
+    settings.REDIS_URL = f"redis+cluster://127.0.0.1:{free_port()}"
+    settings.BULLPEN_REDIS_CONNECT_TIMEOUT_S = 0.5
+    reads.reset()
+    try:
+        response = admin_client.get("/")
+        assert response.status_code == 503
+        assert "cannot be connected" in response.content.decode()
+        assert value(scrape()["bullpen_redis_up"]) == 0
+    finally:
+        reads.reset()
