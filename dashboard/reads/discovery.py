@@ -31,7 +31,7 @@ class QueueRef:
 
     prefix: str
     name: str
-    #: Why the pages cannot read it though its name is fine (see `_slotless`).
+    #: Why the pages cannot read it though its name is fine (see `slotless`).
     unreadable: str = field(default="", compare=False)
 
     @property
@@ -100,7 +100,7 @@ def prewarm_discovery() -> None:
 SLOTLESS = "on a Redis Cluster its keys need a hash tag, as {name} or prefix {bull}"
 
 
-def _slotless(ref: QueueRef) -> bool:
+def slotless(ref: QueueRef) -> bool:
     """Whether the pages' Redis is a cluster on which this queue's keys
     would not share a slot: its scripts would fail there (CROSSSLOT)."""
     return hash_tag(f"{ref.prefix}:{ref.name}:") is None and is_cluster_client(
@@ -112,7 +112,7 @@ def known_queues() -> list[QueueRef]:
     """Configured queues and those found by SCAN that the pages can address,
     sorted (see `odd_queues` for the others)."""
     found = set(discovered_queues()) | set(configured_queues())
-    return sorted(ref for ref in found if not ref.odd and not _slotless(ref))
+    return sorted(ref for ref in found if not ref.odd and not slotless(ref))
 
 
 def odd_queues() -> list[QueueRef]:
@@ -121,7 +121,7 @@ def odd_queues() -> list[QueueRef]:
     instead of failing on them."""
     odd = [
         ref
-        if ref.odd or not _slotless(ref)
+        if ref.odd or not slotless(ref)
         else QueueRef(ref.prefix, ref.name, SLOTLESS)
         for ref in discovered_queues()
     ]
@@ -147,7 +147,7 @@ def is_allowed(ref: QueueRef) -> bool:
         check_queue_name(ref.name)
     except ValueError:
         return False
-    if _slotless(ref):
+    if slotless(ref):
         return False
     return ref.prefix in conf.get().prefixes or ref in configured_queues()
 
