@@ -1,11 +1,13 @@
 """System checks for the dashboard's settings (`manage.py check`).
 
-bullpen.E001  REDIS_URL is not a redis://, rediss://, unix:// or redis+sentinel:// URL
+bullpen.E001  REDIS_URL is not a well-formed redis://, rediss://, unix://,
+              redis+sentinel:// or redis+cluster:// URL
 bullpen.E002  BULLPEN_PREFIXES is empty or holds an empty prefix
 bullpen.E003  a BULLPEN_QUEUES entry is not `name` or `prefix:name`
 bullpen.E004  a BULLPEN_READ_ONLY_QUEUES entry is not `*`, `name` or `prefix:name`
 bullpen.E005  BULLPEN_REDACT does not name an importable callable
 bullpen.E006  a size, cap or period setting is out of range
+bullpen.E007  on a Redis Cluster REDIS_URL, a BULLPEN_QUEUES entry has no hash tag
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from django.conf import settings
 from django.core.checks import Error, register
 from django.utils.module_loading import import_string
 
+from queues.cluster import hash_tag, is_cluster_url, parse_cluster_url
 from queues.sentinel import is_sentinel_url, parse_sentinel_url
 
 
@@ -27,8 +30,14 @@ def _redis_url_error(url: str) -> str | None:
         except ValueError as exc:
             return str(exc)
         return None
+    if is_cluster_url(url):
+        try:
+            parse_cluster_url(url)
+        except ValueError as exc:
+            return str(exc)
+        return None
     if not url.startswith(("redis://", "rediss://", "unix://")):
-        schemes = "redis://, rediss://, unix:// or redis+sentinel://"
+        schemes = "redis://, rediss://, unix://, redis+sentinel:// or redis+cluster://"
         return f"REDIS_URL {url!r} is not a {schemes} URL"
     return None
 
@@ -37,6 +46,26 @@ def _queue_entry_ok(entry: str) -> bool:
     name = entry.rsplit(":", 1)[-1]
     prefix = entry.rsplit(":", 1)[0] if ":" in entry else "x"
     return bool(name.strip()) and bool(prefix) and name == name.strip()
+
+
+def _slotless_queues(prefixes: list[str]) -> list[Error]:
+    """BULLPEN_QUEUES entries whose keys would spread over a cluster's slots."""
+    errors = []
+    for entry in getattr(settings, "BULLPEN_QUEUES", []):
+        if not _queue_entry_ok(entry):
+            continue  # bullpen.E003
+        prefix, _, name = entry.rpartition(":")
+        prefix = prefix or (prefixes[0] if prefixes else "bull")
+        if hash_tag(f"{prefix}:{name}:") is None:
+            errors.append(
+                Error(
+                    f"BULLPEN_QUEUES entry {entry!r} has no hash tag: on a Redis "
+                    "Cluster its keys would land in different slots",
+                    hint="Name it {name} (one slot per queue) or use prefix {bull}",
+                    id="bullpen.E007",
+                )
+            )
+    return errors
 
 
 @register()
@@ -79,6 +108,8 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Error]:
                     id="bullpen.E004",
                 )
             )
+    if url_error is None and is_cluster_url(url):
+        errors.extend(_slotless_queues(prefixes))
     redact = getattr(settings, "BULLPEN_REDACT", "")
     if redact:
         try:

@@ -8,6 +8,7 @@ from typing import Any
 
 import redis
 from django.conf import settings
+from redis.exceptions import RedisClusterException
 
 from queues import Queue
 from queues.connection import sync_client, sync_from_url
@@ -34,8 +35,14 @@ def connect(url: str) -> Any:
 @cache
 def client() -> redis.Redis:
     """One client per process for the pages (a cluster client on a cluster,
-    which serves the same commands)."""
-    made: redis.Redis = connect(settings.REDIS_URL)
+    which serves the same commands). A cluster client asks a node for the
+    cluster's layout when made: none answering raises a ConnectionError, so
+    pages answer the 503 of a dead Redis (nothing is cached: the next
+    request tries again)."""
+    try:
+        made: redis.Redis = connect(settings.REDIS_URL)
+    except RedisClusterException as exc:
+        raise redis.ConnectionError(str(exc)) from exc
     return made
 
 

@@ -14,6 +14,7 @@ import sys
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from queues.cluster import NoHashTag, check_queue_slot, is_cluster_url
 from queues.names import SAFE_QUEUE_NAME_RULE, is_safe_queue_name, qualified_name
 
 from . import defaults
@@ -25,25 +26,41 @@ from .units import parse_bytes
 _SEGMENT_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
 
-def check_segment_name(value: Any, what: str) -> str:
-    """A host name, queue prefix or namespace: letters, digits, `_ . -` (no
-    colons), at most 200 characters."""
-    if (
-        not isinstance(value, str)
-        or not _SEGMENT_NAME.fullmatch(value)
-        or len(value) > 200
-    ):
-        raise ConfigError(
-            f"{what} must be letters, digits, '_', '.' or '-', not {value!r}"
-        )
+def untagged(value: Any) -> Any:
+    """`{x}` as `x`; anything else as it is. On a Redis Cluster a queue's
+    keys must share one slot (queues/cluster.py), so a queue prefix or name
+    may be one whole hash tag: `{bull}` (BullMQ's convention) or `{render}`."""
+    if isinstance(value, str) and value.startswith("{") and value.endswith("}"):
+        return value[1:-1]
     return value
+
+
+def check_segment_name(value: Any, what: str, tag_ok: bool = False) -> str:
+    """A host name, queue prefix or namespace: letters, digits, `_ . -` (no
+    colons), at most 200 characters; with `tag_ok` (a queue prefix) also
+    such a name in braces (see `untagged`)."""
+    bare = untagged(value) if tag_ok else value
+    if (
+        not isinstance(bare, str)
+        or not _SEGMENT_NAME.fullmatch(bare)
+        or len(bare) > 200
+    ):
+        braces = " (or those in braces, {bull})" if tag_ok else ""
+        raise ConfigError(
+            f"{what} must be letters, digits, '_', '.' or '-'{braces}, not {value!r}"
+        )
+    return str(value)
 
 
 def check_safe_queue_name(value: Any) -> str:
     """A queue name Bullpen accepts from config and operators (the API's rule,
-    queues.names.is_safe_queue_name)."""
-    if not is_safe_queue_name(value):
-        raise ConfigError(f"a queue name must be {SAFE_QUEUE_NAME_RULE}, not {value!r}")
+    queues.names.is_safe_queue_name), or such a name in braces (see
+    `untagged`)."""
+    if not is_safe_queue_name(untagged(value)):
+        raise ConfigError(
+            f"a queue name must be {SAFE_QUEUE_NAME_RULE} (or those in braces, "
+            f"{{render}}), not {value!r}"
+        )
     return str(value)
 
 
@@ -70,7 +87,7 @@ class QueueConfig:
 
     def __post_init__(self) -> None:
         check_safe_queue_name(self.queue)
-        check_segment_name(self.prefix, "a queue prefix")
+        check_segment_name(self.prefix, "a queue prefix", tag_ok=True)
         if not isinstance(self.slots, int) or not 1 <= self.slots <= self.max_slots:
             raise ConfigError(
                 f"queue {self.queue}: slots must be 1..{self.max_slots}, "
@@ -132,6 +149,12 @@ class SupervisorConfig:
                     f"queue prefix {q.prefix!r} equals Bullpen's namespace; "
                     "Bullpen's keys must never live inside a queue's"
                 )
+        if isinstance(self.redis_url, str) and is_cluster_url(self.redis_url):
+            for q in self.queues:
+                try:
+                    check_queue_slot(q.prefix, q.queue)
+                except NoHashTag as exc:
+                    raise ConfigError(str(exc)) from None
         keys = [q.key for q in self.queues]
         if len(keys) != len(set(keys)):
             raise ConfigError(f"a queue is configured twice: {keys}")

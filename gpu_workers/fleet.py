@@ -79,7 +79,12 @@ class Fleet:
         idents = self.client.zrangebyscore(index, f"({now_ms()}", "+inf")
         if not idents:
             return []
-        values = self.client.mget([key_of(i) for i in idents])
+        # One GET each in a pipeline, not MGET: on a Redis Cluster the records
+        # sit in different slots, which one MGET may not span.
+        pipe = self.client.pipeline(transaction=False)
+        for ident in idents:
+            pipe.get(key_of(ident))
+        values = pipe.execute()
         records = []
         for value in values:
             if value:
@@ -158,7 +163,7 @@ class Fleet:
         try:
             check_segment_name(host, "a host name")
             check_safe_queue_name(queue)
-            check_segment_name(prefix, "a queue prefix")
+            check_segment_name(prefix, "a queue prefix", tag_ok=True)
         except ConfigError as exc:
             raise ValidationError(str(exc)) from None
         if workers is None and slots is None:
@@ -205,7 +210,7 @@ class Fleet:
             raise ValidationError(f"bad job id {job_id!r}")
         try:
             check_safe_queue_name(queue)
-            check_segment_name(prefix, "a queue prefix")
+            check_segment_name(prefix, "a queue prefix", tag_ok=True)
         except ConfigError as exc:
             raise ValidationError(str(exc)) from None
         q = Queue(queue, self.client, prefix)

@@ -189,9 +189,12 @@ class WorkerUpkeep(AsyncWorker):
             try:
                 ids = list(self.meters)
                 if ids:
-                    flags = await self._bp.mget(
-                        [self.bkeys.cancel(self.spec.prefix, self.name, i) for i in ids]
-                    )
+                    # GETs in a pipeline, not MGET: the flags may sit in
+                    # different slots of a Redis Cluster.
+                    pipe = self._bp.pipeline(transaction=False)
+                    for i in ids:
+                        pipe.get(self.bkeys.cancel(self.spec.prefix, self.name, i))
+                    flags = await pipe.execute()
                     poke = False
                     for job_id, flag in zip(ids, flags, strict=True):
                         meter = self.meters.get(job_id)

@@ -365,7 +365,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"cannot reach Redis at {_redacted(args.redis)}: no sentinel named "
             "its primary (are they up, and is the master name right?)"
         )
-    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+    except (
+        redis.exceptions.ConnectionError,
+        redis.exceptions.TimeoutError,
+        # Not a RedisError: a cluster client made with no node reachable.
+        redis.exceptions.RedisClusterException,
+    ) as exc:
         message = f"cannot reach Redis at {_redacted(args.redis)}: {exc}"
     except redis.exceptions.RedisError as exc:
         message = f"Redis error: {exc}"

@@ -4,6 +4,12 @@ SETNAME) and the worker listing Node's `getWorkers()` reads from CLIENT LIST.
 A worker's connection is named `{prefix}:{base64(queue)}`, or with
 `:w:{worker name}` appended when the worker has a name; a QueueEvents
 connection ends in `:qe` and is not a worker.
+
+On a Redis Cluster each node lists only its own connections: a worker's
+blocking connection sits on the node of its queue's slot, and a named client
+may also hold connections to other nodes. So CLIENT LIST is asked of every
+primary and, as Node's getWorkers() does on a cluster, a queue's workers are
+those of the node listing the most of them.
 """
 
 from __future__ import annotations
@@ -14,13 +20,20 @@ import re
 from redis.exceptions import NoPermissionError, ResponseError
 
 from .keys import QueueKeys
-from .ops import Cmd, Op
+from .ops import EveryPrimary, Op
 
 WORKER_SUFFIX = ":w:"
 QUEUE_EVENTS_SUFFIX = ":qe"
 #: How Redis answers CLIENT LIST where the command is removed or renamed
 #: (managed services such as GCP Memorystore do this).
 _UNKNOWN_CLIENT = re.compile(r"unknown command ['`]\s*client\s*['`]", re.IGNORECASE)
+
+
+#: What a cluster client asks a node to learn the cluster's layout. redis-py
+#: keeps the connection it first asked open, under the client's name, on
+#: whichever node it started from: counted, a worker whose queue sits on that
+#: node would count twice.
+_LAYOUT = frozenset({"cluster|slots", "cluster|shards", "cluster|nodes"})
 
 
 def connection_name(prefix: str, queue: str, suffix: str = "") -> str:
@@ -55,23 +68,38 @@ def refused(exc: ResponseError) -> bool:
     return isinstance(exc, NoPermissionError) or bool(_UNKNOWN_CLIENT.search(str(exc)))
 
 
-def get_workers(keys: QueueKeys) -> Op[list[dict[str, str]]]:
-    """The connected workers of a queue as Node's `getWorkers()` lists them:
-    CLIENT LIST fields with `name` = the queue name and `rawname` = the
-    connection's name; [] when the server refuses CLIENT LIST."""
-    unnamed = connection_name(keys.prefix, keys.name)
-    named = unnamed + WORKER_SUFFIX
+def client_lists() -> Op[list[list[dict[str, str]]]]:
+    """CLIENT LIST of the server (of every primary of a cluster), parsed, one
+    list per node, less the connections whose last command asked for the
+    cluster's layout; [] when the server refuses CLIENT LIST."""
     try:
-        listing = yield Cmd(("CLIENT", "LIST"))
+        replies = yield EveryPrimary(("CLIENT", "LIST"))
     except ResponseError as exc:
         if refused(exc):
             return []
         raise
-    workers: list[dict[str, str]] = []
-    for client in parse_client_list(listing):
-        name = client.get("name", "")
-        if name == unnamed or name.startswith(named):
-            client["name"] = keys.name
-            client["rawname"] = name
-            workers.append(client)
-    return workers
+    return [
+        [c for c in parse_client_list(text) if c.get("cmd") not in _LAYOUT]
+        for text in replies
+    ]
+
+
+def get_workers(keys: QueueKeys) -> Op[list[dict[str, str]]]:
+    """The connected workers of a queue as Node's `getWorkers()` lists them:
+    CLIENT LIST fields with `name` = the queue name and `rawname` = the
+    connection's name; [] when the server refuses CLIENT LIST. On a cluster,
+    those of the primary listing the most of them (see the module)."""
+    unnamed = connection_name(keys.prefix, keys.name)
+    named = unnamed + WORKER_SUFFIX
+    best: list[dict[str, str]] = []
+    for node in (yield from client_lists()):
+        workers: list[dict[str, str]] = []
+        for client in node:
+            name = client.get("name", "")
+            if name == unnamed or name.startswith(named):
+                client["name"] = keys.name
+                client["rawname"] = name
+                workers.append(client)
+        if len(workers) > len(best):
+            best = workers
+    return best

@@ -34,7 +34,9 @@ _GLOB_SPECIAL = re.compile(r"([\\*?\[\]])")
 def discover_queues(
     client: redis.Redis, prefixes: Iterable[str] = ("bull",), scan_count: int = 5000
 ) -> list[tuple[str, str]]:
-    """(prefix, name) of every queue found by SCAN (never KEYS), sorted."""
+    """(prefix, name) of every queue found by SCAN (never KEYS), sorted. On
+    a Redis Cluster client, redis-py's `scan_iter` scans every primary in
+    turn, so queues in every slot are found."""
     found: set[tuple[str, str]] = set()
     for prefix in prefixes:
         pattern = _GLOB_SPECIAL.sub(r"\\\1", prefix) + ":*:[mi][ed]*"

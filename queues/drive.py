@@ -21,7 +21,7 @@ from redis.exceptions import ResponseError
 from . import clusterdrive
 from .cluster import is_cluster_client
 from .exceptions import QueueError
-from .ops import Atomic, Cmd, Eval, Op, Request
+from .ops import Atomic, Cmd, Eval, EveryPrimary, Op, Request
 from .outages import raise_if_unavailable
 from .scripts import Scripts
 
@@ -39,17 +39,19 @@ def _batch(request: list[Cmd | Eval] | Atomic) -> list[Cmd | Eval]:
 
 
 def _cluster_sync(client: Any, scripts: Scripts, request: Request) -> Any:
-    if isinstance(request, (list, Atomic)):
-        return clusterdrive.send_sync(client, scripts, request)
-    return clusterdrive.waiting_sync(lambda: send_one_sync(client, scripts, request))
+    if isinstance(request, (Cmd, Eval)):
+        one = request
+        return clusterdrive.waiting_sync(lambda: send_one_sync(client, scripts, one))
+    return clusterdrive.send_sync(client, scripts, request)
 
 
 async def _cluster_async(client: Any, scripts: Scripts, request: Request) -> Any:
-    if isinstance(request, (list, Atomic)):
-        return await clusterdrive.send_async(client, scripts, request)
-    return await clusterdrive.waiting_async(
-        lambda: send_one_async(client, scripts, request)
-    )
+    if isinstance(request, (Cmd, Eval)):
+        one = request
+        return await clusterdrive.waiting_async(
+            lambda: send_one_async(client, scripts, one)
+        )
+    return await clusterdrive.send_async(client, scripts, request)
 
 
 def send_one_sync(client: Any, scripts: Scripts, request: Cmd | Eval) -> Any:
@@ -66,8 +68,25 @@ async def send_one_async(client: Any, scripts: Scripts, request: Cmd | Eval) -> 
     return await client.execute_command(*request.args)
 
 
+def _primaries(client: Any) -> Any:
+    """The `target_nodes` of every primary of a cluster client."""
+    return client.PRIMARIES
+
+
+def _per_node(reply: Any) -> list[Any]:
+    """The replies of a command sent to every primary: redis-py answers a
+    dict of node -> reply for several nodes, the bare reply for one."""
+    return list(reply.values()) if isinstance(reply, dict) else [reply]
+
+
 def send_sync(client: Any, scripts: Scripts, request: Request) -> Any:
     """One request on a sync client; its reply."""
+    if isinstance(request, EveryPrimary):
+        if is_cluster_client(client):
+            return _per_node(
+                client.execute_command(*request.args, target_nodes=_primaries(client))
+            )
+        return [client.execute_command(*request.args)]
     if is_cluster_client(client):
         return _cluster_sync(client, scripts, request)
     if isinstance(request, (list, Atomic)):
@@ -83,6 +102,14 @@ def send_sync(client: Any, scripts: Scripts, request: Request) -> Any:
 
 async def send_async(client: Any, scripts: Scripts, request: Request) -> Any:
     """One request on an asyncio client; its reply."""
+    if isinstance(request, EveryPrimary):
+        if is_cluster_client(client):
+            return _per_node(
+                await client.execute_command(
+                    *request.args, target_nodes=_primaries(client)
+                )
+            )
+        return [await client.execute_command(*request.args)]
     if is_cluster_client(client):
         return await _cluster_async(client, scripts, request)
     if isinstance(request, (list, Atomic)):
@@ -172,7 +199,8 @@ def guarded(op: Op) -> Op:
 
 def gather(gens: Sequence[Op]) -> Op:
     """Run ops side by side: each step sends every op's next request in one
-    pipeline; returns their results in order. Transactions cannot be gathered."""
+    pipeline; returns their results in order. Transactions and `EveryPrimary`
+    requests cannot be gathered."""
     results: list[Any] = [None] * len(gens)
     pending: dict[int, Any] = {}
     for i, gen in enumerate(gens):
@@ -184,8 +212,8 @@ def gather(gens: Sequence[Op]) -> Op:
         flat: list[Cmd | Eval] = []
         spans: list[tuple[int, int, int, bool]] = []
         for i, request in pending.items():
-            if isinstance(request, Atomic):
-                raise TypeError("gather cannot run transactions")
+            if isinstance(request, (Atomic, EveryPrimary)):
+                raise TypeError("gather cannot run transactions or EveryPrimary")
             many = isinstance(request, list)
             spans.append((i, len(flat), len(request) if many else 1, many))
             flat.extend(request if many else [request])

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import redis
 
+from queues.cluster import hash_tag, is_cluster_client
 from queues.discovery import CachedDiscovery, discover_queues
 from queues.drive import cmd
 from queues.keys import QueueKeys
@@ -30,6 +31,8 @@ class QueueRef:
 
     prefix: str
     name: str
+    #: Why the pages cannot read it though its name is fine (see `slotless`).
+    unreadable: str = field(default="", compare=False)
 
     @property
     def key(self) -> str:
@@ -47,6 +50,8 @@ class QueueRef:
     def odd(self) -> str:
         """Why the pages cannot address this queue, which another client named
         (Node allows any name), or "" when they can."""
+        if self.unreadable:
+            return self.unreadable
         if self.label != self.key:
             return "its name is not UTF-8"
         if "/" in self.key:
@@ -91,17 +96,36 @@ def prewarm_discovery() -> None:
     _discovery.prewarm(pages_redis.client())
 
 
+#: Why a queue without a hash tag cannot be read on a Redis Cluster.
+SLOTLESS = "on a Redis Cluster its keys need a hash tag, as {name} or prefix {bull}"
+
+
+def slotless(ref: QueueRef) -> bool:
+    """Whether the pages' Redis is a cluster on which this queue's keys
+    would not share a slot: its scripts would fail there (CROSSSLOT)."""
+    return hash_tag(f"{ref.prefix}:{ref.name}:") is None and is_cluster_client(
+        pages_redis.client()
+    )
+
+
 def known_queues() -> list[QueueRef]:
     """Configured queues and those found by SCAN that the pages can address,
     sorted (see `odd_queues` for the others)."""
     found = set(discovered_queues()) | set(configured_queues())
-    return sorted(ref for ref in found if not ref.odd)
+    return sorted(ref for ref in found if not ref.odd and not slotless(ref))
 
 
 def odd_queues() -> list[QueueRef]:
-    """Queues found by SCAN that the pages cannot address (`QueueRef.odd`):
-    the overview lists them apart instead of failing on them."""
-    return sorted(ref for ref in discovered_queues() if ref.odd)
+    """Queues found by SCAN that the pages cannot address (`QueueRef.odd`)
+    or read (no hash tag on a cluster): the overview lists them apart
+    instead of failing on them."""
+    odd = [
+        ref
+        if ref.odd or not slotless(ref)
+        else QueueRef(ref.prefix, ref.name, SLOTLESS)
+        for ref in discovered_queues()
+    ]
+    return sorted(ref for ref in odd if ref.odd)
 
 
 def internal_queues() -> set[QueueRef]:
@@ -122,6 +146,8 @@ def is_allowed(ref: QueueRef) -> bool:
     try:
         check_queue_name(ref.name)
     except ValueError:
+        return False
+    if slotless(ref):
         return False
     return ref.prefix in conf.get().prefixes or ref in configured_queues()
 

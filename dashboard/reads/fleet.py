@@ -19,7 +19,7 @@ from queues.ops import DEFAULT_STATES
 from ..display import progress_parts
 from ..redaction import redact, redact_fields
 from . import gpu_fleet, run
-from .discovery import QueueRef
+from .discovery import QueueRef, slotless
 from .overview import metrics_minutes_op
 
 #: Minutes of finished jobs the capacity view's throughput is measured over.
@@ -347,7 +347,9 @@ def capacity(views: list[HostView], now_ms: int | None = None) -> list[CapacityR
             workers.setdefault(w.queue, []).append(w)
         for row in host.scale:
             workers.setdefault(row.queue, [])
-    refs = sorted(workers)
+    # A queue without a hash tag on a cluster cannot be read (its record was
+    # written elsewhere or by hand): no row, rather than a CROSSSLOT page.
+    refs = sorted(r for r in workers if not slotless(r))
     if not refs:
         return []
     since = now_ms - THROUGHPUT_WINDOW_MIN * 60_000

@@ -1,7 +1,8 @@
 """Queue and job operations written once, without I/O.
 
-Each operation is a generator that yields Redis requests (`Cmd`, `Eval`, or a
-list of them to send as one pipeline) and receives their replies;
+Each operation is a generator that yields Redis requests (`Cmd`, `Eval`, a
+list of them to send as one pipeline, `Atomic` or `EveryPrimary`) and
+receives their replies;
 `queues.drive` drives them on a sync or an asyncio client (see
 `queues.driver` for how `Queue`, `AsyncQueue` and `Job` hand them over). A
 Redis error reply is raised inside the generator at its `yield`, so an
@@ -45,7 +46,7 @@ from .reads import (
     page_ids,
     state_keys,
 )
-from .requests import Atomic, Cmd, Eval, Op, Request, now_ms
+from .requests import Atomic, Cmd, Eval, EveryPrimary, Op, Request, now_ms
 from .worker import (
     claim,
     count_marked_to_fail,
@@ -61,6 +62,7 @@ __all__ = [
     "Atomic",
     "Cmd",
     "Eval",
+    "EveryPrimary",
     "JobRead",
     "Op",
     "Request",

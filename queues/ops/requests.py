@@ -1,8 +1,9 @@
 """What an op yields: the Redis requests of the op vocabulary, and `Op`.
 
-An op is a generator that yields `Cmd`, `Eval`, `Atomic` or a list of them
-(one pipeline) and receives their replies; `queues.drive` sends them. `Op[T]`
-is an op that returns a `T` (plain `Op`: any result).
+An op is a generator that yields `Cmd`, `Eval`, `Atomic`, `EveryPrimary` or
+a list of `Cmd` and `Eval` (one pipeline) and receives their replies;
+`queues.drive` sends them. `Op[T]` is an op that returns a `T` (plain `Op`:
+any result).
 """
 
 from __future__ import annotations
@@ -39,7 +40,15 @@ class Atomic(NamedTuple):
     requests: list[Cmd | Eval]
 
 
-Request = Union[Cmd, Eval, Atomic, list[Cmd | Eval]]
+class EveryPrimary(NamedTuple):
+    """A server-wide command (CLIENT LIST) asked of every primary of a Redis
+    Cluster, whose connections differ per node; the reply is the list of
+    their replies (one item from a single server). Never in a pipeline."""
+
+    args: tuple[Any, ...]
+
+
+Request = Union[Cmd, Eval, Atomic, EveryPrimary, list[Cmd | Eval]]
 Op = Generator[Request, Any, T]
 
 

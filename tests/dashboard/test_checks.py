@@ -23,6 +23,8 @@ def test_default_settings_pass() -> None:
     [
         ("REDIS_URL", "localhost:6379", "bullpen.E001"),
         ("REDIS_URL", "redis+sentinel://h:26379", "bullpen.E001"),
+        ("REDIS_URL", "redis+cluster://h:70000", "bullpen.E001"),
+        ("REDIS_URL", "redis+cluster://h:7000/1", "bullpen.E001"),
         ("BULLPEN_PREFIXES", [], "bullpen.E002"),
         ("BULLPEN_PREFIXES", ["bull", ""], "bullpen.E002"),
         ("BULLPEN_QUEUES", ["bull:"], "bullpen.E003"),
@@ -52,4 +54,30 @@ def test_good_non_default_values_pass(settings: Any) -> None:
     settings.REDIS_URL = "unix:///tmp/redis.sock"
     assert _ids() == []
     settings.REDIS_URL = "redis+sentinel://:pw@h1:26379,h2:26379/mymaster/0"
+    assert _ids() == []
+    settings.BULLPEN_QUEUES = ["{render}", "{bull}:embed"]
+    settings.REDIS_URL = "redis+cluster://:pw@h1:7000,h2:7001"
+    assert _ids() == []
+    settings.REDIS_URL = "rediss+cluster://h1"
+    assert _ids() == []
+
+
+def test_a_bad_cluster_url_is_one_clear_line(settings: Any) -> None:
+    """A malformed redis+cluster:// URL says what is wrong in one line,
+    without the password."""
+    settings.REDIS_URL = "redis+cluster://:secret@h1:7000,h2:notaport"
+    (error,) = check_settings()
+    assert error.id == "bullpen.E001"
+    assert "\n" not in error.msg and "secret" not in error.msg
+    assert "h2:notaport" in error.msg and "port" in error.msg
+
+
+def test_a_queue_without_a_hash_tag_is_refused_on_a_cluster(settings: Any) -> None:
+    """On a Redis Cluster, each BULLPEN_QUEUES entry needs a hash tag."""
+    settings.REDIS_URL = "redis+cluster://h1:7000"
+    settings.BULLPEN_QUEUES = ["{render}", "{bull}:embed", "plain", "bull:other"]
+    errors = check_settings()
+    assert [e.id for e in errors] == ["bullpen.E007", "bullpen.E007"]
+    assert "'plain'" in errors[0].msg and "'bull:other'" in errors[1].msg
+    settings.REDIS_URL = "redis://h1:6379/0"
     assert _ids() == []

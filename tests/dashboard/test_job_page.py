@@ -7,13 +7,13 @@ import json
 from typing import Any
 
 import pytest
-import redis
 from django.test import Client
 from django.urls import reverse
 
 from dashboard.views.job import timeline
 from gpu_workers.keys import BullpenKeys
 from queues import FlowProducer, Job, Queue
+from queues.connection import sync_from_url
 from tests.dashboard.helpers import HX, job_url, make_active, run_jobs
 
 pytestmark = pytest.mark.django_db
@@ -64,7 +64,7 @@ def test_completed_job_shows_return_value_and_vram(
     """The return value and the declared vs measured VRAM of the GPU that ran it."""
     q = Queue(qname, dashboard_redis)
     [job_id] = run_jobs(q, 1, "completed", value={"image": "out.png"})
-    r = redis.Redis.from_url(dashboard_redis)
+    r = sync_from_url(dashboard_redis)
     r.hset(
         BullpenKeys().job("bull", qname, job_id),
         mapping={

@@ -10,6 +10,7 @@ from django.test import Client
 
 from dashboard.reads import discovery, overview
 from queues import Queue, ops
+from queues.connection import sync_from_url
 from tests.dashboard.helpers import HX, run_jobs
 
 pytestmark = pytest.mark.django_db
@@ -86,7 +87,7 @@ def test_throughput_oldest_waiting_and_workers(
     run_jobs(q, 3, "completed", value=1)
     run_jobs(q, 2, "failed")
     q.add("old", {}, timestamp=ops.now_ms() - 3_600_000)
-    worker = redis.Redis.from_url(dashboard_redis)
+    worker = sync_from_url(dashboard_redis)
     worker.client_setname(f"bull:{base64.b64encode(qname.encode()).decode()}:w:host-a")
     try:
         [stats] = overview.overview([discovery.QueueRef("bull", qname)])

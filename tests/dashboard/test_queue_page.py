@@ -12,6 +12,7 @@ from django.urls import reverse
 from dashboard.models import AuditEntry
 from dashboard.views import job, queue
 from queues import Queue
+from queues.connection import sync_from_url
 from tests.dashboard.helpers import (
     HX,
     beat,
@@ -239,7 +240,7 @@ def test_every_action_on_an_unknown_queue_refuses_and_writes_nothing(
     (with DEBUG on too, not Django's debug page), and every queue, job and
     triage action answers 404 without writing a key or an audit row."""
     settings.DEBUG = True
-    r = redis.Redis.from_url(dashboard_redis)
+    r = sync_from_url(dashboard_redis)
     for url in [
         f"/queues/bull/{qname}/",
         f"/queues/bull/{qname}/fragments/jobs/",
@@ -285,7 +286,7 @@ def test_a_queue_served_by_a_gpu_worker_is_known_before_its_first_job(
     """The GPU page links the queues that live workers serve: their pages
     answer before any job was added."""
     assert admin_client.get(f"/queues/bull/{qname}/").status_code == 404
-    r = redis.Redis.from_url(dashboard_redis)
+    r = sync_from_url(dashboard_redis)
     record = {"id": f"h1:bull:{qname}:0", "host": "h1", "prefix": "bull"}
     beat(r, "worker", record["id"], {**record, "queue": qname})
     assert admin_client.get(f"/queues/bull/{qname}/").status_code == 200

@@ -12,7 +12,8 @@ import redis
 from redis.exceptions import NoPermissionError, ResponseError
 
 from queues import AsyncQueue, Job, Metrics, MetricsMeta, MetricsOptions, Queue
-from queues.clients import connection_name, parse_client_list, refused
+from queues.clients import client_lists, connection_name, parse_client_list, refused
+from queues.drive import gather, run_sync
 from queues.worker import AsyncWorker
 from tests.helpers import wait_until
 from tests.queues.worker.helpers import worker_thread
@@ -224,3 +225,14 @@ def test_refused_and_parsing() -> None:
         {"id": "1", "name": "a=b", "cmd": "x"},
         {"id": "2", "name": ""},
     ]
+
+
+def test_client_lists_is_one_list_per_server(r: redis.Redis) -> None:
+    """On one server, CLIENT LIST (an EveryPrimary request) is one list, which
+    holds this connection; such a request cannot join a gather's pipeline."""
+    r.client_setname("lister")
+    nodes = run_sync(client_lists(), r)
+    assert len(nodes) == 1
+    assert "lister" in {c.get("name") for c in nodes[0]}
+    with pytest.raises(TypeError, match="EveryPrimary"):
+        run_sync(gather([client_lists()]), r)
