@@ -12,9 +12,10 @@ flow across queues needs on a cluster.
 
 Left out for time (each passes on the cluster too when imported here):
 test_crashes, test_schedulers, test_parity_claims, test_parity_scripts,
-test_bad_input, test_default_job_options; and test_metrics, whose series
-tests wait for room in the current minute and whose worker listing is
-Bullpen's get_workers (queues/clients.py) on a cluster."""
+test_bad_input, test_default_job_options; and test_metrics' series tests,
+which wait for room in the current minute. Its worker listing test runs
+here: Node's getWorkers() and Bullpen's get_workers() agree on a cluster
+(CLIENT LIST of every primary)."""
 
 import shutil
 
@@ -27,6 +28,9 @@ from tests.interop.conftest import (  # noqa: F401 (autouse fixtures)
 )
 from tests.interop.test_events import *  # noqa: F403
 from tests.interop.test_flows import *  # noqa: F403
+from tests.interop.test_metrics import (  # noqa: F401
+    test_get_workers_agrees_with_node,
+)
 from tests.interop.test_mixed_workers import *  # noqa: F403
 from tests.interop.test_node_to_python import *  # noqa: F403
 from tests.interop.test_parity_remove import *  # noqa: F403
