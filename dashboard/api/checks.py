@@ -3,6 +3,7 @@
 bullpen.E101  BULLPEN_WEBHOOK_ALLOWED_NETWORKS holds something that is not a network
 bullpen.E102  an API or webhook size, count or period setting is out of range
 bullpen.E103  BULLPEN_API_PREFIX or BULLPEN_WEBHOOK_QUEUE is not a usable name
+bullpen.E104  on a Redis Cluster REDIS_URL, BULLPEN_API_PREFIX has no hash tag
 bullpen.W101  webhooks may go to private addresses (BULLPEN_WEBHOOK_ALLOW_PRIVATE)
 """
 
@@ -13,6 +14,7 @@ from typing import Any
 
 from django.core.checks import CheckMessage, Error, Warning, register
 
+from queues.cluster import hash_tag, is_cluster_url
 from queues.names import is_safe_queue_name
 
 from . import conf
@@ -62,6 +64,16 @@ def check_api_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMess
             Error(
                 f"BULLPEN_API_PREFIX {prefix!r} is not a usable key prefix",
                 id="bullpen.E103",
+            )
+        )
+    if is_cluster_url(str(conf.read("redis_url"))) and hash_tag(f"{prefix}:") is None:
+        messages.append(
+            Error(
+                f"BULLPEN_API_PREFIX {prefix!r} has no hash tag: on a Redis Cluster "
+                "the API's queues (names without braces) would spread their keys "
+                "over slots, and the webhook dispatcher's queue with them",
+                hint="Set BULLPEN_API_PREFIX={bull} (or another {tag})",
+                id="bullpen.E104",
             )
         )
     webhook_queue = conf.read("webhook_queue")

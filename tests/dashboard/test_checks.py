@@ -81,3 +81,21 @@ def test_a_queue_without_a_hash_tag_is_refused_on_a_cluster(settings: Any) -> No
     assert "'plain'" in errors[0].msg and "'bull:other'" in errors[1].msg
     settings.REDIS_URL = "redis://h1:6379/0"
     assert _ids() == []
+
+
+def test_the_api_prefix_needs_a_hash_tag_on_a_cluster(settings: Any) -> None:
+    """API queue names have no braces, so on a cluster the API's prefix
+    carries the tag (the webhook dispatcher's queue lives under it too)."""
+    from dashboard.api.checks import check_api_settings
+
+    def api_ids() -> list[str]:
+        return [m.id for m in check_api_settings() if m.id.startswith("bullpen.E")]
+
+    settings.REDIS_URL = "redis+cluster://h1:7000"
+    settings.BULLPEN_API_PREFIX = "bull"
+    assert api_ids() == ["bullpen.E104"]
+    settings.BULLPEN_API_PREFIX = "{bull}"
+    assert api_ids() == []
+    settings.BULLPEN_API_PREFIX = "bull"
+    settings.REDIS_URL = "redis://h1:6379/0"
+    assert api_ids() == []
