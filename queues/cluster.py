@@ -206,11 +206,14 @@ def check_for(client: Any, prefix: str, name: str) -> None:
         check_queue_slot(prefix, name)
 
 
-async def node_client(client: AsyncCluster, key: str) -> Any:
+async def node_client(client: AsyncCluster, key: str, **overrides: Any) -> Any:
     """A plain asyncio client on the primary that serves `key`'s slot, with
-    `client`'s settings (the caller closes it). redis-py's asyncio cluster
-    runs a MULTI/EXEC in a thread of its own, leaving that connection bound
-    to another event loop; a transaction goes through this client instead."""
+    `client`'s settings and `overrides` (the caller closes it). redis-py's
+    asyncio cluster runs a MULTI/EXEC in a thread of its own, leaving that
+    connection bound to another event loop, so a transaction goes through
+    this client instead; so does a worker's blocking read, whose connection
+    must be its one named connection (a cluster client also names the
+    connections it learns the cluster through)."""
     import redis.asyncio as aioredis
 
     await client.initialize()  # the slot map (a no-op once known)
@@ -223,4 +226,5 @@ async def node_client(client: AsyncCluster, key: str) -> Any:
         for k, v in connection_kwargs(client).items()
         if k in accepted and k not in ("connection_class", "retry", "host", "port")
     }
+    kwargs.update(overrides)
     return aioredis.Redis(host=node.host, port=int(node.port), **kwargs)

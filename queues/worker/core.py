@@ -18,12 +18,14 @@ from collections.abc import Mapping
 from typing import Any
 
 import redis.asyncio as aioredis
+from redis.exceptions import AskError, MovedError
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from .. import codec, defaults, ops
+from ..cluster import is_cluster_client
 from ..connection import (
     ConnectionLike,
     sent_once_client,
-    sibling_async_client,
     worker_client,
 )
 from ..drive import run_async
@@ -42,9 +44,9 @@ from .processing import Processing
 from .reporting import WorkerReports
 from .support import (
     Processor,
+    blocking_client,
     blocking_connection_name,
     log,
-    open_named_connection,
 )
 from .threads import ThreadRunner
 
@@ -185,13 +187,6 @@ class AsyncWorker(Closing, FailureHandling, Maintenance, Processing):
                 loop.add_signal_handler(sig, self.close)
         if not self.is_async:
             self._threads = ThreadRunner(loop, self.concurrency, f"worker-{self.name}")
-        self._bclient = sibling_async_client(
-            self.queue.client,
-            socket_timeout=None,
-            client_name=blocking_connection_name(
-                self.keys.prefix, self.name, self.worker_name
-            ),
-        )
         self._stopping = asyncio.Event()
         helpers = [
             asyncio.create_task(self._lock_renewal_loop()),
@@ -199,8 +194,9 @@ class AsyncWorker(Closing, FailureHandling, Maintenance, Processing):
         ]
         try:
             try:
-                # Node's getWorkers() lists it (see open_named_connection).
-                await open_named_connection(self._bclient, self.keys.marker)
+                # Open the named connection now: Node's getWorkers() lists
+                # it, and a busy worker may not block for a long time.
+                await (await self._open_blocking()).ping()
                 await self._once.client.ping()  # the first claim is not late
             except Exception as exc:
                 if not recoverable(exc):
@@ -281,16 +277,14 @@ class AsyncWorker(Closing, FailureHandling, Maintenance, Processing):
 
     async def _wait_for_job(self, block_task: asyncio.Task[Any] | None) -> Any:
         """Block on the marker (and on finishing jobs / the next delayed due time)."""
-        assert self._wake is not None and self._bclient is not None
+        assert self._wake is not None
         now = time.time() * 1000
         if self._block_until and self._block_until <= now:
             self._block_until = 0
             self._drained = False
             return block_task
         if block_task is None:
-            block_task = asyncio.ensure_future(
-                self._bclient.bzpopmin(self.keys.marker, self.drain_delay)
-            )
+            block_task = asyncio.ensure_future(self._block())
         wake = asyncio.create_task(self._wake.wait())
         timeout = (self._block_until - now) / 1000 if self._block_until else None
         done, _ = await asyncio.wait(
@@ -310,6 +304,24 @@ class AsyncWorker(Closing, FailureHandling, Maintenance, Processing):
             self._block_until = 0
             self._drained = False
         return block_task
+
+    async def _block(self) -> Any:
+        """BZPOPMIN on the marker. On a cluster, a moved slot (MOVED, primary
+        gone) drops the blocking client, made again next time; nothing popped."""
+        client = self._bclient or await self._open_blocking()
+        try:
+            return await client.bzpopmin(self.keys.marker, self.drain_delay)
+        except (MovedError, AskError, RedisConnectionError):
+            if not is_cluster_client(self.queue.client):
+                raise
+            self._bclient = None
+            await client.aclose()
+            return None
+
+    async def _open_blocking(self) -> Any:
+        name = blocking_connection_name(self.keys.prefix, self.name, self.worker_name)
+        self._bclient = await blocking_client(self.queue.client, self.keys.marker, name)
+        return self._bclient
 
     def _take_claimed(self, flat: list[Any], ttl: Any, next_delay: Any) -> None:
         self._seq += len(flat) // 3

@@ -7,7 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..clients import worker_connection_name
-from ..cluster import is_cluster_client
+from ..cluster import is_cluster_client, node_client
+from ..connection import sibling_async_client
 from ..job import Job
 
 log = logging.getLogger("queues.worker")
@@ -26,20 +27,11 @@ def blocking_connection_name(prefix: str, queue: str, worker_name: str | None) -
     return worker_connection_name(prefix, queue, worker_name)
 
 
-async def open_named_connection(client: Any, key: str) -> None:
-    """Open the worker's named blocking connection now, on the node that
-    serves `key` (the marker it blocks on): Node's getWorkers() lists named
-    connections, and a busy worker may not block for a long time. On a
-    cluster redis-py leaves the connections it set the client up through
-    (CLUSTER SLOTS on a startup node, COMMAND on the default node) open and
-    named too; Node's getWorkers() reads the node with the most named
-    connections, so those would list the worker twice on one node or on
-    another node than its queue's: they are closed first."""
-    if not is_cluster_client(client):
-        await client.ping()
-        return
-    await client.initialize()
-    manager = client.nodes_manager
-    for node in [*manager.startup_nodes.values(), *manager.nodes_cache.values()]:
-        await node.disconnect()
-    await client.execute_command("PING", target_nodes=client.get_node_from_key(key))
+async def blocking_client(client: Any, key: str, name: str) -> Any:
+    """The worker's blocking client, whose one connection is named `name`
+    (Node's getWorkers() lists named connections): a sibling of `client`,
+    or on a cluster a plain client on the primary serving `key` (the marker
+    it blocks on), made again by the caller when that slot moves."""
+    if is_cluster_client(client):
+        return await node_client(client, key, socket_timeout=None, client_name=name)
+    return sibling_async_client(client, socket_timeout=None, client_name=name)

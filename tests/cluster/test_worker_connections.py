@@ -1,9 +1,11 @@
 """A worker's named connection on a cluster: one, on the primary of its
 queue's slot. Node's getWorkers() reads the node with the most named
-connections of the queue; the connections redis-py set the client up through
-were named too, so a Bullpen worker was listed twice, or Node's list showed
-a node other than the queue's (found by tests/cluster/test_interop.py's
-mixed workers scenario)."""
+connections of the queue. A worker's blocking client is a plain connection
+to that primary: a cluster client names the connections it learns the
+cluster through too (and more when it reloads the slot map under load), so
+a Bullpen worker was listed twice, or Node's list showed a node other than
+the queue's (found by tests/cluster/test_interop.py's mixed workers
+scenario, and by this test under a loaded `make test`)."""
 
 from __future__ import annotations
 
