@@ -14,6 +14,16 @@ from tests.queues.worker.helpers import now_ms, worker_thread
 LATENESS_MS = 50
 
 
+def _wait_idle(q: Queue) -> None:
+    """Until the worker is blocked on the marker (its start takes longer on a
+    cluster, and on a loaded machine, than any fixed sleep would allow)."""
+    wait_until(
+        lambda: any(w.get("cmd") == "bzpopmin" for w in q.get_workers()),
+        10,
+        what="the worker blocked on the marker",
+    )
+
+
 def _check_lateness(q: Queue, seen: dict[str, float], delays: dict[str, int]) -> None:
     for job_id, delay in delays.items():
         job = q.get_job(job_id)
@@ -33,7 +43,7 @@ def test_delayed_jobs_start_on_time(redis_url: str, q: Queue) -> None:
         seen[job.id] = time.time() * 1000
 
     with worker_thread(q.name, processor, redis_url, concurrency=4):
-        time.sleep(0.2)  # the worker is idle, blocked on the marker
+        _wait_idle(q)
         delays = {}
         for delay in (150, 300, 300, 450, 600, 800):
             delays[q.add("d", None, delay=delay).id] = delay
@@ -57,7 +67,7 @@ def test_earlier_delayed_job_wakes_a_worker_waiting_for_a_later_one(
         seen[job.id] = time.time() * 1000
 
     with worker_thread(q.name, processor, redis_url):
-        time.sleep(0.2)
+        _wait_idle(q)
         delays = {q.add("far", None, delay=1200).id: 1200}
         time.sleep(0.2)  # the worker now waits for `far`
         delays[q.add("near", None, delay=250).id] = 250
@@ -71,14 +81,19 @@ def test_earlier_delayed_job_wakes_a_worker_waiting_for_a_later_one(
 
 
 def test_delayed_job_added_before_the_worker_starts(redis_url: str, q: Queue) -> None:
-    """A delayed job already in `delayed` when the worker starts waits for its time."""
+    """A delayed job already in `delayed` when the worker starts waits for its
+    time (1.5 s: a worker may take most of a second to start on a loaded
+    machine, and must be up before the job is due for lateness to mean
+    anything)."""
     seen: dict[str, float] = {}
 
     def processor(job: Job) -> Any:
         seen[job.id] = time.time() * 1000
 
-    job = q.add("d", None, delay=500)
+    job = q.add("d", None, delay=1500)
     assert now_ms() - job.timestamp < 100
     with worker_thread(q.name, processor, redis_url):
+        _wait_idle(q)
+        assert not seen  # up and waiting, before the job is due
         wait_until(lambda: seen, 5, what="the delayed job")
-    _check_lateness(q, seen, {job.id: 500})
+    _check_lateness(q, seen, {job.id: 1500})
