@@ -96,6 +96,11 @@ class DashboardConf:
     listen_backlog: int = 1024
     #: Where daphne writes request lines ("-": the terminal; "": var/access.log).
     access_log: str = ""
+    # --- logs and liveness (docs/operations.md "Health checks") ---
+    #: "text", or "json": one JSON object per line.
+    log_format: str = "text"
+    #: The file runworkers / runwebhooks rewrite while alive ("": none).
+    liveness_file: str = ""
 
 
 DEFAULTS = DashboardConf()

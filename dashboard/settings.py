@@ -194,6 +194,20 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+#: Log lines as text, or as one JSON object per line ("json"); the runworkers
+#: and runwebhooks processes rewrite BULLPEN_LIVENESS_FILE while alive.
+BULLPEN_LOG_FORMAT = os.environ.get("BULLPEN_LOG_FORMAT", _d.log_format)
+BULLPEN_LIVENESS_FILE = os.environ.get("BULLPEN_LIVENESS_FILE", _d.liveness_file)
+if BULLPEN_LOG_FORMAT == "json":
+    LOGGING = {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"json": {"()": "gpu_workers.logs.JsonFormatter"}},
+        "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "json"}},
+        "root": {"handlers": ["stderr"], "level": "INFO"},
+        # Django's own loggers log through the root's handler only.
+        "loggers": {"django": {"handlers": [], "propagate": True}},
+    }
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/login/"

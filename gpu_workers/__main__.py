@@ -8,18 +8,27 @@ and tests use it; `manage.py runworkers` is the settings-driven entry).
 
 A Redis URL with a password belongs in --config - (stdin) or @file: a
 command line is readable by anyone on the host (ps).
+
+    python -m gpu_workers --liveness-file /run/bullpen/supervisor.alive ...
+    python -m gpu_workers check-alive --max-age 30 \\
+        --liveness-file /run/bullpen/supervisor.alive      # exit 0 or 1
+
+BULLPEN_LIVENESS_FILE and BULLPEN_LOG_FORMAT (text | json) are the defaults
+of --liveness-file and --log-format.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import logging
+import os
 import sys
 from typing import Any
 
+from . import logs
 from .config import SupervisorConfig, parse_workers
 from .exceptions import ConfigError
+from .liveness import LIVENESS_MAX_AGE_S, check_alive
 from .supervisor import run_supervisor
 
 
@@ -34,7 +43,7 @@ def build_config(args: argparse.Namespace) -> SupervisorConfig:
             with open(text[1:]) as f:
                 text = f.read()
         data = json.loads(text)
-    for name in ("redis_url", "host", "gpus", "log_dir"):
+    for name in ("redis_url", "host", "gpus", "log_dir", "log_format", "liveness_file"):
         value = getattr(args, name)
         if value is not None:
             data.setdefault(name, value)
@@ -48,8 +57,24 @@ def build_config(args: argparse.Namespace) -> SupervisorConfig:
     return SupervisorConfig(**data)
 
 
+def check_alive_main(argv: list[str]) -> int:
+    """`check-alive`: 0 when the supervisor's liveness file is fresh, else 1."""
+    parser = argparse.ArgumentParser(prog="python -m gpu_workers check-alive")
+    parser.add_argument(
+        "--liveness-file", default=os.environ.get("BULLPEN_LIVENESS_FILE")
+    )
+    parser.add_argument(
+        "--max-age", type=float, default=LIVENESS_MAX_AGE_S, help="seconds"
+    )
+    args = parser.parse_args(argv)
+    return check_alive(args.liveness_file, args.max_age)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse flags and run a supervisor until SIGTERM/SIGINT."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["check-alive"]:
+        return check_alive_main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m gpu_workers")
     parser.add_argument("--redis-url")
     parser.add_argument("--host", help="host name (default: this machine's)")
@@ -58,6 +83,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--handler-modules", help="comma-separated modules")
     parser.add_argument("--log-dir")
     parser.add_argument(
+        "--log-format",
+        choices=logs.LOG_FORMATS,
+        default=os.environ.get("BULLPEN_LOG_FORMAT") or None,
+    )
+    parser.add_argument(
+        "--liveness-file",
+        default=os.environ.get("BULLPEN_LIVENESS_FILE") or None,
+        help="rewritten every few seconds while the supervisor runs",
+    )
+    parser.add_argument(
         "--config", help="JSON (@file, or - for stdin) of SupervisorConfig fields"
     )
     args = parser.parse_args(argv)
@@ -65,11 +100,14 @@ def main(argv: list[str] | None = None) -> int:
         config = build_config(args)
     except (ConfigError, ValueError, TypeError) as exc:
         parser.error(str(exc))
-    logging.basicConfig(
-        level=config.log_level,
-        format="%(asctime)s %(levelname)s [supervisor %(process)d] "
-        "%(name)s: %(message)s",
-    )
+    try:
+        logs.configure(
+            config.log_level,
+            config.log_format,
+            "%(asctime)s %(levelname)s [supervisor %(process)d] %(name)s: %(message)s",
+        )
+    except ValueError as exc:
+        parser.error(str(exc))
     return run_supervisor(config)
 
 

@@ -12,7 +12,7 @@ import asyncio
 import logging
 import sys
 
-from . import defaults
+from . import defaults, logs
 from .config import WorkerSpec
 from .exceptions import GpuWorkerError
 from .handlers import load_handler_modules
@@ -30,9 +30,10 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, TypeError) as exc:
         print(f"gpu_workers.child: bad worker spec: {exc}", file=sys.stderr)
         return defaults.EXIT_CONFIG
-    logging.basicConfig(
-        level=spec.log_level,
-        format=f"%(asctime)s %(levelname)s [{spec.worker_id} pid %(process)d] "
+    logs.configure(
+        spec.log_level,
+        spec.log_format,
+        f"%(asctime)s %(levelname)s [{spec.worker_id} pid %(process)d] "
         "%(name)s: %(message)s",
     )
     log = logging.getLogger("gpu_workers.child")

@@ -86,6 +86,7 @@ def spawn(child: Child, cfg: SupervisorConfig, slots: int) -> None:
         metrics_data_points=cfg.metrics_data_points,
         restarts=child.restarts,
         log_level=cfg.log_level,
+        log_format=cfg.log_format,
     )
     env = dict(os.environ, **cfg.child_env)
     env["CUDA_VISIBLE_DEVICES"] = child.gpu.uuid

@@ -139,6 +139,10 @@ class SupervisorConfig:
     #: Write each worker process's output to <log_dir>/<worker>.log (else inherit).
     log_dir: str | None = None
     log_level: str = "INFO"
+    #: "text" or "json" (one JSON object per line), for it and its workers.
+    log_format: str = "text"
+    #: Rewritten every few seconds while the loop runs (gpu_workers/liveness.py).
+    liveness_file: str | None = None
 
     def __post_init__(self) -> None:
         self.host = check_segment_name(self.host, "a host name")
@@ -199,6 +203,7 @@ class WorkerSpec:
     metrics_data_points: int = defaults.METRICS_DATA_POINTS
     restarts: int = 0
     log_level: str = "INFO"
+    log_format: str = "text"
 
     @property
     def worker_id(self) -> str:

@@ -31,6 +31,7 @@ from .config import QueueConfig, SupervisorConfig
 from .desired import DesiredCounts
 from .heartbeat import queue_heartbeat, queue_removal
 from .keys import BullpenKeys
+from .liveness import LIVENESS_INTERVAL_S, LivenessFile
 from .planning import plan_gpus, queue_limits
 from .probe import GpuInfo, GpuProbe, make_probe
 
@@ -59,6 +60,9 @@ class Supervisor:
         self.state = SupervisorState.STARTING
         self.children: dict[tuple[str, str], Child] = {}
         self._stop = threading.Event()
+        self.liveness = config.liveness_file and LivenessFile(
+            config.liveness_file, LIVENESS_INTERVAL_S
+        )
         self.gpus = self.probe.devices()
         self._plan = plan_gpus(config, self.gpus, self.probe)
         self.desired = DesiredCounts(
@@ -103,6 +107,8 @@ class Supervisor:
                 if now >= next_beat:
                     self._publish()
                     next_beat = now + self.config.heartbeat_interval_s
+                if self.liveness:
+                    self.liveness.beat(now)
                 time.sleep(interval)
         finally:
             self._shutdown()
@@ -277,6 +283,8 @@ class Supervisor:
         except redis.RedisError as exc:
             log.warning("could not remove the host's records: %r", exc)
         self.state = SupervisorState.STOPPED
+        if self.liveness:
+            self.liveness.remove()
         self.redis.close()
         self.probe.close()
         log.info("supervisor on %s stopped", self.config.host)

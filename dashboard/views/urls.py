@@ -1,6 +1,6 @@
 """Routes of every page and its actions (included by dashboard/urls.py): the
-queue and job pages, search, triage, the audit log, the GPU page, login, and
-/metrics for Prometheus."""
+queue and job pages, search, triage, the audit log, the GPU page, login,
+/metrics for Prometheus, /healthz and /readyz."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from django.urls import path, register_converter
 from django.urls.converters import PathConverter
 from django.views.generic import RedirectView
 
-from . import audit, auth, gpus, job, metrics, overview, queue, search, triage
+from . import audit, auth, gpus, health, job, metrics, overview, queue, search, triage
 
 
 class JobIdConverter(PathConverter):
@@ -26,6 +26,8 @@ J = Q + "jobs/<job_id:job_id>/"
 
 urlpatterns = [
     path("metrics", metrics.metrics, name="metrics"),
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
     # Browsers ask for /favicon.ico on pages without a <link rel="icon">
     # (Django's admin, the 503 page).
     path(

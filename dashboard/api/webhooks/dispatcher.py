@@ -371,6 +371,10 @@ class Dispatcher:
         finally:
             self.stop()
 
+    def alive(self) -> bool:
+        """Whether its threads (the reader, when it reads) still run."""
+        return all(t.is_alive() for t in self._threads)
+
     def start(self) -> Dispatcher:
         """Run in background threads (tests, embedding); `stop()` ends it."""
         self._start_reader()

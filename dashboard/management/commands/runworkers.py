@@ -37,6 +37,8 @@ def config_from_settings(**overrides: Any) -> SupervisorConfig:
         "heartbeat_interval_s": c.heartbeat_interval_s,
         "heartbeat_ttl_s": c.heartbeat_ttl_s,
         "metrics_data_points": c.metrics_data_points,
+        "log_format": c.log_format,
+        "liveness_file": c.liveness_file or None,
     }
     values.update({k: v for k, v in overrides.items() if v is not None})
     return SupervisorConfig(**values)

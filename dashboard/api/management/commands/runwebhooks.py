@@ -1,16 +1,28 @@
 """`manage.py runwebhooks`: the webhook dispatcher of this host (SIGTERM or
-Ctrl-C stops reading and lets running deliveries finish)."""
+Ctrl-C stops reading and lets running deliveries finish).
+
+With BULLPEN_LIVENESS_FILE (or --liveness-file) it rewrites that file every
+few seconds while its threads run; `manage.py runwebhooks --check-alive
+--max-age 30` is the exec probe (exit 0 when fresh, 1 with the reason)."""
 
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import DatabaseError
 
 from dashboard.api.signals import sync_all
 from dashboard.api.webhooks.dispatcher import Dispatcher, DispatcherConfig
+from gpu_workers.liveness import (
+    LIVENESS_INTERVAL_S,
+    LIVENESS_MAX_AGE_S,
+    LivenessFile,
+    check_alive,
+)
 
 
 class Command(BaseCommand):
@@ -25,8 +37,28 @@ class Command(BaseCommand):
         parser.add_argument(
             "--no-read", action="store_true", help="only send queued deliveries"
         )
+        parser.add_argument(
+            "--liveness-file", help="override BULLPEN_LIVENESS_FILE for this process"
+        )
+        parser.add_argument(
+            "--check-alive",
+            action="store_true",
+            help="exit 0 if a running dispatcher's liveness file is fresh, else 1",
+        )
+        parser.add_argument(
+            "--max-age",
+            type=float,
+            default=LIVENESS_MAX_AGE_S,
+            help="seconds (with --check-alive)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        liveness_file = options.get("liveness_file") or settings.BULLPEN_LIVENESS_FILE
+        if options["check_alive"]:
+            code = check_alive(liveness_file, options["max_age"])
+            if code:
+                raise SystemExit(code)
+            return
         logging.basicConfig(
             level=logging.INFO,
             format="%(asctime)s %(levelname)s [runwebhooks] %(name)s: %(message)s",
@@ -48,4 +80,32 @@ class Command(BaseCommand):
             f"(private destinations {private})"
         )
         self.stdout.flush()
-        Dispatcher(config).run()
+        dispatcher = Dispatcher(config)
+        stop = threading.Event()
+        if liveness_file:
+            threading.Thread(
+                target=_beat,
+                args=(
+                    LivenessFile(liveness_file, LIVENESS_INTERVAL_S),
+                    dispatcher,
+                    stop,
+                ),
+                name="webhook-liveness",
+                daemon=True,
+            ).start()
+        try:
+            dispatcher.run()
+        finally:
+            stop.set()
+            if liveness_file:
+                LivenessFile(liveness_file, LIVENESS_INTERVAL_S).remove()
+
+
+def _beat(file: LivenessFile, dispatcher: Dispatcher, stop: threading.Event) -> None:
+    """Rewrite the liveness file while the dispatcher's threads run."""
+    while not stop.wait(1.0):
+        if dispatcher.alive():
+            try:
+                file.beat()
+            except OSError as exc:  # the probe then fails, which says enough
+                logging.getLogger(__name__).warning("liveness file: %s", exc)
