@@ -39,6 +39,8 @@ SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = (
 )
 #: Plain-HTTP requests are redirected to HTTPS.
 SECURE_SSL_REDIRECT = os.environ.get("DJANGO_SECURE_SSL_REDIRECT") == "1"
+#: Load balancers probe over plain HTTP: no redirect to https for these.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
 #: Strict-Transport-Security max-age (0: no header).
 SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_SECURE_HSTS_SECONDS", "0"))
 SECURE_HSTS_INCLUDE_SUBDOMAINS = (

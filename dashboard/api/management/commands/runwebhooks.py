@@ -24,6 +24,8 @@ from gpu_workers.liveness import (
     check_alive,
 )
 
+log = logging.getLogger(__name__)
+
 
 class Command(BaseCommand):
     help = "Run the webhook dispatcher (events streams -> signed deliveries)."
@@ -67,7 +69,8 @@ class Command(BaseCommand):
             count = sync_all()
             self.stdout.write(f"mirrored {count} webhook subscription(s) to Redis")
         except DatabaseError as exc:
-            self.stderr.write(f"subscriptions not re-synced (database: {exc})")
+            # Logged, not written: a JSON log stays all JSON.
+            log.warning("subscriptions not re-synced (database: %s)", exc)
         config = DispatcherConfig.from_settings(
             consumer=options.get("consumer"),
             concurrency=options.get("concurrency"),
@@ -82,22 +85,24 @@ class Command(BaseCommand):
         self.stdout.flush()
         dispatcher = Dispatcher(config)
         stop = threading.Event()
+        beating = threading.Thread(
+            target=_beat,
+            args=(
+                LivenessFile(liveness_file or "", LIVENESS_INTERVAL_S),
+                dispatcher,
+                stop,
+            ),
+            name="webhook-liveness",
+            daemon=True,
+        )
         if liveness_file:
-            threading.Thread(
-                target=_beat,
-                args=(
-                    LivenessFile(liveness_file, LIVENESS_INTERVAL_S),
-                    dispatcher,
-                    stop,
-                ),
-                name="webhook-liveness",
-                daemon=True,
-            ).start()
+            beating.start()
         try:
             dispatcher.run()
         finally:
             stop.set()
             if liveness_file:
+                beating.join(5.0)
                 LivenessFile(liveness_file, LIVENESS_INTERVAL_S).remove()
 
 
@@ -108,4 +113,4 @@ def _beat(file: LivenessFile, dispatcher: Dispatcher, stop: threading.Event) -> 
             try:
                 file.beat()
             except OSError as exc:  # the probe then fails, which says enough
-                logging.getLogger(__name__).warning("liveness file: %s", exc)
+                log.warning("liveness file: %s", exc)

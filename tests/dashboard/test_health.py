@@ -1,0 +1,100 @@
+"""`/healthz` answers 200 without Redis or a login; `/readyz` answers 200 only
+when Redis, the database and every migration are ready, else 503 naming what
+is not, with no password in it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.db.migrations.recorder import MigrationRecorder
+from django.test import Client
+
+from dashboard import reads
+from dashboard.redis import client as redis_client
+from dashboard.views.health import forget_migrations
+from tests.redis_server import RedisServer
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def own_redis(settings: Any) -> Iterator[RedisServer]:
+    """A redis-server of this test's own (the test stops it)."""
+    server = RedisServer().start()
+    settings.REDIS_URL = server.url
+    reads.reset()
+    redis_client.cache_clear()
+    forget_migrations()
+    yield server
+    server.stop()
+    reads.reset()
+    redis_client.cache_clear()
+
+
+def test_healthz_answers_without_redis_or_login(own_redis: RedisServer) -> None:
+    """200 {"status": "ok"}, anonymous, with Redis stopped; CSP still sent."""
+    client = Client()
+    own_redis.stop()
+    response = client.get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok"}
+    assert "Content-Security-Policy" in response
+    assert client.post("/healthz").status_code == 405
+
+
+def test_readyz_ready_then_names_a_stopped_redis(own_redis: RedisServer) -> None:
+    """200 with everything up; 503 naming Redis once it is stopped."""
+    client = Client()
+    response = client.get("/readyz")
+    assert response.status_code == 200, response.content
+    assert response.json() == {
+        "status": "ok",
+        "redis": "ok",
+        "database": "ok",
+        "migrations": "ok",
+    }
+    own_redis.stop()
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    body = response.json()
+    assert body["status"] == "unready"
+    assert body["redis"].startswith("down: "), body
+    assert body["database"] == "ok"
+    assert body["migrations"] == "ok"
+
+
+def test_readyz_hides_the_redis_password(settings: Any) -> None:
+    """A Redis URL with a password, nothing listening: the 503 names Redis
+    down and holds neither the password nor a traceback."""
+    settings.REDIS_URL = "redis://:s3cret-pw@127.0.0.1:1/0"
+    redis_client.cache_clear()
+    try:
+        response = Client().get("/readyz")
+    finally:
+        redis_client.cache_clear()
+    assert response.status_code == 503
+    assert response.json()["redis"].startswith("down: ")
+    assert b"s3cret-pw" not in response.content
+    assert b"Traceback" not in response.content
+
+
+def test_readyz_names_unapplied_migrations(own_redis: RedisServer) -> None:
+    """A migration recorded as not applied: 503 with "1 unapplied"; recorded
+    again, ready again (not ready is never cached)."""
+    recorder = MigrationRecorder(connection)
+    last = max(
+        (m for m in recorder.migration_qs.filter(app="dashboard")),
+        key=lambda m: m.name,
+    )
+    last.delete()
+    try:
+        response = Client().get("/readyz")
+        assert response.status_code == 503
+        assert response.json()["migrations"] == "1 unapplied"
+        assert response.json()["redis"] == "ok"
+    finally:
+        recorder.record_applied(last.app, last.name)
+    assert Client().get("/readyz").status_code == 200
