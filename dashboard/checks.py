@@ -8,6 +8,7 @@ bullpen.E004  a BULLPEN_READ_ONLY_QUEUES entry is not `*`, `name` or `prefix:nam
 bullpen.E005  BULLPEN_REDACT does not name an importable callable
 bullpen.E006  a size, cap or period setting is out of range
 bullpen.E007  on a Redis Cluster REDIS_URL, a BULLPEN_QUEUES entry has no hash tag
+bullpen.E008  BULLPEN_LOG_FORMAT is neither `text` nor `json`
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from django.conf import settings
 from django.core.checks import Error, register
 from django.utils.module_loading import import_string
 
+from gpu_workers.logs import LOG_FORMATS
 from queues.cluster import hash_tag, is_cluster_url, parse_cluster_url
 from queues.sentinel import is_sentinel_url, parse_sentinel_url
 
@@ -143,4 +145,12 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Error]:
             errors.append(
                 Error(f"{name} is {value!r}; expected {low}..{high}", id="bullpen.E006")
             )
+    log_format = getattr(settings, "BULLPEN_LOG_FORMAT", "text")
+    if log_format not in LOG_FORMATS:
+        errors.append(
+            Error(
+                f"BULLPEN_LOG_FORMAT is {log_format!r}; expected text or json",
+                id="bullpen.E008",
+            )
+        )
     return errors

@@ -100,14 +100,11 @@ def main(argv: list[str] | None = None) -> int:
         config = build_config(args)
     except (ConfigError, ValueError, TypeError) as exc:
         parser.error(str(exc))
-    try:
-        logs.configure(
-            config.log_level,
-            config.log_format,
-            "%(asctime)s %(levelname)s [supervisor %(process)d] %(name)s: %(message)s",
-        )
-    except ValueError as exc:
-        parser.error(str(exc))
+    logs.configure(
+        config.log_level,
+        config.log_format,
+        "%(asctime)s %(levelname)s [supervisor %(process)d] %(name)s: %(message)s",
+    )
     return run_supervisor(config)
 
 

@@ -147,6 +147,10 @@ class SupervisorConfig:
     def __post_init__(self) -> None:
         self.host = check_segment_name(self.host, "a host name")
         check_segment_name(self.namespace, "the Bullpen namespace")
+        if self.log_format not in ("text", "json"):  # logs.LOG_FORMATS
+            raise ConfigError(
+                f"log format must be text or json, not {self.log_format!r}"
+            )
         for q in self.queues:
             if q.prefix == self.namespace:
                 raise ConfigError(

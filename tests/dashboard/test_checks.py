@@ -36,6 +36,7 @@ def test_default_settings_pass() -> None:
         ("BULLPEN_DISCOVERY_TTL_S", -1, "bullpen.E006"),
         ("BULLPEN_LOGIN_MAX_FAILURES", 0, "bullpen.E006"),
         ("BULLPEN_LOGIN_LOCKOUT_S", 0, "bullpen.E006"),
+        ("BULLPEN_LOG_FORMAT", "xml", "bullpen.E008"),
     ],
 )
 def test_each_misconfiguration_has_its_id(

@@ -18,6 +18,8 @@ from gpu_workers.config import SupervisorConfig
     BULLPEN_HOSTNAME="node-7",
     BULLPEN_VRAM_MARGIN="2GiB",
     BULLPEN_MAX_RESTARTS=3,
+    BULLPEN_LOG_FORMAT="json",
+    BULLPEN_LIVENESS_FILE="/run/bullpen/supervisor.alive",
     REDIS_URL="redis://127.0.0.1:1/0",
 )
 def test_runworkers_hands_settings_to_the_supervisor(
@@ -43,12 +45,21 @@ def test_runworkers_hands_settings_to_the_supervisor(
     assert [(q.queue, q.slots) for q in config.queues] == [("txt2img", 2), ("video", 1)]
     assert config.margin_bytes == 2 * 2**30 and config.max_restarts == 3
     assert "gpu_workers.torch_handlers" in config.handler_modules
+    assert config.log_format == "json"
+    assert config.liveness_file == "/run/bullpen/supervisor.alive"
 
 
 @override_settings(BULLPEN_WORKERS='[{"queue": "bad:name"}]')
 def test_runworkers_rejects_bad_settings() -> None:
     """Misconfiguration is a CommandError naming the problem, not a traceback."""
     with pytest.raises(CommandError, match="queue name"):
+        call_command("runworkers", "--check")
+
+
+@override_settings(BULLPEN_LOG_FORMAT="xml")
+def test_runworkers_rejects_an_unknown_log_format() -> None:
+    """Refused at start, not by every worker process crashing on it."""
+    with pytest.raises(CommandError, match="log format"):
         call_command("runworkers", "--check")
 
 
