@@ -4,7 +4,12 @@ is not, with no password in it."""
 
 from __future__ import annotations
 
+import json
+import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +20,7 @@ from django.test import Client
 from dashboard import reads
 from dashboard.redis import client as redis_client
 from dashboard.views.health import forget_migrations
+from tests.dashboard.daphne_helpers import daphne
 from tests.redis_server import RedisServer
 
 pytestmark = pytest.mark.django_db
@@ -98,3 +104,42 @@ def test_readyz_names_unapplied_migrations(own_redis: RedisServer) -> None:
     finally:
         recorder.record_applied(last.app, last.name)
     assert Client().get("/readyz").status_code == 200
+
+
+def _get(url: str) -> tuple[int, dict[str, Any]]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def test_probes_are_not_redirected_to_https(
+    settings: Any, own_redis: RedisServer
+) -> None:
+    """DJANGO_SECURE_SSL_REDIRECT sends pages to https, but a load balancer's
+    plain-HTTP probe gets its answer."""
+    settings.SECURE_SSL_REDIRECT = True
+    client = Client()
+    assert client.get("/login/").status_code == 301
+    assert client.get("/healthz").status_code == 200
+    assert client.get("/readyz").status_code == 200
+
+
+def test_probes_through_daphne_with_production_settings(tmp_path: Path) -> None:
+    """Real daphne, DEBUG off: with Redis stopped /readyz is a 503 within
+    seconds and /healthz still 200."""
+    server = RedisServer().start()
+    try:
+        with daphne(tmp_path, server.url) as d:
+            assert _get(f"{d.url}/healthz") == (200, {"status": "ok"})
+            status, body = _get(f"{d.url}/readyz")
+            assert (status, body["status"]) == (200, "ok"), body
+            server.stop()
+            began = time.monotonic()
+            status, body = _get(f"{d.url}/readyz")
+            assert time.monotonic() - began < 8
+            assert status == 503 and body["redis"].startswith("down: "), body
+            assert _get(f"{d.url}/healthz") == (200, {"status": "ok"})
+    finally:
+        server.stop()
