@@ -9,6 +9,8 @@ bullpen.E005  BULLPEN_REDACT does not name an importable callable
 bullpen.E006  a size, cap or period setting is out of range
 bullpen.E007  on a Redis Cluster REDIS_URL, a BULLPEN_QUEUES entry has no hash tag
 bullpen.E008  BULLPEN_LOG_FORMAT is neither `text` nor `json`
+bullpen.E009  DATABASE_URL is not a postgres://, postgresql:// or sqlite:/// URL
+              Django can use (its password is never shown)
 """
 
 from __future__ import annotations
@@ -82,6 +84,16 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Error]:
                 url_error,
                 hint="Set REDIS_URL, e.g. redis://127.0.0.1:6379/0",
                 id="bullpen.E001",
+            )
+        )
+    db_error = getattr(settings, "BULLPEN_DATABASE_URL_ERROR", "")
+    if db_error:
+        errors.append(
+            Error(
+                db_error,
+                hint="e.g. postgres://bullpen@db.example:5432/bullpen, or unset "
+                "for SQLite at BULLPEN_DB_PATH",
+                id="bullpen.E009",
             )
         )
     prefixes = getattr(settings, "BULLPEN_PREFIXES", [])

@@ -11,6 +11,7 @@ import socket
 from pathlib import Path
 
 from dashboard.conf import DEFAULTS as _d
+from dashboard.dburl import parse_database_url
 from queues.cluster import is_cluster_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -173,12 +174,27 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {
-    "default": {
-        "ENGINE": "django.db.backends.sqlite3",
-        "NAME": os.environ.get("BULLPEN_DB_PATH", str(BASE_DIR / "db.sqlite3")),
-    }
-}
+#: The Django database (users, sessions, API tokens, audit log): DATABASE_URL
+#: (postgres://user:pw@host:5432/name, sqlite:///path) when set, else SQLite at
+#: BULLPEN_DB_PATH. A bad DATABASE_URL is reported by bullpen.E009 at start,
+#: through a backend that refuses every query.
+DATABASE_URL = os.environ.get("DATABASE_URL", "")
+#: Seconds a PostgreSQL connection is reused (checked before reuse).
+BULLPEN_DB_CONN_MAX_AGE = int(os.environ.get("BULLPEN_DB_CONN_MAX_AGE", "60"))
+BULLPEN_DATABASE_URL_ERROR = ""
+try:
+    _db = (
+        parse_database_url(DATABASE_URL, BASE_DIR, BULLPEN_DB_CONN_MAX_AGE)
+        if DATABASE_URL
+        else {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": os.environ.get("BULLPEN_DB_PATH", str(BASE_DIR / "db.sqlite3")),
+        }
+    )
+except ValueError as _exc:
+    BULLPEN_DATABASE_URL_ERROR = str(_exc)
+    _db = {"ENGINE": "django.db.backends.dummy"}
+DATABASES = {"default": _db}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": f"django.contrib.auth.password_validation.{name}"}
