@@ -34,11 +34,9 @@ written to bench/results/fleet-<timestamp>.json; docs/scaling.md reads them.
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import os
 import platform
-import secrets
 import subprocess
 import sys
 import tempfile
@@ -51,20 +49,19 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT))
 
+from fleet_dashboard import fmt_page, login_cookie, start_dashboard, time_page  # noqa: E402
 from throughput_cluster import flush, server_counters  # noqa: E402
 from throughput_libs import (  # noqa: E402
     BenchError,
     WorkerProcess,
     job_fields,
-    percentile,
     process_cpu_us,
 )
 
-from dashboard.run import daphne_args  # noqa: E402
 from queues import Queue  # noqa: E402
 from queues.cluster import is_cluster_client  # noqa: E402
 from queues.connection import sync_from_url  # noqa: E402
-from queues.devredis import RedisClusterSet, RedisServer, free_port  # noqa: E402
+from queues.devredis import RedisClusterSet, RedisServer  # noqa: E402
 
 
 def queue_names(backend: str, n: int) -> list[str]:
@@ -155,37 +152,6 @@ def rss_bytes(pid: int) -> int:
     return 0
 
 
-def time_page(port: int, path: str, cookie: str, n: int) -> dict[str, Any]:
-    """n timed GETs after one warm-up; p50/p95 of the 200s, statuses counted."""
-    times: list[float] = []
-    statuses: dict[str, int] = {}
-    body = b""
-    for i in range(n + 1):
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        t0 = time.perf_counter()
-        conn.request("GET", path, headers={"Cookie": cookie})
-        resp = conn.getresponse()
-        body = resp.read()
-        ms = (time.perf_counter() - t0) * 1000
-        conn.close()
-        if i == 0:
-            continue
-        statuses[str(resp.status)] = statuses.get(str(resp.status), 0) + 1
-        if resp.status == 200:
-            times.append(ms)
-    out: dict[str, Any] = {"statuses": statuses, "bytes": len(body)}
-    if b"bullpen_redis_up 0" in body:
-        # /metrics answers 200 with only bullpen_redis_up 0 when its read fails.
-        out["error"] = "bullpen_redis_up 0 (the scrape's Redis read failed)"
-        times = []
-    if times:
-        out["p50_ms"] = percentile(times, 50)
-        out["p95_ms"] = percentile(times, 95)
-    else:
-        out["error"] = body[:300].decode(errors="replace")
-    return out
-
-
 def split(hosts: int, procs: int) -> list[tuple[int, int]]:
     """(first host, hosts) for each simulator process."""
     out, first = [], 0
@@ -231,57 +197,6 @@ def run_load(
         span = max(max(finished) - min(processed), 1) / 1000
         out["jobs_per_s"] = len(processed) / span
     return out
-
-
-def start_dashboard(
-    url: str, workdir: str, env_base: dict[str, str]
-) -> tuple[subprocess.Popen[bytes], int, Path]:
-    port = free_port()
-    log = Path(workdir) / f"daphne-{port}.log"
-    env = dict(env_base, REDIS_URL=url)
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, *daphne_args("127.0.0.1", port)],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            conn.request("GET", "/login/")
-            conn.getresponse().read()
-            return proc, port, log
-        except OSError:
-            if proc.poll() is not None:
-                break
-            time.sleep(0.2)
-    raise BenchError(f"daphne did not start: {log.read_text(errors='replace')[-2000:]}")
-
-
-def login_cookie(workdir: str) -> tuple[dict[str, str], str]:
-    """A SQLite database with one superuser, and its session cookie."""
-    env = dict(
-        os.environ,
-        DJANGO_SETTINGS_MODULE="dashboard.settings",
-        BULLPEN_DB_PATH=os.path.join(workdir, "db.sqlite3"),
-        DJANGO_DEBUG="0",
-        DJANGO_SECRET_KEY=secrets.token_urlsafe(50),
-    )
-    os.environ.update(env)
-    import django
-
-    django.setup()
-    from django.contrib.auth.models import User
-    from django.core.management import call_command
-    from django.test import Client
-
-    call_command("migrate", verbosity=0)
-    client = Client()
-    client.force_login(User.objects.create_superuser("bench", "", "bench"))
-    return env, f"sessionid={client.cookies['sessionid'].value}"
 
 
 def measure_size(
@@ -360,15 +275,6 @@ def measure_size(
             sim.kill()
         client.close()
     return out
-
-
-def fmt_page(p: dict[str, Any]) -> str:
-    if "error" in p and p["statuses"].get("200"):
-        return "redis_up 0"
-    if "p95_ms" in p:
-        bad = {k: v for k, v in p["statuses"].items() if k != "200"}
-        return f"{p['p50_ms']:.0f}/{p['p95_ms']:.0f}" + (f" {bad}" if bad else "")
-    return "HTTP " + ",".join(f"{k}x{v}" for k, v in p["statuses"].items())
 
 
 def print_report(rows: list[dict[str, Any]]) -> None:
