@@ -73,15 +73,15 @@ def _queue_on(pipe: Any, scripts: Scripts, r: Cmd | Eval, whole: bool) -> None:
         pipe.execute_command(*r.args)
 
 
-def _to_resend(replies: list[Any]) -> tuple[list[int], set[int]]:
-    """Indexes of commands that did not run: all of them, and those that
-    lacked their script."""
-    again = [
-        i
-        for i, reply in enumerate(replies)
-        if isinstance(reply, (NoScriptError, *NOT_RUN))
-    ]
-    return again, {i for i in again if isinstance(replies[i], NoScriptError)}
+def _to_resend(
+    batch: list[Any], replies: list[Any], sent: list[int]
+) -> tuple[list[int], set[str], bool]:
+    """Of the commands just `sent`: those that did not run, the scripts some
+    of them lacked, and whether a moving slot kept any from running."""
+    again = [i for i in sent if isinstance(replies[i], (NoScriptError, *NOT_RUN))]
+    unloaded = {batch[i].name for i in again if isinstance(replies[i], NoScriptError)}
+    moving = any(not isinstance(replies[i], NoScriptError) for i in again)
+    return again, unloaded, moving
 
 
 def _first_error(replies: list[Any]) -> list[Any]:
@@ -108,14 +108,12 @@ def send_sync(client: Any, scripts: Scripts, request: Any) -> Any:
             _queue_on(pipe, scripts, batch[i], atomic)
         for i, reply in zip(todo, pipe.execute(raise_on_error=False)):
             replies[i] = reply
-        todo, unloaded = _to_resend(
-            [replies[i] if i in todo else None for i in range(len(batch))]
-        )
+        todo, unloaded, moving = _to_resend(batch, replies, todo)
         if not todo or time.monotonic() > deadline or atomic:
             return _first_error(replies)
-        for name in {batch[i].name for i in unloaded}:  # type: ignore[union-attr]
+        for name in unloaded:
             client.script_load(getattr(scripts, name).script)
-        if len(unloaded) < len(todo):
+        if moving:
             time.sleep(SLOT_MOVE_PAUSE_S)
 
 
@@ -136,14 +134,12 @@ async def send_async(client: Any, scripts: Scripts, request: Any) -> Any:
             _queue_on(pipe, scripts, batch[i], False)
         for i, reply in zip(todo, await pipe.execute(raise_on_error=False)):
             replies[i] = reply
-        todo, unloaded = _to_resend(
-            [replies[i] if i in todo else None for i in range(len(batch))]
-        )
+        todo, unloaded, moving = _to_resend(batch, replies, todo)
         if not todo or time.monotonic() > deadline:
             return _first_error(replies)
-        for name in {batch[i].name for i in unloaded}:  # type: ignore[union-attr]
+        for name in unloaded:
             await client.script_load(getattr(scripts, name).script)
-        if len(unloaded) < len(todo):
+        if moving:
             await asyncio.sleep(SLOT_MOVE_PAUSE_S)
 
 
