@@ -162,7 +162,7 @@ ASGI_APPLICATION = "dashboard.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -210,7 +210,6 @@ TIME_ZONE = "UTC"
 USE_I18N = False
 USE_TZ = True
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 #: Log lines as text, or as one JSON object per line ("json"); the runworkers
 #: and runwebhooks processes rewrite BULLPEN_LIVENESS_FILE while alive.
