@@ -300,32 +300,28 @@ def for_blocking(client: Any, block_s: float) -> Any:
     return sibling_sync_client(client, socket_timeout=timeout)
 
 
+def _sibling(client: Any, flavour: type, overrides: dict[str, Any]) -> Any:
+    """A new client of class `flavour` with the settings of `client` (either
+    flavour): on the same sentinels or cluster when `client` is on them."""
+    if cluster.is_cluster_client(client):
+        return cluster.sibling(
+            client, flavour, {**_DECODING, **overrides}, _FLAVOUR_BOUND
+        )
+    kwargs = _kwargs_of(client, flavour, **overrides)
+    if sentinel.is_sentinel_client(client):
+        return sentinel.sibling(client, flavour, kwargs, _FLAVOUR_BOUND)
+    return flavour(**kwargs)
+
+
 def sibling_sync_client(client: Any, **overrides: Any) -> Any:
     """A new sync client with the settings of `client` (either flavour); one
     made by `Sentinel.master_for` has a sibling on the same sentinels, a
     cluster one on the same cluster."""
-    if cluster.is_cluster_client(client):
-        return cluster.sibling(
-            client, redis.Redis, {**_DECODING, **overrides}, _FLAVOUR_BOUND
-        )
-    kwargs = _kwargs_of(client, redis.Redis, **overrides)
-    if sentinel.is_sentinel_client(client):
-        made: redis.Redis = sentinel.sibling(
-            client, redis.Redis, kwargs, _FLAVOUR_BOUND
-        )
-        return made
-    return redis.Redis(**kwargs)
+    return _sibling(client, redis.Redis, overrides)
 
 
 def sibling_async_client(client: Any, **overrides: Any) -> Any:
     """A new asyncio client with the same settings (e.g. a blocking connection);
     one made by `Sentinel.master_for` has a sibling on the same sentinels, a
     cluster one on the same cluster."""
-    if cluster.is_cluster_client(client):
-        return cluster.sibling(
-            client, aioredis.Redis, {**_DECODING, **overrides}, _FLAVOUR_BOUND
-        )
-    kwargs = _kwargs_of(client, aioredis.Redis, **overrides)
-    if sentinel.is_sentinel_client(client):
-        return _fast(sentinel.sibling(client, aioredis.Redis, kwargs, _FLAVOUR_BOUND))
-    return _fast(aioredis.Redis(**kwargs))
+    return _fast(_sibling(client, aioredis.Redis, overrides))

@@ -6,12 +6,8 @@ queue pages, job pages, /metrics and the GPU page read them right."""
 from __future__ import annotations
 
 import asyncio
-import json
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,12 +23,19 @@ from queues import AsyncQueue, FlowProducer, Queue
 from queues.clients import connection_name
 from queues.devredis import free_port
 from queues.discovery import discover_queues
-from tests.dashboard.helpers import beat, job_url, make_active, queue_url, run_jobs
+from tests.dashboard.helpers import (
+    beat,
+    job_url,
+    make_active,
+    queue_url,
+    ready_workers,
+    run_jobs,
+    simulated_supervisor,
+)
 from tests.dashboard.test_metrics import samples, scrape, value
 from tests.helpers import wait_until
 from tests.queues.worker.helpers import worker_thread
 
-ROOT = Path(__file__).resolve().parents[2]
 STATES = (
     "active",
     "completed",
@@ -267,44 +270,8 @@ def test_workers_are_counted_on_the_primary_of_their_queue(
 def supervisor(dashboard_redis: str) -> Iterator[Fleet]:
     """A supervisor of host `ctest` on two simulated GPUs working queue
     `{gpu}` with one worker, on the cluster."""
-    config = {
-        "queues": [{"queue": "{gpu}", "slots": 2, "workers": 1}],
-        "handler_modules": ["gpu_workers.demo_handlers"],
-        "heartbeat_interval_s": 0.5,
-        "heartbeat_ttl_s": 3,
-    }
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gpu_workers",
-            "--redis-url",
-            dashboard_redis,
-            "--gpus",
-            "sim:2x24GiB",
-            "--host",
-            "ctest",
-            "--config",
-            json.dumps(config),
-        ],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    fleet = Fleet(dashboard_redis)
-    try:
+    with simulated_supervisor(dashboard_redis, "ctest", "{gpu}") as fleet:
         yield fleet
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        fleet.close()
-
-
-def _ready(fleet: Fleet) -> list[dict[str, Any]]:
-    return [w for w in fleet.list_workers() if w.get("state") in ("idle", "busy")]
 
 
 @pytest.mark.django_db
@@ -313,7 +280,7 @@ def test_gpu_supervisor_on_a_cluster(
 ) -> None:
     """Its heartbeats show on the GPU page and in /metrics, its worker
     completes jobs, and scaling to 2 starts a second worker."""
-    wait_until(lambda: len(_ready(supervisor)) == 1, 20, what="the first worker")
+    wait_until(lambda: len(ready_workers(supervisor)) == 1, 20, what="the first worker")
     with Queue("{gpu}", dashboard_redis) as q:
         jobs = [q.add("demo", {"vram": "2GiB", "steps": 2}) for _ in range(3)]
         wait_until(
@@ -336,7 +303,9 @@ def test_gpu_supervisor_on_a_cluster(
             HTTP_HX_REQUEST="true",
         )
         assert response.status_code == 200
-        wait_until(lambda: len(_ready(supervisor)) == 2, 20, what="a second worker")
+        wait_until(
+            lambda: len(ready_workers(supervisor)) == 2, 20, what="a second worker"
+        )
         hosts = admin_client.get("/gpus/fragments/hosts/").content.decode()
         assert hosts.count('class="gpu-worker"') == 2
         families = scrape()

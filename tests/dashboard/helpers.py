@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import redis
 from django.test import Client
 from django.urls import reverse
 
+from gpu_workers import Fleet
 from gpu_workers.heartbeat import queue_heartbeat
 from gpu_workers.keys import BullpenKeys
 from queues import Queue, codec, ops
@@ -106,3 +113,38 @@ def queue_url(q: Queue, verb: str | None = None) -> str:
 def hx_post(client: Client, url: str, data: dict[str, Any] | None = None) -> Any:
     """POST as htmx does (the response is a fragment)."""
     return client.post(url, data or {}, **HX)
+
+
+@contextmanager
+def simulated_supervisor(redis_url: str, host: str, queue: str) -> Iterator[Fleet]:
+    """A real supervisor (`python -m gpu_workers`) of `host` on two simulated
+    24 GiB GPUs working `queue` with one worker at first (2 slots), demo
+    handlers, fast heartbeats; yields a Fleet reading it, stops it after."""
+    config = {
+        "queues": [{"queue": queue, "slots": 2, "workers": 1}],
+        "handler_modules": ["gpu_workers.demo_handlers"],
+        "heartbeat_interval_s": 0.5,
+        "heartbeat_ttl_s": 3,
+    }
+    argv = ["--redis-url", redis_url, "--gpus", "sim:2x24GiB", "--host", host]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpu_workers", *argv, "--config", json.dumps(config)],
+        cwd=Path(__file__).resolve().parents[2],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    fleet = Fleet(redis_url)
+    try:
+        yield fleet
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        fleet.close()
+
+
+def ready_workers(fleet: Fleet) -> list[dict[str, Any]]:
+    """The fleet's workers that are up (idle or busy)."""
+    return [w for w in fleet.list_workers() if w.get("state") in ("idle", "busy")]

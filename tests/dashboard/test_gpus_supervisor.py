@@ -4,67 +4,24 @@ scaling 1 -> 2 workers from the page starts the second worker."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
 from django.test import Client
 
 from gpu_workers import Fleet
 from queues import Queue
-from tests.dashboard.helpers import HX
+from tests.dashboard.helpers import HX, ready_workers, simulated_supervisor
 from tests.helpers import wait_until
 
 pytestmark = pytest.mark.django_db
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
 def supervisor(dashboard_redis: str) -> Iterator[Fleet]:
     """A supervisor of host `itest` working queue `gpu` with one worker at first."""
-    config = {
-        "queues": [{"queue": "gpu", "slots": 2, "workers": 1}],
-        "handler_modules": ["gpu_workers.demo_handlers"],
-        "heartbeat_interval_s": 0.5,
-        "heartbeat_ttl_s": 3,
-    }
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gpu_workers",
-            "--redis-url",
-            dashboard_redis,
-            "--gpus",
-            "sim:2x24GiB",
-            "--host",
-            "itest",
-            "--config",
-            json.dumps(config),
-        ],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    fleet = Fleet(dashboard_redis)
-    try:
+    with simulated_supervisor(dashboard_redis, "itest", "gpu") as fleet:
         yield fleet
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        fleet.close()
-
-
-def ready(fleet: Fleet) -> list[dict[str, Any]]:
-    return [w for w in fleet.list_workers() if w.get("state") in ("idle", "busy")]
 
 
 def test_gauge_and_scaling_with_a_real_supervisor(
@@ -72,7 +29,7 @@ def test_gauge_and_scaling_with_a_real_supervisor(
 ) -> None:
     """A running 6 GiB job is committed on its GPU's gauge with live progress;
     asking for 2 workers brings the second one up on the other GPU."""
-    wait_until(lambda: len(ready(supervisor)) == 1, 15)
+    wait_until(lambda: len(ready_workers(supervisor)) == 1, 15)
     q = Queue("gpu", dashboard_redis)
     job = q.add("demo", {"vram": "6GiB", "steps": 40, "step_s": 0.1})
     wait_until(lambda: any(w["running"] for w in supervisor.list_workers()), 15)
@@ -89,7 +46,9 @@ def test_gauge_and_scaling_with_a_real_supervisor(
         **HX,
     )
     assert response.status_code == 200
-    workers = wait_until(lambda: len(ready(supervisor)) == 2 and ready(supervisor), 15)
+    workers = wait_until(
+        lambda: len(ready_workers(supervisor)) == 2 and ready_workers(supervisor), 15
+    )
     assert {w["gpu"]["uuid"] for w in workers} == {"SIM-itest-0", "SIM-itest-1"}
     hosts = scaler_client.get("/gpus/fragments/hosts/").content.decode()
     assert hosts.count('class="gpu-worker"') == 2

@@ -95,23 +95,27 @@ def test_an_idle_stream_blocks_for_the_whole_block_not_the_read_timeout(
     the connection's read timeout is shorter (redis-py 8 reads with 5 s by
     default, and XREAD BLOCK 10000 is the default here): the reader's
     connection outwaits its block, sync and asyncio, also for a longer block
-    asked for one read."""
+    asked for one read; iterating (which names the connection) works after.
+    Any URL: tests/cluster re-runs it on a cluster client."""
     import time
 
-    import redis
-    import redis.asyncio as aioredis
+    from queues.connection import async_from_url, sync_from_url
 
-    Queue(qname, redis_url).add("x", {})
-    short = redis.Redis.from_url(redis_url, socket_timeout=0.3)
+    queue = Queue(qname, redis_url)
+    queue.add("x", {})
+    short = sync_from_url(redis_url, socket_timeout=0.3)
     events = QueueEvents(qname, short, block_ms=600)
     started = time.monotonic()
     assert events.read() == []
     assert events.read(block_ms=900) == []
     assert 1.4 < time.monotonic() - started < 3
+    queue.add("y", {})
+    assert next(iter(events)).event == "added"
     events.close()
+    queue.close()
 
     async def main() -> None:
-        short = aioredis.Redis.from_url(redis_url, socket_timeout=0.3)
+        short = async_from_url(redis_url, socket_timeout=0.3)
         events = AsyncQueueEvents(qname, short, block_ms=600)
         started = time.monotonic()
         assert await events.read() == []
