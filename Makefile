@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 RUNTIME_STAMP := $(VENV)/.installed-runtime
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-fast bench venv runtime-venv node-deps browser-deps clean
+.PHONY: run test test-fast bench venv runtime-venv node-deps browser-deps prometheus-deps clean
 
 $(RUNTIME_STAMP): requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -41,10 +41,19 @@ browser-deps:
 	  else echo "chromium not found and cannot be installed here: browser tests will skip"; fi; \
 	fi
 
-test: $(STAMP) node-deps browser-deps
+# Debian's Prometheus (server and promtool) for tests/alerts: the alert rules
+# unit-tested by promtool and evaluated by a real server.
+prometheus-deps:
+	@if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus; \
+	  else echo "prometheus not found and cannot be installed here: alert rule tests will skip"; fi; \
+	fi
+
+test: $(STAMP) node-deps browser-deps prometheus-deps
 	$(PY) -m pytest -m "slow or not slow"
 
-test-fast: $(STAMP) node-deps browser-deps
+test-fast: $(STAMP) node-deps browser-deps prometheus-deps
 	$(PY) -m pytest -m "not slow"
 
 bench: $(STAMP) node-deps

@@ -7,6 +7,7 @@ queue sizes (counts are O(1) per state, lists are never walked):
 Queues (label `queue` = `prefix:name`)
   bullpen_queue_jobs{queue,state}                    jobs per state (gauge)
   bullpen_queue_paused{queue}                        1 while paused
+  bullpen_queue_workers{queue}                       connected workers (CLIENT LIST)
   bullpen_queue_completed_total / _failed_total      BullMQ's `metrics:*` counters,
                                                      present when workers collect them
   bullpen_queue_oldest_waiting_timestamp_seconds     when the next waiting job was
@@ -27,6 +28,8 @@ GPUs (labels host, gpu = UUID, index, name, simulated)
   bullpen_gpu_memory_{total,used,committed,free,budget}_bytes
   bullpen_gpu_utilization_ratio, bullpen_gpu_temperature_celsius,
   bullpen_gpu_power_watts, bullpen_gpu_oom_total
+Redis (label `node`: the server, each primary of a cluster): memory used and
+max, maxmemory policy, evicted keys, clients (dashboard/metrics_redis.py)
 And bullpen_redis_up, bullpen_scrape_duration_seconds: these two describe the
 scrape of the dashboard process that answered it; every other family is read
 from Redis and is the same from every process (scrape one, never sum them).
@@ -59,13 +62,16 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from queues import ops
+from queues.clients import connection_name
 from queues.drive import cmd, cmds, gather
 from queues.keys import QueueKeys
 from queues.names import qualified_name
 from queues.ops import DEFAULT_STATES
 
 from . import conf, reads
+from .metrics_redis import redis_families
 from .reads.discovery import QueueRef, known_queues
+from .reads.overview import worker_census
 
 log = logging.getLogger(__name__)
 
@@ -170,7 +176,11 @@ class BullpenCollector(Collector):
             "1 when Redis answered this scrape (from this dashboard process)",
         )
         try:
-            families = list(self._queue_families()) + list(self._fleet_families())
+            families = [
+                *self._queue_families(),
+                *self._fleet_families(),
+                *redis_families(),
+            ]
         except redis.RedisError as exc:
             log.warning("metrics scrape failed: %r", exc)
             up.add_metric([], 0)
@@ -203,6 +213,12 @@ class BullpenCollector(Collector):
         paused = GaugeMetricFamily(
             "bullpen_queue_paused", "1 while the queue is paused", labels=["queue"]
         )
+        workers = GaugeMetricFamily(
+            "bullpen_queue_workers",
+            "Connected BullMQ workers of the queue (Bullpen's and Node's)",
+            labels=["queue"],
+        )
+        census = worker_census()
         completed = CounterMetricFamily(
             "bullpen_queue_completed",
             "Jobs completed (BullMQ metrics counter, when workers collect it)",
@@ -235,6 +251,9 @@ class BullpenCollector(Collector):
             for state, n in q["counts"].items():
                 jobs.add_metric([label, state], n)
             paused.add_metric([label], 1 if q["paused"] else 0)
+            workers.add_metric(
+                [label], census.get(connection_name(ref.prefix, ref.name), 0)
+            )
             if q["completed_total"] is not None:
                 completed.add_metric([label], float(q["completed_total"]))
             if q["failed_total"] is not None:
@@ -245,7 +264,7 @@ class BullpenCollector(Collector):
             wait.add_metric([label], buckets, total)
             buckets, total = _histogram(q["runs"])
             run.add_metric([label], buckets, total)
-        return [jobs, paused, completed, failed, oldest, wait, run]
+        return [jobs, paused, workers, completed, failed, oldest, wait, run]
 
     # --- workers and GPUs -------------------------------------------------------------
     def _fleet_families(self) -> Iterable[Metric]:

@@ -175,6 +175,25 @@ def test_pages_read_queues_on_every_primary(
 
 
 @pytest.mark.django_db
+def test_metrics_report_the_memory_of_every_primary(
+    dashboard_redis: str, r: RedisCluster
+) -> None:
+    """One Redis memory sample per primary, each that node's own INFO."""
+    families = scrape()
+    used = {
+        s.labels["node"]: s.value
+        for s in families["bullpen_redis_memory_used_bytes"].samples
+    }
+    primaries = r.get_primaries()
+    assert set(used) == {f"{n.host}:{n.port}" for n in primaries}
+    for node in primaries:
+        info = r.info(target_nodes=node)
+        assert abs(used[f"{node.host}:{node.port}"] - info["used_memory"]) < 2 * 2**20
+    policies = families["bullpen_redis_maxmemory_policy"].samples
+    assert len(policies) == len(primaries)
+
+
+@pytest.mark.django_db
 def test_a_queue_without_a_hash_tag_is_listed_apart(
     dashboard_redis: str, r: RedisCluster, admin_client: Client, qname: str
 ) -> None:

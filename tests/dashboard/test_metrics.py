@@ -263,11 +263,15 @@ def test_scrape_cost_does_not_grow_with_the_queue(
     assert commands_per_scrape() == small
 
 
-def test_grafana_dashboard_uses_only_exported_metrics(
-    dashboard_redis: str, r: redis.Redis, qname: str
+@pytest.mark.parametrize(
+    "path", ["deploy/grafana/bullpen.json", "deploy/prometheus/rules.yml"]
+)
+def test_grafana_and_alert_rules_use_only_exported_metrics(
+    dashboard_redis: str, r: redis.Redis, qname: str, path: str
 ) -> None:
-    """Every metric deploy/grafana/bullpen.json queries is one /metrics exports."""
-    import json
+    """Every metric the Grafana dashboard and the alert rules query is one
+    /metrics exports (a renamed family would leave a panel empty and an alert
+    silent forever)."""
     import re
     from pathlib import Path
 
@@ -279,7 +283,6 @@ def test_grafana_dashboard_uses_only_exported_metrics(
     q.add("waiting", {})
     text = Client().get("/metrics").content.decode()
     exported = {s.name for f in text_string_to_metric_families(text) for s in f.samples}
-    board = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "bullpen.json"
-    exprs = json.dumps(json.loads(board.read_text()))
-    used = set(re.findall(r"bullpen_[a-z_]+", exprs))
+    source = (Path(__file__).resolve().parents[2] / path).read_text()
+    used = set(re.findall(r"bullpen_[a-z_]+", source))
     assert used and used <= exported, used - exported
