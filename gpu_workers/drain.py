@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 #: How often the command looks whether the supervisor is gone.
-POLL_INTERVAL_S = 0.2
+POLL_INTERVAL_S = 0.05
 
 
 def _running(pid: int) -> bool:
