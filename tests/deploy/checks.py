@@ -220,6 +220,58 @@ def check_references(resources: list[Resource]) -> list[str]:
     return problems
 
 
+def check_scrape_once(resources: list[Resource]) -> list[str]:
+    """Each ServiceMonitor endpoint scrapes ONE target: its relabelings set
+    every pod's address to the dashboard Service (namespace included) and drop
+    the per-pod labels, so Prometheus keeps one of the identical targets; and
+    that Service's name is in the dashboard's DJANGO_ALLOWED_HOSTS."""
+    problems = []
+    services = {
+        f"{s['metadata']['name']}.{s['metadata'].get('namespace', 'default')}.svc:"
+        f"{p['port']}": s
+        for s in resources
+        if s["kind"] == "Service"
+        for p in s["spec"]["ports"]
+    }
+    for sm in (r for r in resources if r["kind"] == "ServiceMonitor"):
+        for ep in sm["spec"]["endpoints"]:
+            relabel = ep.get("relabelings", [])
+            address = [
+                x.get("replacement")
+                for x in relabel
+                if x.get("targetLabel") == "__address__"
+            ]
+            dropped = [
+                x.get("regex", "")
+                for x in relabel
+                if x.get("action", "").lower() == "labeldrop"
+            ]
+            if not address or not any(re.fullmatch(d, "pod") for d in dropped):
+                problems.append(
+                    f"{name_of(sm)}: scrapes every dashboard pod (each series "
+                    "once per pod): relabel __address__ to the Service, drop pod"
+                )
+                continue
+            service = services.get(str(address[0]))
+            if service is None:
+                problems.append(
+                    f"{name_of(sm)}: {address[0]} is not the Service "
+                    + ", ".join(sorted(a.rpartition(".svc")[0] for a in services))
+                )
+                continue
+            host = str(address[0]).rpartition(":")[0]
+            for r, _, c in containers(resources):
+                if not any(p.get("name") == "http" for p in c.get("ports", [])):
+                    continue
+                allowed = str(environment(resources, c).get("DJANGO_ALLOWED_HOSTS"))
+                if host not in allowed.split(","):
+                    problems.append(
+                        f"{name_of(r)} {c['name']}: Host {host} is not in "
+                        "DJANGO_ALLOWED_HOSTS"
+                    )
+    return problems
+
+
 def check_drain(resources: list[Resource]) -> list[str]:
     """Pods running a GPU supervisor outlast its drain: the grace period is
     above BULLPEN_DRAIN_TIMEOUT_S (as these manifests set it) plus the kill
@@ -343,6 +395,7 @@ def all_problems(resources: list[Resource], exported: set[str]) -> list[str]:
         check_commands(resources)
         + check_probes(resources)
         + check_references(resources)
+        + check_scrape_once(resources)
         + check_drain(resources)
         + check_gpu_requests(resources)
         + check_metric_names(resources, exported)
