@@ -164,10 +164,26 @@ def check_probes(resources: list[Resource]) -> list[str]:
     return problems
 
 
+def _host_allowed(resources: list[Resource], where: str, host: str) -> list[str]:
+    """The dashboard answers `host` and trusts https://host for CSRF."""
+    problems = []
+    for _, _, c in containers(resources):
+        if not any(p.get("name") == "http" for p in c.get("ports", [])):
+            continue
+        env = environment(resources, c)
+        if host not in str(env.get("DJANGO_ALLOWED_HOSTS", "")).split(","):
+            problems.append(f"{where}: {host} is not in DJANGO_ALLOWED_HOSTS")
+        origins = str(env.get("DJANGO_CSRF_TRUSTED_ORIGINS", "")).split(",")
+        if f"https://{host}" not in origins:
+            problems.append(f"{where}: https://{host} is not a CSRF trusted origin")
+    return problems
+
+
 def check_references(resources: list[Resource]) -> list[str]:
     """Services, the PodDisruptionBudget and the ServiceMonitor select pods or
-    Services that exist, by port names that exist; KEDA scales a Deployment
-    that exists."""
+    Services that exist, by port names that exist; the Ingress sends to a
+    Service port that exists, for a host the dashboard allows (and trusts for
+    CSRF); KEDA scales a Deployment that exists."""
     problems = []
     pod_labels = [
         (r, r["spec"]["template"]["metadata"].get("labels", {}), spec)
@@ -213,6 +229,17 @@ def check_references(resources: list[Resource]) -> list[str]:
                 for p in s["spec"]["ports"]
             ):
                 problems.append(f"{name_of(sm)}: no Service port {ep.get('port')}")
+    for ing in (r for r in resources if r["kind"] == "Ingress"):
+        for rule in ing["spec"].get("rules", []):
+            for http_path in rule.get("http", {}).get("paths", []):
+                backend = http_path["backend"]["service"]
+                svc = _find(resources, "Service", backend["name"])
+                port = backend["port"].get("name", backend["port"].get("number"))
+                if svc is None or not any(
+                    port in (p.get("name"), p["port"]) for p in svc["spec"]["ports"]
+                ):
+                    problems.append(f"{name_of(ing)}: no Service port {port}")
+            problems += _host_allowed(resources, name_of(ing), rule.get("host", ""))
     for so in (r for r in resources if r["kind"] == "ScaledObject"):
         ref = so["spec"]["scaleTargetRef"]
         if not _find(resources, ref.get("kind", "Deployment"), ref["name"]):

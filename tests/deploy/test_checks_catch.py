@@ -150,6 +150,14 @@ BREAKAGES: list[tuple[str, str, str, str, Check, str]] = [
         "Host bullpen-dashboard.bullpen.svc is not in DJANGO_ALLOWED_HOSTS",
     ),
     (
+        "ingress-host",
+        "overlays/production/ingress.yaml",
+        "- host: bullpen.example.com",
+        "- host: queues.example.com",
+        _only(checks.check_references),
+        "Ingress/bullpen-dashboard: queues.example.com is not in DJANGO_ALLOWED_HOSTS",
+    ),
+    (
         "reference-scale-target",
         "overlays/keda/scaledobject.yaml",
         "name: bullpen-gpu-worker\n  minReplicaCount",
