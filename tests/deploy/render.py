@@ -59,13 +59,24 @@ def name_of(resource: Resource) -> str:
     return f"{resource['kind']}/{resource['metadata']['name']}"
 
 
+def kubernetes_validate() -> Any:
+    """The kubernetes_validate module; an error that says how to get it."""
+    try:
+        import kubernetes_validate
+    except ModuleNotFoundError:
+        raise AssertionError(
+            "kubernetes-validate is not installed, so deploy/k8s is NOT validated: "
+            "`make test` installs it (requirements-test.txt)"
+        ) from None
+    return kubernetes_validate
+
+
 def schema_problems(resource: Resource) -> list[str]:
     """Core kinds: the strict OpenAPI schema (unknown fields are errors too)."""
-    import kubernetes_validate
-
+    validator = kubernetes_validate()
     try:
-        kubernetes_validate.validate(resource, K8S_VERSION, strict=True)
-    except kubernetes_validate.ValidationError as exc:
+        validator.validate(resource, K8S_VERSION, strict=True)
+    except validator.ValidationError as exc:
         where = ".".join(str(p) for p in exc.absolute_path)
         return [f"{name_of(resource)}: {where}: {exc.message}"]
     return []

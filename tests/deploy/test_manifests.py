@@ -13,6 +13,7 @@ from tests.deploy.checks import all_problems
 from tests.deploy.render import (
     K8S_DIR,
     K8S_VERSION,
+    kubernetes_validate,
     kustomizations,
     render,
     validity_problems,
@@ -30,11 +31,9 @@ def test_the_base_and_overlays_are_there() -> None:
 def test_the_pinned_schema_is_bundled() -> None:
     """kubernetes-validate carries the schema of K8S_VERSION itself (no
     older one stands in for it, nothing is downloaded)."""
-    import kubernetes_validate
-
     config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}
     assert (
-        kubernetes_validate.validate(config_map, K8S_VERSION, strict=True)
+        kubernetes_validate().validate(config_map, K8S_VERSION, strict=True)
         == (K8S_VERSION.rpartition(".")[0])
     )
 
