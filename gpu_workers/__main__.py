@@ -12,6 +12,8 @@ command line is readable by anyone on the host (ps).
     python -m gpu_workers --liveness-file /run/bullpen/supervisor.alive ...
     python -m gpu_workers check-alive --max-age 30 \\
         --liveness-file /run/bullpen/supervisor.alive      # exit 0 or 1
+    python -m gpu_workers drain --timeout 80 \\
+        --liveness-file /run/bullpen/supervisor.alive      # SIGTERM, wait
 
 BULLPEN_LIVENESS_FILE and BULLPEN_LOG_FORMAT (text | json) are the defaults
 of --liveness-file and --log-format.
@@ -27,6 +29,7 @@ from typing import Any
 
 from . import logs
 from .config import SupervisorConfig, parse_workers
+from .drain import drain
 from .exceptions import ConfigError
 from .liveness import LIVENESS_MAX_AGE_S, check_alive
 from .supervisor import run_supervisor
@@ -70,11 +73,26 @@ def check_alive_main(argv: list[str]) -> int:
     return check_alive(args.liveness_file, args.max_age)
 
 
+def drain_main(argv: list[str]) -> int:
+    """`drain`: SIGTERM the supervisor named by its liveness file, wait it out."""
+    parser = argparse.ArgumentParser(prog="python -m gpu_workers drain")
+    parser.add_argument(
+        "--liveness-file", default=os.environ.get("BULLPEN_LIVENESS_FILE")
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=120.0, help="seconds to wait for the drain"
+    )
+    args = parser.parse_args(argv)
+    return drain(args.liveness_file, args.timeout)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse flags and run a supervisor until SIGTERM/SIGINT."""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["check-alive"]:
         return check_alive_main(argv[1:])
+    if argv[:1] == ["drain"]:
+        return drain_main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m gpu_workers")
     parser.add_argument("--redis-url")
     parser.add_argument("--host", help="host name (default: this machine's)")

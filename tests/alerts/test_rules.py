@@ -60,3 +60,14 @@ def test_the_unit_tests_catch_a_changed_threshold(tmp_path: Path) -> None:
     done = promtool("test", "rules", "rules_test.yml", cwd=tmp_path)
     assert done.returncode != 0
     assert "BullpenQueueNoWorker" in done.stdout + done.stderr
+
+
+def test_the_kubernetes_prometheus_rule_carries_the_same_rules() -> None:
+    """deploy/k8s's PrometheusRule is rules.yml's groups, not a second set
+    drifting apart (regenerate it with the command in its header)."""
+    import yaml
+
+    from tests.alerts.prometheusrule import K8S_RULE, prometheus_rule, render
+
+    assert yaml.safe_load(K8S_RULE.read_text()) == prometheus_rule()
+    assert K8S_RULE.read_text() == render()

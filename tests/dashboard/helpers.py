@@ -148,3 +148,77 @@ def simulated_supervisor(redis_url: str, host: str, queue: str) -> Iterator[Flee
 def ready_workers(fleet: Fleet) -> list[dict[str, Any]]:
     """The fleet's workers that are up (idle or busy)."""
     return [w for w in fleet.list_workers() if w.get("state") in ("idle", "busy")]
+
+
+def gpu_fleet(r: redis.Redis) -> None:
+    """A host with one simulated GPU and one NVML-like GPU, and a busy worker."""
+    sim, real = SIM_GPU, H200_GPU
+    beat(
+        r,
+        "host",
+        "h1",
+        {
+            "host": "h1",
+            "state": "running",
+            "gpus": [sim, real],
+            "queues": {},
+            "ts_ms": 1_700_000_000_000,
+        },
+    )
+    beat(
+        r,
+        "worker",
+        "h1:bull:gpu:GPU-abc",
+        {
+            "id": "h1:bull:gpu:GPU-abc",
+            "host": "h1",
+            "queue": "gpu",
+            "prefix": "bull",
+            "gpu": {**real},
+            "slots": 3,
+            "budget_bytes": 138 * GiB,
+            "committed_bytes": 30 * GiB,
+            "running": [{"id": "7", "progress": 10}],
+            "counters": {
+                "processed": 12,
+                "failed": 2,
+                "oom": 1,
+                "cancelled": 0,
+                "too_big": 0,
+            },
+            "restarts": 2,
+            "state": "busy",
+            "ts_ms": 1_700_000_001_500,
+        },
+    )
+    beat(
+        r,
+        "worker",
+        "h1:bull:gpu:SIM-h1-0",
+        {
+            "id": "h1:bull:gpu:SIM-h1-0",
+            "host": "h1",
+            "queue": "gpu",
+            "prefix": "bull",
+            "gpu": {**sim, "memory_used_bytes": 3 * GiB},
+            "slots": 3,
+            "budget_bytes": 21 * GiB,
+            "committed_bytes": 8 * GiB,
+            "running": [],
+            "counters": {},
+            "restarts": 0,
+            "state": "idle",
+            "ts_ms": 1_700_000_001_000,
+        },
+    )
+    r.hset("bullpen:gpu:GPU-abc:counters", "oom_total", 3)
+
+
+def fill_every_family(r: redis.Redis, q: Queue) -> None:
+    """Redis state under which /metrics answers every family it has: a GPU
+    fleet, a finished job, BullMQ's metrics counters, a waiting job."""
+    gpu_fleet(r)
+    run_jobs(q, 1, target="completed", value=1)
+    r.hset(f"{q.prefix}:{q.name}:metrics:completed", "count", 1)
+    r.hset(f"{q.prefix}:{q.name}:metrics:failed", "count", 1)
+    q.add("waiting", {})

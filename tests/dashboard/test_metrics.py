@@ -11,7 +11,13 @@ from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
 from queues import Queue
-from tests.dashboard.helpers import H200_GPU, SIM_GPU, GiB, beat, make_active, run_jobs
+from tests.dashboard.helpers import (
+    GiB,
+    fill_every_family,
+    gpu_fleet,
+    make_active,
+    run_jobs,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -35,70 +41,6 @@ def value(family: Any, name: str | None = None, **labels: str) -> float:
     found = [s for s in samples(family, **labels) if name is None or s.name == name]
     assert len(found) == 1, found
     return found[0].value
-
-
-def gpu_fleet(r: redis.Redis) -> None:
-    """A host with one simulated GPU and one NVML-like GPU, and a busy worker."""
-    sim, real = SIM_GPU, H200_GPU
-    beat(
-        r,
-        "host",
-        "h1",
-        {
-            "host": "h1",
-            "state": "running",
-            "gpus": [sim, real],
-            "queues": {},
-            "ts_ms": 1_700_000_000_000,
-        },
-    )
-    beat(
-        r,
-        "worker",
-        "h1:bull:gpu:GPU-abc",
-        {
-            "id": "h1:bull:gpu:GPU-abc",
-            "host": "h1",
-            "queue": "gpu",
-            "prefix": "bull",
-            "gpu": {**real},
-            "slots": 3,
-            "budget_bytes": 138 * GiB,
-            "committed_bytes": 30 * GiB,
-            "running": [{"id": "7", "progress": 10}],
-            "counters": {
-                "processed": 12,
-                "failed": 2,
-                "oom": 1,
-                "cancelled": 0,
-                "too_big": 0,
-            },
-            "restarts": 2,
-            "state": "busy",
-            "ts_ms": 1_700_000_001_500,
-        },
-    )
-    beat(
-        r,
-        "worker",
-        "h1:bull:gpu:SIM-h1-0",
-        {
-            "id": "h1:bull:gpu:SIM-h1-0",
-            "host": "h1",
-            "queue": "gpu",
-            "prefix": "bull",
-            "gpu": {**sim, "memory_used_bytes": 3 * GiB},
-            "slots": 3,
-            "budget_bytes": 21 * GiB,
-            "committed_bytes": 8 * GiB,
-            "running": [],
-            "counters": {},
-            "restarts": 0,
-            "state": "idle",
-            "ts_ms": 1_700_000_001_000,
-        },
-    )
-    r.hset("bullpen:gpu:GPU-abc:counters", "oom_total", 3)
 
 
 # --- access ---------------------------------------------------------------------------
@@ -275,12 +217,7 @@ def test_grafana_and_alert_rules_use_only_exported_metrics(
     import re
     from pathlib import Path
 
-    gpu_fleet(r)
-    q = Queue(qname, dashboard_redis)
-    run_jobs(q, 1, target="completed", value=1)
-    r.hset(f"bull:{qname}:metrics:completed", "count", 1)
-    r.hset(f"bull:{qname}:metrics:failed", "count", 1)
-    q.add("waiting", {})
+    fill_every_family(r, Queue(qname, dashboard_redis))
     text = Client().get("/metrics").content.decode()
     exported = {s.name for f in text_string_to_metric_families(text) for s in f.samples}
     source = (Path(__file__).resolve().parents[2] / path).read_text()
