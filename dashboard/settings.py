@@ -15,6 +15,12 @@ from dashboard.dburl import parse_database_url
 from queues.cluster import is_cluster_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+#: Where Bullpen keeps its files (the SQLite database, the access log): the
+#: checkout when run from it (`make run`), else (installed) the current directory.
+DATA_DIR = Path(
+    os.environ.get("BULLPEN_DATA_DIR")
+    or (BASE_DIR if (BASE_DIR / "manage.py").is_file() else Path.cwd())
+).resolve()
 
 #: Production is the default: DEBUG only when asked for (it shows settings on
 #: every error page), and no start without a secret key (it signs sessions,
@@ -146,6 +152,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "dashboard.middleware.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -184,11 +191,11 @@ BULLPEN_DB_CONN_MAX_AGE = int(os.environ.get("BULLPEN_DB_CONN_MAX_AGE", "60"))
 BULLPEN_DATABASE_URL_ERROR = ""
 try:
     _db = (
-        parse_database_url(DATABASE_URL, BASE_DIR, BULLPEN_DB_CONN_MAX_AGE)
+        parse_database_url(DATABASE_URL, DATA_DIR, BULLPEN_DB_CONN_MAX_AGE)
         if DATABASE_URL
         else {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": os.environ.get("BULLPEN_DB_PATH", str(BASE_DIR / "db.sqlite3")),
+            "NAME": os.environ.get("BULLPEN_DB_PATH", str(DATA_DIR / "db.sqlite3")),
         }
     )
 except ValueError as _exc:
@@ -210,6 +217,20 @@ TIME_ZONE = "UTC"
 USE_I18N = False
 USE_TZ = True
 STATIC_URL = "static/"
+#: Where `collectstatic` writes the static files hashed and compressed, which
+#: WhiteNoise then serves with year-long caching. Installed: DATA_DIR/var/static;
+#: in a checkout none (`make run` collects into var/static); until collected,
+#: pages use the plain names (dashboard/staticfiles.py).
+STATIC_ROOT = os.environ.get("BULLPEN_STATIC_ROOT") or (
+    None if DATA_DIR == BASE_DIR else str(DATA_DIR / "var" / "static")
+)
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "dashboard.staticfiles.StaticFilesStorage"},
+}
+#: WhiteNoise also serves the apps' own files at their plain names (so that a
+#: checkout, the tests and a server not yet collected need no collect step).
+WHITENOISE_USE_FINDERS = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 #: Log lines as text, or as one JSON object per line ("json"); the runworkers
 #: and runwebhooks processes rewrite BULLPEN_LIVENESS_FILE while alive.
@@ -348,7 +369,7 @@ BULLPEN_LISTEN_BACKLOG = int(
 #: Where daphne writes one line per request: a file, so that the terminal
 #: keeps the banner (URL, admin password) readable; "-" for the terminal.
 BULLPEN_ACCESS_LOG = os.environ.get(
-    "BULLPEN_ACCESS_LOG", str(BASE_DIR / "var" / "access.log")
+    "BULLPEN_ACCESS_LOG", str(DATA_DIR / "var" / "access.log")
 )
 
 # --- Producer API and webhooks (dashboard/api; defaults in its defaults.py) ---
