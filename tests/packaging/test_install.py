@@ -22,7 +22,7 @@ from queues import Queue
 from queues.devredis import free_port
 from tests.helpers import wait_until
 from tests.packaging.helpers import ROOT, Installed, install, install_base
-from tests.packaging.http import Http
+from tests.packaging.proxied import Http
 from tests.redis_server import RedisServer
 
 pytestmark = pytest.mark.slow
