@@ -23,8 +23,8 @@ MISSING_DJANGO = (
 
 
 def _addrport(text: str) -> tuple[str, str]:
-    """(host, port) of `8000`, `0.0.0.0:8000`, `[::1]:8000` or `host:` (Django's
-    runserver forms); an empty part is ''."""
+    """(host, port) of `8000`, `0.0.0.0:8000` or `[::1]:8000` (Django's
+    runserver forms); host '' when only the port is given."""
     if text.isdigit():
         return "", text
     host, sep, port = text.rpartition(":")
@@ -58,6 +58,9 @@ def runserver(argv: Sequence[str]) -> None:
         metavar="FILE",
         help="request lines, secrets redacted ('-': standard output; "
         f"default: {c.access_log or '-'})",
+    )
+    parser.add_argument(
+        "--noreload", action="store_true", help="accepted as Django's; never reloads"
     )
     args = parser.parse_args(argv)
     host, port = args.addrport or ("", "")
