@@ -3,7 +3,8 @@
 Websockets pass the Origin check (the Origin's host must be in ALLOWED_HOSTS)
 and the session middleware (scope["user"]) before reaching a consumer; the
 consumer refuses a socket without a logged-in user. Static files are served
-here too, so that `make run` needs nothing in front of daphne.
+by WhiteNoise's middleware inside Django (dashboard/staticfiles.py), so that
+nothing is needed in front of daphne.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ django_application = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
-from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from dashboard.api import bodylimit  # noqa: E402
 from dashboard.live.routing import websocket_urlpatterns  # noqa: E402
@@ -28,7 +28,7 @@ from dashboard.reads import discovery  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": ASGIStaticFilesHandler(django_application),
+        "http": django_application,
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
         ),

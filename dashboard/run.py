@@ -74,6 +74,11 @@ def secret_key_beside(db_path: str | Path) -> str:
     return key
 
 
+def _data_dir(env: dict[str, str]) -> Path:
+    """BULLPEN_DATA_DIR, else the checkout (as dashboard.settings reads it)."""
+    return Path(env.get("BULLPEN_DATA_DIR") or Path(__file__).resolve().parent.parent)
+
+
 def _gpus_spec(env: dict[str, str]) -> str:
     """BULLPEN_GPUS as set, else real GPUs when NVML finds some, else simulated."""
     if env.get("BULLPEN_GPUS"):
@@ -169,7 +174,7 @@ def main() -> None:
         signal.signal(signum, _interrupt)
     env = dict(os.environ, DJANGO_SETTINGS_MODULE="dashboard.settings")
     if not env.get("DJANGO_SECRET_KEY"):
-        db = env.get("BULLPEN_DB_PATH") or Path(__file__).parent.parent / "db.sqlite3"
+        db = env.get("BULLPEN_DB_PATH") or _data_dir(env) / "db.sqlite3"
         env["DJANGO_SECRET_KEY"] = secret_key_beside(db)
     c = _settings(env)
     server = None
@@ -202,10 +207,14 @@ def _start(
     env["BULLPEN_GPUS"] = _gpus_spec(env)
     env.setdefault("BULLPEN_WORKERS", "gpu:3")
     py = sys.executable
-    _stop_if_signalled()
-    subprocess.run(
-        [py, "manage.py", "migrate", "--noinput", "-v", "0"], env=env, check=True
-    )
+    # The dashboard serves its static files hashed and compressed, as
+    # installed (dashboard/staticfiles.py); collected again at every start.
+    env.setdefault("BULLPEN_STATIC_ROOT", str(_data_dir(env) / "var" / "static"))
+    for command in ("collectstatic", "migrate"):
+        _stop_if_signalled()
+        subprocess.run(
+            [py, "manage.py", command, "--noinput", "-v", "0"], env=env, check=True
+        )
     _stop_if_signalled()
     admin = _ensure_admin(py, env)
     access_log = None if c.access_log == "-" else c.access_log

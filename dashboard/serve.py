@@ -5,6 +5,7 @@ could otherwise replay to read a job."""
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any
 
 from daphne import cli
@@ -28,12 +29,13 @@ class RedactingAccessLog(AccessLogGenerator):  # type: ignore[misc]
         super().write_entry(host, date, redact_query(request), **kw)
 
 
-def main() -> None:
-    """Run daphne's command line with the redacting access log."""
+def main(argv: list[str] | None = None) -> None:
+    """Run daphne's command line (`argv`, else this process's arguments)
+    with the redacting access log."""
     # daphne's CLI builds its access log from this module-level name; there is
     # no option to pass a class.
     cli.AccessLogGenerator = RedactingAccessLog
-    cli.CommandLineInterface.entrypoint()
+    cli.CommandLineInterface().run(sys.argv[1:] if argv is None else argv)
 
 
 if __name__ == "__main__":

@@ -10,11 +10,17 @@ import os
 import socket
 from pathlib import Path
 
+from dashboard.channel_layers import channel_layers
 from dashboard.conf import DEFAULTS as _d
 from dashboard.dburl import parse_database_url
-from queues.cluster import is_cluster_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+#: Where Bullpen keeps its files (the SQLite database, the access log): the
+#: checkout when run from it (`make run`), else (installed) the current directory.
+DATA_DIR = Path(
+    os.environ.get("BULLPEN_DATA_DIR")
+    or (BASE_DIR if (BASE_DIR / "manage.py").is_file() else Path.cwd())
+).resolve()
 
 #: Production is the default: DEBUG only when asked for (it shows settings on
 #: every error page), and no start without a secret key (it signs sessions,
@@ -40,8 +46,9 @@ SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = (
 )
 #: Plain-HTTP requests are redirected to HTTPS.
 SECURE_SSL_REDIRECT = os.environ.get("DJANGO_SECURE_SSL_REDIRECT") == "1"
-#: Load balancers probe over plain HTTP: no redirect to https for these.
-SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+#: Load balancers probe, and Prometheus inside the cluster scrapes, over plain
+#: HTTP: no redirect to https for these.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 #: Strict-Transport-Security max-age (0: no header).
 SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_SECURE_HSTS_SECONDS", "0"))
 SECURE_HSTS_INCLUDE_SUBDOMAINS = (
@@ -146,6 +153,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "dashboard.staticfiles.StaticFilesMiddleware",
     "dashboard.middleware.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -184,11 +192,11 @@ BULLPEN_DB_CONN_MAX_AGE = int(os.environ.get("BULLPEN_DB_CONN_MAX_AGE", "60"))
 BULLPEN_DATABASE_URL_ERROR = ""
 try:
     _db = (
-        parse_database_url(DATABASE_URL, BASE_DIR, BULLPEN_DB_CONN_MAX_AGE)
+        parse_database_url(DATABASE_URL, DATA_DIR, BULLPEN_DB_CONN_MAX_AGE)
         if DATABASE_URL
         else {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": os.environ.get("BULLPEN_DB_PATH", str(BASE_DIR / "db.sqlite3")),
+            "NAME": os.environ.get("BULLPEN_DB_PATH", str(DATA_DIR / "db.sqlite3")),
         }
     )
 except ValueError as _exc:
@@ -210,6 +218,20 @@ TIME_ZONE = "UTC"
 USE_I18N = False
 USE_TZ = True
 STATIC_URL = "static/"
+#: Where `collectstatic` writes the static files hashed and compressed, which
+#: WhiteNoise then serves with year-long caching. Installed: DATA_DIR/var/static;
+#: in a checkout none (`make run` collects into var/static); until collected,
+#: pages use the plain names (dashboard/staticfiles.py).
+STATIC_ROOT = os.environ.get("BULLPEN_STATIC_ROOT") or (
+    None if DATA_DIR == BASE_DIR else str(DATA_DIR / "var" / "static")
+)
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "dashboard.staticfiles.StaticFilesStorage"},
+}
+#: WhiteNoise also serves the apps' own files at their plain names (so that a
+#: checkout, the tests and a server not yet collected need no collect step).
+WHITENOISE_USE_FINDERS = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 #: Log lines as text, or as one JSON object per line ("json"); the runworkers
 #: and runwebhooks processes rewrite BULLPEN_LIVENESS_FILE while alive.
@@ -271,45 +293,16 @@ BULLPEN_SPARKLINE_MINUTES = int(
 
 
 # --- Live updates and /metrics (dashboard/live, dashboard/metrics.py) ---
-def channel_layer_host(url: str) -> dict[str, object]:
-    """The channel layer's connection to `url`. channels-redis blocks 5 s per
-    receive (BZPOPMIN), and redis-py 8 reads with a 5 s timeout unless told
-    otherwise: an idle receive would fail every 5 s, and live updates would
-    stall while the hub backs off."""
-    return {
-        "address": url,
-        "socket_connect_timeout": BULLPEN_REDIS_CONNECT_TIMEOUT_S,
-        "socket_timeout": max(BULLPEN_REDIS_TIMEOUT_S, 10.0),
-    }
-
-
-def channel_layers(url: str, prefix: str) -> dict[str, object]:
-    """The channel layer on `url`. On a Redis Cluster, which channels-redis
-    cannot use (its scripts touch a group's channels, spread over slots, at
-    once), one in memory: control messages then reach this process's sockets
-    at once and other processes' at their next access check (30 s)."""
-    if is_cluster_url(url):
-        return {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
-    config = {
-        "hosts": [channel_layer_host(url)],
-        "prefix": prefix,
-        # Messages one server process may have queued before it reads them.
-        "capacity": 1000,
-        "expiry": 30,
-    }
-    return {
-        "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": config,
-        }
-    }
-
-
 #: The channel layer (same Redis, own keys) carries only the live sockets'
 #: control messages between dashboard processes (dashboard/live/access.py:
 #: session ended, access changed); events go from each process's reader to
 #: its own sockets in memory.
-CHANNEL_LAYERS = channel_layers(REDIS_URL, f"{BULLPEN_NAMESPACE}:asgi")
+CHANNEL_LAYERS = channel_layers(
+    REDIS_URL,
+    f"{BULLPEN_NAMESPACE}:asgi",
+    BULLPEN_REDIS_CONNECT_TIMEOUT_S,
+    BULLPEN_REDIS_TIMEOUT_S,
+)
 # Live sockets: queues one socket may follow (its queues and those of its
 # jobs), and queues one process's events reader follows for all its sockets;
 # a subscribe past either is refused with a message saying which.
@@ -348,7 +341,7 @@ BULLPEN_LISTEN_BACKLOG = int(
 #: Where daphne writes one line per request: a file, so that the terminal
 #: keeps the banner (URL, admin password) readable; "-" for the terminal.
 BULLPEN_ACCESS_LOG = os.environ.get(
-    "BULLPEN_ACCESS_LOG", str(BASE_DIR / "var" / "access.log")
+    "BULLPEN_ACCESS_LOG", str(DATA_DIR / "var" / "access.log")
 )
 
 # --- Producer API and webhooks (dashboard/api; defaults in its defaults.py) ---

@@ -16,7 +16,11 @@ command line is readable by anyone on the host (ps).
         --liveness-file /run/bullpen/supervisor.alive      # SIGTERM, wait
 
 BULLPEN_LIVENESS_FILE and BULLPEN_LOG_FORMAT (text | json) are the defaults
-of --liveness-file and --log-format.
+of --liveness-file and --log-format; REDIS_URL and the BULLPEN_* variables
+of docs/configuration.md's GPU worker section fill what flags and --config
+leave unset (gpu_workers/envconfig.py), so the GPU image needs no flags:
+
+    REDIS_URL=redis://... BULLPEN_WORKERS=render:2 python -m gpu_workers
 """
 
 from __future__ import annotations
@@ -25,18 +29,24 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from . import logs
 from .config import SupervisorConfig, parse_workers
 from .drain import drain
+from .envconfig import env_values
 from .exceptions import ConfigError
 from .liveness import LIVENESS_MAX_AGE_S, check_alive
 from .supervisor import run_supervisor
 
 
-def build_config(args: argparse.Namespace) -> SupervisorConfig:
-    """Flags first, then --config JSON (any SupervisorConfig field) over them."""
+def build_config(
+    args: argparse.Namespace, environ: Mapping[str, str] = os.environ
+) -> SupervisorConfig:
+    """Flags first, then --config JSON (any SupervisorConfig field) over them,
+    then the environment (REDIS_URL, BULLPEN_*: gpu_workers/envconfig.py) for
+    what neither sets."""
     data: dict[str, Any] = {}
     if args.config:
         text = args.config
@@ -54,9 +64,15 @@ def build_config(args: argparse.Namespace) -> SupervisorConfig:
         data.setdefault(
             "handler_modules", [m for m in args.handler_modules.split(",") if m]
         )
-    data["queues"] = parse_workers(data.get("queues", args.workers or "gpu:3"))
+    if args.workers:
+        data.setdefault("queues", args.workers)
+    for field, value in env_values(environ).items():
+        data.setdefault(field, value)
+    data["queues"] = parse_workers(data.get("queues", "gpu:3"))
     if "redis_url" not in data:
-        raise ConfigError("--redis-url (or redis_url in --config) is required")
+        raise ConfigError(
+            "--redis-url (or redis_url in --config, or REDIS_URL) is required"
+        )
     return SupervisorConfig(**data)
 
 

@@ -380,3 +380,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     print(f"error: {_one_line(message)}", file=sys.stderr)
     return EXIT_ERROR
+
+
+def worker_main(argv: Sequence[str] | None = None) -> int:
+    """`bullpen-worker ARGS`: the same as `python -m queues worker ARGS`."""
+    # `python -m` finds the processor's module from the current directory; a
+    # console script's path starts at its own bin directory instead.
+    sys.path.insert(0, os.getcwd())
+    return main(["worker", *(sys.argv[1:] if argv is None else argv)])

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from dashboard.settings import channel_layers
+from dashboard.channel_layers import channel_layers
 from tests.dashboard.live_helpers import viewer  # noqa: F401 (a fixture)
 from tests.dashboard.test_live import *  # noqa: F403
 from tests.dashboard.test_live_access import *  # noqa: F403

@@ -15,9 +15,9 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import Permission, User
 from django.test import Client
 
+from dashboard.channel_layers import channel_layer_host
 from dashboard.live.hub import reset_hub
 from dashboard.live.reader import reset_reader
-from dashboard.settings import channel_layer_host
 from queues import AsyncQueue
 
 ORIGIN = (b"origin", b"http://127.0.0.1:8000")

@@ -118,12 +118,14 @@ def test_probes_are_not_redirected_to_https(
     settings: Any, own_redis: RedisServer
 ) -> None:
     """DJANGO_SECURE_SSL_REDIRECT sends pages to https, but a load balancer's
-    plain-HTTP probe gets its answer."""
+    plain-HTTP probe, and a scrape from inside the cluster, get their answer."""
     settings.SECURE_SSL_REDIRECT = True
+    settings.REDIS_URL = own_redis.url
     client = Client()
     assert client.get("/login/").status_code == 301
     assert client.get("/healthz").status_code == 200
     assert client.get("/readyz").status_code == 200
+    assert client.get("/metrics").status_code == 200
 
 
 def test_probes_through_daphne_with_production_settings(tmp_path: Path) -> None:

@@ -166,8 +166,8 @@ def test_sockets_connecting_at_once_join_a_shared_group_once(redis_url: str) -> 
 
     from channels_redis.core import RedisChannelLayer
 
+    from dashboard.channel_layers import channel_layer_host
     from dashboard.live.hub import Hub
-    from dashboard.settings import channel_layer_host
 
     class Socket:
         def deliver(self, message: dict) -> None:

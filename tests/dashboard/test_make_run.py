@@ -83,6 +83,7 @@ def make_run(
         BULLPEN_DRAIN_TIMEOUT_S="2",
         PYTHONUNBUFFERED="1",
         BULLPEN_ACCESS_LOG=str(tmp_path / "access.log"),
+        BULLPEN_STATIC_ROOT=str(tmp_path / "static"),
     )
     env.update(extra_env)
     proc = subprocess.Popen(
@@ -205,7 +206,7 @@ def test_make_run_banner_comes_last_and_requests_go_to_the_access_log(
 ) -> None:
     """The URL and the admin password are printed together in a banner after
     everything's start-up lines; requests are logged to the access log file,
-    not the terminal."""
+    not the terminal; pages refer to the static files make run collected."""
     port = free_port()
     access_log = tmp_path / "var" / "access.log"
     with make_run(tmp_path, port, BULLPEN_ACCESS_LOG=str(access_log)) as (proc, _):
@@ -226,6 +227,14 @@ def test_make_run_banner_comes_last_and_requests_go_to_the_access_log(
         for _ in range(5):
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/login/") as r:
                 assert r.status == 200
+                login = r.read().decode()
+        # make run collected the static files: hashed names, cached for good.
+        css = re.search(
+            r'href="(/static/dashboard/dashboard\.[0-9a-f]{12}\.css)"', login
+        )
+        assert css, login
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{css[1]}") as r:
+            assert "immutable" in r.headers["Cache-Control"]
         wait_until(
             lambda: access_log.exists() and "/login/" in access_log.read_text(),
             timeout=10,

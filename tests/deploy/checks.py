@@ -110,14 +110,19 @@ def gpu_workers_subcommand(name: str) -> bool:
 
 def check_commands(resources: list[Resource]) -> list[str]:
     """Every command a container, probe or hook runs is a Bullpen command that
-    exists: a management command after `bullpen`, a subcommand (or none) after
-    `python -m gpu_workers`."""
+    exists: a management command after `bullpen` (not in the GPU image, which
+    has no Django), a subcommand (or none) after `python -m gpu_workers`."""
     problems = []
     commands = get_commands()
     for r, _, c in containers(resources):
         for what, argv in argvs(c):
             where = f"{name_of(r)} {c['name']} {what}"
-            if argv[:1] == ["bullpen"]:
+            if argv[:1] == ["bullpen"] and "bullpen-gpu" in str(c.get("image")):
+                problems.append(
+                    f"{where}: the GPU image has no Django (extra `gpu` only), "
+                    "so no `bullpen` command: use `python -m gpu_workers`"
+                )
+            elif argv[:1] == ["bullpen"]:
                 if len(argv) < 2 or argv[1] not in commands:
                     problems.append(f"{where}: no command `{' '.join(argv[:2])}`")
             elif argv[:3] == ["python", "-m", "gpu_workers"]:

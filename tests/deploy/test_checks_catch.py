@@ -86,6 +86,14 @@ BREAKAGES: list[tuple[str, str, str, str, Check, str]] = [
         "no command `bullpen runwebhook`",
     ),
     (
+        "command-gpu-image-django",
+        "base/gpu-worker.yaml",
+        'args: ["python", "-m", "gpu_workers"]',
+        'args: ["bullpen", "runworkers"]',
+        _only(checks.check_commands),
+        "the GPU image has no Django",
+    ),
+    (
         "command-gpu-workers",
         "base/gpu-worker.yaml",
         '"gpu_workers", "drain"',
