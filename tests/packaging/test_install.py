@@ -21,13 +21,15 @@ from dashboard.cli import MISSING_DJANGO
 from queues import Queue
 from queues.devredis import free_port
 from tests.helpers import wait_until
+from tests.packaging.deploy_doc import section
 from tests.packaging.helpers import ROOT, Installed, install, install_base
 from tests.packaging.proxied import Http
 from tests.redis_server import RedisServer
 
 pytestmark = pytest.mark.slow
 
-#: What docs/operations.md's "Running in production" sets, on one host name.
+#: What docs/deploy.md's section 3 sets (tests/deploy/test_deploy_doc.py
+#: checks it names each), on one host name.
 HOST = "bullpen.example.com"
 PRODUCTION = {
     "DJANGO_ALLOWED_HOSTS": HOST,
@@ -156,32 +158,39 @@ def production(installed: Installed, redis_server: RedisServer) -> dict[str, str
 
 @pytest.fixture(scope="module")
 def server(installed: Installed, production: dict[str, str]) -> Iterator[Http]:
-    """`bullpen migrate` (etc.), then `bullpen runserver` on a free port."""
-    for command in (
-        ["collectstatic", "--noinput"],
-        ["migrate", "--noinput"],
-        ["check", "--deploy", "--fail-level", "WARNING"],
-    ):
-        done = installed.run("bullpen", *command, **production)
-        assert done.returncode == 0, (command, done.stdout, done.stderr)
-        if command[0] == "check":
+    """docs/deploy.md's section 4 block, as written: `pip install` is
+    install.sh's venv (the same extra), each `bullpen` command runs in it with
+    the production variables, `createsuperuser` with Django's --noinput and
+    DJANGO_SUPERUSER_* (as the doc says), `runserver` on a free port."""
+    steps = section("4. The dashboard")
+    cut = next(i for i, c in enumerate(steps) if c.argv[:2] == ["bullpen", "runserver"])
+    first, *setup, run = steps[: cut + 1]
+    assert first.argv == ["pip", "install", "bullpen[dashboard]"], first.text
+    assert not first.env and all(not c.env for c in setup)
+    admin = {
+        "DJANGO_SUPERUSER_USERNAME": "ops",
+        "DJANGO_SUPERUSER_PASSWORD": "a-long-pass-phrase-42",
+        "DJANGO_SUPERUSER_EMAIL": "ops@example.com",
+    }
+    ran = []
+    for step in setup:
+        assert step.argv[0] == "bullpen", step.text
+        argv, env = step.argv[1:], dict(production)
+        if argv == ["createsuperuser"]:
+            argv, env = [*argv, "--noinput"], {**env, **admin}
+        done = installed.run("bullpen", *argv, **env)
+        assert done.returncode == 0, (step.text, done.stdout, done.stderr)
+        if argv[0] == "check":
             assert "no issues" in done.stdout and not done.stderr, done.stderr
+        ran.append(argv[0])
+    assert ran == ["collectstatic", "migrate", "check", "createsuperuser"], ran
     assert (installed.work / "db.sqlite3").is_file()  # the current directory's
-    done = installed.run(
-        "bullpen",
-        "createsuperuser",
-        "--noinput",
-        DJANGO_SUPERUSER_USERNAME="ops",
-        DJANGO_SUPERUSER_PASSWORD="a-long-pass-phrase-42",
-        DJANGO_SUPERUSER_EMAIL="ops@example.com",
-        **production,
-    )
-    assert done.returncode == 0, done.stderr
     port = free_port()
     log = installed.work / "server.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [str(installed.venv / "bin" / "bullpen"), "runserver", f"127.0.0.1:{port}"],
+            [str(installed.venv / "bin" / run.argv[0]), *run.argv[1:-1]]
+            + [f"127.0.0.1:{port}"],
             cwd=installed.work,
             env=installed.env(**production),
             stdout=out,
@@ -257,3 +266,30 @@ def test_the_dockerfile_healthcheck_passes_against_the_server(
     assert argv[0] == "python"
     done = installed.run(*argv, BULLPEN_PORT=str(server.port), **production)
     assert done.returncode == 0, done.stderr
+
+
+def test_the_documented_api_token_enqueues_on_the_installed_server(
+    installed: Installed, server: Http, production: dict[str, str], redis_url: str
+) -> None:
+    """docs/deploy.md's `bullpen apitoken create ...`, as written, prints a
+    token that enqueues a job through the running server's API."""
+    (step,) = [c for c in section("4. The dashboard") if c.argv[1:2] == ["apitoken"]]
+    done = installed.run(*step.argv, **production)
+    assert done.returncode == 0, done.stderr
+    token = re.search(r"^token:\s+(\S+)$", done.stdout, re.M)
+    assert token, done.stdout
+    queue = step.argv[step.argv.index("--queues") + 1]
+    reply = server.request(
+        "POST",
+        f"/api/v1/queues/{queue}/jobs",
+        body=json.dumps({"name": "txt2img", "data": {"prompt": "a cat"}}).encode(),
+        headers={
+            "Authorization": f"Bearer {token[1]}",
+            "Content-Type": "application/json",
+        },
+    )
+    assert reply.status == 201, reply.body[:500]
+    job_id = json.loads(reply.body)["id"]
+    with Queue(queue, redis_url) as q:
+        job = q.get_job(job_id)
+        assert job is not None and job.data == {"prompt": "a cat"}
