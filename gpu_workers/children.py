@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from collections import deque
 from dataclasses import dataclass, field
 from enum import Enum
@@ -16,6 +17,22 @@ from .config import QueueConfig, SupervisorConfig, WorkerSpec, worker_id
 from .probe import GpuInfo
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def child_pythonpath(existing: str, root: Path = REPO_ROOT) -> str:
+    """PYTHONPATH of a worker process: the checkout holding gpu_workers first
+    (a supervisor started from a checkout, with another current directory),
+    but not an installed package's site-packages, which every interpreter of
+    the venv finds anyway and which, on PYTHONPATH, would come before the
+    standard library."""
+    site_dirs = {Path(p).resolve() for p in sys.path if p}
+    source = root.resolve()
+    own = "" if source in site_dirs and source.name in SITE_DIRS else str(source)
+    return os.pathsep.join(p for p in (own, existing) if p)
+
+
+#: Names of the folders installed packages live in.
+SITE_DIRS = ("site-packages", "dist-packages")
 
 
 class ChildState(str, Enum):  # noqa: UP042 - house style (JobState)
@@ -90,9 +107,7 @@ def spawn(child: Child, cfg: SupervisorConfig, slots: int) -> None:
     )
     env = dict(os.environ, **cfg.child_env)
     env["CUDA_VISIBLE_DEVICES"] = child.gpu.uuid
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p
-    )
+    env["PYTHONPATH"] = child_pythonpath(env.get("PYTHONPATH", ""))
     out: Any = None
     if cfg.log_dir:
         Path(cfg.log_dir).mkdir(parents=True, exist_ok=True)

@@ -105,3 +105,19 @@ def test_the_gpu_image_command_works_from_the_environment_alone(
         proc.terminate()
         proc.wait(30)
         log.close()
+
+
+def test_worker_processes_find_a_checkout_but_not_site_packages_first() -> None:
+    """From a checkout the children get it on PYTHONPATH; installed, the
+    venv's site-packages is not put there (it would come before the standard
+    library)."""
+    import sysconfig
+
+    from gpu_workers.children import REPO_ROOT, child_pythonpath
+
+    assert child_pythonpath("") == str(REPO_ROOT)
+    assert child_pythonpath("/opt/x") == f"{REPO_ROOT}{os.pathsep}/opt/x"
+    installed = Path(sysconfig.get_paths()["purelib"])
+    assert installed.name == "site-packages"
+    assert child_pythonpath("", installed) == ""
+    assert child_pythonpath("/opt/x", installed) == "/opt/x"

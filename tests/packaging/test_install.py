@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import re
 import secrets
 import signal
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -293,3 +295,56 @@ def test_the_documented_api_token_enqueues_on_the_installed_server(
     with Queue(queue, redis_url) as q:
         job = q.get_job(job_id)
         assert job is not None and job.data == {"prompt": "a cat"}
+
+
+def test_the_installed_gpu_supervisor_works_a_job(
+    installed: Installed, redis_url: str, qname: str
+) -> None:
+    """`python -m gpu_workers` of the install, configured by the environment
+    as the GPU image is, completes a demo job on a simulated GPU; its worker
+    process imports the installed package without site-packages put ahead of
+    the standard library on its PYTHONPATH."""
+    env = installed.env(
+        REDIS_URL=redis_url,
+        BULLPEN_GPUS="sim:1x24GiB",
+        BULLPEN_WORKERS=f"{qname}:1",
+        BULLPEN_HOSTNAME="installed-host",
+    )
+    proc = subprocess.Popen(
+        [str(installed.venv / "bin" / "python"), "-m", "gpu_workers"],
+        cwd=installed.work,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        with Queue(qname, redis_url) as queue:
+            job = queue.add("demo", {"vram": "1GiB", "steps": 1, "step_s": 0.01})
+
+            def completed() -> bool:
+                assert proc.poll() is None, proc.communicate()[0]
+                return queue.get_job_state(job.id) == "completed"
+
+            wait_until(completed, timeout=30, what="the installed worker's job")
+        children = [
+            pid
+            for pid in os.listdir("/proc")
+            if pid.isdigit() and _ppid(pid) == proc.pid
+        ]
+        assert children
+        for pid in children:
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+            paths = [e for e in environ if e.startswith(b"PYTHONPATH=")]
+            assert not paths or b"site-packages" not in paths[0], paths
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out = proc.communicate(timeout=30)[0].decode()
+    assert proc.returncode == 0, out
+
+
+def _ppid(pid: str) -> int:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return -1
+    return int(stat.rsplit(")", 1)[1].split()[1])
