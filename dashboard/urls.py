@@ -9,7 +9,10 @@ API routes in `bullpen_api`, so that none clashes with a host's names."""
 
 from __future__ import annotations
 
-from django.urls import include, path, re_path
+from collections.abc import Sequence
+
+from django.contrib.auth.decorators import login_not_required
+from django.urls import URLPattern, URLResolver, include, path, re_path
 
 from dashboard.api import errors as api_errors
 
@@ -18,3 +21,17 @@ urlpatterns = [
     re_path(r"^api/", api_errors.api_not_found),
     path("", include("dashboard.views.urls")),
 ]
+
+
+def _own_login(patterns: Sequence[URLPattern | URLResolver]) -> None:
+    """Mark every view as checking its own user (pages send anonymous users
+    to the dashboard's login page, the API takes tokens, the probes and
+    /metrics none), so that a host's LoginRequiredMiddleware leaves them to it."""
+    for entry in patterns:
+        if isinstance(entry, URLResolver):
+            _own_login(entry.url_patterns)
+        else:
+            login_not_required(entry.callback)
+
+
+_own_login(urlpatterns)

@@ -40,8 +40,10 @@ URL_ATTRS = re.compile(
 
 
 @pytest.fixture
-def mounted(dashboard_redis: str) -> Iterator[str]:
-    """The dashboard and the API on the flushed test Redis."""
+def mounted(dashboard_redis: str, settings: Any) -> Iterator[str]:
+    """The dashboard and the API on the flushed test Redis; the host's own
+    LOGIN_URL (tests/hostproject/settings.py), which the dashboard ignores."""
+    settings.LOGIN_URL = "/accounts/login/"
     store._client_for.cache_clear()
     discovery.reset()
     yield dashboard_redis
@@ -287,3 +289,26 @@ def test_host_settings_pass_every_check() -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "no issues" in done.stdout
+
+
+def test_a_hosts_login_required_middleware_leaves_the_dashboard_alone(
+    mounted: str, settings: Any, qname: str
+) -> None:
+    """With Django's LoginRequiredMiddleware in the host, anonymous users of
+    the dashboard still go to its own login page, and the probes, /metrics
+    and the API (tokens) answer without a session; the host's pages go to
+    the host's LOGIN_URL."""
+    settings.MIDDLEWARE = [
+        *settings.MIDDLEWARE,
+        "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    ]
+    client = Client()
+    assert client.get("/")["Location"] == "/accounts/login/?next=/"
+    page = client.get(P + "search/")
+    assert page["Location"] == P + "login/?next=/ops/queues/search/"
+    assert client.get(P + "login/").status_code == 200
+    for path in ["healthz", "readyz", "metrics", "api/v1/openapi.json"]:
+        assert client.get(P + path).status_code == 200, path
+    _, token = ApiToken.issue("host", "*", True, True)
+    listed = client.get(P + "api/v1/queues", HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert listed.status_code == 200
