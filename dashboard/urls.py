@@ -16,7 +16,7 @@ from django.urls import URLPattern, URLResolver, include, path, re_path
 
 from dashboard.api import errors as api_errors
 
-urlpatterns = [
+urlpatterns: list[URLPattern | URLResolver] = [
     path("api/v1/", include("dashboard.api.urls")),
     re_path(r"^api/", api_errors.api_not_found),
     path("", include("dashboard.views.urls")),
