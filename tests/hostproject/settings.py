@@ -64,6 +64,9 @@ LOGIN_URL = "/accounts/login/"
 
 # Bullpen: the Redis holding the queues (every BULLPEN_* setting has a default).
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+# (tests/api/test_body_limit.py sets a small cap)
+if "BULLPEN_API_MAX_BODY_BYTES" in os.environ:
+    BULLPEN_API_MAX_BODY_BYTES = int(os.environ["BULLPEN_API_MAX_BODY_BYTES"])
 # Bullpen: the live sockets' control messages between server processes (a
 # logout closes the user's sockets in every process at once); bullpen.W002
 # says what happens without it.
