@@ -4,7 +4,7 @@ a Redis failure anywhere in a view as the 503 that says so."""
 from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
-from django.urls import reverse
+from django.urls import NoReverseMatch, reverse
 from django.utils.deprecation import MiddlewareMixin
 
 from queues.outages import recoverable
@@ -13,10 +13,14 @@ from . import conf
 from .views.common import redis_unavailable
 
 
-def dashboard_root() -> str:
+def dashboard_root() -> str | None:
     """The path the dashboard is mounted at ("/" standalone, "/ops/queues/"
-    where a host includes dashboard.urls there)."""
-    return reverse("bullpen:overview")
+    where a host includes dashboard.urls there); None where the URLconf does
+    not include it (bullpen.E012), which must not break the host's pages."""
+    try:
+        return reverse("bullpen:overview")
+    except NoReverseMatch:
+        return None
 
 
 class RedisUnavailableMiddleware(MiddlewareMixin):
@@ -47,10 +51,12 @@ class ContentSecurityPolicyMiddleware(MiddlewareMixin):
     ) -> HttpResponse:
         """The header, unless the policy is empty or already set."""
         policy = conf.get().csp
+        root = dashboard_root()
         if (
             policy
+            and root is not None
             and "Content-Security-Policy" not in response
-            and request.path.startswith(dashboard_root())
+            and request.path.startswith(root)
         ):
             response["Content-Security-Policy"] = policy
         return response

@@ -268,6 +268,10 @@ def test_checks_say_what_a_host_must_add(settings: Any) -> None:
     assert [e.id for e in errors] == ["bullpen.E012"]
     assert isinstance(errors[0], Error)
     assert 'include("dashboard.urls")' in str(errors[0].hint)
+    # The middleware of a dashboard the URLconf left out breaks nothing.
+    response = Client().get("/")
+    assert response.status_code == 404
+    assert "Content-Security-Policy" not in response
 
 
 #: A URLconf without the dashboard (for bullpen.E012).
