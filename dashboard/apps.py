@@ -12,5 +12,5 @@ class DashboardConfig(AppConfig):
     verbose_name = "Bullpen dashboard"
 
     def ready(self) -> None:
-        from . import checks  # noqa: F401  (registers the checks)
+        from . import checks, mount_checks  # noqa: F401  (registers the checks)
         from .live import access  # noqa: F401  (logging out closes live sockets)

@@ -11,6 +11,9 @@ bullpen.E007  on a Redis Cluster REDIS_URL, a BULLPEN_QUEUES entry has no hash t
 bullpen.E008  BULLPEN_LOG_FORMAT is neither `text` nor `json`
 bullpen.E009  DATABASE_URL is not a postgres://, postgresql:// or sqlite:/// URL
               Django can use (its password is never shown)
+
+The checks of a host project that mounts the dashboard (bullpen.E010-E012,
+bullpen.W001) are in dashboard/mount_checks.py.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from django.conf import settings
 from django.core.checks import Error, register
 from django.utils.module_loading import import_string
 
+from dashboard.conf import DEFAULTS
 from gpu_workers.logs import LOG_FORMATS
 from queues.cluster import hash_tag, is_cluster_url, parse_cluster_url
 from queues.sentinel import is_sentinel_url, parse_sentinel_url
@@ -96,7 +100,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Error]:
                 id="bullpen.E009",
             )
         )
-    prefixes = getattr(settings, "BULLPEN_PREFIXES", [])
+    prefixes = getattr(settings, "BULLPEN_PREFIXES", list(DEFAULTS.prefixes))
     if not prefixes or not all(prefixes):
         errors.append(
             Error(

@@ -4,12 +4,23 @@ a Redis failure anywhere in a view as the 503 that says so."""
 from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
+from django.urls import NoReverseMatch, reverse
 from django.utils.deprecation import MiddlewareMixin
 
 from queues.outages import recoverable
 
 from . import conf
 from .views.common import redis_unavailable
+
+
+def dashboard_root() -> str | None:
+    """The path the dashboard is mounted at ("/" standalone, "/ops/queues/"
+    where a host includes dashboard.urls there); None where the URLconf does
+    not include it (bullpen.E012), which must not break the host's pages."""
+    try:
+        return reverse("bullpen:overview")
+    except NoReverseMatch:
+        return None
 
 
 class RedisUnavailableMiddleware(MiddlewareMixin):
@@ -30,14 +41,22 @@ class RedisUnavailableMiddleware(MiddlewareMixin):
 
 
 class ContentSecurityPolicyMiddleware(MiddlewareMixin):
-    """Sends BULLPEN_CSP as Content-Security-Policy on every response
-    that has none (a view may set its own)."""
+    """Sends BULLPEN_CSP as Content-Security-Policy on every response under
+    the dashboard's root that has none (a view may set its own): every
+    response of the standalone site, only the dashboard's in a host project
+    that mounts it under a prefix (the host's own pages keep their policy)."""
 
     def process_response(
         self, request: HttpRequest, response: HttpResponse
     ) -> HttpResponse:
         """The header, unless the policy is empty or already set."""
         policy = conf.get().csp
-        if policy and "Content-Security-Policy" not in response:
+        root = dashboard_root()
+        if (
+            policy
+            and root is not None
+            and "Content-Security-Policy" not in response
+            and request.path.startswith(root)
+        ):
             response["Content-Security-Policy"] = policy
         return response

@@ -45,7 +45,7 @@ def _hook(path: str) -> Any:
 def redact(value: Any) -> Any:
     """`value` passed through the BULLPEN_REDACT hook (a copy; the hook may
     change what it gets). A failing hook hides everything rather than nothing."""
-    path = settings.BULLPEN_REDACT
+    path = getattr(settings, "BULLPEN_REDACT", "")
     if not path:
         return value
     try:
@@ -73,7 +73,7 @@ CONTENT_FIELDS = frozenset(
 def redact_fields(fields: dict[str, Any]) -> dict[str, Any]:
     """`fields` with the job content in it (`CONTENT_FIELDS`) redacted: a
     copy, or `fields` itself when no hook is set."""
-    if not settings.BULLPEN_REDACT:
+    if not getattr(settings, "BULLPEN_REDACT", ""):
         return fields
     return {k: redact(v) if k in CONTENT_FIELDS else v for k, v in fields.items()}
 

@@ -17,6 +17,20 @@ from queues.connection import sync_client, sync_from_url
 REDIS_DOWN = (redis.ConnectionError, redis.TimeoutError)
 
 
+#: The defaults of the settings read here (the same as dashboard.conf's, which
+#: this leaf the API shares does not import): a host project need not set them.
+DEFAULTS: dict[str, Any] = {
+    "BULLPEN_REDIS_CONNECT_TIMEOUT_S": 3.0,
+    "BULLPEN_REDIS_TIMEOUT_S": 30.0,
+    "BULLPEN_DISCOVERY_TTL_S": 30.0,
+}
+
+
+def setting(name: str) -> Any:
+    """The Django setting `name`, else its default in DEFAULTS."""
+    return getattr(settings, name, DEFAULTS[name])
+
+
 def connect(url: str) -> Any:
     """A client decoding as the queue core does, with the dashboard's timeouts,
     so that a request to an unreachable Redis fails in seconds, not minutes
@@ -24,8 +38,8 @@ def connect(url: str) -> Any:
     return sync_client(
         sync_from_url(
             url,
-            socket_connect_timeout=settings.BULLPEN_REDIS_CONNECT_TIMEOUT_S,
-            socket_timeout=settings.BULLPEN_REDIS_TIMEOUT_S,
+            socket_connect_timeout=setting("BULLPEN_REDIS_CONNECT_TIMEOUT_S"),
+            socket_timeout=setting("BULLPEN_REDIS_TIMEOUT_S"),
             decode_responses=True,
             encoding_errors="surrogateescape",
         )

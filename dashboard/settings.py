@@ -164,7 +164,7 @@ MIDDLEWARE = [
     "dashboard.middleware.RedisUnavailableMiddleware",
 ]
 
-ROOT_URLCONF = "dashboard.urls"
+ROOT_URLCONF = "dashboard.site_urls"
 ASGI_APPLICATION = "dashboard.asgi.application"
 
 TEMPLATES = [
@@ -247,9 +247,9 @@ if BULLPEN_LOG_FORMAT == "json":
         # Django's own loggers log through the root's handler only.
         "loggers": {"django": {"handlers": [], "propagate": True}},
     }
-LOGIN_URL = "/login/"
-LOGIN_REDIRECT_URL = "/"
-LOGOUT_REDIRECT_URL = "/login/"
+LOGIN_URL = "bullpen:login"
+LOGIN_REDIRECT_URL = "bullpen:overview"
+LOGOUT_REDIRECT_URL = "bullpen:login"
 CSRF_FAILURE_VIEW = "dashboard.views.common.csrf_failure"
 
 # --- Operator pages (dashboard/views) ---

@@ -12,14 +12,21 @@ the rest is never read (and no `100 Continue` invites it).
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
+
+from django.urls import reverse
 
 from . import conf
 from .exceptions import PayloadTooLarge
 from .handling import error_response
 
-#: Requests whose bodies the cap applies to.
-API_PATH = b"/api/"
+
+@cache
+def api_path() -> bytes:
+    """The path under which the cap applies: `/api/` where the dashboard is
+    at the site's root, `/ops/queues/api/` where a host mounts it there."""
+    return reverse("bullpen_api:openapi").removesuffix("v1/openapi.json").encode()
 
 
 def too_large_answer(cap: int) -> bytes:
@@ -46,7 +53,7 @@ def limited(request_class: Any) -> Any:
         _refused = False
 
         def gotLength(self, length: int | None) -> None:  # noqa: N802 - Twisted's
-            if self.channel._path.startswith(API_PATH):
+            if self.channel._path.startswith(api_path()):
                 self._cap = conf.get().max_body_bytes
                 if length is not None and length > self._cap:
                     self._refuse()

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import redis
-from django.conf import settings
 
+from dashboard.redis import setting
 from queues.discovery import CachedDiscovery, discover_queues
 
 from . import conf
@@ -21,8 +21,8 @@ def _scan(conn: redis.Redis, prefixes: Sequence[str]) -> list[tuple[str, str]]:
 #: The queues under the API's prefix, with the dashboard's discovery settings.
 api_queues = CachedDiscovery(
     lambda: [conf.get().prefix],
-    lambda: float(settings.BULLPEN_DISCOVERY_TTL_S),
-    lambda: float(settings.BULLPEN_REDIS_TIMEOUT_S),
+    lambda: float(setting("BULLPEN_DISCOVERY_TTL_S")),
+    lambda: float(setting("BULLPEN_REDIS_TIMEOUT_S")),
     _scan,
 )
 

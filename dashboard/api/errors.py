@@ -25,7 +25,9 @@ def handler404(request: HttpRequest, exception: Any = None) -> HttpResponse:
     """JSON 404 under /api/, else Django's page."""
     if _is_api(request):
         return not_found()
-    return defaults.page_not_found(request, exception)
+    return defaults.page_not_found(
+        request, exception, template_name="dashboard/404.html"
+    )
 
 
 def handler500(request: HttpRequest) -> HttpResponse:

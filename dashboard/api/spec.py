@@ -109,8 +109,9 @@ def _operation_doc(op: Operation) -> dict[str, Any]:
     return doc
 
 
-def openapi() -> dict[str, Any]:
-    """The OpenAPI 3.1 document of /api/v1/."""
+def openapi(server: str = "/api/v1") -> dict[str, Any]:
+    """The OpenAPI 3.1 document of /api/v1/, served from `server` (the API's
+    path where the dashboard is mounted)."""
     paths: dict[str, dict[str, Any]] = {}
     for op in registered():
         paths.setdefault(op.path, {})[op.method.lower()] = _operation_doc(op)
@@ -123,7 +124,7 @@ def openapi() -> dict[str, Any]:
             "webhooks) and cancel them. Errors are JSON "
             '{"error": {"code", "message", "details"}} with a stable code.',
         },
-        "servers": [{"url": "/api/v1"}],
+        "servers": [{"url": server}],
         "paths": paths,
         "components": {
             "schemas": schemas.COMPONENTS,

@@ -27,7 +27,6 @@ from types import SimpleNamespace
 from typing import Any
 
 from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
 from django.conf import settings
 from django.contrib import auth
 from django.contrib.auth.models import Group, User
@@ -36,6 +35,8 @@ from django.db.models.signals import m2m_changed, post_save
 from django.dispatch import receiver
 
 from dashboard.models import VIEW
+
+from .hub import control_layer
 
 log = logging.getLogger(__name__)
 
@@ -61,9 +62,7 @@ def user_group(user_pk: Any) -> str:
 def _send(group: str, kind: str) -> None:
     """Send a message naming its group, from sync code (signal receivers)."""
     try:
-        async_to_sync(get_channel_layer().group_send)(  # type: ignore[union-attr]
-            group, {"type": kind, "group": group}
-        )
+        async_to_sync(control_layer().group_send)(group, {"type": kind, "group": group})
     except Exception as exc:  # noqa: BLE001 - the change itself must not fail
         # The sockets still find out at their next access check.
         log.warning("live: could not tell sockets (%s): %r", kind, exc)

@@ -29,9 +29,10 @@ import json
 import logging
 import time
 import weakref
+from functools import cache
 from typing import Any, Protocol, cast
 
-from channels.layers import get_channel_layer
+from channels.layers import InMemoryChannelLayer, get_channel_layer
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +72,10 @@ class GroupLayer(Protocol):
         """Remove `channel` from `group`."""
         ...
 
+    async def group_send(self, group: str, message: dict[str, Any]) -> None:
+        """Send `message` to every channel of `group`."""
+        ...
+
 
 def queue_group(queue_key: str) -> str:
     """The group of a queue's followers: `q.<sha1 of prefix:name>`."""
@@ -96,6 +101,20 @@ def encode(message: dict[str, Any]) -> str:
     return json.dumps(message, separators=(",", ":"))
 
 
+@cache
+def _memory_layer() -> InMemoryChannelLayer:
+    return InMemoryChannelLayer()
+
+
+def control_layer() -> GroupLayer:
+    """The channel layer carrying control messages: CHANNEL_LAYERS' default
+    one; where none is set (a host project without channels-redis), one in
+    this process's memory, so that other processes' sockets learn of a
+    logout at their next access check (bullpen.W002). (Its stub's
+    new_channel takes no prefix, though every implementation does.)"""
+    return cast(GroupLayer, get_channel_layer() or _memory_layer())
+
+
 class Hub:
     """Hands messages to the local sockets of their group; joins the channel
     layer's groups that carry control messages between processes."""
@@ -117,10 +136,9 @@ class Hub:
 
     @property
     def layer(self) -> GroupLayer:
-        """The channel layer (settings always configure the default one; its
-        stub's new_channel takes no prefix, though every implementation does)."""
+        """The channel layer of control messages (see control_layer)."""
         if self._layer is None:
-            self._layer = cast(GroupLayer, get_channel_layer())
+            self._layer = control_layer()
         return self._layer
 
     def join(self, group: str, member: Member) -> None:

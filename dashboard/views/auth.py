@@ -15,6 +15,7 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.http import HttpRequest, HttpResponse
+from django.urls import reverse, reverse_lazy
 
 from .. import audit, conf
 from ..redis import client
@@ -86,6 +87,11 @@ class LoginView(auth_views.LoginView):
     template_name = "dashboard/login.html"
     redirect_authenticated_user = True
 
+    def get_default_redirect_url(self) -> str:
+        """Without a `next`, the dashboard's overview (not a host's
+        LOGIN_REDIRECT_URL)."""
+        return reverse("bullpen:overview")
+
     def form_invalid(self, form: AuthenticationForm) -> HttpResponse:
         """The form again, with 429 when the attempt was throttled."""
         response = super().form_invalid(form)
@@ -95,4 +101,4 @@ class LoginView(auth_views.LoginView):
 
 
 login = LoginView.as_view()
-logout = auth_views.LogoutView.as_view()
+logout = auth_views.LogoutView.as_view(next_page=reverse_lazy("bullpen:login"))

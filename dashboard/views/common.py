@@ -16,6 +16,7 @@ from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
+from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 
 from gpu_workers.exceptions import GpuWorkerError
@@ -41,26 +42,29 @@ def is_htmx(request: HttpRequest) -> bool:
 
 
 def to_login(request: HttpRequest) -> HttpResponse:
-    """Send an anonymous user to the login page; htmx gets HX-Redirect so the
-    whole page goes there (not the login form swapped into a fragment)."""
+    """Send an anonymous user to the dashboard's own login page (under the
+    prefix it is mounted at, whatever a host's LOGIN_URL is); htmx gets
+    HX-Redirect so the whole page goes there (not the login form swapped into
+    a fragment)."""
+    login_url = reverse("bullpen:login")
     if is_htmx(request):
         current = request.headers.get("HX-Current-URL", "")
         path = urlsplit(current).path if current else request.get_full_path()
-        response = redirect_to_login(path or "/")
+        response = redirect_to_login(path or reverse("bullpen:overview"), login_url)
         return HttpResponse(headers={"HX-Redirect": response["Location"]})
-    return redirect_to_login(request.get_full_path())
+    return redirect_to_login(request.get_full_path(), login_url)
 
 
 def forbidden(request: HttpRequest, message: str) -> HttpResponse:
     """A 403: a flash fragment for htmx, else the 403 page."""
-    template = "dashboard/_flash.html" if is_htmx(request) else "403.html"
+    template = "dashboard/_flash.html" if is_htmx(request) else "dashboard/403.html"
     return render(request, template, {"level": "error", "message": message}, status=403)
 
 
 def not_found(request: HttpRequest, message: str) -> HttpResponse:
     """Our own 404 (DEBUG or not, never Django's debug page): a flash
     fragment for htmx, else the 404 page, with no actions on it."""
-    template = "dashboard/_flash.html" if is_htmx(request) else "404.html"
+    template = "dashboard/_flash.html" if is_htmx(request) else "dashboard/404.html"
     context = {"level": "error", "message": message, "exception": message}
     return render(request, template, context, status=404)
 
@@ -105,7 +109,7 @@ def redis_unavailable(
         headers.update({"HX-Retarget": "#flash", "HX-Reswap": "innerHTML"})
         template = "dashboard/_flash.html"
     else:
-        template = "503.html"
+        template = "dashboard/503.html"
     context = {"level": "error", "message": message, "retry_s": RETRY_AFTER_S}
     response = render(request, template, context, status=503)
     for name, value in headers.items():

@@ -152,8 +152,10 @@ def detail_context(request: HttpRequest, ref: QueueRef, d: JobDetail) -> dict[st
         "can_operate": request.user.has_perm(OPERATE) and not read_only,
         "read_only": read_only,
         "priority_form": forms.PriorityForm(initial={"priority": job.priority}),
-        "job_url": reverse("job", args=[ref.prefix, ref.name, job.id]),
-        "detail_url": reverse("job-detail", args=[ref.prefix, ref.name, job.id]),
+        "job_url": reverse("bullpen:job", args=[ref.prefix, ref.name, job.id]),
+        "detail_url": reverse(
+            "bullpen:job-detail", args=[ref.prefix, ref.name, job.id]
+        ),
         "full": full,
         "history": AuditEntry.objects.filter(target=f"{ref.key}:{job.id}")[:10],
         "deliveries": deliveries.for_dashboard(ref.prefix, ref.name, job.id),
@@ -242,7 +244,8 @@ def remove(request: HttpRequest, ref: QueueRef, job_id: str) -> Done:
     if not job.remove():
         raise ActionError(f"job {job_id} no longer exists")
     return Done(
-        f"removed job {job_id}", redirect=reverse("queue", args=[ref.prefix, ref.name])
+        f"removed job {job_id}",
+        redirect=reverse("bullpen:queue", args=[ref.prefix, ref.name]),
     )
 
 

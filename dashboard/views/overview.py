@@ -71,7 +71,7 @@ def peak(s: QueueStats) -> int:
 
 
 def _row(s: QueueStats) -> dict[str, Any]:
-    url = reverse("queue", args=[s.ref.prefix, s.ref.name])
+    url = reverse("bullpen:queue", args=[s.ref.prefix, s.ref.name])
     top = peak(s)
     return {
         "s": s,

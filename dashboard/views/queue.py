@@ -80,7 +80,7 @@ def list_context(
     )
     now = ops.now_ms()
     due = due_times(ref, [j.id for j, s in pairs if s == "delayed"])
-    base = reverse("queue", args=[ref.prefix, ref.name])
+    base = reverse("bullpen:queue", args=[ref.prefix, ref.name])
     return {
         "ref": ref,
         "tab": tab,
@@ -89,7 +89,7 @@ def list_context(
         "pages": pages,
         "total": total,
         "rows": [job_row(j, s, ref.key, now, due.get(j.id)) for j, s in pairs],
-        "list_url": reverse("queue-jobs", args=[ref.prefix, ref.name]),
+        "list_url": reverse("bullpen:queue-jobs", args=[ref.prefix, ref.name]),
         "base_url": base,
         "query": f"state={tab}&order={order}",
     }
@@ -202,7 +202,7 @@ def obliterate(request: HttpRequest, ref: QueueRef) -> Done:
     if not q.is_paused():
         raise BadInput(f"pause {ref.key} before obliterating it")
     q.obliterate(force=data["force"])
-    return Done(f"obliterated {ref.key}", redirect=reverse("overview"))
+    return Done(f"obliterated {ref.key}", redirect=reverse("bullpen:overview"))
 
 
 @action("queue.concurrency", SCALE)

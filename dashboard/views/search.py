@@ -81,7 +81,7 @@ def search(request: HttpRequest) -> HttpResponse:
     hits = context.get("id_hits")
     if hits is not None and len(hits) == 1 and not is_htmx(request):
         ref, job_id = hits[0]
-        return redirect(reverse("job", args=[ref.prefix, ref.name, job_id]))
+        return redirect(reverse("bullpen:job", args=[ref.prefix, ref.name, job_id]))
     template = (
         "dashboard/_search_results.html"
         if is_htmx(request)

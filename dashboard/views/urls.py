@@ -1,13 +1,12 @@
 """Routes of every page and its actions (included by dashboard/urls.py): the
 queue and job pages, search, triage, the audit log, the GPU page, login,
-/metrics for Prometheus, /healthz and /readyz."""
+/metrics for Prometheus, /healthz and /readyz; names in the `bullpen`
+namespace (`{% url 'bullpen:queue' ... %}`)."""
 
 from __future__ import annotations
 
-from django.templatetags.static import static
 from django.urls import path, register_converter
 from django.urls.converters import PathConverter
-from django.views.generic import RedirectView
 
 from . import audit, auth, gpus, health, job, metrics, overview, queue, search, triage
 
@@ -21,6 +20,8 @@ class JobIdConverter(PathConverter):
 
 register_converter(JobIdConverter, "job_id")
 
+app_name = "bullpen"
+
 Q = "queues/<str:prefix>/<str:name>/"
 J = Q + "jobs/<job_id:job_id>/"
 
@@ -28,12 +29,6 @@ urlpatterns = [
     path("metrics", metrics.metrics, name="metrics"),
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
-    # Browsers ask for /favicon.ico on pages without a <link rel="icon">
-    # (Django's admin, the 503 page).
-    path(
-        "favicon.ico",
-        RedirectView.as_view(url=static("dashboard/favicon.svg"), permanent=True),
-    ),
     path("gpus/", gpus.gpus_page, name="gpus"),
     path("gpus/fragments/hosts/", gpus.hosts_fragment, name="gpus-hosts"),
     path("gpus/fragments/capacity/", gpus.capacity_fragment, name="gpus-capacity"),

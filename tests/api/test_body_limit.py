@@ -1,6 +1,7 @@
 """A real daphne refuses an API request body over BULLPEN_API_MAX_BODY_BYTES
 before reading it: the 413 comes back while the client is still sending
-(declared Content-Length or chunked), so nothing is spooled."""
+(declared Content-Length or chunked), so nothing is spooled. The same where
+a host project (tests/hostproject) mounts the API under /ops/queues/."""
 
 from __future__ import annotations
 
@@ -10,23 +11,42 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from dashboard.run import daphne_args
 from queues.devredis import RedisServer, free_port
-from tests.browser.conftest import ROOT, _wait_for_port
+from tests.browser.conftest import (
+    HOST_ASGI_APP,
+    HOST_PREFIX,
+    HOST_SETTINGS,
+    ROOT,
+    _wait_for_port,
+)
 
 CAP = 4096
 PATH = "/api/v1/queues/q/jobs"
+
+
+@dataclass(frozen=True)
+class Site:
+    """A daphne under test: its port, and where it serves the dashboard."""
+
+    port: int
+    prefix: str
+
+
 HUGE = 50_000_000
 
 
-@pytest.fixture(scope="module")
-def daphne(redis_server: RedisServer) -> Iterator[int]:
-    """daphne serving the dashboard, with a 4 KiB API body cap; its port."""
-    port = free_port()
+@pytest.fixture(scope="module", params=["root", "mounted"])
+def daphne(redis_server: RedisServer, request: pytest.FixtureRequest) -> Iterator[Site]:
+    """daphne serving the dashboard, with a 4 KiB API body cap. "mounted":
+    the host project, the API under /ops/queues/api/."""
+    mounted = request.param == "mounted"
+    args = daphne_args("127.0.0.1", port := free_port())
     with tempfile.TemporaryDirectory(prefix="bullpen-body-") as tmp:
         env = dict(
             os.environ,
@@ -36,8 +56,12 @@ def daphne(redis_server: RedisServer) -> Iterator[int]:
             BULLPEN_API_MAX_BODY_BYTES=str(CAP),
             DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
         )
+        if mounted:
+            env["DJANGO_SETTINGS_MODULE"] = HOST_SETTINGS
+            env["HOST_DB_PATH"] = env["BULLPEN_DB_PATH"]
+            args[-1] = HOST_ASGI_APP
         proc = subprocess.Popen(
-            [sys.executable, *daphne_args("127.0.0.1", port)],
+            [sys.executable, *args],
             cwd=ROOT,
             env=env,
             stdout=subprocess.DEVNULL,
@@ -45,7 +69,7 @@ def daphne(redis_server: RedisServer) -> Iterator[int]:
         )
         try:
             _wait_for_port(port, 30, proc)
-            yield port
+            yield Site(port, HOST_PREFIX if mounted else "")
         finally:
             proc.terminate()
             try:
@@ -54,10 +78,12 @@ def daphne(redis_server: RedisServer) -> Iterator[int]:
                 proc.kill()
 
 
-def _request(port: int, headers: dict[str, str], first: bytes) -> socket.socket:
+def _request(site: Site, headers: dict[str, str], first: bytes) -> socket.socket:
     """Open a connection and send the head and the first part of a body."""
-    sock = socket.create_connection(("127.0.0.1", port), timeout=5)
-    head = f"POST {PATH} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+    sock = socket.create_connection(("127.0.0.1", site.port), timeout=5)
+    head = (
+        f"POST {site.prefix}{PATH} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+    )
     head += "Content-Type: application/json\r\n"
     head += "".join(f"{k}: {v}\r\n" for k, v in headers.items())
     sock.sendall(head.encode() + b"\r\n" + first)
@@ -78,7 +104,7 @@ def _answer(sock: socket.socket) -> bytes:
 
 
 def test_declared_length_over_the_cap_is_refused_before_the_body(
-    daphne: int,
+    daphne: Site,
 ) -> None:
     """Content-Length 50 MB: 413 (the API's JSON error) after the headers,
     though only 1 KB of the body was sent."""
@@ -89,7 +115,7 @@ def test_declared_length_over_the_cap_is_refused_before_the_body(
     assert b"Connection: close" in answer
 
 
-def test_expect_continue_gets_the_413_instead_of_100(daphne: int) -> None:
+def test_expect_continue_gets_the_413_instead_of_100(daphne: Site) -> None:
     """With Expect: 100-continue the client is told 413, never to go on."""
     headers = {"Content-Length": str(HUGE), "Expect": "100-continue"}
     answer = _answer(_request(daphne, headers, b""))
@@ -97,7 +123,7 @@ def test_expect_continue_gets_the_413_instead_of_100(daphne: int) -> None:
     assert b"100 Continue" not in answer
 
 
-def test_chunked_body_is_refused_once_it_passes_the_cap(daphne: int) -> None:
+def test_chunked_body_is_refused_once_it_passes_the_cap(daphne: Site) -> None:
     """A chunked body is answered 413 as soon as it passes the cap, while the
     client has 50 MB still to send."""
     chunk = b"%x\r\n%s\r\n" % (2048, b" " * 2048)
@@ -106,19 +132,20 @@ def test_chunked_body_is_refused_once_it_passes_the_cap(daphne: int) -> None:
     assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
 
 
-def test_a_body_under_the_cap_reaches_the_api(daphne: int) -> None:
+def test_a_body_under_the_cap_reaches_the_api(daphne: Site) -> None:
     """A small body is read and handled as before (here: no token, 401)."""
     body = b'{"name": "a"}'
     sock = _request(daphne, {"Content-Length": str(len(body))}, body)
     assert _answer(sock).startswith(b"HTTP/1.1 401 ")
 
 
-def test_a_large_body_elsewhere_is_not_the_api_s_business(daphne: int) -> None:
+def test_a_large_body_elsewhere_is_not_the_api_s_business(daphne: Site) -> None:
     """The cap is the API's: a page's form post over it is not cut by it."""
     body = b"x" * (CAP * 2)
-    sock = socket.create_connection(("127.0.0.1", daphne), timeout=5)
+    sock = socket.create_connection(("127.0.0.1", daphne.port), timeout=5)
     head = (
-        "POST /login/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+        f"POST {daphne.prefix}/login/ HTTP/1.1\r\n"
+        "Host: 127.0.0.1\r\nConnection: close\r\n"
         "Content-Type: application/x-www-form-urlencoded\r\n"
         f"Content-Length: {len(body)}\r\n\r\n"
     )

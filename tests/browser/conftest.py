@@ -51,11 +51,17 @@ def _wait_for_port(port: int, deadline_s: float, proc: subprocess.Popen[bytes]) 
     raise RuntimeError(f"nothing listens on port {port}")
 
 
-# Module scope: Playwright's sync API keeps an event loop running in the main
-# thread while it is open, which would break asyncio.run() in later tests.
-@pytest.fixture(scope="module")
-def stack() -> Iterator[Stack]:
-    """Redis, migrated SQLite with an admin, daphne and a supervisor (2 sim GPUs)."""
+#: The host project (tests/hostproject) and where it mounts the dashboard.
+HOST_SETTINGS = "tests.hostproject.settings"
+HOST_ASGI_APP = "tests.hostproject.asgi:application"
+HOST_PREFIX = "/ops/queues"
+
+
+def start_stack(mounted: bool = False) -> Iterator[Stack]:
+    """Redis, migrated SQLite with an admin, daphne and a supervisor (2 sim
+    GPUs). `mounted`: daphne serves the host project, which has the dashboard
+    under /ops/queues/ (Stack.url is then that prefix); the supervisor runs
+    with the standalone settings either way (it shares only Redis)."""
     if not Path(CHROMIUM).exists():
         pytest.skip(
             f"CHROMIUM NOT FOUND at {CHROMIUM}: browser tests were NOT run "
@@ -74,11 +80,19 @@ def stack() -> Iterator[Stack]:
         BULLPEN_HANDLER_MODULES="gpu_workers.demo_handlers",
         DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
     )
+    site_env = dict(env)
+    args = daphne_args("127.0.0.1", port)
+    if mounted:
+        site_env.update(
+            DJANGO_SETTINGS_MODULE=HOST_SETTINGS,
+            HOST_DB_PATH=str(Path(tmp) / "host.sqlite3"),
+        )
+        args[-1] = HOST_ASGI_APP
     py = sys.executable
     subprocess.run(
         [py, "manage.py", "migrate", "--noinput", "-v", "0"],
         cwd=ROOT,
-        env=env,
+        env=site_env,
         check=True,
     )
     subprocess.run(
@@ -90,14 +104,14 @@ def stack() -> Iterator[Stack]:
             f"{PASSWORD!r})",
         ],
         cwd=ROOT,
-        env=env,
+        env=site_env,
         check=True,
     )
     procs = [
         subprocess.Popen(
-            [py, *daphne_args("127.0.0.1", port)],
+            [py, *args],
             cwd=ROOT,
-            env=env,
+            env=site_env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         ),
@@ -109,9 +123,10 @@ def stack() -> Iterator[Stack]:
             stderr=subprocess.DEVNULL,
         ),
     ]
+    base = HOST_PREFIX if mounted else ""
     try:
         _wait_for_port(port, 30, procs[0])
-        yield Stack(f"http://127.0.0.1:{port}", server.url, env, server)
+        yield Stack(f"http://127.0.0.1:{port}{base}", server.url, env, server)
     finally:
         for p in procs:
             p.terminate()
@@ -122,6 +137,14 @@ def stack() -> Iterator[Stack]:
                 p.kill()
         server.stop()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+# Module scope: Playwright's sync API keeps an event loop running in the main
+# thread while it is open, which would break asyncio.run() in later tests.
+@pytest.fixture(scope="module")
+def stack() -> Iterator[Stack]:
+    """The standalone site at the root of its own daphne (start_stack)."""
+    yield from start_stack()
 
 
 @pytest.fixture(scope="module")

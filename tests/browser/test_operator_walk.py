@@ -5,14 +5,19 @@ draws both series on one scale, search runs with the defaults it opens with,
 the internal webhook queue stands apart, long names stay on screen, and job
 pages say when a delayed job runs, what a job waiting to retry is waiting
 for, and attempts that stay true after a manual retry. Screenshots go to
-tests/browser/artifacts/ (walk-*.png)."""
+tests/browser/artifacts/ (walk-*.png). Every walk runs on the standalone
+site and on a host project that mounts the dashboard under /ops/queues/."""
 
 from __future__ import annotations
 
+import re
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
+import pytest
 import redis
 
 from dashboard.templatetags.bullpen import ms_short
@@ -25,11 +30,19 @@ from tests.queues.transitions.helpers import (
     move_to_finished,
 )
 
-from .conftest import Stack, shot
+from .conftest import HOST_PREFIX, PASSWORD, Stack, shot, start_stack
 
 MINUTE_MS = 60_000
 #: Height of the overview's sparkline (its viewBox).
 SPARK_H = 24
+
+
+@pytest.fixture(scope="module", params=["root", "mounted"])
+def stack(request: pytest.FixtureRequest) -> Iterator[Stack]:
+    """Every walk twice: on the standalone site at "/", and on the host
+    project (tests/hostproject), which mounts the dashboard under /ops/queues/
+    and serves its own home page at "/"."""
+    yield from start_stack(mounted=request.param == "mounted")
 
 
 def finish(q: Queue, n: int, target: str, reason: str = "boom") -> list[str]:
@@ -123,7 +136,7 @@ def test_a_mistyped_queue_is_not_found_and_creates_nothing(
                                         headers: {...headers, 'HX-Request': 'true'}});
             return r.status;
         }""",
-        "/queues/bull/rendr/actions/pause/",
+        stack.url + "/queues/bull/rendr/actions/pause/",
     )
     assert status == 404
     assert redis.Redis.from_url(stack.redis_url).keys("bull:rendr:*") == []
@@ -269,3 +282,63 @@ def test_attempts_stay_true_after_a_manual_retry(page: Any, stack: Stack) -> Non
     main = page.locator("main").inner_text()
     assert "attempts 2 (1 allowed; retried by hand)" in main
     assert "2/1" not in main
+
+
+def _progress(page: Any, key: str) -> float:
+    """The width (%) of a job's live progress bar."""
+    bar = page.locator(f'[data-live-progress="{key}"] span').first
+    found = re.search(r"width:\s*([\d.]+)%", bar.get_attribute("style") or "")
+    return float(found.group(1)) if found else 0.0
+
+
+def test_login_queue_retry_live_progress(browser: Any, stack: Stack) -> None:
+    """An operator logs in, opens the queue, finds the failed job, retries it
+    and watches its progress advance live. Every request the page made stayed
+    under the dashboard's path (or /static/) and none was a 404; the live
+    socket opened under the dashboard's path too."""
+    root = urlsplit(stack.url).path + "/"
+    assert root == ("/" if not stack.url.endswith(HOST_PREFIX) else HOST_PREFIX + "/")
+    q = Queue("gpu", stack.redis_url)
+    slow = {"vram": "1GiB", "steps": 12, "step_s": 0.25, "fail": True}
+    job = q.add("demo", slow, attempts=1)
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    requests: list[str] = []
+    statuses: list[tuple[int, str]] = []
+    sockets: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    page.on("response", lambda r: statuses.append((r.status, r.url)))
+    page.on("websocket", lambda ws: sockets.append(ws.url))
+    try:
+        page.goto(stack.url + "/")
+        assert urlsplit(page.url).path == root + "login/"
+        page.fill("input[name=username]", "admin")
+        page.fill("input[name=password]", PASSWORD)
+        page.locator("form [type=submit]").first.click()
+        page.wait_for_url(stack.url + "/")
+        deadline = time.monotonic() + 30
+        while q.get_job_state(job.id).value != "failed":
+            assert time.monotonic() < deadline, "the job never failed"
+            time.sleep(0.2)
+        page.locator('a[href$="/queues/bull/gpu/"]').first.click()
+        page.locator('a[href*="?state=failed"]').first.click()
+        page.locator(f'tr[data-job="bull:gpu:{job.id}"] a').first.click()
+        assert urlsplit(page.url).path == f"{root}queues/bull/gpu/jobs/{job.id}/"
+        page.locator("body[data-live-status=open]").wait_for()
+        page.locator("form[action$='/actions/retry/'] button").click()
+        page.locator("#flash").get_by_text("retried").wait_for()
+        key = f"bull:gpu:{job.id}"
+        deadline = time.monotonic() + 30
+        seen: set[float] = set()
+        while len({w for w in seen if 0 < w < 100}) < 2:
+            assert time.monotonic() < deadline, f"progress never moved: {seen}"
+            seen.add(_progress(page, key))
+            time.sleep(0.1)
+        shot(page, f"walk-live-progress-{'mounted' if root != '/' else 'root'}")
+    finally:
+        context.close()
+    paths = [urlsplit(u).path for u in requests if not u.startswith("data:")]
+    assert paths and all(p.startswith((root, "/static/")) for p in paths), paths
+    assert [u for s, u in statuses if s == 404] == []
+    assert sockets and all(urlsplit(u).path == f"{root}ws/live/" for u in sockets)

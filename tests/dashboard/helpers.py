@@ -99,15 +99,15 @@ def make_active(q: Queue, name: str = "job", data: Any = None) -> str:
 def job_url(q: Queue, job_id: str, *tail: str) -> str:
     """The job page, or one of its actions (`job_url(q, id, "retry")`)."""
     if tail:
-        return reverse("job-action", args=[q.prefix, q.name, job_id, tail[0]])
-    return reverse("job", args=[q.prefix, q.name, job_id])
+        return reverse("bullpen:job-action", args=[q.prefix, q.name, job_id, tail[0]])
+    return reverse("bullpen:job", args=[q.prefix, q.name, job_id])
 
 
 def queue_url(q: Queue, verb: str | None = None) -> str:
     """The queue page, or one of its actions."""
     if verb:
-        return reverse("queue-action", args=[q.prefix, q.name, verb])
-    return reverse("queue", args=[q.prefix, q.name])
+        return reverse("bullpen:queue-action", args=[q.prefix, q.name, verb])
+    return reverse("bullpen:queue", args=[q.prefix, q.name])
 
 
 def hx_post(client: Client, url: str, data: dict[str, Any] | None = None) -> Any:

@@ -33,12 +33,12 @@ def _pages(q: Queue, job_id: str) -> list[str]:
         "/",
         "/fragments/queues/",
         queue_url(q),
-        reverse("queue-jobs", args=[q.prefix, q.name]),
+        reverse("bullpen:queue-jobs", args=[q.prefix, q.name]),
         job_url(q, job_id),
-        reverse("job-detail", args=[q.prefix, q.name, job_id]),
+        reverse("bullpen:job-detail", args=[q.prefix, q.name, job_id]),
         "/search/",
         "/triage/",
-        reverse("triage", args=[q.prefix, q.name]),
+        reverse("bullpen:triage", args=[q.prefix, q.name]),
     ]
 
 
@@ -222,7 +222,7 @@ def test_htmx_request_without_session_redirects_the_whole_page(
     returning to the page the browser was on."""
     q = Queue(qname, dashboard_redis)
     response = Client().get(
-        reverse("queue-jobs", args=["bull", qname]),
+        reverse("bullpen:queue-jobs", args=["bull", qname]),
         HTTP_HX_CURRENT_URL=f"http://testserver{queue_url(q)}",
         **HX,
     )

@@ -125,11 +125,11 @@ def test_flow_tree_links_across_queues(
     parent = Queue(qname, dashboard_redis)
     html = admin_client.get(job_url(parent, flow.job.id)).content.decode()
     for child in flow.children:
-        url = reverse("job", args=["bull", child.job.queue.name, child.job.id])
+        url = reverse("bullpen:job", args=["bull", child.job.queue.name, child.job.id])
         assert f'href="{url}"' in html
     child = flow.children[0]
     html = admin_client.get(
-        reverse("job", args=["bull", child.job.queue.name, child.job.id])
+        reverse("bullpen:job", args=["bull", child.job.queue.name, child.job.id])
     ).content.decode()
     assert f'href="{job_url(parent, flow.job.id)}"' in html
     assert "Parent:" in html
@@ -156,14 +156,16 @@ def test_detail_fragment_and_missing_job(
     404 as a page and a short note as a fragment (which stops its polling)."""
     q = Queue(qname, dashboard_redis)
     job = q.add("x", {})
-    url = reverse("job-detail", args=["bull", qname, job.id])
+    url = reverse("bullpen:job-detail", args=["bull", qname, job.id])
     html = admin_client.get(url, **HX).content.decode()
     assert html.startswith(
         f'<div id="job-detail" data-live-job="bull:{qname}:{job.id}"'
     )
     assert 'hx-trigger="bullpen:job-event throttle:1s,' in html
     assert admin_client.get(job_url(q, "nope")).status_code == 404
-    gone = admin_client.get(reverse("job-detail", args=["bull", qname, "nope"]), **HX)
+    gone = admin_client.get(
+        reverse("bullpen:job-detail", args=["bull", qname, "nope"]), **HX
+    )
     assert gone.status_code == 200 and b"no longer exists" in gone.content
     assert b"hx-get" not in gone.content
 

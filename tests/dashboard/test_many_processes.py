@@ -397,13 +397,23 @@ def test_every_socket_gets_each_update_once(pair: Pair, qname: str) -> None:
         queue.close()
 
 
+#: Families that describe the moment of the scrape rather than the queues: its
+#: own duration, and the Redis server's memory and clients as INFO gave them
+#: then (each process's scrape allocates and connects).
+OF_THE_MOMENT = {
+    "bullpen_scrape_duration_seconds",
+    "bullpen_redis_memory_used_bytes",
+    "bullpen_redis_connected_clients",
+}
+
+
 def samples(exposition: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
-    """Every sample of a /metrics answer but the scrape's own duration."""
+    """Every sample of a /metrics answer but those of the moment."""
     return {
         (s.name, frozenset(s.labels.items())): s.value
         for family in text_string_to_metric_families(exposition)
         for s in family.samples
-        if family.name != "bullpen_scrape_duration_seconds"
+        if family.name not in OF_THE_MOMENT
     }
 
 

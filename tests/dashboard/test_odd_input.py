@@ -95,7 +95,7 @@ def _ok(client: Client, path: str, **params: Any) -> str:
 
 
 def _job_page(client: Client, qname: str, job_id: str) -> str:
-    return _ok(client, reverse("job", args=["bull", qname, job_id]))
+    return _ok(client, reverse("bullpen:job", args=["bull", qname, job_id]))
 
 
 @pytest.mark.parametrize("odd", [*ODD, "all"])
@@ -117,15 +117,15 @@ def test_every_shared_page_survives_odd_queues_and_jobs(
         assert "bull:slash/queue" in overview.split("data-odd-queues")[1]
     if odd in ("binary_queue", "all"):
         assert "bull:bin\\xff\\xfeq" in overview.split("data-odd-queues")[1]
-    page = _ok(admin_client, reverse("queue", args=["bull", qname]))
+    page = _ok(admin_client, reverse("bullpen:queue", args=["bull", qname]))
     assert "good-job" in page
     for job_id in ("bad-ts", "new\nline"):
         if job_id in odd_ids:
             row = page.split(f'data-job="bull:{qname}:{job_id}"')[1].split("</tr>")[0]
             assert 'class="badge odd"' in row
-    _ok(admin_client, reverse("queue", args=["bull", qname]), state="failed")
+    _ok(admin_client, reverse("bullpen:queue", args=["bull", qname]), state="failed")
     _ok(admin_client, "/triage/")
-    triage = _ok(admin_client, reverse("triage", args=["bull", qname]))
+    triage = _ok(admin_client, reverse("bullpen:triage", args=["bull", qname]))
     assert "good boom" in triage
     _ok(admin_client, "/search/", queue=f"bull:{qname}", state="waiting", name="odd")
     _ok(admin_client, "/search/", state="waiting", name="good")
@@ -159,7 +159,9 @@ def test_job_ids_naming_queue_keys_are_no_job(
     with Queue(qname, dashboard_redis) as q:
         q.add("a", {}).log("line")
         q.client.xadd(q.keys.events, {"event": "x"})
-        response = admin_client.get(reverse("job", args=["bull", qname, job_id]))
+        response = admin_client.get(
+            reverse("bullpen:job", args=["bull", qname, job_id])
+        )
         assert response.status_code == 404
 
 

@@ -152,7 +152,7 @@ def test_huge_job_fields_are_not_read_for_lists_or_the_job_page(
     assert "(97.7 KiB, too large to show here)" in html
     assert "&quot;prompt&quot;:&quot;cat&quot;" in html and ">boom<" in html
 
-    page_url = reverse("job", args=["bull", qname, big])
+    page_url = reverse("bullpen:job", args=["bull", qname, big])
     page = admin_client.get(page_url)
     assert len(page.content) < 300_000
     text = page.content.decode()
@@ -162,7 +162,7 @@ def test_huge_job_fields_are_not_read_for_lists_or_the_job_page(
     assert "Not loaded" not in whole and "x" * 20_000 in whole
 
     found = admin_client.get(
-        reverse("search"),
+        reverse("bullpen:search"),
         {"queue": f"bull:{qname}", "state": "failed", "text": "xxx"},
     ).content.decode()
     assert "0 matches" in found and "2 read; 1 with data too large to search" in found
@@ -180,7 +180,7 @@ def test_job_list_fragment_rerenders_on_queue_events(
     """The fragment is the same list, wrapped to re-fetch on bullpen:queue-event."""
     q = Queue(qname, dashboard_redis)
     run_jobs(q, 3, "failed")
-    url = reverse("queue-jobs", args=["bull", qname])
+    url = reverse("bullpen:queue-jobs", args=["bull", qname])
     html = admin_client.get(url, {"state": "failed"}, **HX).content.decode()
     assert html.startswith('<div id="job-list"')
     assert 'hx-trigger="bullpen:queue-event from:body throttle:1s' in html
@@ -219,7 +219,8 @@ def test_read_only_queue_offers_and_allows_no_action(
     assert hx_post(admin_client, queue_url(q, "pause")).status_code == 403
     assert (
         hx_post(
-            admin_client, reverse("job-action", args=["bull", qname, job_id, "retry"])
+            admin_client,
+            reverse("bullpen:job-action", args=["bull", qname, job_id, "retry"]),
         ).status_code
         == 403
     )
@@ -253,12 +254,14 @@ def test_every_action_on_an_unknown_queue_refuses_and_writes_nothing(
         assert f"No such queue: bull:{qname}" in body and 'id="not-found"' in body
         assert "/actions/" not in body and "technical" not in body.lower()
     urls = [
-        reverse("queue-action", args=["bull", qname, verb]) for verb in queue.ACTIONS
+        reverse("bullpen:queue-action", args=["bull", qname, verb])
+        for verb in queue.ACTIONS
     ]
     urls += [
-        reverse("job-action", args=["bull", qname, "1", verb]) for verb in job.ACTIONS
+        reverse("bullpen:job-action", args=["bull", qname, "1", verb])
+        for verb in job.ACTIONS
     ]
-    urls.append(reverse("triage-action", args=["bull", qname, "retry-group"]))
+    urls.append(reverse("bullpen:triage-action", args=["bull", qname, "retry-group"]))
     form = {"confirm": "1", "name": qname, "state": "completed", "grace_s": "0"}
     for url in urls:
         response = hx_post(admin_client, url, form)

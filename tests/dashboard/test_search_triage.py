@@ -155,14 +155,16 @@ def test_triage_groups_failures_and_retries_a_group(
     oom = run_jobs(q, 3, "failed", value="CUDA out of memory. Tried to allocate 2 GiB")
     oom += run_jobs(q, 2, "failed", value="CUDA out of memory. Tried to allocate 4 GiB")
     other = run_jobs(q, 2, "failed", value="ValueError: bad prompt 'x'")
-    html = admin_client.get(reverse("triage", args=["bull", qname])).content.decode()
+    html = admin_client.get(
+        reverse("bullpen:triage", args=["bull", qname])
+    ).content.decode()
     assert html.index(
         "CUDA out of memory. Tried to allocate &lt;n&gt; GiB"
     ) < html.index("ValueError: bad prompt &lt;str&gt;")
     assert ">5<" in html and ">2<" in html
     sig = signature(normalise_reason("CUDA out of memory. Tried to allocate 2 GiB"))
     assert f'value="{sig}"' in html
-    url = reverse("triage-action", args=["bull", qname, "retry-group"])
+    url = reverse("bullpen:triage-action", args=["bull", qname, "retry-group"])
     response = hx_post(
         admin_client,
         url,
@@ -190,7 +192,7 @@ def test_triage_window_is_bounded(
     settings.BULLPEN_SCAN_CAP = 50
     q = Queue(qname, dashboard_redis)
     run_jobs(q, 120, "failed", value="boom 1")
-    url = reverse("triage", args=["bull", qname])
+    url = reverse("bullpen:triage", args=["bull", qname])
     html = admin_client.get(url).content.decode()
     assert "Failed jobs 1–50 of" in html and 'href="?cursor=50"' in html
     assert ">50<" in html
@@ -207,9 +209,11 @@ def test_viewer_cannot_retry_a_group(
     """Retry-the-group needs operate; the viewer sees groups without the button."""
     q = Queue(qname, dashboard_redis)
     ids = run_jobs(q, 2, "failed", value="boom")
-    html = viewer_client.get(reverse("triage", args=["bull", qname])).content.decode()
+    html = viewer_client.get(
+        reverse("bullpen:triage", args=["bull", qname])
+    ).content.decode()
     assert "Retry 2" not in html
-    url = reverse("triage-action", args=["bull", qname, "retry-group"])
+    url = reverse("bullpen:triage-action", args=["bull", qname, "retry-group"])
     sig = signature(normalise_reason("boom"))
     assert (
         hx_post(

@@ -54,7 +54,9 @@ def test_list_rows_are_inert(evil: tuple[Queue, str], admin_client: Client) -> N
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
         assert "&quot;&gt;&lt;img src=x onerror=alert(2)&gt;" in html
     fragment = admin_client.get(
-        reverse("queue-jobs", args=[q.prefix, q.name]), {"state": "failed"}, **HX
+        reverse("bullpen:queue-jobs", args=[q.prefix, q.name]),
+        {"state": "failed"},
+        **HX,
     ).content.decode()
     _assert_inert(fragment)
 
@@ -78,7 +80,9 @@ def test_search_and_triage_are_inert(
     ).content.decode()
     assert f'data-job="bull:{q.name}:{job_id}"' in html
     _assert_inert(html)
-    html = admin_client.get(reverse("triage", args=["bull", q.name])).content.decode()
+    html = admin_client.get(
+        reverse("bullpen:triage", args=["bull", q.name])
+    ).content.decode()
     _assert_inert(html)
     assert "&lt;script&gt;" in html
 

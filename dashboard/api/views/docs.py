@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
 
 from ..handling import Call, json_response
 from ..operations import operation
@@ -19,5 +20,7 @@ from ..spec import openapi
     tags=("meta",),
 )
 def openapi_document(request: HttpRequest, call: Call) -> HttpResponse:
-    """The OpenAPI document of every operation."""
-    return json_response(openapi())
+    """The OpenAPI document of every operation, its server the API's path
+    where the dashboard is mounted."""
+    server = reverse("bullpen_api:openapi").removesuffix("/openapi.json")
+    return json_response(openapi(server))

@@ -2,7 +2,8 @@
  *
  * The page says what it follows in <body data-live='{"queues": [...], "jobs":
  * [...], "gpus": true}'> (optionally "last_ids": {queue: stream id} as of the
- * render). This script opens /ws/live/, subscribes, and applies what arrives:
+ * render). This script opens the socket at <body data-live-socket> (/ws/live/
+ * at the site's root), subscribes, and applies what arrives:
  *   counts   -> text of [data-live-count="<queue>:<state>"]; of
  *               [data-live-sum="<queue>"] the sum of the counts of the states
  *               in its data-live-states (space separated); [data-live-paused]
@@ -191,7 +192,10 @@
     var self = this;
     var scheme = location.protocol === "https:" ? "wss://" : "ws://";
     document.body.setAttribute("data-live-status", "connecting");
-    var socket = this.socket = new WebSocket(scheme + location.host + "/ws/live/");
+    // The socket's path comes from the page (the dashboard may be mounted
+    // under a prefix in a host project).
+    var path = document.body.getAttribute("data-live-socket") || "/ws/live/";
+    var socket = this.socket = new WebSocket(scheme + location.host + path);
     socket.onopen = function () {
       self.openedAt = Date.now();
       document.body.setAttribute("data-live-status", "open");

@@ -55,7 +55,9 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        liveness_file = options.get("liveness_file") or settings.BULLPEN_LIVENESS_FILE
+        liveness_file = options.get("liveness_file") or getattr(
+            settings, "BULLPEN_LIVENESS_FILE", ""
+        )
         if options["check_alive"]:
             code = check_alive(liveness_file, options["max_age"])
             if code:
