@@ -17,7 +17,7 @@ them, beside the fleet read model it needs; it never imports Django.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import redis
@@ -46,12 +46,14 @@ def explain(
     namespace: str = defaults.NAMESPACE,
     handler_modules: Iterable[str] = (),
     workers: Counter[str] | None = _NO_CENSUS,
+    shown: Callable[[str], str] = str,
     now_ms: int | None = None,
 ) -> dict[str, WaitingReason]:
     """The waiting reason of each (job, state) whose state is a waiting one,
     by job id. `workers`: a CLIENT LIST census already taken (else one is);
     `handler_modules`: where to find a job's declared VRAM when no GPU worker
-    recorded it yet. Odd data never raises: it reads as `unknown`."""
+    recorded it yet; `shown`: how a last error may be shown (redaction).
+    Odd data never raises: it reads as `unknown`."""
     waiting = [(job, state) for job, state in jobs if state in WAITING_STATES]
     if not waiting:
         return {}
@@ -71,7 +73,8 @@ def explain(
             need = j.declared_bytes
             if need is None and "data" not in job.left_out:
                 need = declared_need(job.name, job.data, modules)
-            reason = explain_one(job, state, q, j, need, prefix, now_ms)
+            error = shown(job.failed_reason) if job.failed_reason else None
+            reason = explain_one(job, state, q, j, need, prefix, now_ms, error)
         except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
             reason = unknown(f"unreadable job fields ({exc})")
         if reason is not None:

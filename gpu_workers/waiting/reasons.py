@@ -260,7 +260,11 @@ def _limits(q: QueueFacts, now_ms: int) -> list[WaitingReason]:
     return found
 
 
-def _timed(job: Job, j: JobFacts, now_ms: int) -> WaitingReason:
+#: Characters of a last error a message quotes (the number holds it whole).
+ERROR_CHARS = 300
+
+
+def _timed(job: Job, j: JobFacts, now_ms: int, error: str | None) -> WaitingReason:
     due = j.due_ms
     numbers: dict[str, Any] = {"until_ms": due}
     if due is not None:
@@ -270,14 +274,15 @@ def _timed(job: Job, j: JobFacts, now_ms: int) -> WaitingReason:
         numbers.update(
             attempt=job.attempts_made + 1,
             attempts=job.attempts,
-            last_error=job.failed_reason,
+            last_error=error,
         )
         text = (
             f"Retry backoff: attempt {job.attempts_made + 1} of {job.attempts} "
             f"runs at {when}"
         )
-        if job.failed_reason:
-            text += f"; last error: {job.failed_reason}"
+        if error:
+            cut = error if len(error) <= ERROR_CHARS else error[: ERROR_CHARS - 1] + "…"
+            text += f"; last error: {cut}"
         return WaitingReason("retry_backoff", text, numbers)
     return WaitingReason("delayed", f"Delayed until {when}", numbers)
 
@@ -309,16 +314,18 @@ def explain_one(
     need: int | None,
     prefix: str,
     now_ms: int,
+    error: str | None = None,
 ) -> WaitingReason | None:
     """The reason a job in `state` is not running, or None for a job that is
-    not waiting (active, finished, unknown)."""
+    not waiting (active, finished, unknown); `error`: its last error as it may
+    be shown (redacted)."""
     if state not in WAITING_STATES:
         return None
     found: list[WaitingReason] = []
     if state == "waiting-children":
         found.append(_children(j, prefix))
     elif state == "delayed":
-        found.append(_timed(job, j, now_ms))
+        found.append(_timed(job, j, now_ms, error))
     if q.paused or state == "paused":
         found.append(_paused())
     idle = _no_worker(q)
