@@ -179,7 +179,10 @@ def _vram(q: QueueFacts, need: int | None) -> WaitingReason | None:
     return None
 
 
-def _line(job: Job, state: str, q: QueueFacts, j: JobFacts) -> WaitingReason:
+def _line(
+    job: Job, state: str, q: QueueFacts, j: JobFacts, floor_ms: int = 0
+) -> WaitingReason:
+    """Its place in line; the ETA is at least `floor_ms` (a full limiter)."""
     if state == "prioritized":
         ahead = None if j.prio_rank is None else (q.waiting or 0) + j.prio_rank
         own = j.prio_before_own
@@ -203,7 +206,7 @@ def _line(job: Job, state: str, q: QueueFacts, j: JobFacts) -> WaitingReason:
     numbers["finished_per_min"] = rate
     stopped = q.paused or state == "paused" or not q.live_workers
     if rate and ahead is not None and not stopped:
-        eta_ms = int((ahead + 1) / rate * 60_000)
+        eta_ms = max(int((ahead + 1) / rate * 60_000), floor_ms)
         numbers["eta_ms"] = eta_ms
         text += f"; at {rate:.1f} jobs/min it starts in about {span(eta_ms)}"
     elif not rate and not stopped:
@@ -335,11 +338,13 @@ def explain_one(
     if vram is not None and vram.code == "vram_never_fits":
         found.append(vram)
     if state in _READY:
-        found.extend(_limits(q, now_ms))
+        limits = _limits(q, now_ms)
+        found.extend(limits)
         # After the queue's limits: a job waits for VRAM once it is claimed.
         if vram is not None and vram.code == "waiting_for_vram":
             found.append(vram)
-        found.append(_line(job, state, q, j))
+        floor = max((r.numbers.get("in_ms", 0) for r in limits), default=0)
+        found.append(_line(job, state, q, j, floor))
     primary, *also = found
     primary.also = also
     return primary

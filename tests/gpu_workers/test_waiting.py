@@ -69,7 +69,10 @@ def test_global_concurrency_with_and_without_a_worker(
 
 
 def test_rate_limited(r: redis.Redis, redis_url: str, q: Queue) -> None:
-    """A full limiter window: `rate_limited` until now + the limiter's PTTL."""
+    """A full limiter window: `rate_limited` until now + the limiter's PTTL;
+    the ETA beside it is never before the window ends, however fast jobs
+    finished before."""
+    run_jobs(q, 10, target="completed", value=1)  # 2 jobs/min: 30 s alone
     q.set_global_rate_limit(1, 60_000)
     q.add("first", {})
     job = q.add("second", {})
@@ -82,6 +85,8 @@ def test_rate_limited(r: redis.Redis, redis_url: str, q: Queue) -> None:
     assert reason.numbers["max"] == 1
     assert 55_000 < reason.numbers["in_ms"] <= 60_000
     assert before + 55_000 < reason.numbers["until_ms"] <= ops.now_ms() + 60_000
+    (line,) = reason.also
+    assert line.code == "queued" and line.numbers["eta_ms"] == reason.numbers["in_ms"]
 
 
 def test_delayed(r: redis.Redis, redis_url: str, q: Queue) -> None:
