@@ -191,8 +191,10 @@ def _line(
     numbers: dict[str, Any] = {"ahead": ahead, "priority": job.priority}
     if own is not None:
         numbers["ahead_same_priority"] = own
-    if ahead is None:
-        text = "Queued, more than a long scan ahead of it"
+    if state == "paused":
+        text = "Queued in the paused list (BullMQ 5), behind the jobs before it"
+    elif ahead is None:
+        text = "Queued, no longer where it was read (it moved)"
         if state == "waiting":
             numbers["ahead_at_least"] = defaults.WAITING_POSITION_SCAN
             text = f"Queued behind more than {defaults.WAITING_POSITION_SCAN} jobs"
