@@ -25,7 +25,7 @@ _REASON_PROPERTIES: dict[str, Any] = {
     "finished_per_min": {"type": ["number", "null"]},
     "active": {"type": ["integer", "null"]},
     "concurrency": {"type": "integer"},
-    "started_in_window": {"type": "integer"},
+    "started_in_window": _NULLABLE_INT,
     "max": _NULLABLE_INT,
     "pending": _NULLABLE_INT,
     "total": _NULLABLE_INT,

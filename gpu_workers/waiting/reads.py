@@ -25,6 +25,8 @@ from ..keys import BullpenKeys
 MINUTE_MS = 60_000
 #: A prioritized score is priority times this, plus a counter (BullMQ).
 PRIORITY_SCORE = 1 << 32
+#: GPU worker states that take no new job.
+NOT_TAKING = frozenset({"failed", "draining"})
 #: A delayed score is the due time in ms times this, plus a counter.
 DELAYED_SCORE_PER_MS = 4096
 
@@ -64,8 +66,10 @@ class QueueFacts:
 
     @property
     def live_workers(self) -> int:
-        """Workers that could take a job now: connected or GPU heartbeats."""
-        return max(self.connected or 0, len(self.gpu_serving))
+        """Workers that could take a job now: connected, or GPU workers with
+        a fresh heartbeat that are neither failed nor draining."""
+        taking = [r for r in self.gpu_serving if r.get("state") not in NOT_TAKING]
+        return max(self.connected or 0, len(taking))
 
 
 @dataclass

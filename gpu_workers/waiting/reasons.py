@@ -30,7 +30,7 @@ from queues.flow import split_job_key
 
 from .. import defaults
 from ..units import format_bytes
-from .reads import JobFacts, QueueFacts
+from .reads import NOT_TAKING, JobFacts, QueueFacts
 
 CODES = (
     "queue_paused",
@@ -50,8 +50,6 @@ WAITING_STATES = frozenset(
     {"waiting", "prioritized", "delayed", "waiting-children", "paused"}
 )
 _READY = frozenset({"waiting", "prioritized", "paused"})
-#: Worker states that take no new job.
-_NOT_TAKING = frozenset({"failed", "draining"})
 
 
 @dataclass
@@ -109,7 +107,7 @@ def at(ms: int, now_ms: int) -> str:
 
 
 def _live(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [r for r in records if str(r.get("state")) not in _NOT_TAKING]
+    return [r for r in records if str(r.get("state")) not in NOT_TAKING]
 
 
 def _budget(r: dict[str, Any]) -> int:
@@ -232,27 +230,44 @@ def _no_worker(q: QueueFacts) -> WaitingReason | None:
     )
 
 
-def _limits(q: QueueFacts, now_ms: int) -> list[WaitingReason]:
-    found = []
-    full = q.limiter_count is not None and (
-        q.rate_max is None or q.limiter_count >= q.rate_max
-    )
-    if q.limiter_pttl_ms is not None and full:
-        until = now_ms + q.limiter_pttl_ms
-        found.append(
-            WaitingReason(
-                "rate_limited",
-                f"Rate-limited until {at(until, now_ms)}: {q.limiter_count} "
-                f"job{'s' if q.limiter_count != 1 else ''} started in this window"
-                + (f" (limit {q.rate_max})" if q.rate_max is not None else ""),
-                {
-                    "until_ms": until,
-                    "in_ms": q.limiter_pttl_ms,
-                    "started_in_window": q.limiter_count,
-                    "max": q.rate_max,
-                },
-            )
+#: What a Node worker's `rateLimit(ms)` sets the limiter to (Number.MAX_SAFE_INTEGER).
+MANUAL_LIMIT = 2**53 - 1
+
+
+def _rate(q: QueueFacts, now_ms: int) -> WaitingReason | None:
+    """A full limiter: its count at the queue's `max`, or a worker's manual
+    rate limit. A worker's own limiter option (no `max` in meta) is not
+    known here, so its count alone says nothing."""
+    count, ttl = q.limiter_count, q.limiter_pttl_ms
+    if count is None or ttl is None:
+        return None
+    manual = count >= MANUAL_LIMIT
+    if not manual and (q.rate_max is None or count < q.rate_max):
+        return None
+    until = now_ms + ttl
+    if manual:
+        text = f"Rate-limited by a worker until {at(until, now_ms)}"
+    else:
+        text = (
+            f"Rate-limited until {at(until, now_ms)}: {count} "
+            f"job{'s' if count != 1 else ''} started in this window "
+            f"(limit {q.rate_max})"
         )
+    return WaitingReason(
+        "rate_limited",
+        text,
+        {
+            "until_ms": until,
+            "in_ms": ttl,
+            "started_in_window": None if manual else count,
+            "max": q.rate_max,
+        },
+    )
+
+
+def _limits(q: QueueFacts, now_ms: int) -> list[WaitingReason]:
+    rate = _rate(q, now_ms)
+    found = [rate] if rate is not None else []
     if q.concurrency is not None and (q.active or 0) >= q.concurrency:
         found.append(
             WaitingReason(

@@ -4,6 +4,7 @@ code and numbers are asserted."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -314,3 +315,37 @@ def test_reads_are_bounded_on_a_queue_of_10k(
     assert large == small
     assert trips_small == trips_large == 4
     assert oldest["ahead"] is None and oldest["ahead_at_least"] == 10_000
+
+
+def test_a_node_workers_manual_rate_limit_and_its_own_limiter(
+    r: redis.Redis, redis_url: str, q: Queue
+) -> None:
+    """Node's `worker.rateLimit(ms)` (the limiter set to MAX_SAFE_INTEGER)
+    is `rate_limited` with no count; a worker's own limiter option leaves a
+    count whose limit only that worker knows, which names no reason."""
+    job = q.add("job", {})
+    r.set(q.keys.limiter, 3, px=30_000)  # a worker's own limiter: max unknown
+    with connected_worker(redis_url, q):
+        reason = reason_of(r, q, job.id)
+        assert reason is not None and codes(reason) == ["queued"]
+        r.set(q.keys.limiter, 2**53 - 1, px=30_000)
+        reason = reason_of(r, q, job.id)
+    assert reason is not None and reason.code == "rate_limited"
+    assert reason.numbers["started_in_window"] is None
+    assert 25_000 < reason.numbers["in_ms"] <= 30_000
+    assert reason.message.startswith("Rate-limited by a worker until")
+
+
+def test_a_failed_gpu_worker_serves_nobody(r: redis.Redis, q: Queue) -> None:
+    """A GPU worker record still fresh but failed (or draining) is no live
+    worker: with nothing else connected the job has `no_worker`."""
+    gpu_worker(r, q, budget=21 * GiB, committed=0)
+    job = q.add("job", {})
+    reason = reason_of(r, q, job.id)
+    assert reason is not None and codes(reason) == ["queued"]
+    for state in ("failed", "draining"):
+        record = json.loads(r.get("bullpen:worker:w1") or "{}")
+        record["state"] = state
+        r.set("bullpen:worker:w1", json.dumps(record), keepttl=True)
+        reason = reason_of(r, q, job.id)
+        assert reason is not None and reason.code == "no_worker", state
