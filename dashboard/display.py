@@ -142,6 +142,11 @@ class JobRow:
     run_at_ms: int | None = None
     #: What another client wrote oddly (see `oddities`), or "".
     odd: str = ""
+    #: Why it waits (reads/waiting.py): a short tag and the whole sentence.
+    waiting_tag: str = ""
+    waiting_message: str = ""
+    waiting_code: str = ""
+    waiting_stuck: bool = False
 
 
 def job_row(

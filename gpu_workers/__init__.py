@@ -10,6 +10,8 @@ Built on `queues`; never imports Django, so a worker process starts fast.
   `children` the processes it manages, `desired` the counts it converges to
 - `heartbeat`: the records workers and supervisors write to Redis
 - `fleet`: the `Fleet` read model over them and its small write API
+- `waiting`: why a job is not running yet (queue state, workers, VRAM), for
+  the dashboard's pages and its API
 """
 
 from __future__ import annotations

@@ -72,3 +72,12 @@ EXIT_CONFIG = 78
 #: (a week; 0 = collect none). bull-board, Node's getMetrics() and the
 #: dashboard's /metrics totals read them.
 METRICS_DATA_POINTS = 7 * 24 * 60
+
+# --- "why is this job waiting?" (waiting/) ---
+#: Ids of `wait` an LPOS scans (from the tail, where workers pop) for a job's
+#: place in line; a job further back reads as "more than this many ahead".
+WAITING_POSITION_SCAN = 10_000
+#: Pending children a waiting parent names (SRANDMEMBER count).
+WAITING_CHILDREN_SHOWN = 10
+#: Minutes of finished jobs the ETA's throughput is measured over.
+WAITING_THROUGHPUT_WINDOW_MIN = 5

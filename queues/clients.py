@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import re
+from collections import Counter
 
 from redis.exceptions import NoPermissionError, ResponseError
 
@@ -103,3 +104,20 @@ def get_workers(keys: QueueKeys) -> Op[list[dict[str, str]]]:
         if len(workers) > len(best):
             best = workers
     return best
+
+
+def census_of(nodes: list[list[dict[str, str]]]) -> Counter[str]:
+    """Worker connections per `prefix:base64(name)` from `client_lists()`: on
+    a cluster, a queue's count from the primary listing the most of them, as
+    `get_workers` takes them."""
+    found: Counter[str] = Counter()
+    for clients in nodes:
+        here: Counter[str] = Counter()
+        for c in clients:
+            name = c.get("name") or ""
+            if WORKER_SUFFIX in name:
+                here[name.split(WORKER_SUFFIX, 1)[0]] += 1
+            elif name and not name.endswith(QUEUE_EVENTS_SUFFIX):
+                here[name] += 1
+        found |= here  # the larger count of each name
+    return found

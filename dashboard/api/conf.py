@@ -109,6 +109,9 @@ class ApiConf:
     webhook_claim_idle_ms: int = _from(
         "BULLPEN_WEBHOOK_CLAIM_IDLE_MS", int, defaults.WEBHOOK_CLAIM_IDLE_MS
     )
+    #: Modules whose @handler functions declare a job's VRAM (for a waiting
+    #: job's `waiting_reason`, before any GPU worker recorded its need).
+    handler_modules: tuple[str, ...] = _from("BULLPEN_HANDLER_MODULES", tuple, ())
     #: This host's name (the dispatcher's consumer name).
     hostname: str = _from("BULLPEN_HOSTNAME", str, defaults.HOSTNAME)
 

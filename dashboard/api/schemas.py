@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import defaults
+from .waiting_schema import WAITING_REASON
 
 JOB_NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.:@/+-]{0,127}$"
 #: Ids a client may choose (all-digit ids are refused: Redis assigns those).
@@ -184,6 +185,13 @@ JOB: dict[str, Any] = {
                 "finished": _NULLABLE_INT,
             },
         },
+        "waiting_reason": {
+            "oneOf": [
+                {"$ref": "#/components/schemas/WaitingReason"},
+                {"type": "null"},
+            ],
+            "description": "Why the job is not running yet; null unless it waits.",
+        },
     },
 }
 
@@ -310,6 +318,7 @@ COMPONENTS: dict[str, dict[str, Any]] = {
     "JobOptions": JOB_OPTIONS,
     "Enqueued": ENQUEUED,
     "Job": JOB,
+    "WaitingReason": WAITING_REASON,
     "Removed": REMOVED,
     "Queue": QUEUE,
     "QueueList": QUEUE_LIST,

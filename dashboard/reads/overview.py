@@ -13,12 +13,7 @@ from typing import Any
 import redis
 
 from queues import ops
-from queues.clients import (
-    QUEUE_EVENTS_SUFFIX,
-    WORKER_SUFFIX,
-    client_lists,
-    connection_name,
-)
+from queues.clients import census_of, client_lists, connection_name
 from queues.drive import cmd, cmds, gather
 from queues.keys import QueueKeys
 from queues.ops import DEFAULT_STATES
@@ -142,23 +137,6 @@ def _stats_op(
     return counts, bool(paused), per_min[:minutes], per_min[minutes:], oldest
 
 
-def _census_of(nodes: list[list[dict[str, str]]]) -> Counter[str]:
-    """Worker connections per `prefix:base64(name)`: on a cluster, a queue's
-    count from the primary listing the most of them, as `get_workers` takes
-    them (queues/clients.py)."""
-    found: Counter[str] = Counter()
-    for clients in nodes:
-        here: Counter[str] = Counter()
-        for c in clients:
-            name = c.get("name") or ""
-            if WORKER_SUFFIX in name:
-                here[name.split(WORKER_SUFFIX, 1)[0]] += 1
-            elif name and not name.endswith(QUEUE_EVENTS_SUFFIX):
-                here[name] += 1
-        found |= here  # the larger count of each name
-    return found
-
-
 def worker_census() -> Counter[str]:
     """Connected BullMQ workers per `prefix:base64(name)` (Node's getWorkers()
     reads the same CLIENT LIST names, of every primary on a cluster); empty
@@ -172,7 +150,7 @@ def worker_census() -> Counter[str]:
     ):
         return cached
     try:
-        found = _census_of(run(client_lists(), conn))
+        found = census_of(run(client_lists(), conn))
     except redis.ResponseError:
         found = Counter()
     _census.update(client=conn, value=found, at=time.monotonic())

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.urls import reverse
+from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.api.webhooks import deliveries
@@ -27,6 +27,7 @@ from ..display import (
 )
 from ..models import AuditEntry
 from ..reads import job as job_reads
+from ..reads import waiting as waiting_reads
 from ..reads.discovery import QueueRef, is_read_only
 from ..reads.job import JobDetail
 from ..redaction import redact, redact_lines, redact_text
@@ -145,6 +146,7 @@ def detail_context(request: HttpRequest, ref: QueueRef, d: JobDetail) -> dict[st
         "retry": retry,
         "attempts_text": attempts_text(job.attempts_made, job.attempts),
         "vram": vram,
+        **waiting_context(ref, job, d.state),
         "flow": d.flow,
         "parent_ref": d.parent_ref,
         "parent_id": d.parent_id,
@@ -159,6 +161,24 @@ def detail_context(request: HttpRequest, ref: QueueRef, d: JobDetail) -> dict[st
         "full": full,
         "history": AuditEntry.objects.filter(target=f"{ref.key}:{job.id}")[:10],
         "deliveries": deliveries.for_dashboard(ref.prefix, ref.name, job.id),
+    }
+
+
+def waiting_context(ref: QueueRef, job: Job, state: str) -> dict[str, Any]:
+    """Why the job waits (reads/waiting.py), with links to pending children."""
+    reason = waiting_reads.job_reason(ref, job, state)
+    children = []
+    for prefix, name, child_id in reason.children if reason else []:
+        try:
+            url = reverse("bullpen:job", args=[prefix, name, child_id])
+        except NoReverseMatch:
+            url = ""  # a name no page can have: shown, not linked
+        children.append((f"{name} / {child_id}", url))
+    return {
+        "waiting": reason,
+        "waiting_children": children,
+        "waiting_stuck": reason is not None and reason.code in waiting_reads.STUCK,
+        "waiting_gpu": reason is not None and reason.code in waiting_reads.GPU,
     }
 
 

@@ -18,6 +18,7 @@ from .. import redis as pages_redis
 from ..display import job_row
 from ..reads import discovery
 from ..reads import queue as queue_reads
+from ..reads import waiting as waiting_reads
 from ..reads.discovery import QueueRef
 from ..reads.job import due_times
 from .common import (
@@ -80,6 +81,15 @@ def list_context(
     )
     now = ops.now_ms()
     due = due_times(ref, [j.id for j, s in pairs if s == "delayed"])
+    rows = [job_row(j, s, ref.key, now, due.get(j.id)) for j, s in pairs]
+    why = waiting_reads.reasons(ref, pairs)
+    for row in rows:
+        reason = why.get(row.id)
+        if reason is not None:
+            row.waiting_tag = waiting_reads.tag(reason)
+            row.waiting_message = reason.message
+            row.waiting_code = reason.code
+            row.waiting_stuck = reason.code in waiting_reads.STUCK
     base = reverse("bullpen:queue", args=[ref.prefix, ref.name])
     return {
         "ref": ref,
@@ -88,7 +98,7 @@ def list_context(
         "page_no": page_no,
         "pages": pages,
         "total": total,
-        "rows": [job_row(j, s, ref.key, now, due.get(j.id)) for j, s in pairs],
+        "rows": rows,
         "list_url": reverse("bullpen:queue-jobs", args=[ref.prefix, ref.name]),
         "base_url": base,
         "query": f"state={tab}&order={order}",

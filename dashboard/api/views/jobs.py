@@ -7,9 +7,10 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 
-from dashboard.redaction import redact_fields
+from dashboard.redaction import redact_fields, redact_text
 from gpu_workers import Fleet
 from gpu_workers.exceptions import ValidationError as FleetValidationError
+from gpu_workers.waiting import explain
 from queues import Job, JobState, ops
 from queues.exceptions import InvalidJobId, InvalidJobOptions, JobLocked
 from queues.options import merge_job_options
@@ -215,7 +216,8 @@ def enqueue(request: HttpRequest, call: Call, queue: str) -> HttpResponse:
     method="GET",
     path=_JOB,
     operation_id="getJob",
-    summary="A job's state, progress, result or failure, attempts and times",
+    summary="A job's state, progress, result or failure, attempts and times, "
+    "and why it is not running yet",
     scope="read",
     tickets=True,
     responses={200: ("The job", "Job"), 404: ("No such job", None)},
@@ -225,7 +227,25 @@ def get_job(request: HttpRequest, call: Call, queue: str, job_id: str) -> HttpRe
     job, state = queue_of(queue).get_job_with_state(job_id)
     if job is None or not call.principal or not call.principal.owns(job):
         raise NotFound("job_not_found", f"queue {queue} has no job {job_id}")
-    return json_response(job_body(queue, job, state))
+    body = job_body(queue, job, state)
+    body["waiting_reason"] = waiting_reason(queue, job, state)
+    return json_response(body)
+
+
+def waiting_reason(queue: str, job: Job, state: JobState) -> dict[str, Any] | None:
+    """Why the job is not running yet (gpu_workers/waiting), or None when it
+    is not waiting."""
+    c = conf.get()
+    found = explain(
+        store.client(),
+        c.prefix,
+        queue,
+        [(job, state.value)],
+        namespace=c.namespace,
+        handler_modules=c.handler_modules,
+        shown=redact_text,
+    ).get(job.id)
+    return None if found is None else found.as_dict()
 
 
 @operation(
