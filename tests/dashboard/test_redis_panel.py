@@ -1,0 +1,202 @@
+"""The Redis page against the real test Redis: its numbers are INFO's, its
+warnings follow CONFIG SET maxmemory / maxmemory-policy, its slowlog shows
+real slow entries (arguments to operators only, cut and escaped) and its keys
+per prefix are exact when a SCAN fits the budget, estimates otherwise."""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+from django.test import Client
+from django.urls import reverse
+
+from dashboard.reads import redis_panel
+
+pytestmark = pytest.mark.usefixtures("dashboard_redis")
+
+#: INFO fields that do not move while a page is read.
+STABLE = ("redis_version", "maxmemory", "maxmemory_policy", "rdb_last_bgsave_status")
+#: Fields that move with every command: the page's value must lie between
+#: what INFO gave just before and just after the page was read.
+MOVING = ("used_memory", "connected_clients", "total_commands_processed")
+
+
+def fields(page: str) -> dict[str, str]:
+    """Every `data-field="name"` element's text (the first of each name)."""
+    found: dict[str, str] = {}
+    for name, text in re.findall(r'data-field="([^"]+)"[^>]*>([^<]*)<', page):
+        found.setdefault(name, html.unescape(text).strip())
+    return found
+
+
+@pytest.fixture
+def restore_config(r: redis.Redis) -> Iterator[None]:
+    """Put back what the tests CONFIG SET on the shared test server."""
+    names = ("maxmemory", "maxmemory-policy", "slowlog-log-slower-than")
+    saved = {n: r.config_get(n)[n] for n in names}
+    yield
+    for name, value in saved.items():
+        r.config_set(name, value)
+    r.slowlog_reset()
+
+
+def get_page(client: Client) -> str:
+    response = client.get(reverse("redis"))
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def test_numbers_are_infos(viewer_client: Client, r: redis.Redis) -> None:
+    """Version, memory, policy, clients, commands and keys equal INFO's."""
+    r.set("bull:x:1", "v")
+    r.set("bullpen:y", "v")
+    get_page(viewer_client)  # the pages' client connects once, first
+    before = r.info()
+    page = get_page(viewer_client)
+    after = r.info()
+    shown = fields(page)
+    assert shown["mode"] == "single"
+    for name in STABLE:
+        assert shown[name] == str(after[name]), name
+    for name in MOVING:
+        low, high = sorted((before[name], after[name]))
+        assert low <= int(shown[name]) <= high, name
+    assert shown["dbsize"] == str(r.dbsize()) == "2"
+    assert shown["aof_enabled"] == ("on" if after["aof_enabled"] else "off")
+    assert 'data-warning="memory"' not in page  # no maxmemory: nothing to warn of
+
+
+def test_memory_warning_from_80_percent(
+    viewer_client: Client, r: redis.Redis, restore_config: None
+) -> None:
+    """maxmemory set so that use is ~85% of it warns; ~50% does not."""
+    used = r.info("memory")["used_memory"]
+    r.config_set("maxmemory", int(used / 0.85))
+    page = get_page(viewer_client)
+    assert 'data-warning="memory"' in page
+    assert fields(page)["maxmemory"] == str(r.config_get("maxmemory")["maxmemory"])
+    r.config_set("maxmemory", int(used / 0.5))
+    page = get_page(viewer_client)
+    assert 'data-warning="memory"' not in page
+    shown = fields(page)
+    pct = round(100 * int(shown["used_memory"]) / int(shown["maxmemory"]))
+    assert pct < 80 and f"{pct}% used)" in page
+
+
+def test_eviction_policy_warns_unless_noeviction(
+    viewer_client: Client, r: redis.Redis, restore_config: None
+) -> None:
+    """allkeys-lru warns that queue keys may be evicted; noeviction does not."""
+    r.config_set("maxmemory-policy", "allkeys-lru")
+    page = get_page(viewer_client)
+    assert 'data-warning="policy"' in page
+    assert fields(page)["maxmemory_policy"] == "allkeys-lru"
+    r.config_set("maxmemory-policy", "noeviction")
+    page = get_page(viewer_client)
+    assert 'data-warning="policy"' not in page
+    assert fields(page)["maxmemory_policy"] == "noeviction"
+
+
+def test_slowlog_arguments_for_operators_only(
+    viewer_client: Client,
+    operator_client: Client,
+    r: redis.Redis,
+    restore_config: None,
+) -> None:
+    """With every command logged, a SET shows in the slowlog: operators see
+    its arguments cut and escaped, viewers only how many there were."""
+    r.slowlog_reset()
+    r.config_set("slowlog-log-slower-than", 0)
+    secret = "<script>alert(1)</script>" + "s3cr3t" * 40
+    r.set("bull:slow:key", secret)
+    r.config_set("slowlog-log-slower-than", 10_000_000)  # the pages' reads: no
+    entries, _ = redis_panel.slow_entries(r)
+    sets = [e for e in entries if e.command == "SET"]
+    assert sets and sets[0].args[0] == "bull:slow:key"
+    assert len(sets[0].args[1]) == redis_panel.ARG_CHARS
+    operator = get_page(operator_client)
+    assert f'data-slow-id="{sets[0].id}"' in operator
+    assert "bull:slow:key" in operator
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in operator
+    assert "<script>alert" not in operator
+    assert "s3cr3t" * 10 not in operator  # cut
+    viewer = get_page(viewer_client)
+    assert f'data-slow-id="{sets[0].id}"' in viewer
+    assert "bull:slow:key" not in viewer and "s3cr3t" not in viewer
+    assert "(2 arguments)" in viewer
+    assert "Arguments hidden" in viewer
+
+
+def test_slowlog_hidden_while_redaction_is_set(
+    operator_client: Client, r: redis.Redis, restore_config: None, settings: Any
+) -> None:
+    """A redaction hook cannot apply to command arguments: nobody sees them."""
+    settings.BULLPEN_REDACT = "dashboard.redaction.redact_sensitive_keys"
+    r.slowlog_reset()
+    r.config_set("slowlog-log-slower-than", 0)
+    r.set("bull:slow:key", "password-123")
+    r.config_set("slowlog-log-slower-than", 10_000_000)
+    page = get_page(operator_client)
+    assert "password-123" not in page and "bull:slow:key" not in page
+    assert "BULLPEN_REDACT" in page
+
+
+def test_keys_per_prefix_exact_when_small(viewer_client: Client, r: redis.Redis) -> None:
+    """A keyspace that one bounded SCAN covers is counted exactly."""
+    pipe = r.pipeline(transaction=False)
+    for i in range(30):
+        pipe.set(f"bull:q:{i}", 1)
+    for i in range(7):
+        pipe.set(f"other:{i}", 1)
+    pipe.set("loose", 1)
+    pipe.execute()
+    page = get_page(viewer_client)
+    counts = dict(re.findall(r'data-prefix="([^"]+)".*?class="count">(\d+)<', page))
+    assert counts == {"bull": "30", "other": "7", "(no prefix)": "1"}
+    assert "Exact: all 38 keys scanned." in page
+
+
+def test_keys_per_prefix_estimated_when_large(
+    viewer_client: Client, r: redis.Redis
+) -> None:
+    """Past the SCAN budget the counts are the sample's shares of DBSIZE,
+    labelled as estimates, and close to the truth (60/30/10)."""
+    total = 20_000
+    pipe = r.pipeline(transaction=False)
+    for i in range(total):
+        prefix = "a" if i % 10 < 6 else "b" if i % 10 < 9 else "c"
+        pipe.set(f"{prefix}:{i}", 1)
+    pipe.execute()
+    page = get_page(viewer_client)
+    assert "Estimates: shares of a sample of" in page
+    counts = {
+        k: int(v)
+        for k, v in re.findall(r'data-prefix="([^"]+)".*?class="count">(\d+)<', page)
+    }
+    for prefix, share in (("a", 0.6), ("b", 0.3), ("c", 0.1)):
+        assert abs(counts[prefix] - share * total) < 0.05 * total, (prefix, counts)
+    assert "≈" in page
+
+
+def test_permissions(nobody_client: Client, client: Client) -> None:
+    """view_queues is needed; anonymous users go to the login page."""
+    for name in ("redis", "redis-servers", "workers", "workers-list"):
+        assert nobody_client.get(reverse(name)).status_code == 403
+        response = client.get(reverse(name))
+        assert response.status_code == 302
+        assert reverse("login") in response["Location"]
+
+
+def test_fragment_refreshes_itself(viewer_client: Client) -> None:
+    """The servers' panels come alone for htmx, and poll their own URL."""
+    url = reverse("redis-servers")
+    response = viewer_client.get(url, HTTP_HX_REQUEST="true")
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert body.startswith('<div id="redis-servers"') and "<html" not in body
+    assert f'hx-get="{url}"' in body
