@@ -1,12 +1,14 @@
 """The Redis page against the real test Redis: its numbers are INFO's, its
 warnings follow CONFIG SET maxmemory / maxmemory-policy, its slowlog shows
 real slow entries (arguments to operators only, cut and escaped) and its keys
-per prefix are exact when a SCAN fits the budget, estimates otherwise."""
+per prefix are exact when a SCAN fits the budget, estimates otherwise. And the
+workers page, with real Node BullMQ, Bullpen and GPU workers connected."""
 
 from __future__ import annotations
 
 import html
 import re
+import shutil
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,7 +17,13 @@ import redis
 from django.test import Client
 from django.urls import reverse
 
-from dashboard.reads import redis_panel
+from dashboard.reads import redis_panel, workers
+from queues import Queue
+from tests.dashboard.helpers import simulated_supervisor
+from tests.helpers import wait_until
+from tests.interop.conftest import HERE as INTEROP
+from tests.interop.conftest import NODE_MISSING
+from tests.interop.helpers import node_worker, py_worker
 
 pytestmark = pytest.mark.usefixtures("dashboard_redis")
 
@@ -146,7 +154,9 @@ def test_slowlog_hidden_while_redaction_is_set(
     assert "BULLPEN_REDACT" in page
 
 
-def test_keys_per_prefix_exact_when_small(viewer_client: Client, r: redis.Redis) -> None:
+def test_keys_per_prefix_exact_when_small(
+    viewer_client: Client, r: redis.Redis
+) -> None:
     """A keyspace that one bounded SCAN covers is counted exactly."""
     pipe = r.pipeline(transaction=False)
     for i in range(30):
@@ -200,3 +210,65 @@ def test_fragment_refreshes_itself(viewer_client: Client) -> None:
     assert response.status_code == 200
     assert body.startswith('<div id="redis-servers"') and "<html" not in body
     assert f'hx-get="{url}"' in body
+
+
+# --- the workers page -------------------------------------------------------
+def _node_or_skip() -> None:
+    if not shutil.which("node"):
+        pytest.skip(NODE_MISSING)
+    if not (INTEROP / "node_modules" / "bullmq").is_dir():
+        pytest.fail("Node BullMQ is not installed: run `make node-deps`")
+
+
+def test_workers_page_lists_node_bullpen_and_gpu_workers(
+    viewer_client: Client, redis_url: str, r: redis.Redis
+) -> None:
+    """A Node BullMQ worker, a Bullpen worker and a supervisor's GPU worker
+    (simulated GPUs) each have a row: the GPU worker with its heartbeat's
+    host, pid, slots and running job; the others with their address and
+    "unknown" where Redis cannot tell, their queue's active job beside."""
+    _node_or_skip()
+    busy = {"sleepMs": 8000}
+    plain, gpu_queue = "wp-plain", "wp-gpu"
+    Queue(plain, redis_url).add("slow", busy)
+    demo = Queue(gpu_queue, redis_url).add("demo", {"steps": 80, "step_s": 0.1})
+    node = node_worker(redis_url, plain, name="node-w1", concurrency=3)
+    py = py_worker(redis_url, plain, worker_name="py-w1")
+    try:
+        with simulated_supervisor(redis_url, "h-rp", gpu_queue) as fleet:
+
+            def ready() -> dict[str, Any] | None:
+                names = {
+                    w.name for q in workers.workers_view().queues for w in q.workers
+                }
+                busy_gpu = [w for w in fleet.list_workers() if w.get("running")]
+                wanted = {"node-w1", "py-w1", f"h-rp.{gpu_queue}.gpu0"}
+                return busy_gpu[0] if wanted <= names and busy_gpu else None
+
+            record = wait_until(ready, 30, what="three workers, one GPU job running")
+            page = viewer_client.get(reverse("workers")).content.decode()
+            fleet.request_cancel(gpu_queue, demo.id)  # so the supervisor stops soon
+    finally:
+        node.kill()
+        py.kill()
+    rows = dict(
+        re.findall(r'<tr class="worker" data-worker="([^"]+)"(.*?)</tr>', page, re.S)
+    )
+    for name in ("node-w1", "py-w1"):
+        row = rows[name]
+        assert 'data-kind="BullMQ worker"' in row
+        assert "127.0.0.1:" in row  # its address as Redis sees it
+        assert re.search(r'data-field="pid">\s*<span class="unknown"', row)
+        assert re.search(r'data-field="concurrency">\s*<span class="unknown"', row)
+    gpu = rows[f"h-rp.{gpu_queue}.gpu0"]
+    assert 'data-kind="Bullpen GPU worker"' in gpu
+    assert f'data-field="pid">{record["pid"]}<' in gpu
+    assert f'data-field="concurrency">{record["slots"]}<' in gpu
+    assert f"demo#{demo.id}" in gpu
+    assert ">h-rp<" in gpu
+    plain_queue = page.split(f'data-queue="bull:{plain}"', 1)[1].split("</tbody>")[0]
+    assert '<span data-field="active">1</span> active job' in plain_queue
+    assert "Versions are unknown" in page or "Versions are the client" in page
+    info = r.info("server")
+    has_lib = tuple(map(int, info["redis_version"].split(".")[:2])) >= (7, 2)
+    assert ("Versions are unknown" in page) is not has_lib
