@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import redis
+
 from queues.cluster import is_cluster_client
 from queues.sentinel import is_sentinel_client
 
@@ -70,6 +72,8 @@ class ServerPanel:
     prefixes: list[PrefixCount] = field(default_factory=list)
     slowlog: list[SlowEntry] = field(default_factory=list)
     slowlog_len: int = 0
+    #: CONFIG GET save ("" when RDB snapshots are off; None when refused).
+    rdb_schedule: str | None = None
 
     def _num(self, name: str) -> float:
         return NodeInfo(self.node, self.info).number(name)
@@ -78,6 +82,11 @@ class ServerPanel:
     def version(self) -> str:
         """redis_version."""
         return str(self.info.get("redis_version", "?"))
+
+    @property
+    def uptime_ms(self) -> int:
+        """uptime_in_seconds, in milliseconds (for the duration filter)."""
+        return int(self._num("uptime_in_seconds")) * 1000
 
     @property
     def used_memory(self) -> int:
@@ -195,6 +204,15 @@ def sample_prefixes(conn: Any) -> tuple[list[PrefixCount], int, int, bool]:
     return rows, dbsize, sampled, exact
 
 
+def rdb_schedule(conn: Any) -> str | None:
+    """CONFIG GET save: "" when RDB snapshots are off, None where refused
+    (managed services often rename or forbid CONFIG)."""
+    try:
+        return str(conn.config_get("save").get("save", ""))
+    except redis.ResponseError:
+        return None
+
+
 def _cut(arg: Any) -> str:
     text = arg if isinstance(arg, str) else repr(arg)
     return text if len(text) <= ARG_CHARS else text[: ARG_CHARS - 1] + "…"
@@ -232,7 +250,8 @@ def server_panels() -> tuple[str, list[ServerPanel]]:
         info = c.info()  # first: the SCAN's replies would weigh on used_memory
         prefixes, dbsize, sampled, exact = sample_prefixes(c)
         slow, slow_len = slow_entries(c)
-        panels.append(
-            ServerPanel(node, info, dbsize, sampled, exact, prefixes, slow, slow_len)
-        )
+        panel = ServerPanel(node, info, dbsize, sampled, exact, prefixes, slow)
+        panel.slowlog_len = slow_len
+        panel.rdb_schedule = rdb_schedule(c)
+        panels.append(panel)
     return mode(conn), panels

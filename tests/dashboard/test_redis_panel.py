@@ -76,6 +76,8 @@ def test_numbers_are_infos(viewer_client: Client, r: redis.Redis) -> None:
         assert low <= int(shown[name]) <= high, name
     assert shown["dbsize"] == str(r.dbsize()) == "2"
     assert shown["aof_enabled"] == ("on" if after["aof_enabled"] else "off")
+    save = r.config_get("save")["save"]
+    assert shown["rdb_schedule"] == (f"save {save}" if save else "off")
     assert 'data-warning="memory"' not in page  # no maxmemory: nothing to warn of
 
 
