@@ -5,6 +5,7 @@ width in light and dark themes (screenshots `redis-*` and `workers-*`)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,6 +17,7 @@ from django.urls import reverse
 from tests.queues.worker.helpers import worker_thread
 
 from .conftest import PASSWORD, Stack, shot
+from .test_csp import VIOLATION_SIGNS, _watch
 
 #: INFO fields that do not move while the page loads, and fields that do:
 #: those must lie between what INFO said just before and just after.
@@ -61,6 +63,10 @@ def test_redis_panel_numbers_equal_info(page: Any, stack: Stack) -> None:
         page.goto(url)
         page.locator("[data-warning=memory]").wait_for()
         assert shown(page)["maxmemory"] == r.config_get("maxmemory")["maxmemory"]
+        used = page.locator("text=/\\d+% used/").first.inner_text()
+        pct = re.search(r"(\d+)% used", used).group(1)  # type: ignore[union-attr]
+        bar = page.locator(".bar.mem > span")
+        assert bar.evaluate("el => el.style.width") == f"{pct}%"  # bars.js, no style=
         shot(page, "redis-memory-warning")
     finally:
         r.config_set("maxmemory", 0)
@@ -113,9 +119,11 @@ def _check_and_shoot(pg: Any, stack: Stack, name: str, label: str) -> None:
 
 def test_pages_fit_a_phone_in_both_themes(browser: Any, stack: Stack) -> None:
     """With a slowlog, warnings, and Node, Bullpen and GPU workers listed,
-    both pages render in light and dark, on a desktop and on a phone whose
-    width the page does not overflow (tables scroll inside their panel)."""
+        both pages render in light and dark, on a desktop and on a phone whose
+        width the page does not overflow (tables scroll inside their panel), with
+    no Content-Security-Policy violation on the console."""
     r = redis.Redis.from_url(stack.redis_url, decode_responses=True)
+    seen: list[str] = []
     policy = r.config_get("maxmemory-policy")["maxmemory-policy"]
     slower = r.config_get("slowlog-log-slower-than")["slowlog-log-slower-than"]
     node = _node_worker(stack)
@@ -126,12 +134,15 @@ def test_pages_fit_a_phone_in_both_themes(browser: Any, stack: Stack) -> None:
         r.config_set("maxmemory-policy", "allkeys-lru")
         with worker_thread("render", _noop, stack.redis_url, worker_name="py-render-1"):
             with _logged_in(browser, stack) as pg:
+                seen = _watch(pg)
                 for theme in ("light", "dark"):
                     pg.emulate_media(color_scheme=theme)
                     for label, viewport in (("desktop", DESKTOP), ("phone", PHONE)):
                         pg.set_viewport_size(viewport)
                         for name in ("redis", "workers"):
                             _check_and_shoot(pg, stack, name, f"{name}-{theme}-{label}")
+        blocked = [m for m in seen if any(sign in m for sign in VIOLATION_SIGNS)]
+        assert not blocked  # the Content-Security-Policy allowed everything
     finally:
         r.config_set("maxmemory-policy", policy)
         r.config_set("slowlog-log-slower-than", slower)
