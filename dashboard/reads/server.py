@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from queues.cluster import is_cluster_client
+from queues.sentinel import is_sentinel_client
 
 from ..redis import client
 
@@ -40,6 +41,9 @@ def primaries(conn: Any) -> list[tuple[str, Any]]:
             (f"{node.host}:{node.port}", conn.get_redis_connection(node))
             for node in conn.get_primaries()
         ]
+    if is_sentinel_client(conn):
+        host, port = conn.connection_pool.get_master_address()
+        return [(f"{host}:{port}", conn)]  # the master the sentinels name now
     return [(address_of(conn.connection_pool.connection_kwargs), conn)]
 
 

@@ -17,6 +17,7 @@ import redis
 from django.test import Client
 from django.urls import reverse
 
+from dashboard import reads
 from dashboard.reads import redis_panel, workers
 from queues import Queue
 from tests.dashboard.helpers import simulated_supervisor
@@ -24,6 +25,7 @@ from tests.helpers import wait_until
 from tests.interop.conftest import HERE as INTEROP
 from tests.interop.conftest import NODE_MISSING
 from tests.interop.helpers import node_worker, py_worker
+from tests.queues.test_sentinel import Topology
 
 pytestmark = pytest.mark.usefixtures("dashboard_redis")
 
@@ -193,6 +195,25 @@ def test_keys_per_prefix_estimated_when_large(
     for prefix, share in (("a", 0.6), ("b", 0.3), ("c", 0.1)):
         assert abs(counts[prefix] - share * total) < 0.05 * total, (prefix, counts)
     assert "≈" in page
+
+
+def test_sentinel_mode_shows_the_master(viewer_client: Client, settings: Any) -> None:
+    """Through a redis+sentinel:// URL the page says so and shows the master
+    the sentinels name, with its own INFO."""
+    topology = Topology()
+    try:
+        settings.REDIS_URL = topology.url
+        reads.reset()
+        page = get_page(viewer_client)
+        master = redis.Redis(port=topology.master_port(), decode_responses=True)
+        shown = fields(page)
+        assert shown["mode"] == "sentinel"
+        assert f'data-node="127.0.0.1:{topology.master_port()}"' in page
+        assert shown["redis_version"] == master.info("server")["redis_version"]
+        assert ">master<" in page
+    finally:
+        reads.reset()
+        topology.stop()
 
 
 def test_permissions(nobody_client: Client, client: Client) -> None:
