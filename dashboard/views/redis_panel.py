@@ -21,7 +21,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from ..reads import redis_panel, workers
-from .common import OPERATE, VIEW, perm_required, redacted_url
+from .common import OPERATE, VIEW, live_json, perm_required, redacted_url
 
 
 def _redis_context(request: HttpRequest) -> dict[str, Any]:
@@ -59,7 +59,8 @@ def redis_fragment(request: HttpRequest) -> HttpResponse:
 @perm_required(VIEW)
 def workers_page(request: HttpRequest) -> HttpResponse:
     """The whole workers page."""
-    context = {"view": workers.workers_view()}
+    # GPU workers' heartbeats changing (the workers stream) refresh the list.
+    context = {"view": workers.workers_view(), "live_json": live_json(gpus=True)}
     return render(request, "dashboard/workers.html", context)
 
 

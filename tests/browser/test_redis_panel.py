@@ -105,6 +105,8 @@ def _check_and_shoot(pg: Any, stack: Stack, name: str, label: str) -> None:
     pg.goto(stack.url + reverse(name))
     pg.wait_for_load_state("networkidle")
     if name == "workers":
+        # It follows the GPU workers' stream: its list re-renders on changes.
+        pg.wait_for_selector("body[data-live-status=open]")
         pg.locator('[data-worker="py-render-1"]').wait_for()
         pg.locator('[data-kind="Bullpen GPU worker"]').first.wait_for()
         if shutil.which("node"):
