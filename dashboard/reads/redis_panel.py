@@ -72,6 +72,8 @@ class ServerPanel:
     prefixes: list[PrefixCount] = field(default_factory=list)
     slowlog: list[SlowEntry] = field(default_factory=list)
     slowlog_len: int = 0
+    #: Whether the server refused SLOWLOG (an ACL or a managed service).
+    slowlog_refused: bool = False
     #: CONFIG GET save ("" when RDB snapshots are off; None when refused).
     rdb_schedule: str | None = None
 
@@ -249,9 +251,11 @@ def server_panels() -> tuple[str, list[ServerPanel]]:
     for node, c in primaries(conn):
         info = c.info()  # first: the SCAN's replies would weigh on used_memory
         prefixes, dbsize, sampled, exact = sample_prefixes(c)
-        slow, slow_len = slow_entries(c)
-        panel = ServerPanel(node, info, dbsize, sampled, exact, prefixes, slow)
-        panel.slowlog_len = slow_len
+        panel = ServerPanel(node, info, dbsize, sampled, exact, prefixes)
+        try:
+            panel.slowlog, panel.slowlog_len = slow_entries(c)
+        except redis.ResponseError:  # NOPERM, or renamed away
+            panel.slowlog_refused = True
         panel.rdb_schedule = rdb_schedule(c)
         panels.append(panel)
     return mode(conn), panels

@@ -216,6 +216,34 @@ def test_sentinel_mode_shows_the_master(viewer_client: Client, settings: Any) ->
         topology.stop()
 
 
+def test_a_redis_user_without_slowlog_config_or_client(
+    viewer_client: Client, r: redis.Redis, redis_url: str, settings: Any
+) -> None:
+    """Where an ACL refuses SLOWLOG, CONFIG and CLIENT (as managed services
+    may), both pages still answer and say what they cannot read."""
+    r.acl_setuser(
+        "panel",
+        enabled=True,
+        passwords=["+pw"],
+        commands=["+@all", "-slowlog", "-config", "-client"],
+        keys=["*"],
+        channels=["*"],
+    )
+    try:
+        settings.REDIS_URL = redis_url.replace("redis://", "redis://panel:pw@", 1)
+        reads.reset()
+        page = get_page(viewer_client)
+        shown = fields(page)
+        assert shown["rdb_schedule"] == "unknown (CONFIG GET refused)"
+        assert "slowlog-refused" in shown
+        assert shown["redis_version"] == r.info("server")["redis_version"]
+        listing = viewer_client.get(reverse("workers")).content.decode()
+        assert "refuses CLIENT LIST" in listing
+    finally:
+        reads.reset()
+        r.acl_deluser("panel")
+
+
 def test_permissions(nobody_client: Client, client: Client) -> None:
     """view_queues is needed; anonymous users go to the login page."""
     for name in ("redis", "redis-servers", "workers", "workers-list"):
