@@ -6,6 +6,7 @@ workers page, with real Node BullMQ, Bullpen and GPU workers connected."""
 
 from __future__ import annotations
 
+import base64
 import html
 import re
 import shutil
@@ -242,6 +243,21 @@ def test_a_redis_user_without_slowlog_config_or_client(
     finally:
         reads.reset()
         r.acl_deluser("panel")
+
+
+def test_worker_names_are_escaped(viewer_client: Client, redis_url: str) -> None:
+    """Any client may name its connection: queue and worker names from
+    CLIENT LIST are shown escaped."""
+    other = redis.Redis.from_url(redis_url)
+    queue = base64.b64encode(b"<b>q</b>").decode()
+    other.client_setname(f"bull:{queue}:w:<img/src=x/onerror=alert(1)>")
+    try:
+        page = viewer_client.get(reverse("workers")).content.decode()
+    finally:
+        other.close()
+    assert "<img" not in page and "<b>q" not in page
+    assert "&lt;img/src=x/onerror=alert(1)&gt;" in page
+    assert "bull:&lt;b&gt;q&lt;/b&gt;" in page
 
 
 def test_permissions(nobody_client: Client, client: Client) -> None:
