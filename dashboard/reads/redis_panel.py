@@ -15,8 +15,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-import redis
-
 from queues.cluster import is_cluster_client
 from queues.sentinel import is_sentinel_client
 
@@ -184,9 +182,9 @@ def prefix_of(key: str) -> str:
     return head if colon else NO_PREFIX
 
 
-def sample_prefixes(conn: Any) -> tuple[list[PrefixCount], int, int, bool]:
-    """Keys per prefix of one server: (counts, DBSIZE, keys sampled, exact)."""
-    dbsize = int(conn.dbsize())
+def sample_prefixes(conn: Any, dbsize: int) -> tuple[list[PrefixCount], int, bool]:
+    """Keys per prefix of one server of `dbsize` keys: (counts, keys
+    sampled, exact)."""
     seen: set[str] = set()
     cursor: Any = 0
     exact = False
@@ -203,16 +201,7 @@ def sample_prefixes(conn: Any) -> tuple[list[PrefixCount], int, int, bool]:
         share = n / sampled
         keys = n if exact else round(share * dbsize)
         rows.append(PrefixCount(prefix, keys, share))
-    return rows, dbsize, sampled, exact
-
-
-def rdb_schedule(conn: Any) -> str | None:
-    """CONFIG GET save: "" when RDB snapshots are off, None where refused
-    (managed services often rename or forbid CONFIG)."""
-    try:
-        return str(conn.config_get("save").get("save", ""))
-    except redis.ResponseError:
-        return None
+    return rows, sampled, exact
 
 
 def _cut(arg: Any) -> str:
@@ -220,12 +209,12 @@ def _cut(arg: Any) -> str:
     return text if len(text) <= ARG_CHARS else text[: ARG_CHARS - 1] + "…"
 
 
-def slow_entries(conn: Any) -> tuple[list[SlowEntry], int]:
-    """The newest SLOWLOG_ENTRIES entries of one server and its SLOWLOG LEN.
-    Read raw ("SLOWLOG", "GET"): redis-py's parsed form joins the arguments
-    with spaces, so an argument holding one could not be told apart."""
+def parse_slowlog(reply: list[Any]) -> list[SlowEntry]:
+    """SLOWLOG GET's raw reply, each argument cut. Read raw ("SLOWLOG",
+    "GET"): redis-py's parsed form joins the arguments with spaces, so an
+    argument holding one could not be told apart."""
     entries = []
-    for e in conn.execute_command("SLOWLOG", "GET", SLOWLOG_ENTRIES):
+    for e in reply:
         entry_id, start, duration, words = e[:4]
         addr, name = (list(e[4:6]) + ["", ""])[:2]
         args = list(words[1:])
@@ -241,21 +230,36 @@ def slow_entries(conn: Any) -> tuple[list[SlowEntry], int]:
                 client_name=_cut(name),
             )
         )
-    return entries, int(conn.slowlog_len())
+    return entries
+
+
+def server_panel(node: str, conn: Any) -> ServerPanel:
+    """One server's panel: INFO, DBSIZE, the slowlog and CONFIG GET save in
+    one round trip, first (the SCAN's replies would weigh on used_memory),
+    then the SCAN sample. SLOWLOG and CONFIG may be refused (an ACL, a
+    managed service): the panel says so."""
+    pipe = conn.pipeline(transaction=False)
+    pipe.info()
+    pipe.dbsize()
+    pipe.execute_command("SLOWLOG", "GET", SLOWLOG_ENTRIES)
+    pipe.slowlog_len()
+    pipe.config_get("save")
+    info, dbsize, slow, slow_len, save = pipe.execute(raise_on_error=False)
+    for reply in (info, dbsize):
+        if isinstance(reply, Exception):
+            raise reply
+    prefixes, sampled, exact = sample_prefixes(conn, int(dbsize))
+    panel = ServerPanel(node, info, int(dbsize), sampled, exact, prefixes)
+    if isinstance(slow, Exception) or isinstance(slow_len, Exception):
+        panel.slowlog_refused = True
+    else:
+        panel.slowlog, panel.slowlog_len = parse_slowlog(slow), int(slow_len)
+    if not isinstance(save, Exception):
+        panel.rdb_schedule = str(save.get("save", ""))
+    return panel
 
 
 def server_panels() -> tuple[str, list[ServerPanel]]:
     """The mode and the panel of every server (every primary of a cluster)."""
     conn: Any = client()
-    panels = []
-    for node, c in primaries(conn):
-        info = c.info()  # first: the SCAN's replies would weigh on used_memory
-        prefixes, dbsize, sampled, exact = sample_prefixes(c)
-        panel = ServerPanel(node, info, dbsize, sampled, exact, prefixes)
-        try:
-            panel.slowlog, panel.slowlog_len = slow_entries(c)
-        except redis.ResponseError:  # NOPERM, or renamed away
-            panel.slowlog_refused = True
-        panel.rdb_schedule = rdb_schedule(c)
-        panels.append(panel)
-    return mode(conn), panels
+    return mode(conn), [server_panel(node, c) for node, c in primaries(conn)]
