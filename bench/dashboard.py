@@ -13,7 +13,8 @@ FLUSHES), a temporary SQLite database with one superuser, and:
              written in the BullMQ 6 layout by a Lua script in batches of 10k.
   pages      server-side time of the overview (100 queues), the big queue's
              page (first page and a deep page), a job page and one /metrics
-             scrape, through Django's test client in this process (no network):
+             scrape, the Redis page and the workers page, through Django's
+             test client in this process (no network):
              --requests timed requests each after a warm-up, p50 and p95, at
              10k and again at 1M, and the ratio 1M / 10k (flat is ~1). The
              first request of a fresh process pays the discovery SCAN; it is
@@ -143,6 +144,8 @@ def time_requests(client: Any, url: str, n: int, **extra: Any) -> dict[str, Any]
 
 
 def measure_pages(client: Any, n: int, deep_page: int, job_id: str) -> dict[str, Any]:
+    from django.urls import reverse
+
     return {
         "overview": time_requests(client, "/", n),
         "queue page 1": time_requests(client, "/queues/bull/big/?state=completed", n),
@@ -151,6 +154,10 @@ def measure_pages(client: Any, n: int, deep_page: int, job_id: str) -> dict[str,
         ),
         "job page": time_requests(client, f"/queues/bull/big/jobs/{job_id}/", n),
         "/metrics": time_requests(client, "/metrics", n),
+        # Issue 15's pages: INFO, a bounded SCAN sample and the slowlog; the
+        # CLIENT LIST census and GPU heartbeats.
+        "redis page": time_requests(client, reverse("bullpen:redis"), n),
+        "workers page": time_requests(client, reverse("bullpen:workers"), n),
     }
 
 

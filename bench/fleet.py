@@ -264,6 +264,9 @@ def measure_size(
         out["sim_rss_bytes"] = sum(rss_bytes(pid) for pid in pids)
         out["gpu_page"] = time_page(port, "/gpus/", cookie, args.requests)
         out["metrics"] = time_page(port, "/metrics", cookie, args.requests)
+        # Issue 15's pages: one row per worker connection, and per primary.
+        out["workers_page"] = time_page(port, "/workers/", cookie, args.requests)
+        out["redis_page"] = time_page(port, "/redis/", cookie, args.requests)
         out["load"] = run_load(client, url, queues, args.jobs, hosts, pids)
         for sim in sims:
             sim.send("STOP")
@@ -301,6 +304,12 @@ def print_report(rows: list[dict[str, Any]]) -> None:
             f"| {ld.get('jobs_per_s', 0):>12,.0f} {ld['commands_per_s']:>7,.0f} "
             f"{ld['redis_cpu_pct']:>6.1f}"
         )
+    for r in rows:
+        if "workers_page" in r:
+            print(
+                f"{r['backend']}, {r['gpus']} GPUs: workers page p50/p95 ms "
+                f"{fmt_page(r['workers_page'])}, Redis page {fmt_page(r['redis_page'])}"
+            )
     for r in rows:
         for note in (r.get("sim") or {}).get("notes", []):
             print(f"note ({r['backend']}, {r['gpus']} GPUs): {note}")

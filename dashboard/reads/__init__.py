@@ -6,6 +6,9 @@
 - `job`: the job page's detail, due times, VRAM record
 - `fleet`: the GPU page's hosts, GPUs, workers and capacity
 - `scan`: bounded, resumable scans (search, failure triage)
+- `server`: INFO of the server or of each primary (/metrics, the Redis page)
+- `redis_panel`: the Redis page (INFO, keys per prefix, slowlog)
+- `workers`: the workers page (CLIENT LIST joined with GPU heartbeats)
 
 Per-queue reads are `queues.ops` generators run together with
 `queues.drive.gather`, so the overview of 100 queues costs a few pipelined

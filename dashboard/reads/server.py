@@ -1,6 +1,6 @@
 """What the Redis server says of itself: INFO of the server, or of every
-primary of a cluster, one round trip per node (for /metrics' Redis families;
-one INFO is a few KB whatever the number of keys)."""
+primary of a cluster, one round trip per node (for /metrics' Redis families
+and the Redis page; one INFO is a few KB whatever the number of keys)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from queues.cluster import is_cluster_client
+from queues.sentinel import is_sentinel_client
 
 from ..redis import client
 
@@ -25,19 +26,27 @@ class NodeInfo:
         return float(value) if isinstance(value, (int, float)) else 0.0
 
 
-def _address(kwargs: dict[str, Any]) -> str:
+def address_of(kwargs: dict[str, Any]) -> str:
+    """host:port of a client's connection kwargs, or its unix socket's path."""
     if kwargs.get("path"):
         return str(kwargs["path"])
     return f"{kwargs.get('host', '')}:{kwargs.get('port', '')}"
 
 
-def primaries_info() -> list[NodeInfo]:
-    """INFO of the server, or of each primary of a cluster (by address)."""
-    conn: Any = client()
+def primaries(conn: Any) -> list[tuple[str, Any]]:
+    """(address, plain client) of the server, or of each primary of a cluster
+    (its node's own client, which any per-server command can use)."""
     if is_cluster_client(conn):
         return [
-            NodeInfo(f"{node.host}:{node.port}", conn.info(target_nodes=node))
+            (f"{node.host}:{node.port}", conn.get_redis_connection(node))
             for node in conn.get_primaries()
         ]
-    address = _address(conn.connection_pool.connection_kwargs)
-    return [NodeInfo(address, conn.info())]
+    if is_sentinel_client(conn):
+        host, port = conn.connection_pool.get_master_address()
+        return [(f"{host}:{port}", conn)]  # the master the sentinels name now
+    return [(address_of(conn.connection_pool.connection_kwargs), conn)]
+
+
+def primaries_info() -> list[NodeInfo]:
+    """INFO of the server, or of each primary of a cluster (by address)."""
+    return [NodeInfo(address, c.info()) for address, c in primaries(client())]

@@ -8,7 +8,19 @@ from __future__ import annotations
 from django.urls import path, register_converter
 from django.urls.converters import PathConverter
 
-from . import audit, auth, gpus, health, job, metrics, overview, queue, search, triage
+from . import (
+    audit,
+    auth,
+    gpus,
+    health,
+    job,
+    metrics,
+    overview,
+    queue,
+    redis_panel,
+    search,
+    triage,
+)
 
 
 class JobIdConverter(PathConverter):
@@ -33,6 +45,11 @@ urlpatterns = [
     path("gpus/fragments/hosts/", gpus.hosts_fragment, name="gpus-hosts"),
     path("gpus/fragments/capacity/", gpus.capacity_fragment, name="gpus-capacity"),
     path("gpus/actions/scale/", gpus.scale, name="gpus-scale"),
+    # The Redis page and the workers page (issue 15).
+    path("redis/", redis_panel.redis_page, name="redis"),
+    path("redis/fragments/servers/", redis_panel.redis_fragment, name="redis-servers"),
+    path("workers/", redis_panel.workers_page, name="workers"),
+    path("workers/fragments/list/", redis_panel.workers_fragment, name="workers-list"),
     path("", overview.overview, name="overview"),
     path("fragments/queues/", overview.queue_table, name="queue-table"),
     path("login/", auth.login, name="login"),

@@ -1,0 +1,156 @@
+"""The Redis page and the workers page in Debian's Chromium: the numbers the
+browser shows are the stack's Redis INFO, the memory warning appears when
+maxmemory is set so that use passes 80% of it, and both pages fit a phone's
+width in light and dark themes (screenshots `redis-*` and `workers-*`)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import redis
+from django.urls import reverse
+
+from tests.queues.worker.helpers import worker_thread
+
+from .conftest import PASSWORD, Stack, shot
+from .test_csp import VIOLATION_SIGNS, _watch
+
+#: INFO fields that do not move while the page loads, and fields that do:
+#: those must lie between what INFO said just before and just after.
+STABLE = ("redis_version", "maxmemory", "maxmemory_policy", "rdb_last_bgsave_status")
+MOVING = ("used_memory", "connected_clients", "total_commands_processed")
+PHONE = {"width": 390, "height": 844}
+DESKTOP = {"width": 1280, "height": 900}
+
+
+def shown(page: Any, scope: str = "") -> dict[str, str]:
+    """The text of every `[data-field]` element (the first of each name)."""
+    found: dict[str, str] = page.eval_on_selector_all(
+        f"{scope} [data-field]".strip(),
+        """els => { const out = {};
+           for (const e of els) { const k = e.dataset.field;
+             if (!(k in out)) out[k] = e.textContent.trim(); }
+           return out; }""",
+    )
+    return found
+
+
+def test_redis_panel_numbers_equal_info(page: Any, stack: Stack) -> None:
+    """Every number of the panel is the one INFO gives; a maxmemory that use
+    passes 80% of shows the warning, and it goes once the limit is lifted."""
+    r = redis.Redis.from_url(stack.redis_url, decode_responses=True)
+    url = stack.url + reverse("bullpen:redis")
+    page.goto(url)  # the dashboard's client connects once, first
+    before = r.info()
+    page.goto(url)
+    page.wait_for_selector("section.redis-server")
+    after = r.info()
+    values = shown(page)
+    assert values["mode"] == "single"
+    for name in STABLE:
+        assert values[name] == str(after[name]), name
+    for name in MOVING:
+        low, high = sorted((before[name], after[name]))
+        assert low <= int(values[name]) <= high, (name, before[name], after[name])
+    assert values["dbsize"] == str(r.dbsize())
+    assert page.locator("[data-warning=memory]").count() == 0
+    try:
+        r.config_set("maxmemory", int(r.info("memory")["used_memory"] / 0.85))
+        page.goto(url)
+        page.locator("[data-warning=memory]").wait_for()
+        assert shown(page)["maxmemory"] == r.config_get("maxmemory")["maxmemory"]
+        used = page.locator("text=/\\d+% used/").first.inner_text()
+        pct = re.search(r"(\d+)% used", used).group(1)  # type: ignore[union-attr]
+        bar = page.locator(".bar.mem > span")
+        assert bar.evaluate("el => el.style.width") == f"{pct}%"  # bars.js, no style=
+        shot(page, "redis-memory-warning")
+    finally:
+        r.config_set("maxmemory", 0)
+    page.goto(url)
+    assert page.locator("[data-warning=memory]").count() == 0
+
+
+@contextmanager
+def _logged_in(browser: Any, stack: Stack, **options: Any) -> Iterator[Any]:
+    context = browser.new_context(**options)
+    pg = context.new_page()
+    pg.set_default_timeout(15_000)
+    pg.goto(stack.url + reverse("bullpen:login"))
+    pg.fill("input[name=username]", "admin")
+    pg.fill("input[name=password]", PASSWORD)
+    pg.locator("form [type=submit]").first.click()
+    pg.wait_for_load_state()
+    try:
+        yield pg
+    finally:
+        context.close()
+
+
+def _node_worker(stack: Stack) -> Any:
+    """A Node BullMQ worker on `render` when node is here (else None)."""
+    if not shutil.which("node"):
+        return None
+    from tests.interop.helpers import node_worker
+
+    return node_worker(stack.redis_url, "render", name="node-render-1")
+
+
+def _check_and_shoot(pg: Any, stack: Stack, name: str, label: str) -> None:
+    """Open one page, wait for what it must show, check that it does not
+    overflow the viewport's width, and take its screenshot."""
+    pg.goto(stack.url + reverse(f"bullpen:{name}"))
+    pg.wait_for_load_state("networkidle")
+    if name == "workers":
+        # It follows the GPU workers' stream: its list re-renders on changes.
+        pg.wait_for_selector("body[data-live-status=open]")
+        pg.locator('[data-worker="py-render-1"]').wait_for()
+        pg.locator('[data-kind="Bullpen GPU worker"]').first.wait_for()
+        if shutil.which("node"):
+            pg.locator('[data-worker="node-render-1"]').wait_for()
+    else:
+        pg.locator("[data-warning=policy]").wait_for()
+        assert pg.locator("table.slowlog tr[data-slow-id]").count()
+    overflow = pg.evaluate("document.documentElement.scrollWidth - innerWidth")
+    assert overflow <= 0, (label, overflow)
+    shot(pg, label)
+
+
+def test_pages_fit_a_phone_in_both_themes(browser: Any, stack: Stack) -> None:
+    """With a slowlog, warnings, and Node, Bullpen and GPU workers listed,
+        both pages render in light and dark, on a desktop and on a phone whose
+        width the page does not overflow (tables scroll inside their panel), with
+    no Content-Security-Policy violation on the console."""
+    r = redis.Redis.from_url(stack.redis_url, decode_responses=True)
+    seen: list[str] = []
+    policy = r.config_get("maxmemory-policy")["maxmemory-policy"]
+    slower = r.config_get("slowlog-log-slower-than")["slowlog-log-slower-than"]
+    node = _node_worker(stack)
+    try:
+        r.config_set("slowlog-log-slower-than", 0)
+        r.set("bull:render:demo", '{"prompt": "a cat", "steps": 30}' * 4)
+        r.config_set("slowlog-log-slower-than", slower)
+        r.config_set("maxmemory-policy", "allkeys-lru")
+        with worker_thread("render", _noop, stack.redis_url, worker_name="py-render-1"):
+            with _logged_in(browser, stack) as pg:
+                seen = _watch(pg)
+                for theme in ("light", "dark"):
+                    pg.emulate_media(color_scheme=theme)
+                    for label, viewport in (("desktop", DESKTOP), ("phone", PHONE)):
+                        pg.set_viewport_size(viewport)
+                        for name in ("redis", "workers"):
+                            _check_and_shoot(pg, stack, name, f"{name}-{theme}-{label}")
+        blocked = [m for m in seen if any(sign in m for sign in VIOLATION_SIGNS)]
+        assert not blocked  # the Content-Security-Policy allowed everything
+    finally:
+        r.config_set("maxmemory-policy", policy)
+        r.config_set("slowlog-log-slower-than", slower)
+        if node is not None:
+            node.kill()
+
+
+def _noop(job: object) -> None:
+    return None
