@@ -17,6 +17,7 @@ import pytest
 from dashboard.run import daphne_args
 from queues.devredis import RedisServer, free_port
 from tests.browser.conftest import ROOT, _wait_for_port
+from tests.testdb import subprocess_database
 
 CAP = 4096
 PATH = "/api/v1/queues/q/jobs"
@@ -36,6 +37,7 @@ def daphne(redis_server: RedisServer) -> Iterator[int]:
             BULLPEN_API_MAX_BODY_BYTES=str(CAP),
             DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
         )
+        subprocess_database(env)
         proc = subprocess.Popen(
             [sys.executable, *daphne_args("127.0.0.1", port)],
             cwd=ROOT,
