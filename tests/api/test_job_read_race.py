@@ -11,6 +11,7 @@ import pytest
 
 from queues import Queue
 from tests.api.conftest import ApiClient
+from tests.api.helpers import connection_kept
 from tests.api.test_sse import parse
 from tests.queues.test_cli import start_worker, stop_worker
 
@@ -72,7 +73,8 @@ def test_sse_state_frames_match_the_fields_beside_them(
                 response = poller.get(f"/api/v1/queues/{qname}/jobs/{job_id}/events")
                 assert response.status_code == 200, response.content
                 first = next(parse(response.streaming_content))["data"]
-                response.close()
+                with connection_kept():
+                    response.close()
                 done = first["state"] == "completed"
                 if done != (first["returnvalue"] is not None):
                     torn.append(first)
