@@ -1,4 +1,4 @@
-"""The operator app: registers its system checks."""
+"""The operator app: registers its system checks and signal receivers."""
 
 from __future__ import annotations
 
@@ -12,5 +12,8 @@ class DashboardConfig(AppConfig):
     verbose_name = "Bullpen dashboard"
 
     def ready(self) -> None:
-        from . import checks  # noqa: F401  (registers the checks)
+        from . import (
+            checks,  # noqa: F401  (registers the checks)
+            db,  # noqa: F401  (HTTP requests close their connections)
+        )
         from .live import access  # noqa: F401  (logging out closes live sockets)

@@ -37,7 +37,7 @@ def redact(url: str) -> str:
     return f"{scheme}://{user}:***@{host}{tail}"
 
 
-def parse_database_url(url: str, base: Path, conn_max_age: int = 0) -> dict[str, Any]:
+def parse_database_url(url: str, base: Path, conn_max_age: int = 60) -> dict[str, Any]:
     """The `DATABASES["default"]` entry `url` names (raises ValueError)."""
     shown = redact(url)
     scheme = url.partition("://")[0].lower() if "://" in url else ""

@@ -179,11 +179,10 @@ TEMPLATES = [
 #: BULLPEN_DB_PATH. A bad DATABASE_URL is reported by bullpen.E009 at start,
 #: through a backend that refuses every query.
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
-#: Seconds a PostgreSQL connection is kept for a later request (checked before
-#: reuse). 0: closed at the end of each request. Under daphne every request
-#: runs its database work in a thread of its own (Django's ASGI handler), so a
-#: kept connection is never reused and stays open until garbage-collected.
-BULLPEN_DB_CONN_MAX_AGE = int(os.environ.get("BULLPEN_DB_CONN_MAX_AGE", "0"))
+#: Seconds a PostgreSQL connection is reused (checked before reuse) by the
+#: live sockets and commands; HTTP requests under daphne close theirs at
+#: their end (dashboard/db.py).
+BULLPEN_DB_CONN_MAX_AGE = int(os.environ.get("BULLPEN_DB_CONN_MAX_AGE", "60"))
 BULLPEN_DATABASE_URL_ERROR = ""
 try:
     _db = (

@@ -50,7 +50,7 @@ def test_postgresql_scheme_and_defaults() -> None:
         "",
     )
     assert db["OPTIONS"] == {}
-    assert db["CONN_MAX_AGE"] == 0  # closed after each request (daphne)
+    assert db["CONN_MAX_AGE"] == 60
 
 
 def test_postgres_without_host_uses_the_local_socket() -> None:
