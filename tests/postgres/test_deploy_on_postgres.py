@@ -1,13 +1,14 @@
 """The dashboard deployed on PostgreSQL (DATABASE_URL=postgres://...), where it
 differs from SQLite: `migrate` builds an empty database, `check --deploy` is
-clean, and a server process under concurrent requests leaves no connection
-open (dashboard/db.py; the live sockets' kept connection is exercised by the
-reconnect storm of the PostgreSQL run). Each test has a database of its own
+clean, a server process under concurrent requests leaves no connection open
+(dashboard/db.py), and its live sockets share one kept connection, replaced
+when the database server ends it. Each test has a database of its own
 on the server of tests/testdb.py, dropped afterwards; skipped where none
 answers."""
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -18,17 +19,18 @@ import pytest
 import requests
 
 from tests import testdb
-from tests.dashboard.daphne_helpers import daphne, viewer_session
+from tests.dashboard.daphne_helpers import LiveSocket, daphne, viewer_session
 from tests.dashboard.test_production_settings import PRODUCTION, manage
 from tests.helpers import wait_until
+
+_why = testdb.unavailable()
+if _why:
+    pytest.skip(f"PostgreSQL: {_why}", allow_module_level=True)
 
 
 @pytest.fixture
 def database() -> Iterator[tuple[str, str]]:
     """An empty database of its own: its name and DATABASE_URL."""
-    why = testdb.unavailable()
-    if why:
-        pytest.skip(f"PostgreSQL: {why}")
     name = f"{testdb.TEST_DATABASE}_{secrets.token_hex(4)}"
     url = testdb.create_database(name)
     try:
@@ -90,3 +92,31 @@ def test_concurrent_requests_leave_no_connection_open(
             timeout=5,
             what=f"no session open on {name}",
         )
+
+
+def test_live_sockets_share_a_kept_connection_and_replace_an_ended_one(
+    database: tuple[str, str], redis_url: str, tmp_path: Path
+) -> None:
+    """The live sockets of one daphne do their database work on one kept
+    connection (BULLPEN_DB_CONN_MAX_AGE); when the database server ends it,
+    the next sockets still open, on a new one (health checks)."""
+    name, url = database
+    with daphne(tmp_path, redis_url, DATABASE_URL=url) as server:
+        session = viewer_session(server.env)
+
+        async def open_and_close(n: int) -> None:
+            socks = await asyncio.gather(
+                *(LiveSocket.open(server.url, session) for _ in range(n))
+            )
+            for sock in socks:
+                sock.close()
+
+        asyncio.run(open_and_close(10))
+        kept = sessions_on(name)
+        assert len(kept) == 1, kept
+        with testdb.connect() as conn:
+            testdb.end_sessions(conn, name)
+        wait_until(lambda: not sessions_on(name), timeout=5, what="sessions ended")
+        asyncio.run(open_and_close(10))
+        renewed = sessions_on(name)
+        assert len(renewed) == 1 and renewed != kept, (kept, renewed)
