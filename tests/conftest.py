@@ -40,6 +40,16 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         _postgres_missing = testdb.unavailable()
 
 
+def pytest_report_header(config: pytest.Config) -> str:
+    """Which database this run's Django tests use (make test runs two)."""
+    if testdb.ON_POSTGRES:
+        return (
+            f"database: PostgreSQL at {testdb.redact(testdb.SERVER_URL)}, "
+            f"test database {testdb.TEST_DATABASE}"
+        )
+    return "database: SQLite (BULLPEN_TEST_DATABASE=postgres: PostgreSQL)"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[Any]) -> None:
     """Without an answering server a PostgreSQL run runs nothing."""
     if _postgres_missing:
