@@ -1,4 +1,4 @@
-"""The operator app: registers its system checks."""
+"""The operator app: registers its system checks and signal receivers."""
 
 from __future__ import annotations
 
@@ -12,5 +12,9 @@ class DashboardConfig(AppConfig):
     verbose_name = "Bullpen dashboard"
 
     def ready(self) -> None:
-        from . import checks, mount_checks  # noqa: F401  (registers the checks)
+        from . import (  # noqa: F401
+            checks,  # (registers the checks)
+            db,  # (HTTP requests close their connections)
+            mount_checks,  # (registers the mount checks)
+        )
         from .live import access  # noqa: F401  (logging out closes live sockets)

@@ -187,7 +187,9 @@ TEMPLATES = [
 #: BULLPEN_DB_PATH. A bad DATABASE_URL is reported by bullpen.E009 at start,
 #: through a backend that refuses every query.
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
-#: Seconds a PostgreSQL connection is reused (checked before reuse).
+#: Seconds a PostgreSQL connection is reused (checked before reuse) by the
+#: live sockets and commands; HTTP requests under daphne close theirs at
+#: their end (dashboard/db.py).
 BULLPEN_DB_CONN_MAX_AGE = int(os.environ.get("BULLPEN_DB_CONN_MAX_AGE", "60"))
 BULLPEN_DATABASE_URL_ERROR = ""
 try:

@@ -7,11 +7,13 @@ import signal
 import threading
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import redis
 
 from queues import Queue
+from tests import testdb
 from tests.redis_server import RedisServer
 
 
@@ -25,6 +27,59 @@ def pytest_configure(config: pytest.Config) -> None:
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, interrupt)
+
+
+#: Why this PostgreSQL run cannot happen (None: it can, or it is no such run).
+_postgres_missing: str | None = None
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """A PostgreSQL run (BULLPEN_TEST_DATABASE=postgres) asks its server first."""
+    global _postgres_missing
+    if testdb.ON_POSTGRES:
+        _postgres_missing = testdb.unavailable()
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    """Which database this run's Django tests use (make test runs two)."""
+    if testdb.ON_POSTGRES:
+        return (
+            f"database: PostgreSQL at {testdb.redact(testdb.SERVER_URL)}, "
+            f"test database {testdb.TEST_DATABASE}"
+        )
+    return "database: SQLite (BULLPEN_TEST_DATABASE=postgres: PostgreSQL)"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[Any]) -> None:
+    """Without an answering server a PostgreSQL run runs nothing."""
+    if _postgres_missing:
+        config.hook.pytest_deselected(items=list(items))
+        items.clear()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """...and says why, in one line."""
+    if _postgres_missing:
+        terminalreporter.write_line(f"PostgreSQL run skipped: {_postgres_missing}")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The databases made for server processes go, whatever the outcome; a
+    PostgreSQL run skipped for want of a server passes."""
+    if testdb.ON_POSTGRES:
+        if _postgres_missing:
+            session.exitstatus = pytest.ExitCode.OK
+        else:
+            testdb.drop_made()
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: None) -> Iterator[None]:
+    """pytest-django's test database; on PostgreSQL, the sessions other
+    threads left open on it are ended before pytest-django drops it."""
+    yield
+    if testdb.ON_POSTGRES:
+        testdb.end_test_database_sessions()
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,6 @@
 """Plain helpers of the API tests: bounded waits, a webhook receiver, a
-queue worker in a thread, and the dispatcher in threads."""
+queue worker in a thread, the dispatcher in threads, and the test's database
+connection kept across requests made outside the test client."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeVar
 
 import orjson
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
 
 from dashboard.api.webhooks.dispatcher import Dispatcher, DispatcherConfig
 from queues import Worker
@@ -147,3 +150,19 @@ def dispatching(config: DispatcherConfig, **kwargs: Any) -> Iterator[Dispatcher]
         yield dispatcher
     finally:
         dispatcher.stop()
+
+
+@contextmanager
+def connection_kept() -> Iterator[None]:
+    """Meanwhile a request's start and end leave the database connection
+    alone, as Django's test client has them around its own requests: a
+    response closed by hand (or by a WSGI caller) would otherwise close the
+    connection inside the test's transaction, which breaks every later query
+    on PostgreSQL (SQLite's in-memory test database ignores the close)."""
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    try:
+        yield
+    finally:
+        request_started.connect(close_old_connections)
+        request_finished.connect(close_old_connections)

@@ -25,6 +25,7 @@ from tests.browser.conftest import (
     ROOT,
     _wait_for_port,
 )
+from tests.testdb import subprocess_database
 
 CAP = 4096
 PATH = "/api/v1/queues/q/jobs"
@@ -56,6 +57,7 @@ def daphne(redis_server: RedisServer, request: pytest.FixtureRequest) -> Iterato
             BULLPEN_API_MAX_BODY_BYTES=str(CAP),
             DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
         )
+        subprocess_database(env)
         if mounted:
             env["DJANGO_SETTINGS_MODULE"] = HOST_SETTINGS
             env["HOST_DB_PATH"] = env["BULLPEN_DB_PATH"]

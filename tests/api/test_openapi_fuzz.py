@@ -9,9 +9,7 @@ from typing import Any
 
 import pytest
 import schemathesis
-from django.core.signals import request_started
 from django.core.wsgi import get_wsgi_application
-from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
@@ -19,6 +17,8 @@ from schemathesis.specs.openapi.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
+
+from tests.api.helpers import connection_kept
 
 #: The published document, fetched from the app itself (no DB or Redis needed).
 schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", get_wsgi_application())
@@ -31,11 +31,8 @@ def fuzz_token(make_token: Any, settings: Any) -> Iterator[str]:
     test client does) so the test transaction holds."""
     settings.BULLPEN_API_SSE_MAX_S = 0.3
     settings.BULLPEN_API_SSE_KEEPALIVE_S = 0.1
-    request_started.disconnect(close_old_connections)
-    try:
+    with connection_kept():
         yield make_token(rate=100_000)[1]
-    finally:
-        request_started.connect(close_old_connections)
 
 
 @schema.parametrize()

@@ -20,6 +20,10 @@ from redis.cluster import RedisCluster
 from queues.cluster import parse_cluster_url
 from queues.devredis import RedisClusterSet
 
+# The dashboard pointed at the flushed cluster: tests/dashboard's fixture,
+# whose `redis_url` is the cluster's here.
+from tests.dashboard.conftest import dashboard_redis  # noqa: F401
+
 
 @pytest.fixture(scope="session")
 def redis_cluster() -> Iterator[RedisClusterSet]:

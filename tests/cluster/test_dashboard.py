@@ -47,17 +47,6 @@ STATES = (
 )
 
 
-@pytest.fixture
-def dashboard_redis(settings: Any, redis_url: str) -> Iterator[str]:
-    """The dashboard pointed at the flushed cluster (as tests/dashboard's
-    fixture of the same name does for one server)."""
-    settings.REDIS_URL = redis_url
-    settings.BULLPEN_DISCOVERY_TTL_S = 0
-    reads.reset()
-    yield redis_url
-    reads.reset()
-
-
 def on_each_primary(r: RedisCluster) -> list[str]:
     """One fresh queue name per primary, each with its own hash tag."""
     run = uuid.uuid4().hex[:6]

@@ -4,29 +4,15 @@ another slot), and the job page and the API's reasoning still name the code."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
 import pytest
 from django.test import Client
 from redis.cluster import RedisCluster
 
-from dashboard import reads
 from gpu_workers.waiting import explain
 from queues import Queue
 from queues.connection import sync_client
 from tests.dashboard.helpers import job_url
 from tests.gpu_workers.waiting_helpers import GiB, demo_job, gpu_worker
-
-
-@pytest.fixture
-def dashboard_redis(settings: Any, redis_url: str) -> Iterator[str]:
-    """The dashboard pointed at the flushed cluster."""
-    settings.REDIS_URL = redis_url
-    settings.BULLPEN_DISCOVERY_TTL_S = 0
-    reads.reset()
-    yield redis_url
-    reads.reset()
 
 
 @pytest.mark.django_db

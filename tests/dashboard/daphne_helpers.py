@@ -1,6 +1,7 @@
 """A real daphne serving the dashboard for tests that need the ASGI server
 itself (its signals, its access log, several server processes), on its own
-port and SQLite database; a logged-in session made in that database, and a
+port and SQLite database (on a PostgreSQL run, a database of its own there:
+tests/testdb.py); a logged-in session made in that database, and a
 websocket client for its live socket."""
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 from dashboard.run import daphne_args
 from queues.devredis import free_port
 from tests.helpers import wait_until
+from tests.testdb import subprocess_database
 
 ROOT = Path(__file__).resolve().parents[2]
 #: What tests give daphne as DJANGO_SECRET_KEY (production settings need one).
@@ -41,7 +43,8 @@ class Daphne:
 
 
 def dashboard_env(tmp_path: Path, redis_url: str, **extra: str) -> dict[str, str]:
-    """The environment of a dashboard process on `redis_url` and its own SQLite."""
+    """The environment of a dashboard process on `redis_url` and its own
+    SQLite file, or on a PostgreSQL run the database standing for that file."""
     env = dict(
         os.environ,
         DJANGO_SETTINGS_MODULE="dashboard.settings",
@@ -51,7 +54,7 @@ def dashboard_env(tmp_path: Path, redis_url: str, **extra: str) -> dict[str, str
         PYTHONUNBUFFERED="1",
     )
     env.update(extra)
-    return env
+    return env if "DATABASE_URL" in extra else subprocess_database(env)
 
 
 def migrate(env: dict[str, str]) -> None:

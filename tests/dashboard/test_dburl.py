@@ -122,10 +122,13 @@ def test_redact(url: str, shown: str) -> None:
 
 
 def _manage(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    # The DATABASE_URL given is what is tested: without the PostgreSQL run's
+    # switch, which would put the run's test database in its place.
+    inherited = {k: v for k, v in os.environ.items() if k != "BULLPEN_TEST_DATABASE"}
     return subprocess.run(
         [sys.executable, "manage.py", *args],
         cwd=ROOT,
-        env={**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", **env},
+        env={**inherited, "DJANGO_SETTINGS_MODULE": "tests.settings", **env},
         capture_output=True,
         text=True,
         timeout=60,

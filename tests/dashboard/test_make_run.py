@@ -19,6 +19,7 @@ import pytest
 
 from queues.devredis import free_port
 from tests.helpers import wait_until
+from tests.testdb import subprocess_database
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -86,6 +87,7 @@ def make_run(
         BULLPEN_STATIC_ROOT=str(tmp_path / "static"),
     )
     env.update(extra_env)
+    subprocess_database(env)
     proc = subprocess.Popen(
         [sys.executable, "-m", "dashboard.run"],
         cwd=ROOT,

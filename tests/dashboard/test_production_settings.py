@@ -21,7 +21,8 @@ from dashboard.run import secret_key_beside
 
 ROOT = Path(__file__).resolve().parents[2]
 
-#: What docs/operations.md's "Running in production" paragraph sets.
+#: The production variables: what docs/deploy.md (section 3) and
+#: docs/operations.md ("Running in production") set.
 PRODUCTION = {
     "DJANGO_ALLOWED_HOSTS": "bullpen.example.com",
     "DJANGO_SECURE_COOKIES": "1",

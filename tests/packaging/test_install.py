@@ -22,6 +22,7 @@ import pytest
 from dashboard.cli import MISSING_DJANGO
 from queues import Queue
 from queues.devredis import free_port
+from tests.dashboard.test_production_settings import PRODUCTION
 from tests.helpers import wait_until
 from tests.packaging.deploy_doc import section
 from tests.packaging.helpers import ROOT, Installed, install, install_base
@@ -30,18 +31,9 @@ from tests.redis_server import RedisServer
 
 pytestmark = pytest.mark.slow
 
-#: What docs/deploy.md's section 3 sets (tests/deploy/test_deploy_doc.py
-#: checks it names each), on one host name.
-HOST = "bullpen.example.com"
-PRODUCTION = {
-    "DJANGO_ALLOWED_HOSTS": HOST,
-    "DJANGO_SECURE_COOKIES": "1",
-    "DJANGO_SECURE_SSL_REDIRECT": "1",
-    "DJANGO_SECURE_HSTS_SECONDS": "31536000",
-    "DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS": "1",
-    "DJANGO_SECURE_HSTS_PRELOAD": "1",
-    "DJANGO_SECURE_PROXY_SSL_HEADER": "1",
-}
+#: The production variables (docs/deploy.md's section 3 names each:
+#: tests/deploy/test_deploy_doc.py), on one host name.
+HOST = PRODUCTION["DJANGO_ALLOWED_HOSTS"]
 
 PRODUCER = """
 import sys
