@@ -54,7 +54,7 @@ prometheus-deps:
 # PostgreSQL server at 127.0.0.1:5432 (tests/testdb.py: a database made and
 # dropped per run; one line and a pass where none answers). Both always run.
 test: $(STAMP) node-deps browser-deps prometheus-deps
-	$(PY) -m pytest -m "slow or not slow"; sqlite=$$?; \
+	$(PY) -m pytest -m "slow or not slow" --durations=20; sqlite=$$?; \
 	BULLPEN_TEST_DATABASE=postgres $(PY) -m pytest -m "slow or not slow" \
 	  tests/dashboard tests/api; postgres=$$?; \
 	test $$sqlite = 0 && test $$postgres = 0
