@@ -6,7 +6,10 @@ nothing."""
 from __future__ import annotations
 
 import json
+import shutil
+from datetime import datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.test import Client
@@ -15,6 +18,7 @@ from django.urls import reverse
 from dashboard.models import AuditEntry
 from queues import Queue, ops
 from tests.dashboard.helpers import hx_post
+from tests.interop.helpers import call
 from tests.queues.transitions.helpers import claimed, move_to_active
 
 pytestmark = pytest.mark.django_db
@@ -267,3 +271,57 @@ def test_permissions_read_only_and_unknown_schedulers(
     missing = hx_post(operator_client, act(q, "nope", "run"))
     assert missing.status_code == 400 and b"no scheduler" in missing.content
     assert hx_post(operator_client, act(q, "s", "frobnicate")).status_code == 404
+
+
+def test_node_made_scheduler_shows_and_edits_right(
+    dashboard_redis: str, operator_client: Client, qname: str
+) -> None:
+    """A scheduler upserted by Node BullMQ shows its pattern, zone, limit and
+    template; editing its pattern from the page keeps the rest, and Node reads
+    the edited scheduler back; run now adds a job with the template's opts."""
+    if shutil.which("node") is None:
+        pytest.skip("NODE.JS NOT FOUND: the Node BullMQ scheduler check was NOT run")
+    template = {
+        "name": "report",
+        "data": {"team": "gpu"},
+        "opts": {"attempts": 4, "backoff": {"type": "fixed", "delay": 2000}},
+    }
+    call(
+        dashboard_redis,
+        qname,
+        "upsertJobScheduler",
+        "weekly",
+        {"pattern": "0 0 8 * * 1", "tz": "Asia/Tokyo", "limit": 20},
+        template,
+    )
+    q = Queue(qname, dashboard_redis)
+    html = operator_client.get(page_url(q)).content.decode()
+    assert 'data-scheduler="weekly"' in html and "<code>0 0 8 * * 1</code>" in html
+    assert "Asia/Tokyo" in html and "report" in html and "1 / 20" in html
+    assert "&quot;team&quot;: &quot;gpu&quot;" in html and "backoff" in html
+    form = {
+        "pattern": "0 0 9 * * 2",
+        "tz": "Asia/Tokyo",
+        "limit": "20",
+        "name": "report",
+        "job_data": '{"team": "gpu"}',
+        "job_opts": '{"attempts": 4, "backoff": {"type": "fixed", "delay": 2000}}',
+    }
+    edited = hx_post(operator_client, act(q, "weekly", "edit"), form)
+    assert edited.status_code == 200, edited.content
+    record = call(dashboard_redis, qname, "getJobScheduler", "weekly")
+    assert record["pattern"] == "0 0 9 * * 2" and record["tz"] == "Asia/Tokyo"
+    assert record["limit"] == 20 and record["name"] == "report"
+    assert record["template"] == {"data": template["data"], "opts": template["opts"]}
+    assert (
+        datetime.fromtimestamp(record["next"] / 1000, ZoneInfo("Asia/Tokyo")).strftime(
+            "%a %H:%M"
+        )
+        == "Tue 09:00"
+    )
+    assert hx_post(operator_client, act(q, "weekly", "run")).status_code == 200
+    job_id = AuditEntry.objects.first().detail.rsplit("job ", 1)[1]  # type: ignore[union-attr]
+    job = call(dashboard_redis, qname, "getJob", job_id)
+    assert job["name"] == "report" and job["data"] == {"team": "gpu"}
+    assert job["opts"]["attempts"] == 4
+    assert job["opts"]["backoff"] == {"type": "fixed", "delay": 2000}
