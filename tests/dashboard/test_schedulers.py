@@ -94,6 +94,9 @@ def test_page_lists_every_scheduler_with_next_run_and_last_job(
     assert nightly is not None
     assert f'data-next-ms="{nightly.next}"' in html
     assert "none yet" in html  # the cron scheduler has not run
+    q.upsert_job_scheduler("x", every_ms=9000, template={"data": "<script>x</script>"})
+    hostile = viewer_client.get(page_url(q)).content.decode()
+    assert "<script>x" not in hostile and "&lt;script&gt;x" in hostile
     assert "/actions/" not in html
     queue_html = viewer_client.get(reverse("bullpen:queue", args=["bull", qname]))
     assert f'href="{page_url(q)}"' in queue_html.content.decode()
@@ -325,3 +328,22 @@ def test_node_made_scheduler_shows_and_edits_right(
     assert job["name"] == "report" and job["data"] == {"team": "gpu"}
     assert job["opts"]["attempts"] == 4
     assert job["opts"]["backoff"] == {"type": "fixed", "delay": 2000}
+
+
+def test_plain_forms_return_to_the_schedulers_page(
+    dashboard_redis: str, operator_client: Client, qname: str
+) -> None:
+    """Without htmx, success and refusal alike go back to the page the form
+    was on (the schedulers page), with the message for the next page view."""
+    q = Queue(qname, dashboard_redis)
+    q.upsert_job_scheduler("s", every_ms=5000)
+    back = {"next": page_url(q)}
+    ran = operator_client.post(act(q, "s", "run"), back)
+    assert ran.status_code == 303 and ran["Location"] == page_url(q)
+    bad = operator_client.post(act(q, "s", "edit"), {**back, "every_ms": "-1"})
+    assert bad.status_code == 303 and bad["Location"] == page_url(q)
+    html = operator_client.get(page_url(q)).content.decode()
+    assert "every_ms: Ensure this value is greater than or equal to 1." in html
+    gone = operator_client.post(act(q, "s", "remove"))
+    assert gone.status_code == 303 and gone["Location"] == page_url(q)
+    assert q.get_job_scheduler("s") is None
