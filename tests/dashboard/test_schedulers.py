@@ -102,6 +102,26 @@ def test_page_lists_every_scheduler_with_next_run_and_last_job(
     assert f'href="{page_url(q)}"' in queue_html.content.decode()
 
 
+def test_last_job_of_a_cron_scheduler(
+    dashboard_redis: str, viewer_client: Client, qname: str
+) -> None:
+    """For a cron pattern the last job is the iteration of the slot before the
+    next run, in the scheduler's zone."""
+    q = Queue(qname, dashboard_redis)
+    q.upsert_job_scheduler("five", cron="0 */5 * * * *", tz="Asia/Kolkata")
+    first = q.get_job_scheduler("five")
+    assert first is not None and first.next is not None
+    q.promote_jobs()
+    last = take_first_iteration(q, "five")
+    assert last == f"repeat:five:{first.next}"
+    now = q.get_job_scheduler("five")
+    assert now is not None and now.next == first.next + 300_000
+    html = viewer_client.get(page_url(q)).content.decode()
+    job_page = reverse("bullpen:job", args=["bull", qname, last])
+    assert f'href="{job_page}"' in html and ">active<" in html
+    assert "none yet" not in html
+
+
 def test_page_is_paginated(
     dashboard_redis: str, viewer_client: Client, qname: str, settings: Any
 ) -> None:
@@ -143,6 +163,10 @@ def test_create_edit_run_now_and_remove_are_audited(
     assert hx_post(operator_client, act(q, "thumbs", "edit"), edited).status_code == 200
     s = q.get_job_scheduler("thumbs")
     assert s is not None and s.every == 90_000 and s.pattern is None
+    pending = q.get_jobs(["waiting", "delayed"])
+    assert [j.id for j in pending if j.repeat_job_key == "thumbs"] == [
+        f"repeat:thumbs:{s.next}"
+    ]  # the cron iteration went with the old definition
     assert s.template["data"] == {"size": 64}
     before = snapshot(q)
     waiting = q.get_counts("waiting", "delayed")
