@@ -1,7 +1,8 @@
 """The job schedulers page in Debian's Chromium: an operator edits a
 scheduler's cron pattern in the page and sees its next run move to the new
-pattern's slot, with no Content-Security-Policy violation; the page fits a
-phone's width in light and dark themes (screenshots `schedulers-*`)."""
+pattern's slot, pauses one (it moves to the Paused list), with no
+Content-Security-Policy violation; the page fits a phone's width in light and
+dark themes (screenshots `schedulers-*`)."""
 
 from __future__ import annotations
 
@@ -60,6 +61,12 @@ def test_edit_pattern_moves_the_next_run(page: Any, stack: Stack) -> None:
     shown = page.locator('tr[data-scheduler="thumbs"] [data-field=next]').inner_text()
     assert datetime.fromtimestamp(after / 1000, UTC).strftime("%H:%M:%S") in shown
     assert "edited scheduler thumbs" in page.locator("body").inner_text()
+    q.upsert_job_scheduler("nightly", cron="0 30 2 * * *", tz="Europe/Paris")
+    page.reload()
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.locator('tr[data-scheduler="nightly"] button:text("Pause")').click()
+    page.locator('tr[data-paused="nightly"]').wait_for()
+    assert q.get_job_scheduler("nightly") is None
     for theme in ("light", "dark"):
         page.emulate_media(color_scheme=theme)
         for label, viewport in (("desktop", DESKTOP), ("phone", PHONE)):
