@@ -301,6 +301,12 @@ def get_many(
     ]
 
 
+def count(keys: QueueKeys) -> Op[int]:
+    """The number of schedulers (members of the `repeat` ZSET)."""
+    n = yield Cmd(("ZCARD", keys.repeat))
+    return int(n)
+
+
 class JobSchedulerMethods(MakesJobs[Q]):
     """The job scheduler methods of `Queue` and `AsyncQueue`."""
 
@@ -362,6 +368,11 @@ class JobSchedulerMethods(MakesJobs[Q]):
     ) -> Op[list[JobScheduler]]:
         """JobSchedulers ordered by their next run (latest first unless asc)."""
         return get_many(self.keys, start, end, asc)
+
+    @op_method
+    def get_job_schedulers_count(self) -> Op[int]:
+        """How many job schedulers the queue has (Node's getJobSchedulersCount)."""
+        return count(self.keys)
 
     @op_method
     def schedule_next_iteration(self, job: Job[Any]) -> Op[str | None]:

@@ -171,6 +171,8 @@ class Done:
     redirect: str | None = None
     #: Reload the page the form is on (its header changed, e.g. paused).
     reload: bool = False
+    #: What the audit row keeps when it is more than the message (else the message).
+    detail: str = ""
 
 
 Action = Callable[..., Done]
@@ -222,7 +224,7 @@ def action(name: str, perm: str, must_exist: bool = True) -> Callable[[Action], 
                 ):
                     return _failed(request, target, name, str(exc), 409)
                 raise
-            audit.record(request, target, name, "ok", done.message)
+            audit.record(request, target, name, "ok", done.detail or done.message)
             return _succeeded(request, done)
 
         return view

@@ -18,6 +18,7 @@ from . import (
     overview,
     queue,
     redis_panel,
+    schedulers,
     search,
     triage,
 )
@@ -66,6 +67,18 @@ urlpatterns = [
     path(Q, queue.queue_page, name="queue"),
     path(Q + "fragments/jobs/", queue.job_list, name="queue-jobs"),
     path(Q + "actions/<slug:verb>/", queue.queue_action, name="queue-action"),
+    # The job schedulers page (issue 15); an id may hold slashes.
+    path(Q + "schedulers/", schedulers.schedulers_page, name="schedulers"),
+    path(
+        Q + "schedulers/actions/create/",
+        schedulers.create_action,
+        name="scheduler-create",
+    ),
+    path(
+        Q + "schedulers/<path:scheduler_id>/actions/<slug:verb>/",
+        schedulers.scheduler_action,
+        name="scheduler-action",
+    ),
     # Job routes: actions and fragments first, as a job id may hold slashes.
     path(J + "actions/<slug:verb>/", job.job_action, name="job-action"),
     path(J + "fragments/detail/", job.job_detail, name="job-detail"),

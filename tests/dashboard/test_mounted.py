@@ -126,10 +126,12 @@ def test_pages_link_only_under_the_prefix(
     form, htmx URL and the live socket's path are under /ops/queues/ (or
     /static/), and the pages they link to answer."""
     [job_id] = run_jobs(q)
+    q.upsert_job_scheduler("tick", every_ms=60_000)
     base = f"{P}queues/bull/{q.name}/"
     pages = [
         P,
         base,
+        base + "schedulers/",
         base + "?state=failed",
         f"{base}jobs/{job_id}/",
         P + "gpus/",
@@ -148,6 +150,7 @@ def test_pages_link_only_under_the_prefix(
         assert "Content-Security-Policy" in response, page
         seen.update(u for u in urls_in(html) if u.startswith(P))
     assert f"{base}jobs/{job_id}/actions/retry/" in seen
+    assert f"{base}schedulers/tick/actions/edit/" in seen
     seen_paths = {url.split("?")[0] for url in seen}
     assert f"{base}fragments/jobs/" in seen_paths
     assert f"{base}jobs/{job_id}/fragments/detail/" in seen_paths

@@ -38,6 +38,7 @@ def test_waiting_iteration_is_left(r: redis.Redis, redis_url: str, qname: str) -
     assert q.remove_job_scheduler("s1") is True
     assert lst(r, q.keys.wait) == [f"repeat:s1:{NOW}"]
     assert q.get_job_schedulers() == []
+    assert q.get_job_schedulers_count() == 0
 
 
 def test_read_schedulers(r: redis.Redis, redis_url: str, qname: str) -> None:
@@ -52,6 +53,8 @@ def test_read_schedulers(r: redis.Redis, redis_url: str, qname: str) -> None:
     upsert(q, "b", every_ms=1000, start_date=NOW + 9000)
     assert [s.key for s in q.get_job_schedulers()] == ["b", "a"]
     assert [s.key for s in q.get_job_schedulers(asc=True)] == ["a", "b"]
+    assert q.get_job_schedulers_count() == 2
+    assert [s.key for s in q.get_job_schedulers(1, 1, asc=True)] == ["b"]
     a = q.get_job_scheduler("a")
     assert a.to_dict() == {
         "key": "a",

@@ -1,0 +1,187 @@
+"""What the job schedulers page reads: a page of a queue's schedulers (next run
+from the `repeat` ZSET score, the last job each produced) and the schedulers
+paused from the dashboard, whose definitions the audit log keeps.
+
+BullMQ names a scheduler's iterations `repeat:<id>:<millis>`: the current
+one is the delayed job at the next run, the last one the iteration before it
+(`every` ms earlier, or the cron pattern's previous slot). Reading it costs
+one request per row, so a page is bounded by the page size.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from croniter import croniter
+
+from queues import ops
+from queues.scheduler import JobScheduler
+
+from .. import redis as pages_redis
+from ..models import AuditEntry
+from ..scheduler_forms import initial_of
+from .discovery import QueueRef
+
+#: Actions on a scheduler that say whether it is paused (the newest wins).
+PAUSE = "scheduler.pause"
+STATE_ACTIONS = (
+    PAUSE,
+    "scheduler.restore",
+    "scheduler.remove",
+    "scheduler.create",
+    "scheduler.edit",
+)
+#: What a pause's audit detail starts with; the definition's JSON follows.
+PAUSED_PREFIX = "paused; definition: "
+#: Paused schedulers listed at most (the newest).
+PAUSED_SHOWN = 20
+#: Characters of template data shown in a row.
+DATA_CHARS = 160
+
+
+@dataclass
+class SchedulerRow:
+    """One scheduler as the page shows it."""
+
+    scheduler: JobScheduler
+    last_job_id: str | None = None
+    last_job_state: str | None = None
+    next_job_id: str | None = None
+    next_in_ms: int | None = None
+    data_text: str = ""
+    opts_text: str = ""
+    initial: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        """The scheduler's id (its `repeat` member)."""
+        return self.scheduler.key
+
+
+@dataclass
+class PausedScheduler:
+    """A scheduler removed by "pause", with what re-creates it."""
+
+    scheduler_id: str
+    entry: AuditEntry
+    definition: dict[str, Any]
+
+
+def previous_run(s: JobScheduler) -> int | None:
+    """The run before the next one: the slot of the last iteration."""
+    if s.next is None:
+        return None
+    if s.every:
+        return s.next - s.every
+    if not s.pattern:
+        return None
+    try:
+        zone = ZoneInfo(s.tz) if s.tz else datetime.now().astimezone().tzinfo
+        at = datetime.fromtimestamp(s.next / 1000, tz=zone)
+        prev = croniter(s.pattern, at, second_at_beginning=True).get_prev(datetime)
+    except (ZoneInfoNotFoundError, ValueError, KeyError):
+        return None
+    return int(prev.timestamp() * 1000)
+
+
+def _text(value: Any, cap: int) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= cap else text[:cap] + "…"
+
+
+def schedulers_page(
+    ref: QueueRef, page_no: int, size: int
+) -> tuple[list[SchedulerRow], int]:
+    """One page of schedulers, soonest next run first, and how many there are."""
+    q = pages_redis.queue(ref.prefix, ref.name)
+    total = q.get_job_schedulers_count()
+    start = (page_no - 1) * size
+    found = q.get_job_schedulers(start, start + size - 1, asc=True)
+    rows = []
+    now = ops.now_ms()
+    for s in found:
+        row = SchedulerRow(
+            scheduler=s,
+            data_text=_text(s.template.get("data", {}), DATA_CHARS),
+            opts_text=_text(s.template.get("opts") or {}, DATA_CHARS),
+            initial=initial_of(s),
+        )
+        if s.next is not None:
+            row.next_job_id = f"repeat:{s.key}:{s.next}"
+            row.next_in_ms = s.next - now
+        prev = previous_run(s)
+        if prev is not None:
+            last = f"repeat:{s.key}:{prev}"
+            state = q.get_job_state(last).value
+            if state != "unknown":
+                row.last_job_id, row.last_job_state = last, state
+        rows.append(row)
+    return rows, total
+
+
+def paused(ref: QueueRef) -> list[PausedScheduler]:
+    """Schedulers of the queue whose newest audited change is a pause and
+    that do not exist again (re-created by other means)."""
+    entries = AuditEntry.objects.filter(
+        target__startswith=ref.key + ":", action__in=STATE_ACTIONS, outcome="ok"
+    ).order_by("-id")[:200]
+    seen: set[str] = set()
+    out: list[PausedScheduler] = []
+    q = pages_redis.queue(ref.prefix, ref.name)
+    for entry in entries:
+        sid = entry.target[len(ref.key) + 1 :]
+        if sid in seen or ":" in sid:
+            continue
+        seen.add(sid)
+        if entry.action != PAUSE or not entry.detail.startswith(PAUSED_PREFIX):
+            continue
+        try:
+            definition = json.loads(entry.detail[len(PAUSED_PREFIX) :])
+        except json.JSONDecodeError:
+            continue
+        if q.get_job_scheduler(sid) is None:
+            out.append(PausedScheduler(sid, entry, definition))
+        if len(out) >= PAUSED_SHOWN:
+            break
+    return out
+
+
+def paused_definition(ref: QueueRef, scheduler_id: str) -> JobScheduler | None:
+    """The definition the newest pause of this scheduler kept, or None when
+    its newest audited change is not a pause."""
+    entry = (
+        AuditEntry.objects.filter(
+            target=f"{ref.key}:{scheduler_id}", action__in=STATE_ACTIONS, outcome="ok"
+        )
+        .order_by("-id")
+        .first()
+    )
+    if entry is None or entry.action != PAUSE:
+        return None
+    if not entry.detail.startswith(PAUSED_PREFIX):
+        return None
+    try:
+        d = json.loads(entry.detail[len(PAUSED_PREFIX) :])
+    except json.JSONDecodeError:
+        return None
+    return from_dict(d)
+
+
+def from_dict(d: dict[str, Any]) -> JobScheduler:
+    """A JobScheduler from its `to_dict` form (what a pause keeps)."""
+    return JobScheduler(
+        key=str(d["key"]),
+        name=str(d.get("name") or d["key"]),
+        limit=d.get("limit"),
+        start_date=d.get("startDate"),
+        end_date=d.get("endDate"),
+        tz=d.get("tz"),
+        pattern=d.get("pattern"),
+        every=d.get("every"),
+        offset=d.get("offset"),
+        template=dict(d.get("template") or {}),
+    )
