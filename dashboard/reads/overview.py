@@ -137,24 +137,29 @@ def _stats_op(
     return counts, bool(paused), per_min[:minutes], per_min[minutes:], oldest
 
 
-def worker_census() -> Counter[str]:
+def known_census() -> Counter[str] | None:
     """Connected BullMQ workers per `prefix:base64(name)` (Node's getWorkers()
-    reads the same CLIENT LIST names, of every primary on a cluster); empty
-    when CLIENT LIST is refused."""
+    reads the same CLIENT LIST names, of every primary on a cluster), one
+    census reused for WORKER_CENSUS_TTL_S by every page; None when CLIENT
+    LIST is refused (the workers are unknown)."""
     conn = client()
-    cached: Counter[str] | None = _census.get("value")
-    if (
-        _census.get("client") is conn
-        and cached is not None
-        and (time.monotonic() - _census["at"] < WORKER_CENSUS_TTL_S)
+    if _census.get("client") is conn and (
+        time.monotonic() - _census["at"] < WORKER_CENSUS_TTL_S
     ):
+        cached: Counter[str] | None = _census["value"]
         return cached
     try:
-        found = census_of(run(client_lists(), conn))
+        nodes = run(client_lists(), conn)
+        found = census_of(nodes) if nodes else None
     except redis.ResponseError:
-        found = Counter()
+        found = None
     _census.update(client=conn, value=found, at=time.monotonic())
     return found
+
+
+def worker_census() -> Counter[str]:
+    """`known_census()`, empty when the workers are unknown."""
+    return known_census() or Counter()
 
 
 _census: dict[str, Any] = {}

@@ -5,46 +5,24 @@ its refreshes cost one census, not one per row or per refresh)."""
 
 from __future__ import annotations
 
-import time
-from collections import Counter
 from collections.abc import Sequence
-from typing import Any
 
 import redis
 
 from gpu_workers.units import format_bytes
 from gpu_workers.waiting import WAITING_STATES, WaitingReason, explain
-from gpu_workers.waiting.reads import census
 from queues import Job
 
 from .. import conf
 from ..redaction import redact_text
 from ..redis import REDIS_DOWN, client
-from . import on_reset
 from .discovery import QueueRef
+from .overview import known_census
 
 #: Codes of reasons that hold a job until an operator acts (shown in red).
 STUCK = frozenset({"queue_paused", "no_worker", "vram_never_fits", "unknown"})
 #: Codes of reasons about VRAM (the job page links the GPU page).
 GPU = frozenset({"waiting_for_vram", "vram_never_fits"})
-#: Seconds a CLIENT LIST census of connected workers is reused.
-CENSUS_TTL_S = 5.0
-
-_census: dict[str, Any] = {}
-
-
-def _workers(conn: redis.Redis) -> Counter[str] | None:
-    if _census.get("client") is conn and time.monotonic() - _census["at"] < (
-        CENSUS_TTL_S
-    ):
-        found: Counter[str] | None = _census["value"]
-        return found
-    try:
-        found = census(conn)
-    except redis.ResponseError:
-        found = None
-    _census.update(client=conn, value=found, at=time.monotonic())
-    return found
 
 
 def reasons(
@@ -65,7 +43,7 @@ def reasons(
             pairs,
             namespace=c.namespace,
             handler_modules=c.handler_modules,
-            workers=_workers(conn),
+            workers=known_census(),
             shown=redact_text,
         )
     except REDIS_DOWN:
@@ -107,5 +85,3 @@ _TAGS = {
     "retry_backoff": "retry backoff",
     "unknown": "unknown",
 }
-
-on_reset(_census.clear)
