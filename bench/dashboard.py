@@ -143,21 +143,33 @@ def time_requests(client: Any, url: str, n: int, **extra: Any) -> dict[str, Any]
     }
 
 
-def measure_pages(client: Any, n: int, deep_page: int, job_id: str) -> dict[str, Any]:
+def measure_pages(
+    client: Any, n: int, deep_page: int, job_id: str, state: str
+) -> dict[str, Any]:
+    """p50/p95 of each page over bull:big, whose jobs are all in `state`
+    (with --state waiting the job page and list rows carry the waiting
+    reason, read with bounded commands however long the queue)."""
     from django.urls import reverse
 
+    queue = reverse("bullpen:queue", args=["bull", "big"])
     return {
-        "overview": time_requests(client, "/", n),
-        "queue page 1": time_requests(client, "/queues/bull/big/?state=completed", n),
+        "overview": time_requests(client, reverse("bullpen:overview"), n),
+        "queue page 1": time_requests(client, f"{queue}?state={state}", n),
         f"queue page {deep_page}": time_requests(
-            client, f"/queues/bull/big/?state=completed&page={deep_page}", n
+            client, f"{queue}?state={state}&page={deep_page}", n
         ),
-        "job page": time_requests(client, f"/queues/bull/big/jobs/{job_id}/", n),
-        "/metrics": time_requests(client, "/metrics", n),
+        "job page": time_requests(
+            client, reverse("bullpen:job", args=["bull", "big", job_id]), n
+        ),
+        "/metrics": time_requests(client, reverse("bullpen:metrics"), n),
         # Issue 15's pages: INFO, a bounded SCAN sample and the slowlog; the
-        # CLIENT LIST census and GPU heartbeats.
+        # CLIENT LIST census and GPU heartbeats; one page of the queue's
+        # job schedulers.
         "redis page": time_requests(client, reverse("bullpen:redis"), n),
         "workers page": time_requests(client, reverse("bullpen:workers"), n),
+        "schedulers page": time_requests(
+            client, reverse("bullpen:schedulers", args=["bull", "big"]), n
+        ),
     }
 
 
@@ -243,6 +255,13 @@ def main() -> None:
 
         if not args.skip_pages:
             fill(r, "big", 1, args.small, args.state)
+            from queues import Queue
+
+            with Queue("big", redis_url) as big:  # a page of job schedulers
+                for i in range(30):
+                    big.upsert_job_scheduler(
+                        f"s{i:02d}", cron=f"{i} * * * *", template={"name": "render"}
+                    )
             deep = max(args.small // 25 // 2, 2)
             job_id = str(args.small // 2)
             from dashboard import reads
@@ -253,7 +272,9 @@ def main() -> None:
             cold = time.perf_counter()
             client.get("/")
             report["cold_overview_ms_small"] = (time.perf_counter() - cold) * 1000
-            report["pages_small"] = measure_pages(client, args.requests, deep, job_id)
+            report["pages_small"] = measure_pages(
+                client, args.requests, deep, job_id, args.state
+            )
             t0 = time.perf_counter()
             fill(r, "big", args.small + 1, args.jobs - args.small, args.state)
             print(
@@ -266,7 +287,9 @@ def main() -> None:
             cold = time.perf_counter()
             client.get("/")
             report["cold_overview_ms_big"] = (time.perf_counter() - cold) * 1000
-            report["pages_big"] = measure_pages(client, args.requests, deep, job_id)
+            report["pages_big"] = measure_pages(
+                client, args.requests, deep, job_id, args.state
+            )
             print_pages(report, args)
 
         if not args.skip_fanout:

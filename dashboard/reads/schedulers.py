@@ -103,6 +103,18 @@ def schedulers_page(
     found = q.get_job_schedulers(start, start + size - 1, asc=True)
     rows = []
     now = ops.now_ms()
+    # The last run's job, where it still exists: one pipelined EXISTS for the
+    # page, then a state read only for those found (a state read of a missing
+    # id searches every list, the whole wait list included).
+    last_ids = {
+        s.key: f"repeat:{s.key}:{prev}"
+        for s in found
+        if (prev := previous_run(s)) is not None
+    }
+    pipe = pages_redis.client().pipeline(transaction=False)
+    for job_id in last_ids.values():
+        pipe.exists(q.keys.job(job_id))
+    present = {i for i, n in zip(last_ids.values(), pipe.execute()) if n}
     for s in found:
         row = SchedulerRow(
             scheduler=s,
@@ -113,9 +125,8 @@ def schedulers_page(
         if s.next is not None:
             row.next_job_id = f"repeat:{s.key}:{s.next}"
             row.next_in_ms = s.next - now
-        prev = previous_run(s)
-        if prev is not None:
-            last = f"repeat:{s.key}:{prev}"
+        last = last_ids.get(s.key)
+        if last in present:
             state = q.get_job_state(last).value
             if state != "unknown":
                 row.last_job_id, row.last_job_state = last, state
