@@ -30,7 +30,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from queues import Job, MetricsOptions
+from queues import AttemptHistory, Job, MetricsOptions
 from queues.connection import async_from_url
 
 from . import defaults
@@ -89,7 +89,10 @@ class GpuWorker(WorkerUpkeep):
                 if spec.metrics_data_points
                 else None
             ),
+            attempt_history=AttemptHistory(namespace=spec.namespace),
         )
+        if self._reports.attempts is not None:
+            self._reports.attempts.also = self._correct_vram_outcome
         self.meters: dict[str, JobMeter] = {}
         self.counters = {
             "processed": 0,
@@ -263,6 +266,7 @@ class GpuWorker(WorkerUpkeep):
             fields["peak_source"] = source
         if meter.process_peak_bytes is not None:
             fields["process_peak_bytes"] = meter.process_peak_bytes
+        self._annotate_attempt(job, fields, peak)
         key = self.bkeys.job(self.spec.prefix, self.name, job.id)
         try:
             pipe = self._bp.pipeline(transaction=False)
@@ -278,3 +282,32 @@ class GpuWorker(WorkerUpkeep):
                 )
         except Exception as exc:  # noqa: BLE001 - bookkeeping must not fail the job
             self._helper_failed(f"recording the VRAM use of job {job.id}", exc)
+
+    def _annotate_attempt(
+        self, job: Job, fields: dict[str, Any], peak: int | None
+    ) -> None:
+        """Add the GPU's side of this attempt to its attempt record."""
+        attempts = self._reports.attempts
+        if attempts is None:
+            return
+        attempts.annotate(
+            job,
+            gpu=self.device.uuid,
+            gpu_index=self.device.index,
+            simulated=bool(self.device.simulated),
+            host=self.spec.host,
+            worker=self.spec.worker_id,
+            declared_bytes=fields["declared_bytes"],
+            peak_bytes=peak,
+            run_started_ms=fields.get("started_ms"),
+        )
+
+    def _correct_vram_outcome(
+        self, pipe: Any, job_id: str, record: dict[str, Any]
+    ) -> None:
+        """A finish Redis refused: the VRAM record said what the processor
+        hoped (written before the finish); make it say what happened."""
+        if record.get("outcome") == "lost" and "gpu" in record:
+            key = self.bkeys.job(self.spec.prefix, self.name, job_id)
+            pipe.hset(key, "outcome", f"lost (finish refused, code {record['code']})")
+            pipe.expire(key, defaults.JOB_RECORD_TTL_S)
