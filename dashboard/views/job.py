@@ -168,7 +168,7 @@ def detail_context(request: HttpRequest, ref: QueueRef, d: JobDetail) -> dict[st
 
 def attempts_shown(ref: QueueRef, job: Job, state: str) -> attempt_reads.Attempts:
     """The job's attempts (reads/attempts.py), their errors redacted."""
-    attempts = attempt_reads.job_attempts(ref, job, state)
+    attempts = attempt_reads.attempts_of(ref.prefix, ref.name, job, state)
     for row in attempts.rows:
         row["error"] = redact_text(row.get("error"))
         row["error_line"] = attempt_reads.first_line(row["error"])
