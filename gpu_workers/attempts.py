@@ -70,6 +70,7 @@ def first_line(text: str | None) -> str:
 
 def _row(record: dict[str, Any]) -> dict[str, Any]:
     row = dict(record)
+    row.setdefault("error", None)
     start, end = row.get("started_ms"), row.get("ended_ms")
     row["duration_ms"] = (
         max(end - start, 0) if isinstance(start, int) and isinstance(end, int) else None
