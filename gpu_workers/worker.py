@@ -13,7 +13,10 @@ finishes, to the hash `bullpen:job:{prefix}:{queue}:{id}` (see keys.py and
 Fleet.job_vram) and as a line of the job's log: declared_bytes, peak_bytes
 and peak_source (handler | simulated | nvml-process), process_peak_bytes
 (NVML's reading of this whole process by pid while the job ran; an upper
-bound when jobs overlap), gpu, host, worker, outcome, timestamps.
+bound when jobs overlap), gpu, host, worker, outcome, timestamps. The
+outcome is the processor's; when Redis then refuses the finish (the lock was
+lost) it becomes "lost (finish refused, code N)" with the attempt record
+(queues/attempts.py), to which the worker adds its GPU, host and VRAM.
 
 A CUDA OOM becomes the retryable reason "CUDA out of memory", counts
 against the GPU, empties the cache and runs a tiny self-check; if CUDA is

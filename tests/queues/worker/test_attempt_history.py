@@ -105,3 +105,21 @@ def test_no_history_when_turned_off(redis_url: str, q: Queue, r: redis.Redis) ->
         wait_until(lambda: q.get_counts("completed")["completed"] == 1, 10)
         time.sleep(0.1)
     assert r.keys("bullpen:*") == []
+
+
+def test_refused_retry_is_recorded_as_lost(
+    redis_url: str, q: Queue, r: redis.Redis
+) -> None:
+    """A failed attempt whose retry Redis refuses (its lock taken): lost,
+    with the hoped-for retry and the processor's error kept in the text."""
+    job = q.add("j", None, attempts=3)
+
+    def process(j: Job) -> str:
+        r.set(q.keys.lock(j.id), "another-worker-token")
+        raise RuntimeError("gave up")
+
+    with worker_thread(q.name, process, redis_url):
+        wait_until(lambda: len(_records(r, q, job.id)) == 1, 10, what="the record")
+    (rec,) = _records(r, q, job.id)
+    assert (rec["outcome"], rec["intended"], rec["code"]) == ("lost", "retried", -6)
+    assert rec["error"].endswith("the processor's outcome was retried: gave up")
