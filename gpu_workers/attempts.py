@@ -12,6 +12,7 @@ from typing import Any
 import redis
 
 from queues import Job
+from queues.exceptions import code_message
 from queues.state import JobState
 
 from .fleet import Fleet
@@ -68,9 +69,15 @@ def first_line(text: str | None) -> str:
     return lines[0]
 
 
-def _row(record: dict[str, Any]) -> dict[str, Any]:
+def _row(record: dict[str, Any], job_id: str = "") -> dict[str, Any]:
     row = dict(record)
     row.setdefault("error", None)
+    code = row.get("code")
+    if row.get("outcome") == "lost" and isinstance(code, int):
+        # Say why, and what the worker had meant to save.
+        why = f"not saved: {code_message(code, job_id)} (code {code})"
+        hoped = f"; the worker's outcome was {row.get('intended', 'unknown')}"
+        row["error"] = why + hoped + (f": {row['error']}" if row["error"] else "")
     start, end = row.get("started_ms"), row.get("ended_ms")
     row["duration_ms"] = (
         max(end - start, 0) if isinstance(start, int) and isinstance(end, int) else None
@@ -90,13 +97,18 @@ def job_attempts(
     started = max(job.attempts_started, job.attempts_made)
     if not records:
         return from_bullmq(job, state)
-    rows = [_row(r) for r in records]
+    records.sort(key=lambda r: (_int(r.get("attempt")), _int(r.get("ended_ms"))))
+    rows = [_row(r, job.id) for r in records]
     last = rows[-1].get("attempt")
     if state == JobState.ACTIVE.value and isinstance(last, int) and last < started:
         rows.append(_running(job, started))
     recorded = {r.get("attempt") for r in rows}
     missing = sum(1 for n in range(1, started + 1) if n not in recorded)
     return Attempts(RECORDED, rows, started, missing)
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) else 0
 
 
 def _running(job: Job, n: int) -> dict[str, Any]:

@@ -95,7 +95,7 @@ class GpuWorker(WorkerUpkeep):
             attempt_history=AttemptHistory(namespace=spec.namespace),
         )
         if self._reports.attempts is not None:
-            self._reports.attempts.also = self._correct_vram_outcome
+            self._reports.attempts.on_lost = self._correct_vram_outcome
         self.meters: dict[str, JobMeter] = {}
         self.counters = {
             "processed": 0,
@@ -305,12 +305,11 @@ class GpuWorker(WorkerUpkeep):
             run_started_ms=fields.get("started_ms"),
         )
 
-    def _correct_vram_outcome(
-        self, pipe: Any, job_id: str, record: dict[str, Any]
-    ) -> None:
-        """A finish Redis refused: the VRAM record said what the processor
-        hoped (written before the finish); make it say what happened."""
-        if record.get("outcome") == "lost" and "gpu" in record:
-            key = self.bkeys.job(self.spec.prefix, self.name, job_id)
-            pipe.hset(key, "outcome", f"lost (finish refused, code {record['code']})")
-            pipe.expire(key, defaults.JOB_RECORD_TTL_S)
+    async def _correct_vram_outcome(self, job_id: str, code: int) -> None:
+        """An end Redis refused to save: the VRAM record said what the
+        processor hoped (written before the end); make it say what happened."""
+        key = self.bkeys.job(self.spec.prefix, self.name, job_id)
+        pipe = self._bp.pipeline(transaction=False)
+        pipe.hset(key, "outcome", f"lost (finish refused, code {code})")
+        pipe.expire(key, defaults.JOB_RECORD_TTL_S)
+        await pipe.execute()

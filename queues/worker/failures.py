@@ -94,7 +94,7 @@ class FailureHandling:
             code = await self._retry(job, delay, fields)
             self._reports.retried(job, exc, delay, code)
             return None
-        return {
+        entry = {
             "id": job.id,
             "token": job.token,
             "target": "failed",
@@ -103,6 +103,7 @@ class FailureHandling:
             "attempts": job.opts.get("attempts", 0),
             "keep": keep_jobs(job.opts.get("removeOnFail"), self.remove_on_fail),
         }
+        return self._reports.attach_attempt(entry, job, "failed", reason)
 
     async def _retry(self, job: Job, delay: int, fields: list[str]) -> int | None:
         """Save the retry: the script's code, or None when left unsaved."""

@@ -80,11 +80,17 @@ class WorkerReports:
         """`job` reported progress (from any thread)."""
         self.hooks.emit("progress", job, progress)
 
+    def attach_attempt(
+        self, entry: dict[str, Any], job: Job, intended: str, error: Any = None
+    ) -> dict[str, Any]:
+        """`entry` (a finish) with its attempt record when history is kept."""
+        if self.attempts is not None:
+            entry["attempt"] = self.attempts.attempt(job, intended, error)
+        return entry
+
     def completed(self, job: Job, result: Any) -> None:
         """`job` returned `result`; its completion is queued for saving."""
         self.telemetry.job_completed(job)
-        if self.attempts is not None:
-            self.attempts.ended(job, "completed", None)
         if self.hooks.listened("completed"):
             job.returnvalue = result
             self._unsaved[(job.id, job.token)] = ("completed", job, result)
@@ -92,8 +98,6 @@ class WorkerReports:
     def failed(self, job: Job, error: BaseException) -> None:
         """`job` failed for good; its failure is queued for saving."""
         self.telemetry.job_failed(job, error)
-        if self.attempts is not None:
-            self.attempts.ended(job, "failed", error)
         if self.hooks.listened("failed"):
             job.failed_reason = str(error) or type(error).__name__
             self._unsaved[(job.id, job.token)] = ("failed", job, error)

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import redis
 
+from gpu_workers.attempts import job_attempts
 from gpu_workers.exceptions import OOM_REASON
 from gpu_workers.fleet import Fleet
 from gpu_workers.keys import BullpenKeys
@@ -76,3 +77,10 @@ def test_refused_finish_is_lost_not_completed(
         what="the corrected VRAM record",
     )
     assert vram["outcome"] == "lost (finish refused, code -6)"
+    found, state = q.get_job_with_state(job.id)
+    assert found is not None
+    (row,) = job_attempts(fleet, "bull", q.name, found, state.value).rows
+    assert row["error"] == (
+        f"not saved: job {job.id} is locked by another worker (code -6); "
+        "the worker's outcome was completed"
+    )
