@@ -16,7 +16,9 @@ from tests.queues.worker.helpers import worker_thread
 
 
 def _records(r: redis.Redis, q: Queue, job_id: str, ns: str = "bullpen") -> Any:
-    return parse_attempts(r.lrange(attempts_key(ns, "bull", q.name, job_id), 0, -1))
+    return parse_attempts(
+        r.lrange(attempts_key(ns, q.keys.prefix, q.name, job_id), 0, -1)
+    )
 
 
 def _fail_until(succeed_on: int) -> Any:
@@ -75,8 +77,8 @@ def test_final_failure_and_bounds(redis_url: str, q: Queue, r: redis.Redis) -> N
     assert [x["attempt"] for x in recs] == [3, 4, 5]
     assert [x["outcome"] for x in recs] == ["retried", "retried", "failed"]
     assert recs[-1]["error"].startswith("boom 5")
-    assert 100 < r.ttl(attempts_key("bp", "bull", q.name, job.id)) <= 120
-    assert not r.exists(attempts_key("bullpen", "bull", q.name, job.id))
+    assert 100 < r.ttl(attempts_key("bp", q.keys.prefix, q.name, job.id)) <= 120
+    assert not r.exists(attempts_key("bullpen", q.keys.prefix, q.name, job.id))
 
 
 def test_refused_finish_is_recorded_as_lost(
