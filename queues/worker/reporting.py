@@ -47,7 +47,7 @@ class WorkerReports:
     ) -> None:
         self.hooks = hooks
         self.telemetry = telemetry
-        #: Writes each attempt's record once its save is known (or None).
+        #: Makes each attempt's record, which its finish carries (or None).
         self.attempts = attempts
         #: Finished jobs whose listeners wait for the save: (id, token) ->
         #: (event, job, result or error).
