@@ -25,6 +25,7 @@ from typing import Any
 import redis
 
 from queues import Queue, codec
+from queues.attempts import parse_attempts
 from queues.connection import sync_client
 from queues.names import qualified_name
 from queues.state import TERMINAL, JobState
@@ -147,6 +148,13 @@ class Fleet:
         for k, v in raw.items():
             out[k] = int(v) if v.lstrip("-").isdigit() else v
         return out
+
+    def job_attempts(
+        self, queue: str, job_id: str, prefix: str = defaults.QUEUE_PREFIX
+    ) -> list[dict[str, Any]]:
+        """A job's attempt records, oldest first (see queues/attempts.py)."""
+        raw = self.client.lrange(self.keys.attempts(prefix, queue, job_id), 0, -1)
+        return parse_attempts(raw)
 
     # --- writing --------------------------------------------------------------
     def set_desired(

@@ -13,11 +13,16 @@ BullMQ clients ignore it. With the default namespace `bullpen`:
 - `bullpen:cancel:{prefix}:{queue}:{job id}` (string, TTL): cancel request
 - `bullpen:job:{prefix}:{queue}:{job id}` (hash, TTL 7 days): declared vs
   measured VRAM of a job (see worker.py)
+- `bullpen:attempts:{prefix}:{queue}:{job id}` (list, TTL 7 days): a job's
+  attempt records, newest first (written by every queues worker: see
+  queues/attempts.py; a GPU worker adds its GPU and VRAM)
 - `bullpen:gpu:{uuid}:counters` (hash): oom_total per GPU
 - `bullpen:stream:workers` (stream, capped): heartbeats and state changes
 """
 
 from __future__ import annotations
+
+from queues.keys import attempts_key
 
 from . import defaults
 
@@ -52,6 +57,10 @@ class BullpenKeys:
     def job(self, prefix: str, queue: str, job_id: str) -> str:
         """A job's declared and measured VRAM."""
         return f"{self.ns}:job:{prefix}:{queue}:{job_id}"
+
+    def attempts(self, prefix: str, queue: str, job_id: str) -> str:
+        """A job's attempt history (queues/attempts.py)."""
+        return attempts_key(self.ns, prefix, queue, job_id)
 
     def gpu_counters(self, uuid: str) -> str:
         """Counters of one GPU (oom_total)."""

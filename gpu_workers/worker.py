@@ -13,7 +13,10 @@ finishes, to the hash `bullpen:job:{prefix}:{queue}:{id}` (see keys.py and
 Fleet.job_vram) and as a line of the job's log: declared_bytes, peak_bytes
 and peak_source (handler | simulated | nvml-process), process_peak_bytes
 (NVML's reading of this whole process by pid while the job ran; an upper
-bound when jobs overlap), gpu, host, worker, outcome, timestamps.
+bound when jobs overlap), gpu, host, worker, outcome, timestamps. The
+outcome is the processor's; when Redis then refuses the finish (the lock was
+lost) it becomes "lost (finish refused, code N)" with the attempt record
+(queues/attempts.py), to which the worker adds its GPU, host and VRAM.
 
 A CUDA OOM becomes the retryable reason "CUDA out of memory", counts
 against the GPU, empties the cache and runs a tiny self-check; if CUDA is
@@ -30,7 +33,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from queues import Job, MetricsOptions
+from queues import AttemptHistory, Job, MetricsOptions
 from queues.connection import async_from_url
 
 from . import defaults
@@ -89,7 +92,10 @@ class GpuWorker(WorkerUpkeep):
                 if spec.metrics_data_points
                 else None
             ),
+            attempt_history=AttemptHistory(namespace=spec.namespace),
         )
+        if self._reports.attempts is not None:
+            self._reports.attempts.on_lost = self._correct_vram_outcome
         self.meters: dict[str, JobMeter] = {}
         self.counters = {
             "processed": 0,
@@ -263,6 +269,7 @@ class GpuWorker(WorkerUpkeep):
             fields["peak_source"] = source
         if meter.process_peak_bytes is not None:
             fields["process_peak_bytes"] = meter.process_peak_bytes
+        self._annotate_attempt(job, fields, peak)
         key = self.bkeys.job(self.spec.prefix, self.name, job.id)
         try:
             pipe = self._bp.pipeline(transaction=False)
@@ -278,3 +285,31 @@ class GpuWorker(WorkerUpkeep):
                 )
         except Exception as exc:  # noqa: BLE001 - bookkeeping must not fail the job
             self._helper_failed(f"recording the VRAM use of job {job.id}", exc)
+
+    def _annotate_attempt(
+        self, job: Job, fields: dict[str, Any], peak: int | None
+    ) -> None:
+        """Add the GPU's side of this attempt to its attempt record."""
+        attempts = self._reports.attempts
+        if attempts is None:
+            return
+        attempts.annotate(
+            job,
+            gpu=self.device.uuid,
+            gpu_index=self.device.index,
+            simulated=bool(self.device.simulated),
+            host=self.spec.host,
+            worker=self.spec.worker_id,
+            declared_bytes=fields["declared_bytes"],
+            peak_bytes=peak,
+            run_started_ms=fields.get("started_ms"),
+        )
+
+    async def _correct_vram_outcome(self, job_id: str, code: int) -> None:
+        """An end Redis refused to save: the VRAM record said what the
+        processor hoped (written before the end); make it say what happened."""
+        key = self.bkeys.job(self.spec.prefix, self.name, job_id)
+        pipe = self._bp.pipeline(transaction=False)
+        pipe.hset(key, "outcome", f"lost (finish refused, code {code})")
+        pipe.expire(key, defaults.JOB_RECORD_TTL_S)
+        await pipe.execute()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .attempts import AttemptHistory
 from .durability import Durability
 from .events import AsyncQueueEvents, QueueEvent, QueueEvents
 from .exceptions import (
@@ -25,6 +26,7 @@ __all__ = [
     "AsyncQueue",
     "AsyncQueueEvents",
     "AsyncWorker",
+    "AttemptHistory",
     "Durability",
     "FlowProducer",
     "InvalidJobId",

@@ -27,3 +27,12 @@ HOOKS_STOP_S = 10.0
 #: Connections a worker's pools hold beyond one per job it may run at once
 #: (claims and finishes, lock renewal, the stalled check, schedulers).
 WORKER_POOL_SPARE = 8
+#: Attempt history (queues/attempts.py): the namespace outside every queue's
+#: keys, the newest attempts kept per job, and how long a job's history
+#: outlives its last write (BullMQ removes jobs in Lua, which never touches
+#: it: an orphan history expires). 7 days, as GPU workers' VRAM records.
+ATTEMPTS_NAMESPACE = "bullpen"
+ATTEMPTS_KEEP = 20
+ATTEMPTS_TTL_S = 7 * 24 * 3600
+#: An attempt's saved error text is cut at this many characters.
+ATTEMPT_ERROR_MAX_CHARS = 2_000

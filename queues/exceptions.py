@@ -171,3 +171,9 @@ def raise_for_code(code: object, job_id: str = "", state: str = "") -> None:
         code, (ScriptError, "script error {code} on job {job_id}")
     )
     raise cls(message.format(job_id=job_id, state=state or "expected", code=code))
+
+
+def code_message(code: int, job_id: str = "", state: str = "") -> str:
+    """What a negative script return code says, in words (as raise_for_code)."""
+    _, message = _ERRORS.get(code, (ScriptError, "script error {code} on job {job_id}"))
+    return message.format(job_id=job_id, state=state or "expected", code=code)

@@ -173,3 +173,9 @@ class QueueKeys:
     def state(self, state: JobState) -> str:
         """The key that holds jobs in a state."""
         return self.base + state.key_suffix
+
+
+def attempts_key(namespace: str, prefix: str, queue: str, job_id: str) -> str:
+    """A job's attempt history (a list, newest first): under Bullpen's own
+    namespace, never a queue's keys, so BullMQ clients and scripts ignore it."""
+    return f"{namespace}:attempts:{prefix}:{queue}:{job_id}"

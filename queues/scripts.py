@@ -35,6 +35,7 @@ NAMES = (
     "obliterate",
     "pause",
     "promote",
+    "push_attempts",
     "release_parent",
     "remove_job",
     "remove_job_scheduler",

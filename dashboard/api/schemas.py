@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import defaults
+from .attempts_schema import ATTEMPT_HISTORY
 from .waiting_schema import WAITING_REASON
 
 JOB_NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.:@/+-]{0,127}$"
@@ -192,6 +193,7 @@ JOB: dict[str, Any] = {
             ],
             "description": "Why the job is not running yet; null unless it waits.",
         },
+        "attempt_history": {"$ref": "#/components/schemas/AttemptHistory"},
     },
 }
 
@@ -319,6 +321,7 @@ COMPONENTS: dict[str, dict[str, Any]] = {
     "Enqueued": ENQUEUED,
     "Job": JOB,
     "WaitingReason": WAITING_REASON,
+    "AttemptHistory": ATTEMPT_HISTORY,
     "Removed": REMOVED,
     "Queue": QUEUE,
     "QueueList": QUEUE_LIST,

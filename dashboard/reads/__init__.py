@@ -4,6 +4,7 @@
 - `queue`: a queue's counts, header and a page of its jobs
 - `overview`: per-queue stats for the overview, the worker census
 - `job`: the job page's detail, due times, VRAM record
+- `attempts`: a job's attempts, recorded by Bullpen's workers or from BullMQ
 - `fleet`: the GPU page's hosts, GPUs, workers and capacity
 - `scan`: bounded, resumable scans (search, failure triage)
 - `server`: INFO of the server or of each primary (/metrics, the Redis page)

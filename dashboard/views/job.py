@@ -26,6 +26,7 @@ from ..display import (
     too_large,
 )
 from ..models import AuditEntry
+from ..reads import attempts as attempt_reads
 from ..reads import job as job_reads
 from ..reads import waiting as waiting_reads
 from ..reads.discovery import QueueRef, is_read_only
@@ -146,6 +147,7 @@ def detail_context(request: HttpRequest, ref: QueueRef, d: JobDetail) -> dict[st
         "retry": retry,
         "attempts_text": attempts_text(job.attempts_made, job.attempts),
         "vram": vram,
+        "attempts": attempts_shown(ref, job, d.state),
         **waiting_context(ref, job, d.state),
         "flow": d.flow,
         "parent_ref": d.parent_ref,
@@ -162,6 +164,15 @@ def detail_context(request: HttpRequest, ref: QueueRef, d: JobDetail) -> dict[st
         "history": AuditEntry.objects.filter(target=f"{ref.key}:{job.id}")[:10],
         "deliveries": deliveries.for_dashboard(ref.prefix, ref.name, job.id),
     }
+
+
+def attempts_shown(ref: QueueRef, job: Job, state: str) -> attempt_reads.Attempts:
+    """The job's attempts (reads/attempts.py), their errors redacted."""
+    attempts = attempt_reads.attempts_of(ref.prefix, ref.name, job, state)
+    for row in attempts.rows:
+        row["error"] = redact_text(row.get("error"))
+        row["error_line"] = attempt_reads.first_line(row["error"])
+    return attempts
 
 
 def waiting_context(ref: QueueRef, job: Job, state: str) -> dict[str, Any]:

@@ -7,6 +7,8 @@
   `retries-exhausted`), release a parent whose last dependency finished,
   turn a deduplicated "next job" (keepLastIfActive) into a job, and count it
   in the per-minute metrics of its target when the worker collects them.
+  With the entry's attempt record, push it on the job's attempt history
+  (saying `lost` with the code when the finish is refused).
 
   KEYS[1] wait
   KEYS[2] active
@@ -34,7 +36,8 @@
           no metrics)
   ARGV[4] JSON array of entries {id, token, target ("completed"|"failed"),
           value (returnvalue JSON or raw failedReason), fields (flat array or
-          absent), keep {count, age?, limit?}, attempts}
+          absent), keep {count, age?, limit?}, attempts, attempt (absent
+          without attempt history: the record, includes/attempts.lua)}
 
   Returns {codes, jobs, rateLimitTtl, nextDelayedMs}: one code per entry
   (0 done, -1 missing job, -2 lock missing, -3 not in active, -4 pending
@@ -56,6 +59,7 @@
 --- @include "enqueue"
 --- @include "dedup_next"
 --- @include "metrics"
+--- @include "attempts"
 
 local q = {wait = KEYS[1], active = KEYS[2], prioritized = KEYS[3], events = KEYS[4],
   limiter = KEYS[5], delayed = KEYS[6], meta = KEYS[7], pc = KEYS[8], marker = KEYS[9]}
@@ -142,6 +146,9 @@ end
 
 for i, e in ipairs(entries) do
   codes[i] = finishOne(e)
+  if type(e["attempt"]) == "table" then
+    pushAttempt(e["attempt"], codes[i])
+  end
   if codes[i] == 0 and maxMetricsSize then
     if e["target"] == "failed" then
       collectMetrics(KEYS[15], KEYS[16], maxMetricsSize, now)

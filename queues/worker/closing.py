@@ -7,6 +7,7 @@ import asyncio
 import time
 from typing import TYPE_CHECKING, Any
 
+from .. import defaults
 from ..outages import recoverable
 from .support import log
 
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
     from ..outages import Outage
     from ..queue import AsyncQueue, Queue
     from ..scripts import Scripts
+    from .reporting import WorkerReports
     from .threads import ThreadRunner
 
 
@@ -35,6 +37,7 @@ class Closing:
     _bclient: aioredis.Redis | None
     _threads: ThreadRunner | None
     _sync_queue: Queue | None
+    _reports: WorkerReports
 
     async def _flush(self) -> None:
         raise NotImplementedError
@@ -77,6 +80,7 @@ class Closing:
                 await asyncio.sleep(self._outage.failed(exc))
 
     async def _shutdown_clients(self) -> None:
+        await self._reports.written(defaults.HELPER_STOP_S)
         if self._bclient is not None:
             await self._bclient.aclose()
         await self._once.client.aclose()

@@ -22,6 +22,7 @@ from redis.exceptions import AskError, MovedError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from .. import codec, defaults, ops
+from ..attempts import AttemptHistory
 from ..cluster import is_cluster_client
 from ..connection import (
     ConnectionLike,
@@ -41,11 +42,12 @@ from .failures import FailureHandling
 from .hooks import Listener, WorkerHooks
 from .maintenance import Maintenance
 from .processing import Processing
-from .reporting import WorkerReports
+from .reporting import DEFAULT_HISTORY, WorkerReports, attempt_recorder
 from .support import (
     Processor,
     blocking_client,
     blocking_connection_name,
+    check_options,
     log,
 )
 from .threads import ThreadRunner
@@ -73,17 +75,9 @@ class AsyncWorker(Closing, FailureHandling, Maintenance, Processing):
         close_timeout: float = defaults.CLOSE_TIMEOUT_S,
         metrics: MetricsOptions | None = None,
         telemetry: Telemetry | None = None,
+        attempt_history: AttemptHistory | None = DEFAULT_HISTORY,
     ) -> None:
-        if not callable(processor):
-            raise TypeError("processor must be callable")
-        if concurrency < 1:
-            raise ValueError("concurrency must be >= 1")
-        if limiter is not None and not (
-            limiter.get("max", 0) >= 1 and limiter.get("duration", 0) >= 1
-        ):
-            raise ValueError("limiter needs max >= 1 and duration >= 1 (ms)")
-        if metrics is not None and not isinstance(metrics, MetricsOptions):
-            raise TypeError("metrics must be a MetricsOptions(max_data_points=...)")
+        check_options(processor, concurrency, limiter, metrics)
         self.name = name
         self.processor = processor
         # An async def, or an object whose __call__ is one.
@@ -139,7 +133,11 @@ class AsyncWorker(Closing, FailureHandling, Maintenance, Processing):
         self.failed = 0
         self.hooks = WorkerHooks(worker_name or name)
         self.telemetry = WorkerTelemetry(name, worker_name, telemetry)
-        self._reports = WorkerReports(self.hooks, self.telemetry)
+        self._reports = WorkerReports(
+            self.hooks,
+            self.telemetry,
+            attempt_recorder(attempt_history, self.queue, worker_name or self.id),
+        )
         #: Jobs still running when close() gave up on them (close_timeout,
         #: or force): the stalled check returns them to wait.
         self.abandoned = 0

@@ -91,10 +91,10 @@ class FailureHandling:
             " ".join(str(exc).split()) or "-",
         )
         if delay != -1:
-            await self._retry(job, delay, fields)
-            self._reports.retried(job, exc, delay)
+            code = await self._retry(job, delay, fields)
+            self._reports.retried(job, exc, delay, code)
             return None
-        return {
+        entry = {
             "id": job.id,
             "token": job.token,
             "target": "failed",
@@ -103,8 +103,10 @@ class FailureHandling:
             "attempts": job.opts.get("attempts", 0),
             "keep": keep_jobs(job.opts.get("removeOnFail"), self.remove_on_fail),
         }
+        return self._reports.attach_attempt(entry, job, "failed", reason)
 
-    async def _retry(self, job: Job, delay: int, fields: list[str]) -> None:
+    async def _retry(self, job: Job, delay: int, fields: list[str]) -> int | None:
+        """Save the retry: the script's code, or None when left unsaved."""
         now = int(time.time() * 1000)
         tries = 0
         while True:
@@ -129,7 +131,7 @@ class FailureHandling:
                         job.id,
                         code,
                     )
-                return
+                return int(code)
             except Exception as exc:
                 if not recoverable(exc):
                     raise
@@ -137,5 +139,5 @@ class FailureHandling:
                 if self._closing and tries >= CLOSING_TRIES:
                     # Left in active (its lock lapses once the worker is
                     # gone): the stalled check returns it to wait.
-                    return
+                    return None
                 await asyncio.sleep(self._outage.failed(exc))

@@ -101,6 +101,7 @@ class Processing:
                         job.opts.get("removeOnComplete"), self.remove_on_complete
                     ),
                 }
+                self._reports.attach_attempt(entry, job, "completed")
             except Exception as exc:  # noqa: BLE001 - any processor error fails the job
                 try:
                     entry = await self._on_failure(job, exc)
@@ -118,6 +119,7 @@ class Processing:
                         "attempts": 0,
                         "keep": {"count": -1},
                     }
+                    self._reports.attach_attempt(entry, job, "failed", entry["value"])
                 if entry is not None:
                     self._reports.failed(job, exc)
         finally:

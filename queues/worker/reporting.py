@@ -12,17 +12,43 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from ..attempts import AttemptHistory, AttemptRecorder
 from ..job import Job
+from ..queue import AsyncQueue
 from ..telemetry import WorkerTelemetry
 from .hooks import WorkerHooks
+from .support import log
+
+#: Workers keep an attempt history unless given attempt_history=None.
+DEFAULT_HISTORY = AttemptHistory()
+
+
+def attempt_recorder(
+    history: AttemptHistory | None, queue: AsyncQueue, worker: str
+) -> AttemptRecorder | None:
+    """The recorder of a worker's attempts on `queue`, or None without history."""
+    if history is None:
+        return None
+    if not isinstance(history, AttemptHistory):
+        raise TypeError("attempt_history must be an AttemptHistory(...) or None")
+    return AttemptRecorder(
+        history, queue.client, queue.keys.prefix, queue.name, worker, log
+    )
 
 
 class WorkerReports:
     """The hooks and telemetry of one worker, fed by its loop."""
 
-    def __init__(self, hooks: WorkerHooks, telemetry: WorkerTelemetry) -> None:
+    def __init__(
+        self,
+        hooks: WorkerHooks,
+        telemetry: WorkerTelemetry,
+        attempts: AttemptRecorder | None = None,
+    ) -> None:
         self.hooks = hooks
         self.telemetry = telemetry
+        #: Makes each attempt's record, which its finish carries (or None).
+        self.attempts = attempts
         #: Finished jobs whose listeners wait for the save: (id, token) ->
         #: (event, job, result or error).
         self._unsaved: dict[tuple[str, str | None], tuple[str, Job, Any]] = {}
@@ -31,6 +57,11 @@ class WorkerReports:
     def started(self) -> None:
         """The worker's run() began."""
         self.telemetry.worker_started()
+
+    async def written(self, wait_s: float) -> None:
+        """Let pending attempt records be written (before clients close)."""
+        if self.attempts is not None:
+            await self.attempts.wait(wait_s)
 
     async def stopped(self, wait_s: float) -> None:
         """run() ends: `closed` to listeners, whose async calls get `wait_s`."""
@@ -49,6 +80,14 @@ class WorkerReports:
         """`job` reported progress (from any thread)."""
         self.hooks.emit("progress", job, progress)
 
+    def attach_attempt(
+        self, entry: dict[str, Any], job: Job, intended: str, error: Any = None
+    ) -> dict[str, Any]:
+        """`entry` (a finish) with its attempt record when history is kept."""
+        if self.attempts is not None:
+            entry["attempt"] = self.attempts.attempt(job, intended, error)
+        return entry
+
     def completed(self, job: Job, result: Any) -> None:
         """`job` returned `result`; its completion is queued for saving."""
         self.telemetry.job_completed(job)
@@ -63,9 +102,17 @@ class WorkerReports:
             job.failed_reason = str(error) or type(error).__name__
             self._unsaved[(job.id, job.token)] = ("failed", job, error)
 
-    def retried(self, job: Job, error: BaseException, delay_ms: int) -> None:
-        """An attempt of `job` failed and its retry is saved."""
+    def retried(
+        self, job: Job, error: BaseException, delay_ms: int, code: int | None
+    ) -> None:
+        """An attempt of `job` failed and its retry is saved (code 0), refused
+        (a negative code) or left unsaved as the worker closed (None)."""
         self.telemetry.job_retried(job, error, delay_ms)
+        if self.attempts is not None:
+            if code is None:
+                self.attempts.forget(job)
+            else:
+                self.attempts.retried(job, error, delay_ms, code)
         if self.hooks.listened("failed"):
             job.attempts_made += 1
             job.failed_reason = str(error) or type(error).__name__
@@ -73,6 +120,8 @@ class WorkerReports:
 
     def saved(self, entries: Sequence[dict[str, Any]], codes: Sequence[int]) -> None:
         """A batch of finished jobs was written; code 0 = saved as reported."""
+        if self.attempts is not None:
+            self.attempts.saved(entries, codes)
         if not self._unsaved:
             return
         now = int(time.time() * 1000)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..clients import worker_connection_name
 from ..cluster import is_cluster_client, node_client
 from ..connection import sibling_async_client
 from ..job import Job
+from ..metrics import MetricsOptions
 
 log = logging.getLogger("queues.worker")
 
@@ -35,3 +36,22 @@ async def blocking_client(client: Any, key: str, name: str) -> Any:
     if is_cluster_client(client):
         return await node_client(client, key, socket_timeout=None, client_name=name)
     return sibling_async_client(client, socket_timeout=None, client_name=name)
+
+
+def check_options(
+    processor: Any,
+    concurrency: int,
+    limiter: Mapping[str, int] | None,
+    metrics: MetricsOptions | None,
+) -> None:
+    """Refuse a worker's options that cannot work (ValueError, TypeError)."""
+    if not callable(processor):
+        raise TypeError("processor must be callable")
+    if concurrency < 1:
+        raise ValueError("concurrency must be >= 1")
+    if limiter is not None and not (
+        limiter.get("max", 0) >= 1 and limiter.get("duration", 0) >= 1
+    ):
+        raise ValueError("limiter needs max >= 1 and duration >= 1 (ms)")
+    if metrics is not None and not isinstance(metrics, MetricsOptions):
+        raise TypeError("metrics must be a MetricsOptions(max_data_points=...)")

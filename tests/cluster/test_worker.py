@@ -1,9 +1,10 @@
 """The worker suite (tests/queues/worker), a representative set, on a
 3-primary Redis Cluster: claims, retries with backoff, priorities,
-rate limits, global concurrency, pause, locks and stalled recovery, and
-worker processes that crash."""
+rate limits, global concurrency, pause, locks and stalled recovery,
+attempt history (in the queue's slot), and worker processes that crash."""
 
 from tests.queues.worker.conftest import spawn  # noqa: F401 (a fixture)
+from tests.queues.worker.test_attempt_history import *  # noqa: F403
 from tests.queues.worker.test_close_and_locks import *  # noqa: F403
 from tests.queues.worker.test_crash import *  # noqa: F403
 from tests.queues.worker.test_global_concurrency import *  # noqa: F403

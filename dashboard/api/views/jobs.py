@@ -9,6 +9,7 @@ from django.http import HttpRequest, HttpResponse
 
 from dashboard.redaction import redact_fields, redact_text
 from gpu_workers import Fleet
+from gpu_workers.attempts import job_attempts
 from gpu_workers.exceptions import ValidationError as FleetValidationError
 from gpu_workers.waiting import explain
 from queues import Job, JobState, ops
@@ -229,7 +230,18 @@ def get_job(request: HttpRequest, call: Call, queue: str, job_id: str) -> HttpRe
         raise NotFound("job_not_found", f"queue {queue} has no job {job_id}")
     body = job_body(queue, job, state)
     body["waiting_reason"] = waiting_reason(queue, job, state)
+    body["attempt_history"] = attempt_history(queue, job, state)
     return json_response(body)
+
+
+def attempt_history(queue: str, job: Job, state: JobState) -> dict[str, Any]:
+    """The job's attempts (gpu_workers/attempts.py), errors redacted."""
+    c = conf.get()
+    fleet = Fleet(store.client(), c.namespace)
+    found = job_attempts(fleet, c.prefix, queue, job, state.value).as_dict()
+    for item in found["items"]:
+        item["error"] = redact_text(item["error"]) or None
+    return found
 
 
 def waiting_reason(queue: str, job: Job, state: JobState) -> dict[str, Any] | None:
