@@ -55,6 +55,15 @@ def to_login(request: HttpRequest) -> HttpResponse:
     return redirect_to_login(request.get_full_path(), login_url)
 
 
+def int_param(request: HttpRequest, name: str, default: int, least: int) -> int:
+    """A whole-number query parameter, at least `least`; `default` when it
+    is missing or not a number (a pasted or edited URL never fails a page)."""
+    try:
+        return max(int(request.GET.get(name, default)), least)
+    except ValueError:
+        return default
+
+
 def forbidden(request: HttpRequest, message: str) -> HttpResponse:
     """A 403: a flash fragment for htmx, else the 403 page."""
     template = "dashboard/_flash.html" if is_htmx(request) else "dashboard/403.html"

@@ -28,6 +28,7 @@ from .common import (
     BadInput,
     Done,
     action,
+    int_param,
     is_htmx,
     live_json,
     not_found,
@@ -65,10 +66,7 @@ def list_context(
         raise Http404("no such tab")
     states = TABS[tab]
     order = "oldest" if request.GET.get("order") == "oldest" else "newest"
-    try:
-        page_no = max(int(request.GET.get("page", "1")), 1)
-    except ValueError:
-        page_no = 1
+    page_no = int_param(request, "page", 1, 1)
     if counts is None:
         counts = queue_reads.queue_counts([ref], *states)[0]
     total = sum(counts.get(s, 0) for s in states)

@@ -31,6 +31,7 @@ from .common import (
     BadInput,
     Done,
     action,
+    int_param,
     not_found,
     perm_required,
     queue_ref,
@@ -42,10 +43,7 @@ from .common import (
 def schedulers_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     """A queue's schedulers, soonest next run first, paginated."""
     ref = queue_ref(prefix, name)
-    try:
-        page_no = max(int(request.GET.get("page", "1")), 1)
-    except ValueError:
-        page_no = 1
+    page_no = int_param(request, "page", 1, 1)
     size = conf.get().page_size
     rows, total = reads.schedulers_page(ref, page_no, size)
     pages = max((total + size - 1) // size, 1)

@@ -18,6 +18,7 @@ from .common import (
     BadInput,
     Done,
     action,
+    int_param,
     live_json,
     not_found,
     perm_required,
@@ -42,10 +43,7 @@ def triage_index(request: HttpRequest) -> HttpResponse:
 def triage(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     """Failed jobs of one queue grouped by reason, `cap` jobs per request."""
     ref = queue_ref(prefix, name)
-    try:
-        cursor = max(int(request.GET.get("cursor", "0")), 0)
-    except ValueError:
-        cursor = 0
+    cursor = int_param(request, "cursor", 0, 0)
     window, groups = scan.triage(ref, cursor)
     return render(
         request,
