@@ -190,3 +190,32 @@ def test_timeline_of_a_job_waiting_to_retry(dashboard_redis: str, qname: str) ->
         ("runs at", 1_600_100, "time"),
         ("waited for", 50, "duration"),
     ]
+
+
+def test_a_job_that_succeeded_on_retry_shows_the_old_error_as_earlier(
+    dashboard_redis: str, admin_client: Client, qname: str
+) -> None:
+    """A completed job keeps BullMQ's failedReason of its failed attempt: the
+    page shows it as an earlier attempt's error, not as the job's error; a
+    failed job's error stays the red "Error"."""
+    from tests.helpers import wait_until
+    from tests.queues.worker.helpers import worker_thread
+
+    def flaky(job: Any) -> str:
+        if job.attempts_made == 0:
+            raise RuntimeError("model not loaded")
+        return "ok"
+
+    q = Queue(qname, dashboard_redis)
+    done = q.add("render", {}, attempts=2)
+    with worker_thread(qname, flaky, dashboard_redis):
+        wait_until(lambda: q.get_job_state(done.id) == "completed", 15)
+    html = admin_client.get(job_url(q, done.id)).content.decode()
+    assert "Error of an earlier attempt" in html and "model not loaded" in html
+    assert '<h2 class="st-failed">Error</h2>' not in html
+
+    (failed_id,) = run_jobs(q, 1, target="failed", value="out of memory")
+    html = admin_client.get(job_url(q, failed_id)).content.decode()
+    assert '<h2 class="st-failed">Error</h2>' in html
+    assert "Error of an earlier attempt" not in html
+    q.close()
