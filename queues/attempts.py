@@ -186,8 +186,11 @@ class AttemptRecorder:
 
 
 def parse_attempts(raw: Sequence[Any]) -> list[dict[str, Any]]:
-    """Records as read from the list (newest first), oldest first; entries
-    that are not JSON objects are left out."""
+    """Records as read from the list (newest first), oldest first by attempt
+    number and start; entries that are not JSON objects are left out. (Push
+    order is not attempt order: a retry's record is pushed after the retry
+    call, by which time the next attempt may already have finished and
+    pushed its own.)"""
     out = []
     for item in reversed(raw):
         try:
@@ -196,4 +199,13 @@ def parse_attempts(raw: Sequence[Any]) -> list[dict[str, Any]]:
             continue
         if isinstance(record, dict):
             out.append(record)
-    return out
+    return sorted(out, key=_attempt_order)
+
+
+def _attempt_order(record: dict[str, Any]) -> tuple[int, int]:
+    """Attempt number, then start (ms); 0 where a record lacks one."""
+    number, started = record.get("attempt"), record.get("started_ms")
+    return (
+        number if isinstance(number, int) else 0,
+        started if isinstance(started, int) else 0,
+    )

@@ -125,3 +125,15 @@ def test_refused_retry_is_recorded_as_lost(
     (rec,) = _records(r, q, job.id)
     assert (rec["outcome"], rec["intended"], rec["code"]) == ("lost", "retried", -6)
     assert (rec["error"], rec["delay_ms"]) == ("gave up", 0)
+
+
+def test_records_read_in_attempt_order_whatever_the_push_order() -> None:
+    """A retry's record is pushed after the retry call; the next attempt may
+    have finished and pushed first (seen on a cluster): readers still get
+    attempts 1, 2, 3."""
+    import json
+
+    pushed = [{"attempt": 3, "started_ms": 30}, {"attempt": 1, "started_ms": 10}]
+    pushed.append({"attempt": 2, "started_ms": 20})
+    newest_first = [json.dumps(r) for r in reversed(pushed)] + ["not json"]
+    assert [x["attempt"] for x in parse_attempts(newest_first)] == [1, 2, 3]
