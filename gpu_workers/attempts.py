@@ -97,7 +97,6 @@ def job_attempts(
     started = max(job.attempts_started, job.attempts_made)
     if not records:
         return from_bullmq(job, state)
-    records.sort(key=lambda r: (_int(r.get("attempt")), _int(r.get("ended_ms"))))
     rows = [_row(r, job.id) for r in records]
     last = rows[-1].get("attempt")
     if state == JobState.ACTIVE.value and isinstance(last, int) and last < started:
@@ -105,10 +104,6 @@ def job_attempts(
     recorded = {r.get("attempt") for r in rows}
     missing = sum(1 for n in range(1, started + 1) if n not in recorded)
     return Attempts(RECORDED, rows, started, missing)
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) else 0
 
 
 def _running(job: Job, n: int) -> dict[str, Any]:

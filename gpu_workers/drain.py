@@ -18,6 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+from .liveness import read_pid
+
 #: How often the command looks whether the supervisor is gone.
 POLL_INTERVAL_S = 0.05
 
@@ -30,18 +32,6 @@ def _running(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def read_pid(path: Path) -> int | None:
-    """The pid a liveness file names (`<time> <pid>`); None if it names none."""
-    try:
-        fields = path.read_text().split()
-    except FileNotFoundError:
-        return None
-    try:
-        return int(fields[1])
-    except (IndexError, ValueError):
-        return None
 
 
 def drain(liveness_file: str | None, timeout_s: float) -> int:

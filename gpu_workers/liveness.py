@@ -43,6 +43,19 @@ class LivenessFile:
         self.path.unlink(missing_ok=True)
 
 
+def read_pid(path: str | os.PathLike[str]) -> int | None:
+    """The pid a liveness file names (`<time> <pid>`, as `beat` writes it);
+    None when the file is missing or names none."""
+    try:
+        fields = Path(path).read_text().split()
+    except FileNotFoundError:
+        return None
+    try:
+        return int(fields[1])
+    except (IndexError, ValueError):
+        return None
+
+
 def staleness(
     path: str | os.PathLike[str], max_age_s: float, now: float | None = None
 ) -> str | None:

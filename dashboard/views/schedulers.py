@@ -79,19 +79,18 @@ def _existing(ref: QueueRef, scheduler_id: str) -> JobScheduler:
     return found
 
 
-def _upsert(ref: QueueRef, form: SchedulerForm) -> str:
-    """Write the scheduler; a sentence on its next run."""
-    sid = form.cleaned_data["scheduler_id"]
+def _write(ref: QueueRef, form: SchedulerForm, verb: str) -> Done:
+    """Write the scheduler the form describes; what was done, with its next
+    run, back to the schedulers page."""
+    d = form.cleaned_data
+    sid = d["scheduler_id"]
     job = pages_redis.queue(ref.prefix, ref.name).upsert_job_scheduler(
         sid, **form.upsert_kwargs()
     )
-    return f"next job {job.id}" if job else "no run left within its limit"
-
-
-def _summary(form: SchedulerForm) -> str:
-    d = form.cleaned_data
+    nxt = f"next job {job.id}" if job else "no run left within its limit"
     how = f"every {d['every_ms']} ms" if d["every_ms"] else f"cron {d['pattern']!r}"
-    return how + (f" tz {d['tz']}" if d["tz"] else "")
+    how += f" tz {d['tz']}" if d["tz"] else ""
+    return Done(f"{verb} scheduler {sid} ({how}); {nxt}", redirect=schedulers_url(ref))
 
 
 @action("scheduler.create", OPERATE)
@@ -101,11 +100,7 @@ def create(request: HttpRequest, ref: QueueRef) -> Done:
     sid = form.cleaned_data["scheduler_id"]
     if pages_redis.queue(ref.prefix, ref.name).get_job_scheduler(sid):
         raise BadInput(f"{sid!r} exists already: edit it instead")
-    nxt = _upsert(ref, form)
-    return Done(
-        f"created scheduler {sid} ({_summary(form)}); {nxt}",
-        redirect=schedulers_url(ref),
-    )
+    return _write(ref, form, "created")
 
 
 @action("scheduler.edit", OPERATE)
@@ -113,11 +108,7 @@ def edit(request: HttpRequest, ref: QueueRef, scheduler_id: str) -> Done:
     """Replace a scheduler's definition (its id stays)."""
     _existing(ref, scheduler_id)
     form = _valid({**request.POST.dict(), "scheduler_id": scheduler_id})
-    nxt = _upsert(ref, form)
-    return Done(
-        f"edited scheduler {scheduler_id} ({_summary(form)}); {nxt}",
-        redirect=schedulers_url(ref),
-    )
+    return _write(ref, form, "edited")
 
 
 @action("scheduler.run", OPERATE)
@@ -161,11 +152,7 @@ def restore(request: HttpRequest, ref: QueueRef, scheduler_id: str) -> Done:
         raise BadInput(f"{scheduler_id!r} exists again: nothing to restore")
     initial = initial_of(kept)
     form = _valid({k: "" if v is None else v for k, v in initial.items()})
-    nxt = _upsert(ref, form)
-    return Done(
-        f"restored scheduler {scheduler_id} ({_summary(form)}); {nxt}",
-        redirect=schedulers_url(ref),
-    )
+    return _write(ref, form, "restored")
 
 
 @action("scheduler.remove", OPERATE)
