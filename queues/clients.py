@@ -16,10 +16,14 @@ from __future__ import annotations
 
 import base64
 import re
+import time
+import weakref
 from collections import Counter
+from typing import Any
 
 from redis.exceptions import NoPermissionError, ResponseError
 
+from .drive import run_sync
 from .keys import QueueKeys
 from .ops import EveryPrimary, Op
 
@@ -121,3 +125,32 @@ def census_of(nodes: list[list[dict[str, str]]]) -> Counter[str]:
                 here[name] += 1
         found |= here  # the larger count of each name
     return found
+
+
+#: The newest census of each client and when it was taken (monotonic s).
+_censuses: weakref.WeakKeyDictionary[Any, tuple[float, Counter[str] | None]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def recent_census(conn: Any, max_age_s: float) -> Counter[str] | None:
+    """`census_of(client_lists())` on a sync client, reused while younger
+    than `max_age_s`: pages, scrapes and API calls of one process cost one
+    CLIENT LIST per primary every few seconds, however many ask. None when
+    the server refuses CLIENT LIST (the workers are unknown)."""
+    now = time.monotonic()
+    cached = _censuses.get(conn)
+    if cached is not None and now - cached[0] < max_age_s:
+        return cached[1]
+    try:
+        nodes = run_sync(client_lists(), conn)
+        found = census_of(nodes) if nodes else None
+    except ResponseError:
+        found = None
+    _censuses[conn] = (now, found)
+    return found
+
+
+def forget_censuses() -> None:
+    """Drop every kept census (the next asks CLIENT LIST again)."""
+    _censuses.clear()

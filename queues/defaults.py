@@ -36,3 +36,7 @@ ATTEMPTS_KEEP = 20
 ATTEMPTS_TTL_S = 7 * 24 * 3600
 #: An attempt's saved error text is cut at this many characters.
 ATTEMPT_ERROR_MAX_CHARS = 2_000
+
+#: Seconds a CLIENT LIST census of connected workers is reused by readers
+#: that ask often (pages, scrapes, API status calls: queues.clients.recent_census).
+WORKER_CENSUS_MAX_AGE_S = 5.0

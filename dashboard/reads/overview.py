@@ -4,7 +4,6 @@ and the workers serving it, for 100 queues in a few pipelined round trips."""
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -13,7 +12,8 @@ from typing import Any
 import redis
 
 from queues import ops
-from queues.clients import census_of, client_lists, connection_name
+from queues.clients import connection_name, forget_censuses, recent_census
+from queues.defaults import WORKER_CENSUS_MAX_AGE_S
 from queues.drive import cmd, cmds, gather
 from queues.keys import QueueKeys
 from queues.ops import DEFAULT_STATES
@@ -24,8 +24,6 @@ from . import gpu_fleet, on_reset, run
 from .discovery import QueueRef
 
 MINUTE_MS = 60_000
-#: Seconds the CLIENT LIST census of connected workers is reused.
-WORKER_CENSUS_TTL_S = 5.0
 
 
 @dataclass
@@ -140,29 +138,14 @@ def _stats_op(
 def known_census() -> Counter[str] | None:
     """Connected BullMQ workers per `prefix:base64(name)` (Node's getWorkers()
     reads the same CLIENT LIST names, of every primary on a cluster), one
-    census reused for WORKER_CENSUS_TTL_S by every page; None when CLIENT
-    LIST is refused (the workers are unknown)."""
-    conn = client()
-    if _census.get("client") is conn and (
-        time.monotonic() - _census["at"] < WORKER_CENSUS_TTL_S
-    ):
-        cached: Counter[str] | None = _census["value"]
-        return cached
-    try:
-        nodes = run(client_lists(), conn)
-        found = census_of(nodes) if nodes else None
-    except redis.ResponseError:
-        found = None
-    _census.update(client=conn, value=found, at=time.monotonic())
-    return found
+    census reused for a few seconds by every page; None when CLIENT LIST is
+    refused (the workers are unknown)."""
+    return recent_census(client(), WORKER_CENSUS_MAX_AGE_S)
 
 
 def worker_census() -> Counter[str]:
     """`known_census()`, empty when the workers are unknown."""
     return known_census() or Counter()
-
-
-_census: dict[str, Any] = {}
 
 
 def overview(refs: Iterable[QueueRef], now_ms: int | None = None) -> list[QueueStats]:
@@ -208,5 +191,5 @@ def overview(refs: Iterable[QueueRef], now_ms: int | None = None) -> list[QueueS
     return rows
 
 
-on_reset(_census.clear)
+on_reset(forget_censuses)
 on_reset(_minutes.clear)

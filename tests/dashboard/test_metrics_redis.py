@@ -63,14 +63,14 @@ def test_queue_workers_counts_the_connected_workers(
 ) -> None:
     """0 with a backlog and no worker; 2 while two workers are connected
     (what Node's getWorkers() lists); 0 again once they have gone."""
-    from dashboard.reads import overview
+    from queues.clients import forget_censuses
 
     q = Queue(qname, dashboard_redis)
     q.add("x", {})
     key = f"bull:{qname}"
 
     def workers() -> float:
-        overview._census.clear()  # the census is reused for a few seconds
+        forget_censuses()  # the census is reused for a few seconds
         return value(scrape()["bullpen_queue_workers"], queue=key)
 
     assert workers() == 0

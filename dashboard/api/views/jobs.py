@@ -13,6 +13,8 @@ from gpu_workers.attempts import job_attempts
 from gpu_workers.exceptions import ValidationError as FleetValidationError
 from gpu_workers.waiting import explain
 from queues import Job, JobState, ops
+from queues.clients import recent_census
+from queues.defaults import WORKER_CENSUS_MAX_AGE_S
 from queues.exceptions import InvalidJobId, InvalidJobOptions, JobLocked
 from queues.options import merge_job_options
 
@@ -255,6 +257,7 @@ def waiting_reason(queue: str, job: Job, state: JobState) -> dict[str, Any] | No
         [(job, state.value)],
         namespace=c.namespace,
         handler_modules=c.handler_modules,
+        workers=recent_census(store.client(), WORKER_CENSUS_MAX_AGE_S),
         shown=redact_text,
     ).get(job.id)
     return None if found is None else found.as_dict()
