@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -25,3 +26,13 @@ def wait_until(
         if time.monotonic() >= deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(interval)
+
+
+def stop_process(proc: subprocess.Popen[Any], timeout_s: float) -> None:
+    """SIGTERM `proc` and wait up to `timeout_s` for it; SIGKILL after."""
+    proc.terminate()
+    try:
+        proc.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

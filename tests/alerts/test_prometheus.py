@@ -25,7 +25,7 @@ import yaml
 from queues import Queue
 from queues.devredis import RedisServer, free_port
 from tests.dashboard.daphne_helpers import daphne
-from tests.helpers import wait_until
+from tests.helpers import stop_process, wait_until
 from tests.queues.worker.helpers import worker_thread
 
 RULES = Path(__file__).resolve().parents[2] / "deploy" / "prometheus" / "rules.yml"
@@ -117,11 +117,7 @@ def prometheus(
             wait_until(scraped, 30, what="Prometheus to scrape the dashboard")
             yield prom
         finally:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop_process(proc, 10)
             log.close()
 
 

@@ -25,6 +25,7 @@ from tests.browser.conftest import (
     ROOT,
     _wait_for_port,
 )
+from tests.helpers import stop_process
 from tests.testdb import subprocess_database
 
 CAP = 4096
@@ -73,11 +74,7 @@ def daphne(redis_server: RedisServer, request: pytest.FixtureRequest) -> Iterato
             _wait_for_port(port, 30, proc)
             yield Site(port, HOST_PREFIX if mounted else "")
         finally:
-            proc.terminate()
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop_process(proc, 20)
 
 
 def _request(site: Site, headers: dict[str, str], first: bytes) -> socket.socket:

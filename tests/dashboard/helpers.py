@@ -18,6 +18,7 @@ from gpu_workers import Fleet
 from gpu_workers.heartbeat import queue_heartbeat
 from gpu_workers.keys import BullpenKeys
 from queues import Queue, codec, ops
+from tests.helpers import stop_process
 from tests.queues.transitions.helpers import (
     claimed,
     entry,
@@ -137,11 +138,7 @@ def simulated_supervisor(redis_url: str, host: str, queue: str) -> Iterator[Flee
     try:
         yield fleet
     finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_process(proc, 30)
         fleet.close()
 
 
