@@ -76,12 +76,19 @@ def build_config(
     return SupervisorConfig(**data)
 
 
-def check_alive_main(argv: list[str]) -> int:
-    """`check-alive`: 0 when the supervisor's liveness file is fresh, else 1."""
-    parser = argparse.ArgumentParser(prog="python -m gpu_workers check-alive")
+def _liveness_parser(command: str) -> argparse.ArgumentParser:
+    """The parser of a subcommand that finds the supervisor by its liveness
+    file (--liveness-file, default BULLPEN_LIVENESS_FILE)."""
+    parser = argparse.ArgumentParser(prog=f"python -m gpu_workers {command}")
     parser.add_argument(
         "--liveness-file", default=os.environ.get("BULLPEN_LIVENESS_FILE")
     )
+    return parser
+
+
+def check_alive_main(argv: list[str]) -> int:
+    """`check-alive`: 0 when the supervisor's liveness file is fresh, else 1."""
+    parser = _liveness_parser("check-alive")
     parser.add_argument(
         "--max-age", type=float, default=LIVENESS_MAX_AGE_S, help="seconds"
     )
@@ -91,10 +98,7 @@ def check_alive_main(argv: list[str]) -> int:
 
 def drain_main(argv: list[str]) -> int:
     """`drain`: SIGTERM the supervisor named by its liveness file, wait it out."""
-    parser = argparse.ArgumentParser(prog="python -m gpu_workers drain")
-    parser.add_argument(
-        "--liveness-file", default=os.environ.get("BULLPEN_LIVENESS_FILE")
-    )
+    parser = _liveness_parser("drain")
     parser.add_argument(
         "--timeout", type=float, default=120.0, help="seconds to wait for the drain"
     )
