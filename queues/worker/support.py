@@ -23,6 +23,25 @@ def _text(value: str) -> str:
     return value.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+class _EncodableRecords(logging.Filter):
+    """The worker's log lines quote job names, ids and error messages that
+    another client or a processor made; one holding a lone surrogate would
+    make any UTF-8 handler (a log file, a collector) fail on the line. Here
+    its message, arguments and traceback are made encodable first."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = _text(record.getMessage())
+        record.args = ()
+        if record.exc_info and not record.exc_text:
+            record.exc_text = _text(
+                logging.Formatter().formatException(record.exc_info)
+            )
+        return True
+
+
+log.addFilter(_EncodableRecords())
+
+
 def blocking_connection_name(prefix: str, queue: str, worker_name: str | None) -> str:
     """BullMQ's name for a worker connection, which Node's getWorkers() lists."""
     return worker_connection_name(prefix, queue, worker_name)

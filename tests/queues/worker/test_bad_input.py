@@ -4,6 +4,8 @@ not JSON, a missing `name` or `data`) fail with a clear reason starting
 
 from __future__ import annotations
 
+import io
+import logging
 import threading
 from typing import Any
 
@@ -138,6 +140,10 @@ def test_error_message_that_is_not_valid_text(redis_url: str, q: Queue) -> None:
             raise RuntimeError("cannot handle \udcff here")
         return "ok"
 
+    # What the worker logs of it reaches a strict UTF-8 handler (a log file).
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict")
+    handler = logging.StreamHandler(out)
+    logging.getLogger("queues.worker").addHandler(handler)
     bad = q.add("bad", None)
     good = q.add("good", None)
     with worker_thread(q.name, processor, redis_url) as w:
@@ -154,3 +160,8 @@ def test_error_message_that_is_not_valid_text(redis_url: str, q: Queue) -> None:
     assert failed.failed_reason.endswith(" here")
     assert q.get_job(good.id).returnvalue == "ok"
     assert q.get_counts("active")["active"] == 0
+    logging.getLogger("queues.worker").removeHandler(handler)
+    out.flush()
+    logged = out.buffer.getvalue().decode()  # type: ignore[attr-defined]
+    assert f"job {bad.id} (bad) failed" in logged, logged
+    assert "cannot handle \\udcff here" in logged, logged
