@@ -53,9 +53,14 @@ prometheus-deps:
 # The whole suite on SQLite, then tests/dashboard and tests/api again on the
 # PostgreSQL server at 127.0.0.1:5432 (tests/testdb.py: a database made and
 # dropped per run; one line and a pass where none answers). Both always run.
+# Most of the suite waits on processes, Redis and timeouts rather than the
+# CPU, so pytest-xdist runs it in TEST_WORKERS processes, a whole test file
+# to each (module fixtures are started once); TEST_WORKERS=0 runs it in one.
+TEST_WORKERS ?= 2
+XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 test: $(STAMP) node-deps browser-deps prometheus-deps
-	$(PY) -m pytest -m "slow or not slow" --durations=20; sqlite=$$?; \
-	BULLPEN_TEST_DATABASE=postgres $(PY) -m pytest -m "slow or not slow" \
+	$(PY) -m pytest -m "slow or not slow" $(XDIST) --durations=20; sqlite=$$?; \
+	BULLPEN_TEST_DATABASE=postgres $(PY) -m pytest -m "slow or not slow" $(XDIST) \
 	  tests/dashboard tests/api; postgres=$$?; \
 	test $$sqlite = 0 && test $$postgres = 0
 

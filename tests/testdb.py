@@ -44,7 +44,14 @@ SERVER_URL = os.environ.get(
 )
 #: Names this run's databases (one pytest process, one run).
 RUN = secrets.token_hex(4)
-TEST_DATABASE = f"bullpen_test_{RUN}"
+_NAMED = f"bullpen_test_{RUN}"
+#: The test database: under pytest-xdist, pytest-django appends the worker's id
+#: (gw0, gw1...) to the name it is given.
+TEST_DATABASE = (
+    f"{_NAMED}_{os.environ['PYTEST_XDIST_WORKER']}"
+    if os.environ.get("PYTEST_XDIST_WORKER")
+    else _NAMED
+)
 
 #: Databases made for server processes in this run, by name.
 _made: set[str] = set()
@@ -63,7 +70,7 @@ def django_database() -> dict[str, Any]:
     into the server's own."""
     db = server()
     db["NAME"] = TEST_DATABASE
-    db["TEST"] = {"NAME": TEST_DATABASE}
+    db["TEST"] = {"NAME": _NAMED}
     return db
 
 
