@@ -30,9 +30,11 @@ from .steps import step
 log = logging.getLogger(__name__)
 
 #: Jobs per chunk (one short Redis call each; a remove chunk is one pipeline).
-CHUNK = 500
-#: Seconds between chunks: the batch yields Redis and the GIL to the pages.
-PAUSE_S = 0.02
+CHUNK = 250
+#: Seconds between chunks at least, and at least as long as the chunk took:
+#: a batch holds Redis and the process's GIL half the time at most, so the
+#: pages it shares them with stay fast (bench/dashboard.py measures it).
+PAUSE_S = 0.05
 #: Failed chunks in a row (Redis down) after which a batch ends as failed.
 MAX_FAILURES = 20
 
@@ -92,6 +94,7 @@ def run_batch(
         if records.cancel_requested(batch.id):
             finish(batch, CANCELLED)
             break
+        began = time.monotonic()
         try:
             out = step(batch, chunk)
         except Exception as exc:
@@ -119,7 +122,7 @@ def run_batch(
         if not records.renew(batch.id, owner):
             log.warning("batch %s was taken over by another process", batch.id)
             break
-        time.sleep(pause_s)
+        time.sleep(max(pause_s, time.monotonic() - began) if pause_s else 0)
     return batch
 
 
