@@ -69,8 +69,8 @@ urlpatterns = [
     path(Q + "fragments/jobs/", queue.job_list, name="queue-jobs"),
     path(Q + "actions/<slug:verb>/", queue.queue_action, name="queue-action"),
     # Lists you can act on (issue 15): selections, batches, export.
-    path(Q + "bulk/", bulk.bulk_action, name="queue-bulk"),
-    path(Q + "bulk/export/", bulk.export_jobs, name="queue-export"),
+    path(Q + "bulk/actions/run/", bulk.bulk_action, name="queue-bulk"),
+    path(Q + "bulk/actions/export/", bulk.export_jobs, name="queue-export"),
     path(Q + "fragments/batch/", bulk.batch_fragment, name="queue-batch"),
     path(
         Q + "batches/<slug:batch_id>/actions/cancel/",
