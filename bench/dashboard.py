@@ -19,6 +19,10 @@ FLUSHES), a temporary SQLite database with one superuser, and:
              10k and again at 1M, and the ratio 1M / 10k (flat is ~1). The
              first request of a fresh process pays the discovery SCAN; it is
              printed apart ("cold").
+  batch      a select-all Retry of --batch-jobs (100k) failed jobs, run by
+             the batch runner thread in this process, while the overview,
+             the queue page and a job page are requested: their p95 during
+             the batch next to their p95 without it (bench/dashboard_batch.py).
   fan-out    --servers daphne processes (default 1) serving
              dashboard.asgi:application, each on a free port; --clients
              websocket clients (spread over --client-procs processes,
@@ -60,6 +64,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from dashboard_batch import measure_batch, print_batch  # noqa: E402
 from dashboard_fanout import fanout, pct, wait_port  # noqa: E402
 
 from dashboard.run import daphne_args  # noqa: E402 - the repo's package, not this file
@@ -196,6 +201,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--skip-pages", action="store_true")
     parser.add_argument("--skip-fanout", action="store_true")
+    parser.add_argument("--batch-jobs", type=int, default=100_000)  # 0: skip
     parser.add_argument(
         "--servers", type=int, default=1, help="dashboard processes for fan-out"
     )
@@ -291,6 +297,12 @@ def main() -> None:
                 client, args.requests, deep, job_id, args.state
             )
             print_pages(report, args)
+
+        if args.batch_jobs:  # a select-all batch vs other pages' p95
+            report["batch"] = measure_batch(
+                client, r, fill, time_requests, pct, args.batch_jobs, args.requests
+            )
+            print_batch(report["batch"])
 
         if not args.skip_fanout:
             from queues import Queue

@@ -23,6 +23,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from dashboard.api import bodylimit  # noqa: E402
+from dashboard.bulk import runner  # noqa: E402
 from dashboard.live.routing import websocket_urlpatterns  # noqa: E402
 from dashboard.reads import discovery  # noqa: E402
 
@@ -41,6 +42,9 @@ bodylimit.install()
 # The first overview need not wait for the SCAN that discovers queues (seconds
 # over a million keys): it starts now, in the background.
 discovery.prewarm_discovery()
+
+# Batches a stopped process left running are resumed once their lease lapses.
+runner.ensure_started()
 
 # Everything imported so far lives as long as the process: keep the cyclic GC
 # from walking it again on every full collection (a pause of tens of ms on

@@ -182,6 +182,8 @@ class Done:
     reload: bool = False
     #: What the audit row keeps when it is more than the message (else the message).
     detail: str = ""
+    #: The action wrote its own audit row (a batch, whose row its end updates).
+    audited: bool = False
 
 
 Action = Callable[..., Done]
@@ -233,7 +235,8 @@ def action(name: str, perm: str, must_exist: bool = True) -> Callable[[Action], 
                 ):
                     return _failed(request, target, name, str(exc), 409)
                 raise
-            audit.record(request, target, name, "ok", done.detail or done.message)
+            if not done.audited:
+                audit.record(request, target, name, "ok", done.detail or done.message)
             return _succeeded(request, done)
 
         return view

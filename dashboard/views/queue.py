@@ -21,6 +21,7 @@ from ..reads import queue as queue_reads
 from ..reads import waiting as waiting_reads
 from ..reads.discovery import QueueRef
 from ..reads.job import due_times
+from . import lists
 from .common import (
     OPERATE,
     SCALE,
@@ -89,7 +90,10 @@ def list_context(
             row.waiting_code = reason.code
             row.waiting_stuck = reason.code in waiting_reads.STUCK
     base = reverse("bullpen:queue", args=[ref.prefix, ref.name])
+    can_operate = request.user.has_perm(OPERATE) and not discovery.is_read_only(ref)
     return {
+        "can_operate": can_operate,
+        **lists.verbs(tab, states),
         "ref": ref,
         "tab": tab,
         "order": order,
@@ -119,12 +123,12 @@ def queue_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
         ],
         read_only=discovery.is_read_only(ref),
         internal=ref in discovery.internal_queues(),
-        can_operate=request.user.has_perm(OPERATE),
         can_scale=request.user.has_perm(SCALE),
         clean_form=forms.CleanForm(initial={"state": "completed", "grace_s": 3600}),
         drain_form=forms.DrainForm(),
         obliterate_form=forms.ObliterateForm(queue_name=ref.name),
         live_json=live_json(queues=[ref.key]),
+        **lists.batch_context(ref),
     )
     return render(request, "dashboard/queue.html", context)
 

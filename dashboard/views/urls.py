@@ -11,6 +11,7 @@ from django.urls.converters import PathConverter
 from . import (
     audit,
     auth,
+    bulk,
     gpus,
     health,
     job,
@@ -67,6 +68,15 @@ urlpatterns = [
     path(Q, queue.queue_page, name="queue"),
     path(Q + "fragments/jobs/", queue.job_list, name="queue-jobs"),
     path(Q + "actions/<slug:verb>/", queue.queue_action, name="queue-action"),
+    # Lists you can act on (issue 15): selections, batches, export.
+    path(Q + "bulk/actions/run/", bulk.bulk_action, name="queue-bulk"),
+    path(Q + "bulk/actions/export/", bulk.export_jobs, name="queue-export"),
+    path(Q + "fragments/batch/", bulk.batch_fragment, name="queue-batch"),
+    path(
+        Q + "batches/<slug:batch_id>/actions/cancel/",
+        bulk.batch_cancel,
+        name="batch-cancel",
+    ),
     # The job schedulers page (issue 15); an id may hold slashes.
     path(Q + "schedulers/", schedulers.schedulers_page, name="schedulers"),
     path(

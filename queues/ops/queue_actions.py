@@ -9,7 +9,7 @@ from .. import defaults
 from ..exceptions import JobLocked, QueueHasActiveJobs, QueueNotPaused, raise_for_code
 from ..keys import QueueKeys, names_queue_key
 from ..state import JobState, parse_state
-from .requests import Cmd, Eval, Op, now_ms
+from .requests import Atomic, Cmd, Eval, Op, now_ms
 
 
 def pause(keys: QueueKeys, paused: bool) -> Op[None]:
@@ -94,6 +94,34 @@ def move_jobs_to_wait(
         )
         if not int(more):
             return None
+
+
+def move_jobs_to_wait_once(
+    keys: QueueKeys, state: str, count: int, max_score: Any
+) -> Op[int]:
+    """One batch of `move_jobs_to_wait`: up to `count` jobs of the state
+    with score <= max_score moved to wait; returns how many (fewer than
+    `count`: none are left). A caller that stops between batches (a
+    dashboard batch, throttled and cancellable) drives it step by step."""
+    st = parse_state(state)
+    counted, _ = yield Atomic(
+        [
+            Cmd(("ZCOUNT", keys.state(st), 0, max_score)),
+            Eval(
+                "move_jobs_to_wait",
+                (
+                    keys.events,
+                    keys.state(st),
+                    keys.wait,
+                    keys.meta,
+                    keys.marker,
+                    keys.active,
+                ),
+                (keys.base, count, max_score, st.value),
+            ),
+        ]
+    )
+    return min(int(counted), count)
 
 
 def remove(keys: QueueKeys, job_id: str, remove_children: bool = True) -> Op[bool]:
