@@ -8,8 +8,7 @@ from typing import Any
 import redis
 
 from gpu_workers.keys import BullpenKeys
-from gpu_workers.series import SeriesSampler, gpu_series, queue_series
-from gpu_workers.series import points, store
+from gpu_workers.series import SeriesSampler, gpu_series, points, queue_series, store
 from gpu_workers.series.sampler import last_minute
 from queues import Queue
 from tests.dashboard.helpers import gpu_fleet
