@@ -29,6 +29,7 @@
   }
   function dur(v) {
     if (v == null) return "–";
+    if (v === 0) return "0";
     if (v < 1) return Math.round(v * 1000) + " ms";
     if (v < 60) return (Math.round(v * 10) / 10) + " s";
     if (v < 3600) return (Math.round(v / 6) / 10) + " min";
@@ -41,6 +42,17 @@
     return gib >= 1 ? (Math.round(gib * 10) / 10) + " GiB" : Math.round(v / 1048576) + " MiB";
   }
   function pct(v) { return v == null ? "–" : Math.round(v) + "%"; }
+
+  function pad(n) { return (n < 10 ? "0" : "") + n; }
+  // One line per tick: hours and minutes, or the day over a longer span.
+  function timeLabels(u, splits) {
+    var span = splits.length > 1 ? splits[splits.length - 1] - splits[0] : 0;
+    return splits.map(function (s) {
+      var d = new Date(s * 1000);
+      if (span > 2 * 86400) return d.toLocaleDateString([], { weekday: "short", day: "numeric" });
+      return pad(d.getHours()) + ":" + pad(d.getMinutes());
+    });
+  }
 
   var PALETTE = ["--accent", "--ok", "--warn", "--info", "--bad"];
 
@@ -67,7 +79,8 @@
     }
     return [
       { title: "GPU utilisation", unit: "%", fmt: pct, max: 100, series: per("util") },
-      { title: "Committed VRAM", unit: "admitted jobs' declared VRAM", fmt: bytes, series: per("committed") }
+      { title: "Committed VRAM", unit: "admitted jobs' declared VRAM", fmt: bytes, least: 1073741824,
+        series: per("committed") }
     ];
   }
 
@@ -93,9 +106,9 @@
       cursor: { drag: { x: false, y: false } },
       scales: {
         x: { time: true },
-        y: { range: function (u, min, max) { return [0, def.max || (max > 0 ? max * 1.1 : 1)]; } }
+        y: { range: function (u, min, max) { return [0, def.max || Math.max(max * 1.1, def.least || 1)]; } }
       },
-      axes: [Object.assign({}, axis, { size: 36 }), y],
+      axes: [Object.assign({}, axis, { size: 30, values: timeLabels }), y],
       series: [{ value: function (u, v) { return v == null ? "–" : new Date(v * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" }); } }]
         .concat(def.series.map(function (s) {
           return {
