@@ -132,12 +132,14 @@ def build_small_queues(r: Any, n: int) -> None:
 
 
 # --- pages --------------------------------------------------------------------------
-def time_requests(client: Any, url: str, n: int, **extra: Any) -> dict[str, Any]:
-    client.get(url, **extra)  # warm-up
+def time_requests(
+    client: Any, url: str, n: int, data: Any = None, **extra: Any
+) -> dict[str, Any]:
+    client.get(url, data, **extra)  # warm-up
     times = []
     for _ in range(n):
         t0 = time.perf_counter()
-        response = client.get(url, **extra)
+        response = client.get(url, data, **extra)
         times.append((time.perf_counter() - t0) * 1000)
         assert response.status_code == 200, (url, response.status_code)
     return {
@@ -175,7 +177,38 @@ def measure_pages(
         "schedulers page": time_requests(
             client, reverse("bullpen:schedulers", args=["bull", "big"]), n
         ),
+        # Charts over time: 1 h reads the open minutes live from the queues,
+        # 24 h / 7 d their kept 10-minute / hourly points (seed_series).
+        **{
+            f"{what} series {rng}": time_requests(client, url, n, data={"range": rng})
+            for what, url in (
+                ("queue", reverse("bullpen:queue-series", args=["bull", "big"])),
+                ("overall", reverse("bullpen:series-overall")),
+                ("gpu", reverse("bullpen:gpus-series")),
+            )
+            for rng in ("1h", "7d")
+        },
     }
+
+
+def seed_series(r: Any, queues: list[str]) -> None:
+    """Every level of each queue's series full, as a day and a week of
+    sampling leave them (gpu_workers/series)."""
+    from gpu_workers.keys import BullpenKeys
+    from gpu_workers.series.points import dump
+    from gpu_workers.series.store import LEVELS
+
+    keys, now = BullpenKeys(), int(time.time() * 1000)
+    pipe = r.pipeline(transaction=False)
+    for name in queues:
+        for level, (width, keep, _) in LEVELS.items():
+            mapping = {}
+            for t in range(now - now % width - keep + width, now, width):
+                point = {"t": t, "m": width // 60_000, "c": 30, "f": 1, "n": 31}
+                point.update(w50=0.4, w95=2.5, r50=1.2, r95=3.1, b=50, a=4, o=12.0)
+                mapping[dump(point)] = t
+            pipe.zadd(keys.series("bull", name, level), mapping)
+        pipe.execute()
 
 
 # --- fan-out ------------------------------------------------------------------------
@@ -260,6 +293,7 @@ def main() -> None:
         )
 
         if not args.skip_pages:
+            seed_series(r, [f"q{i:03d}" for i in range(args.queues - 1)] + ["big"])
             fill(r, "big", 1, args.small, args.state)
             from queues import Queue
 

@@ -25,7 +25,7 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from dashboard.api import bodylimit  # noqa: E402
 from dashboard.bulk import runner  # noqa: E402
 from dashboard.live.routing import websocket_urlpatterns  # noqa: E402
-from dashboard.reads import discovery  # noqa: E402
+from dashboard.reads import charts, discovery  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
@@ -42,6 +42,8 @@ bodylimit.install()
 # The first overview need not wait for the SCAN that discovers queues (seconds
 # over a million keys): it starts now, in the background.
 discovery.prewarm_discovery()
+# The charts' series are sampled once a minute, cluster-wide (reads/charts.py).
+charts.start_sampling()
 
 # Batches a stopped process left running are resumed once their lease lapses.
 runner.ensure_started()

@@ -57,6 +57,8 @@ class DashboardConf:
     page_size: int = 25
     scan_cap: int = 1_000
     sparkline_minutes: int = 30
+    #: Whether this process samples the charts' series (gpu_workers/series).
+    series_sampling: bool = True
     csp: str = CSP
     login_max_failures: int = 5
     login_lockout_s: int = 900

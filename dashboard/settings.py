@@ -292,6 +292,9 @@ BULLPEN_DISCOVERY_TTL_S = float(
 BULLPEN_SPARKLINE_MINUTES = int(
     os.environ.get("BULLPEN_SPARKLINE_MINUTES", _d.sparkline_minutes)
 )
+#: "0": this dashboard process does not sample the charts' series (one point
+#: per minute is kept whatever the number of samplers; see operations.md).
+BULLPEN_SERIES_SAMPLING = os.environ.get("BULLPEN_SERIES_SAMPLING", "1") != "0"
 
 
 # --- Live updates and /metrics (dashboard/live, dashboard/metrics.py) ---

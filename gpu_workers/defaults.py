@@ -81,3 +81,24 @@ WAITING_POSITION_SCAN = 10_000
 WAITING_CHILDREN_SHOWN = 10
 #: Minutes of finished jobs the ETA's throughput is measured over.
 WAITING_THROUGHPUT_WINDOW_MIN = 5
+
+# --- charts over time (series/) ---
+#: How often a sampler (the supervisor, each dashboard process) looks for a
+#: finished minute to sample; one point per minute is kept whatever the number.
+SERIES_TICK_S = 15.0
+#: Seconds after a minute ends before it is sampled: workers' clocks may lag.
+SERIES_SETTLE_MS = 5_000
+#: Newest finished jobs (completed and failed each) of a minute whose wait
+#: and run times give its percentiles: bounds a sample's reads.
+SERIES_SAMPLE_JOBS = 200
+#: Levels of points: name, width (ms), how long they are kept (ms), the most
+#: kept (a wrong clock cannot grow a series past it).
+SERIES_LEVELS = (
+    ("1m", 60_000, 24 * 3600_000, 1_500),
+    ("10m", 600_000, 2 * 24 * 3600_000, 300),
+    ("1h", 3600_000, 8 * 24 * 3600_000, 200),
+)
+#: A chart's range -> the level it reads.
+SERIES_RANGES = {"1h": "1m", "24h": "10m", "7d": "1h"}
+#: Lifetime of a minute's claim (long past the minutes a sampler tries).
+SERIES_CLAIM_TTL_S = 3_600

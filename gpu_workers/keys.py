@@ -18,6 +18,16 @@ BullMQ clients ignore it. With the default namespace `bullpen`:
   queues/attempts.py; a GPU worker adds its GPU and VRAM)
 - `bullpen:gpu:{uuid}:counters` (hash): oom_total per GPU
 - `bullpen:stream:workers` (stream, capped): heartbeats and state changes
+- `bullpen:series:{prefix}:{queue}:{level}` (zset, level 1m / 10m / 1h):
+  the queue's sampled points (JSON, score = the point's start in ms), trimmed
+  on every write to the level's retention (series/; the key carries the
+  queue's hash tag, so a queue's series sit in its slot on a cluster)
+- `bullpen:series:{prefix}:{queue}:claim:{minute ms}` (string, TTL): the
+  sampler that wrote that minute's point (SET NX: one per minute cluster-wide)
+- `bullpen:series:gpu:{uuid}:{level}` (zset) and
+  `bullpen:series:gpu:{uuid}:claim:{minute ms}` (string, TTL): the same per GPU
+- `bullpen:series:gpus` (zset): GPU uuid -> last minute (ms) sampled, and
+  `bullpen:series:gpu-info` (hash): uuid -> JSON {host, index, name}
 """
 
 from __future__ import annotations
@@ -65,3 +75,27 @@ class BullpenKeys:
     def gpu_counters(self, uuid: str) -> str:
         """Counters of one GPU (oom_total)."""
         return f"{self.ns}:gpu:{uuid}:counters"
+
+    def series(self, prefix: str, queue: str, level: str) -> str:
+        """A queue's sampled points at one level (series/)."""
+        return f"{self.ns}:series:{prefix}:{queue}:{level}"
+
+    def series_claim(self, prefix: str, queue: str, minute_ms: int) -> str:
+        """Who sampled a queue's minute (SET NX)."""
+        return f"{self.ns}:series:{prefix}:{queue}:claim:{minute_ms}"
+
+    def gpu_series(self, uuid: str, level: str) -> str:
+        """A GPU's sampled points at one level."""
+        return f"{self.ns}:series:gpu:{uuid}:{level}"
+
+    def gpu_series_claim(self, uuid: str, minute_ms: int) -> str:
+        """Who sampled a GPU's minute (SET NX)."""
+        return f"{self.ns}:series:gpu:{uuid}:claim:{minute_ms}"
+
+    def series_gpus(self) -> str:
+        """GPUs with points: uuid -> last minute sampled (ms)."""
+        return f"{self.ns}:series:gpus"
+
+    def series_gpu_info(self) -> str:
+        """uuid -> JSON {host, index, name} of each sampled GPU."""
+        return f"{self.ns}:series:gpu-info"

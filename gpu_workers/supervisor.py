@@ -34,6 +34,7 @@ from .keys import BullpenKeys
 from .liveness import LIVENESS_INTERVAL_S, LivenessFile
 from .planning import plan_gpus, queue_limits
 from .probe import GpuInfo, GpuProbe, make_probe
+from .series import SeriesSampler
 
 log = logging.getLogger("gpu_workers.supervisor")
 
@@ -68,6 +69,7 @@ class Supervisor:
         self.desired = DesiredCounts(
             self.redis, self.keys.desired(config.host), config.queues, self._plan
         )
+        self.sampler = SeriesSampler(self.redis, config.namespace)
 
     def limits(self) -> dict[str, dict[str, Any]]:
         """What set_desired() validates against, per queue."""
@@ -89,7 +91,7 @@ class Supervisor:
             self.install_signal_handlers()
         self._start()
         interval = defaults.REAP_INTERVAL_S
-        next_reconcile = next_beat = 0.0
+        next_reconcile = next_beat = next_sample = 0.0
         try:
             while True:
                 now = time.monotonic()
@@ -107,6 +109,11 @@ class Supervisor:
                 if now >= next_beat:
                     self._publish()
                     next_beat = now + self.config.heartbeat_interval_s
+                if now >= next_sample:  # the charts' series (series/)
+                    self.sampler.tick_quietly(
+                        (q.prefix, q.queue) for q in self.config.queues
+                    )
+                    next_sample = now + defaults.SERIES_TICK_S
                 if self.liveness:
                     self.liveness.beat(now)
                 time.sleep(interval)

@@ -12,6 +12,7 @@ from . import (
     audit,
     auth,
     bulk,
+    charts,
     gpus,
     health,
     job,
@@ -52,6 +53,10 @@ urlpatterns = [
     path("redis/fragments/servers/", redis_panel.redis_fragment, name="redis-servers"),
     path("workers/", redis_panel.workers_page, name="workers"),
     path("workers/fragments/list/", redis_panel.workers_fragment, name="workers-list"),
+    # Charts over time (issue 15): JSON series, drawn by charts.js.
+    path("series/", charts.overall_series, name="series-overall"),
+    path("gpus/series/", charts.gpu_series, name="gpus-series"),
+    path(Q + "series/", charts.queue_series, name="queue-series"),
     path("", overview.overview, name="overview"),
     path("fragments/queues/", overview.queue_table, name="queue-table"),
     path("login/", auth.login, name="login"),

@@ -1,0 +1,157 @@
+"""Reading series for a chart: a range (1h / 24h / 7d) as columns on a
+regular time grid, a missing point as None (a gap, not a zero).
+
+The 1 h range reads minute points and computes the minutes no sampler has
+written yet (the open one and, before it settles, the last) from Redis as
+they are now, so a chart moves as jobs finish; 24 h reads 10-minute points
+and 7 d hourly ones (store.py keeps both current). Counts are per minute at
+every level; a queue chart of several queues (the overview's) combines them
+(points.over_queues).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from queues.drive import gather, run_sync
+from queues.keys import QueueKeys
+
+from .. import defaults
+from ..fleet import Fleet
+from ..keys import BullpenKeys
+from . import points, store
+from .sample import MINUTE_MS, queue_point_op
+from .sampler import gpu_point
+
+RANGES = defaults.SERIES_RANGES
+#: Range name -> its length (ms).
+RANGE_MS = {"1h": 3600_000, "24h": 24 * 3600_000, "7d": 7 * 24 * 3600_000}
+#: Columns of a queue chart: name -> point field.
+QUEUE_COLUMNS = {
+    "completed": "c",
+    "failed": "f",
+    "wait_p50": "w50",
+    "wait_p95": "w95",
+    "run_p50": "r50",
+    "run_p95": "r95",
+    "backlog": "b",
+    "active": "a",
+    "oldest": "o",
+}
+
+
+def grid(range_name: str, now_ms: int) -> tuple[str, int, list[int]]:
+    """The level, its width (ms) and the bucket starts a range shows, the
+    bucket holding `now_ms` last."""
+    level = RANGES[range_name]
+    width = store.LEVELS[level][0]
+    last = now_ms - now_ms % width
+    count = RANGE_MS[range_name] // width
+    return level, width, [last - (count - 1 - i) * width for i in range(count)]
+
+
+def _per_minute(point: points.Point | None, name: str) -> float | None:
+    if point is None or point.get(name) is None:
+        return None
+    value = float(point[name])
+    if name in ("c", "f"):
+        return round(value / max(float(point.get("m") or 1), 1.0), 2)
+    return value
+
+
+def queue_series(
+    client: Any,
+    keys: BullpenKeys,
+    refs: Sequence[tuple[str, str]],
+    range_name: str,
+    now_ms: int,
+    sample_jobs: int = defaults.SERIES_SAMPLE_JOBS,
+) -> dict[str, Any]:
+    """The chart of one queue, or of several combined: {"range", "step_s",
+    "t" (seconds), one column per QUEUE_COLUMNS, "live_from"}."""
+    level, width, starts = grid(range_name, now_ms)
+    stored = store.read(
+        client,
+        [keys.series(p, q, level) for p, q in refs],
+        starts[0],
+        starts[-1] + width,
+    )
+    by_t: dict[int, list[points.Point]] = {}
+    for series in stored:
+        for point in series:
+            by_t.setdefault(int(point["t"]), []).append(point)
+    live = [s for s in starts[-2:] if s not in by_t] if level == "1m" else []
+    if live and refs:
+        found = run_sync(
+            gather(
+                [
+                    queue_point_op(
+                        QueueKeys(q, p), s, s + MINUTE_MS, now_ms, sample_jobs
+                    )
+                    for s in live
+                    for p, q in refs
+                ]
+            ),
+            client,
+        )
+        for i, s in enumerate(live):
+            by_t[s] = found[i * len(refs) : (i + 1) * len(refs)]
+    merged = {t: points.over_queues(ps, t) for t, ps in by_t.items()}
+    out: dict[str, Any] = {
+        "range": range_name,
+        "step_s": width // 1000,
+        "t": [s // 1000 for s in starts],
+        "live_from": (live[0] // 1000) if live else None,
+    }
+    for column, name in QUEUE_COLUMNS.items():
+        out[column] = [_per_minute(merged.get(s), name) for s in starts]
+    return out
+
+
+def gpu_series(
+    client: Any, keys: BullpenKeys, range_name: str, now_ms: int
+) -> dict[str, Any]:
+    """Per GPU utilisation (%) and committed VRAM (bytes) over a range:
+    {"range", "step_s", "t", "gpus": [{uuid, host, index, name, total,
+    util, committed}]}; the open minute is the GPUs' reading now."""
+    level, width, starts = grid(range_name, now_ms)
+    uuids = client.zrangebyscore(keys.series_gpus(), starts[0], "+inf")
+    live = {
+        g["uuid"]: g
+        for g in Fleet(client, keys.ns).list_gpus()
+        if isinstance(g.get("uuid"), str)
+    }
+    uuids = sorted(set(uuids) | set(live))
+    infos = client.hmget(keys.series_gpu_info(), uuids) if uuids else []
+    stored = store.read(
+        client,
+        [keys.gpu_series(u, level) for u in uuids],
+        starts[0],
+        starts[-1] + width,
+    )
+    gpus = []
+    for uuid, raw, series in zip(uuids, infos, stored):
+        info = live.get(uuid) or points.parse_info(raw)
+        by_t = {int(p["t"]): p for p in series}
+        if level == "1m" and uuid in live:
+            by_t.setdefault(starts[-1], gpu_point(live[uuid], starts[-1]))
+        totals = [p.get("tot") for p in by_t.values() if p.get("tot")]
+        gpus.append(
+            {
+                "uuid": uuid,
+                "host": str(info.get("host") or "?"),
+                "index": info.get("index"),
+                "name": str(info.get("name") or ""),
+                "total": totals[-1] if totals else None,
+                "util": [(by_t.get(s) or {}).get("u") for s in starts],
+                "committed": [(by_t.get(s) or {}).get("c") for s in starts],
+            }
+        )
+    gpus.sort(key=lambda g: (g["host"], str(g["index"]), g["uuid"]))
+    return {
+        "range": range_name,
+        "step_s": width // 1000,
+        "t": [s // 1000 for s in starts],
+        "gpus": gpus,
+    }

@@ -1,0 +1,115 @@
+"""What one point of a queue reads: bounded whatever the queue's size.
+
+Finished jobs of the window are counted with ZCOUNT on `completed` / `failed`
+(scored by finishedOn) or taken from BullMQ's per-minute metrics where
+workers keep them (those count jobs that retention already removed): the
+larger. Wait (processedOn - timestamp - delay) and run (finishedOn -
+processedOn) percentiles come from at most `sample` newest jobs of each set
+that finished in the window (ZREVRANGEBYSCORE ... LIMIT, then one HMGET
+each). The backlog and the oldest waiting job are read as they are now.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from queues import codec, ops
+from queues.drive import gather
+from queues.keys import QueueKeys
+from queues.metrics import TARGETS
+
+from .points import Point, percentile
+
+MINUTE_MS = 60_000
+_TIMES = ("timestamp", "delay", "processedOn", "finishedOn")
+
+
+def metrics_in_minute(meta: list[Any], data: list[Any], minute_ms: int) -> int | None:
+    """Jobs BullMQ's metrics counted in the minute starting at `minute_ms`,
+    from its hash (count, prevTS, prevCount) and the head of its list; None
+    when nobody keeps metrics or the minute is not among those read."""
+    count, prev_ts, prev_count = (codec.to_int(v) for v in meta)
+    if count is None or prev_ts is None:
+        return None
+    # prevTS's minute is still open (count - prevCount so far); the list
+    # holds the minutes before it, newest first.
+    latest = prev_ts // MINUTE_MS
+    wanted = minute_ms // MINUTE_MS
+    if wanted == latest:
+        return count - (prev_count or 0)
+    if wanted > latest:
+        return 0  # nothing finished since prevTS
+    k = latest - 1 - wanted
+    return codec.to_int(data[k], 0) if k < len(data) else None
+
+
+def _window_op(
+    keys: QueueKeys, start_ms: int, end_ms: int, sample: int
+) -> ops.Op[Point]:
+    sets = (keys.completed, keys.failed)
+    reply = yield [
+        *(ops.Cmd(("ZCOUNT", k, start_ms, f"({end_ms}")) for k in sets),
+        *(
+            ops.Cmd(("ZREVRANGEBYSCORE", k, f"({end_ms}", start_ms, "LIMIT", 0, sample))
+            for k in sets
+        ),
+        *(
+            ops.Cmd(("HMGET", keys.metrics(t), "count", "prevTS", "prevCount"))
+            for t in TARGETS
+        ),
+        ops.Cmd(("LLEN", keys.wait)),
+        ops.Cmd(("LLEN", keys.paused)),
+        ops.Cmd(("ZCARD", keys.prioritized)),
+        ops.Cmd(("ZCARD", keys.delayed)),
+        ops.Cmd(("LLEN", keys.active)),
+    ]
+    counted, ids, metas, backlog = reply[:2], reply[2:4], reply[4:6], reply[6:10]
+    active = reply[10]
+    wanted = [i for found in ids for i in found]
+    kept = [t for t, meta in zip(TARGETS, metas) if meta[0] is not None]
+    second = yield [
+        *(ops.Cmd(("HMGET", keys.job(i), *_TIMES)) for i in wanted),
+        *(ops.Cmd(("LRANGE", keys.metrics_data(t), 0, 1)) for t in kept),
+    ]
+    rows, lists = second[: len(wanted)], dict(zip(kept, second[len(wanted) :]))
+    finished = []
+    for target, n, meta in zip(TARGETS, counted, metas):
+        by_metrics = metrics_in_minute(meta, lists.get(target, []), start_ms)
+        finished.append(max(int(n), by_metrics or 0))
+    waits, runs = [], []
+    for stamp, delay, started, ended in rows:
+        created, begun = codec.to_int(stamp), codec.to_int(started)
+        if created is None or begun is None:
+            continue  # removed meanwhile, or failed before it started
+        waits.append(max(begun - created - (codec.to_int(delay, 0) or 0), 0) / 1000)
+        done = codec.to_int(ended)
+        if done is not None:
+            runs.append(max(done - begun, 0) / 1000)
+    waits.sort()
+    runs.sort()
+    return {
+        "t": start_ms,
+        "m": 1,
+        "c": finished[0],
+        "f": finished[1],
+        "n": len(waits),
+        "w50": percentile(waits, 50),
+        "w95": percentile(waits, 95),
+        "r50": percentile(runs, 50),
+        "r95": percentile(runs, 95),
+        "b": sum(int(v) for v in backlog),
+        "a": int(active),
+    }
+
+
+def queue_point_op(
+    keys: QueueKeys, start_ms: int, end_ms: int, now_ms: int, sample: int
+) -> ops.Op[Point]:
+    """The point of one queue for [start_ms, end_ms), its backlog and oldest
+    waiting job as of `now_ms`; two pipelined round trips (gather many)."""
+    found, oldest = yield from gather(
+        [_window_op(keys, start_ms, end_ms, sample), ops.oldest_waiting(keys)]
+    )
+    point: Point = found
+    point["o"] = None if oldest is None else round(max(now_ms - oldest, 0) / 1000, 3)
+    return point

@@ -1,0 +1,160 @@
+"""The sampler: one point per queue and per GPU each minute, cluster-wide.
+
+Every supervisor (its own queues) and every dashboard process (every queue
+it discovers) runs `tick()` every few seconds. A tick samples the minute that
+ended last, once its settle time passed; whoever first claims a series'
+minute (SET NX EX on its claim key) samples it, the others skip it, so any
+number of samplers write one point per minute and none counts twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from queues.connection import sync_client
+from queues.drive import gather, run_sync
+from queues.keys import QueueKeys
+
+from .. import defaults
+from ..clock import now_ms as clock_ms
+from ..fleet import Fleet
+from ..keys import BullpenKeys
+from . import points, store
+from .sample import MINUTE_MS, queue_point_op
+
+log = logging.getLogger("gpu_workers.series")
+
+
+def last_minute(now_ms: int) -> int:
+    """Start (ms) of the newest minute that is over and settled."""
+    settled = now_ms - defaults.SERIES_SETTLE_MS
+    return settled - settled % MINUTE_MS - MINUTE_MS
+
+
+def gpu_point(gpu: dict[str, Any], minute_ms: int) -> points.Point:
+    """A GPU's reading (Fleet.list_gpus row) as a point of `minute_ms`."""
+
+    def num(name: str) -> float | None:
+        value = gpu.get(name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None
+        return float(value)
+
+    return {
+        "t": minute_ms,
+        "m": 1,
+        "u": num("utilization_gpu_pct"),
+        "mu": num("memory_used_bytes"),
+        "c": num("committed_bytes"),
+        "bu": num("budget_bytes"),
+        "tot": num("memory_total_bytes"),
+    }
+
+
+class SeriesSampler:
+    """Samples queues and GPUs into Bullpen's series (keys.py, store.py)."""
+
+    def __init__(
+        self,
+        connection: Any,
+        namespace: str = defaults.NAMESPACE,
+        sample_jobs: int = defaults.SERIES_SAMPLE_JOBS,
+    ) -> None:
+        # A decoding client (replies are str), the given one when it decodes.
+        self.client: Any = sync_client(connection)
+        self.keys = BullpenKeys(namespace)
+        self.sample_jobs = sample_jobs
+
+    def _claim(self, names: list[str]) -> list[bool]:
+        pipe = self.client.pipeline(transaction=False)
+        for name in names:
+            pipe.set(name, "1", nx=True, ex=defaults.SERIES_CLAIM_TTL_S)
+        return [bool(r) for r in pipe.execute()] if names else []
+
+    def tick(
+        self,
+        queues: Iterable[tuple[str, str]],
+        gpus: bool = True,
+        now_ms: int | None = None,
+    ) -> int:
+        """Sample the last settled minute of each (prefix, queue) and, with
+        `gpus`, of every live GPU, where no other sampler did; points written."""
+        now = now_ms if now_ms is not None else clock_ms()
+        minute = last_minute(now)
+        refs = sorted(set(queues))
+        claims = self._claim([self.keys.series_claim(p, q, minute) for p, q in refs])
+        mine = [ref for ref, won in zip(refs, claims) if won]
+        written = 0
+        if mine:
+            found = run_sync(
+                gather(
+                    [
+                        queue_point_op(
+                            QueueKeys(q, p),
+                            minute,
+                            minute + MINUTE_MS,
+                            now,
+                            self.sample_jobs,
+                        )
+                        for p, q in mine
+                    ]
+                ),
+                self.client,
+            )
+            store.write(
+                self.client,
+                [
+                    (self._queue_key_of(p, q), point)
+                    for (p, q), point in zip(mine, found)
+                ],
+                points.over_time,
+                now,
+            )
+            written += len(mine)
+        if gpus:
+            written += self._tick_gpus(minute, now)
+        return written
+
+    def _queue_key_of(self, prefix: str, queue: str) -> store.KeyOf:
+        return lambda level: self.keys.series(prefix, queue, level)
+
+    def _gpu_key_of(self, uuid: str) -> store.KeyOf:
+        return lambda level: self.keys.gpu_series(uuid, level)
+
+    def _tick_gpus(self, minute: int, now: int) -> int:
+        rows = [
+            g
+            for g in Fleet(self.client, self.keys.ns).list_gpus()
+            if isinstance(g.get("uuid"), str)
+        ]
+        claims = self._claim(
+            [self.keys.gpu_series_claim(g["uuid"], minute) for g in rows]
+        )
+        mine = [g for g, won in zip(rows, claims) if won]
+        if not mine:
+            return 0
+        pipe = self.client.pipeline(transaction=False)
+        keep = store.LEVELS[store.LEVEL_NAMES[-1]][1]
+        for g in mine:
+            pipe.zadd(self.keys.series_gpus(), {g["uuid"]: minute})
+            info = {k: g.get(k) for k in ("host", "index", "name")}
+            pipe.hset(self.keys.series_gpu_info(), g["uuid"], points.dump(info))
+        pipe.zremrangebyscore(self.keys.series_gpus(), "-inf", f"({now - keep}")
+        pipe.execute()
+        store.write(
+            self.client,
+            [(self._gpu_key_of(g["uuid"]), gpu_point(g, minute)) for g in mine],
+            points.gpu_over_time,
+            now,
+        )
+        return len(mine)
+
+    def tick_quietly(self, queues: Iterable[tuple[str, str]], gpus: bool = True) -> int:
+        """`tick()`, logging instead of raising (a sampler's loop must go on)."""
+        try:
+            return self.tick(queues, gpus)
+        except Exception as exc:  # noqa: BLE001 - Redis away, read-only, full...
+            log.warning("sampling the charts' series failed: %r", exc)
+            return 0
