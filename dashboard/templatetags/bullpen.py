@@ -83,6 +83,18 @@ def size(value: Any) -> str:
 
 
 @register.filter
+def gpu_hours(value: Any) -> str:
+    """Seconds as hours: 1,234, 12.35, 0.004 (more decimals when small)."""
+    try:
+        hours = float(value) / 3600
+    except (TypeError, ValueError):
+        return ""
+    if abs(hours) >= 100:
+        return f"{hours:,.0f}"
+    return f"{hours:.2f}" if abs(hours) >= 1 else f"{hours:.3f}"
+
+
+@register.filter
 def get(mapping: Any, key: Any) -> Any:
     """mapping[key], or "" (for dicts keyed by state names with dashes)."""
     try:
