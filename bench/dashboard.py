@@ -13,7 +13,9 @@ FLUSHES), a temporary SQLite database with one superuser, and:
              written in the BullMQ 6 layout by a Lua script in batches of 10k.
   pages      server-side time of the overview (100 queues), the big queue's
              page (first page and a deep page), a job page and one /metrics
-             scrape, the Redis page and the workers page, through Django's
+             scrape, the Redis page and the workers page, the GPU time page
+             (over full GPU-time buckets: last 24 h by hour, 90 days by
+             day), through Django's
              test client in this process (no network):
              --requests timed requests each after a warm-up, p50 and p95, at
              10k and again at 1M, and the ratio 1M / 10k (flat is ~1). The
@@ -170,7 +172,35 @@ def measure_pages(
         "schedulers page": time_requests(
             client, reverse("bullpen:schedulers", args=["bull", "big"]), n
         ),
+        # GPU-time accounting: bounded buckets (full ones, see fill_gpu_time),
+        # never jobs: the last 24 h by hour, and 90 days by day and job name.
+        "gpu time 24h": time_requests(client, reverse("bullpen:gpu-time"), n),
+        "gpu time 90d": time_requests(
+            client, reverse("bullpen:gpu-time") + "?range=90d&group=name", n
+        ),
     }
+
+
+def fill_gpu_time(r: Any) -> None:
+    """Every GPU-time bucket the pages may read, full: 8 days of hours and 90
+    of days, each dimension holding the cap's worth of keys and "(other)"."""
+    from gpu_workers import gputime
+    from gpu_workers.keys import BullpenKeys
+
+    keys, cap, now = BullpenKeys(), gputime.Retention().max_keys, time.time()
+    members = [f"key-{i:03d}" for i in range(cap)] + [gputime.OTHER]
+    pipe = r.pipeline(transaction=False)
+    for period, count in ((gputime.HOUR, 8 * 24), (gputime.DAY, 90)):
+        step = gputime.PERIOD_S[period]
+        for b in gputime.bucket_starts(period, now - count * step, now):
+            stamp = gputime.bucket_stamp(period, b)
+            for dim in gputime.DIMENSIONS:
+                fields: dict[str, Any] = {}
+                for i, m in enumerate(members):
+                    fields.update({f"s|{m}": 60.5 * i, f"v|{m}": 121.0 * i})
+                    fields.update({f"n|{m}": i, f"sim|{m}": 0})
+                pipe.hset(keys.gputime(period, stamp, dim), mapping=fields)
+        pipe.execute()
 
 
 # --- fan-out ------------------------------------------------------------------------
@@ -262,6 +292,7 @@ def main() -> None:
                     big.upsert_job_scheduler(
                         f"s{i:02d}", cron=f"{i} * * * *", template={"name": "render"}
                     )
+            fill_gpu_time(r)
             deep = max(args.small // 25 // 2, 2)
             job_id = str(args.small // 2)
             from dashboard import reads
