@@ -14,7 +14,7 @@ FLUSHES), a temporary SQLite database with one superuser, and:
   pages      server-side time of the overview (100 queues), the big queue's
              page (first page and a deep page), a job page and one /metrics
              scrape, the Redis page and the workers page, the GPU time page
-             (over full GPU-time buckets: last 24 h by hour, 90 days by
+             (over full GPU-time buckets: last 24 h by hour, 30 days by
              day), through Django's
              test client in this process (no network):
              --requests timed requests each after a warm-up, p50 and p95, at
@@ -173,16 +173,16 @@ def measure_pages(
             client, reverse("bullpen:schedulers", args=["bull", "big"]), n
         ),
         # GPU-time accounting: bounded buckets (full ones, see fill_gpu_time),
-        # never jobs: the last 24 h by hour, and 90 days by day and job name.
+        # never jobs: the last 24 h by hour, and 30 days by day and job name.
         "gpu time 24h": time_requests(client, reverse("bullpen:gpu-time"), n),
-        "gpu time 90d": time_requests(
-            client, reverse("bullpen:gpu-time") + "?range=90d&group=name", n
+        "gpu time 30d": time_requests(
+            client, reverse("bullpen:gpu-time") + "?range=30d&group=name", n
         ),
     }
 
 
 def fill_gpu_time(r: Any) -> None:
-    """Every GPU-time bucket the pages may read, full: 8 days of hours and 90
+    """Every GPU-time bucket the pages may read, full: 8 days of hours and 31
     of days, each dimension holding the cap's worth of keys and "(other)"."""
     from gpu_workers import gputime
     from gpu_workers.keys import BullpenKeys
@@ -190,7 +190,7 @@ def fill_gpu_time(r: Any) -> None:
     keys, cap, now = BullpenKeys(), gputime.Retention().max_keys, time.time()
     members = [f"key-{i:03d}" for i in range(cap)] + [gputime.OTHER]
     pipe = r.pipeline(transaction=False)
-    for period, count in ((gputime.HOUR, 8 * 24), (gputime.DAY, 90)):
+    for period, count in ((gputime.HOUR, 8 * 24), (gputime.DAY, 31)):
         step = gputime.PERIOD_S[period]
         for b in gputime.bucket_starts(period, now - count * step, now):
             stamp = gputime.bucket_stamp(period, b)

@@ -2,15 +2,16 @@
 (gpu_workers/gputime.py) over a range of UTC hours or days, grouped by
 queue, job name or tenant, sorted by GPU-seconds, with totals per bucket.
 
-It reads one hash per bucket in one pipelined round trip, never jobs: at most
-`MAX_BUCKETS` hashes of at most `max_keys` + 1 keys each, whatever the number
-of jobs in Redis.
+It never reads jobs: one script call sums, in Redis, the bucket hashes of the
+range (25 hours, 8 or 31 days; 169 hours for 7 days by hour), each of at most
+`max_keys` + 1 keys, whatever the number of jobs; the CSV reads the same
+hashes in one pipelined round trip.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -23,6 +24,7 @@ from gpu_workers.gputime import (
     Row,
     bucket_starts,
     read_buckets,
+    read_summed,
     sum_rows,
 )
 from gpu_workers.keys import BullpenKeys
@@ -31,7 +33,7 @@ from .. import conf
 from .. import redis as pages_redis
 
 #: Ranges the page offers: name -> seconds back from now.
-RANGES = {"24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400, "90d": 90 * 86400}
+RANGES = {"24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400}
 DEFAULT_RANGE = "24h"
 GROUPS = {"queue": "Queue", "name": "Job name", "tenant": "Tenant"}
 DEFAULT_GROUP = "queue"
@@ -125,22 +127,35 @@ class GpuTimeView:
         return out
 
 
-def gpu_time(choice: Choice, now_s: float | None = None) -> GpuTimeView:
-    """The page's data for `choice` (one pipelined read)."""
+def _total(rows: Iterable[Row]) -> Row:
+    total = Row("total")
+    for row in rows:
+        total.add(row)
+    return total
+
+
+def gpu_time(
+    choice: Choice, now_s: float | None = None, with_rows: bool = False
+) -> GpuTimeView:
+    """The page's data for `choice` (one round trip); `with_rows` also keeps
+    each bucket's rows (for the CSV)."""
     c = conf.get()
     now = time.time() if now_s is None else now_s
     since = now - RANGES[choice.range]
     starts = bucket_starts(choice.period, since, now)
     keys = BullpenKeys(c.namespace)
-    read = read_buckets(pages_redis.client(), keys, choice.period, starts, choice.group)
-    buckets = []
-    for start, parts in reversed(read):
-        total = Row("total")
-        for row in parts.values():
-            total.add(row)
-        when = datetime.fromtimestamp(start, UTC)
-        buckets.append(Bucket(when, total, parts))
-    summed = sum_rows(b.rows for b in buckets)
+    client = pages_redis.client()
+    if with_rows:  # the CSV: every bucket's rows
+        read = read_buckets(client, keys, choice.period, starts, choice.group)
+        per_bucket = [(b, _total(parts.values()), parts) for b, parts in read]
+        summed = sum_rows(parts for _, parts in read)
+    else:  # the page: summed in Redis
+        totals, summed = read_summed(client, keys, choice.period, starts, choice.group)
+        per_bucket = [(b, t, {}) for b, t in totals]
+    buckets = [
+        Bucket(datetime.fromtimestamp(b, UTC), t, parts)
+        for b, t, parts in reversed(per_bucket)
+    ]
     total = Row("total")
     for row in summed.values():
         total.add(row)

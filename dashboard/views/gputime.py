@@ -42,7 +42,7 @@ def gpu_time_page(request: HttpRequest) -> HttpResponse:
 def gpu_time_csv(request: HttpRequest) -> HttpResponse:
     """The same range and grouping as CSV, one row per bucket and key."""
     choice = gputime.Choice.parse(request.GET)
-    view = gputime.gpu_time(choice)
+    view = gputime.gpu_time(choice, with_rows=True)
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     name = f"bullpen-gpu-time-{choice.group}-{choice.range}-{choice.period}.csv"
     response["Content-Disposition"] = f'attachment; filename="{name}"'
