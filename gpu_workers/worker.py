@@ -16,7 +16,9 @@ and peak_source (handler | simulated | nvml-process), process_peak_bytes
 bound when jobs overlap), gpu, host, worker, outcome, timestamps. The
 outcome is the processor's; when Redis then refuses the finish (the lock was
 lost) it becomes "lost (finish refused, code N)" with the attempt record
-(queues/attempts.py), to which the worker adds its GPU, host and VRAM.
+(queues/attempts.py), to which the worker adds its GPU, host and VRAM. Each
+attempt that ran on the GPU is also counted by GPU-time accounting
+(gputime.py: GPU-seconds and VRAM-GiB-seconds per queue, job name, tenant).
 
 A CUDA OOM becomes the retryable reason "CUDA out of memory", counts
 against the GPU, empties the cache and runs a tiny self-check; if CUDA is
