@@ -13,7 +13,9 @@ FLUSHES), a temporary SQLite database with one superuser, and:
              written in the BullMQ 6 layout by a Lua script in batches of 10k.
   pages      server-side time of the overview (100 queues), the big queue's
              page (first page and a deep page), a job page and one /metrics
-             scrape, the Redis page and the workers page, through Django's
+             scrape, the Redis page and the workers page, the GPU time page
+             (over full GPU-time buckets: last 24 h by hour, 30 days by
+             day), through Django's
              test client in this process (no network):
              --requests timed requests each after a warm-up, p50 and p95, at
              10k and again at 1M, and the ratio 1M / 10k (flat is ~1). The
@@ -65,70 +67,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from dashboard_batch import measure_batch, print_batch  # noqa: E402
+from dashboard_data import build_small_queues, fill, fill_gpu_time, seed_series  # noqa: E402
 from dashboard_fanout import fanout, pct, wait_port  # noqa: E402
 
 from dashboard.run import daphne_args  # noqa: E402 - the repo's package, not this file
-
-FILL_LUA = """
--- ARGV: base ("bull:big:"), first id, count, now (ms), state
-local base, first, count, now, state = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]),
-  tonumber(ARGV[4]), ARGV[5]
-for i = first, first + count - 1 do
-  local id = tostring(i)
-  local ts = now - (first + count - i) * 3
-  redis.call('HSET', base .. id, 'name', 'render', 'data',
-    '{"prompt":"a cat in a hat","seed":' .. i .. ',"steps":30}',
-    'opts', '{"attempts":3,"backoff":{"type":"exponential","delay":1000}}',
-    'timestamp', ts, 'delay', 0, 'priority', 0, 'atm', 1, 'ats', 1)
-  if state == 'completed' or state == 'failed' then
-    redis.call('HSET', base .. id, 'processedOn', ts + 40, 'finishedOn', ts + 900,
-      'pb', 'bench:w1')
-    if state == 'completed' then
-      redis.call('HSET', base .. id, 'returnvalue', '{"ok":true}')
-    else
-      redis.call('HSET', base .. id, 'failedReason', 'CUDA out of memory',
-        'stacktrace', '["Error: CUDA out of memory"]')
-    end
-    redis.call('ZADD', base .. state, ts + 900, id)
-  elseif state == 'delayed' then
-    redis.call('ZADD', base .. 'delayed', (ts + 3600000) * 4096 + (i % 4096), id)
-  else
-    redis.call('LPUSH', base .. 'wait', id)
-  end
-end
-redis.call('SET', base .. 'id', first + count - 1)
-redis.call('HSET', base .. 'meta', 'opts.maxLenEvents', 10000)
-return first + count - 1
-"""
 
 
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-# --- data ---------------------------------------------------------------------------
-def fill(
-    r: Any, name: str, first: int, count: int, state: str, batch: int = 10_000
-) -> None:
-    """Jobs first..first+count-1 of queue `name`, all in `state`."""
-    script = r.register_script(FILL_LUA)
-    now = int(time.time() * 1000)
-    done = 0
-    while done < count:
-        n = min(batch, count - done)
-        script(args=[f"bull:{name}:", first + done, n, now, state])
-        done += n
-
-
-def build_small_queues(r: Any, n: int) -> None:
-    for i in range(n):
-        name = f"q{i:03d}"
-        fill(r, name, 1, 40, "waiting")
-        fill(r, name, 41, 20, "delayed")
-        fill(r, name, 61, 30, "completed")
-        fill(r, name, 91, 10, "failed")
 
 
 # --- pages --------------------------------------------------------------------------
@@ -188,27 +136,13 @@ def measure_pages(
             )
             for rng in ("1h", "7d")
         },
+        # GPU-time accounting: bounded buckets (full ones, see fill_gpu_time),
+        # never jobs: the last 24 h by hour, and 30 days by day and job name.
+        "gpu time 24h": time_requests(client, reverse("bullpen:gpu-time"), n),
+        "gpu time 30d": time_requests(
+            client, reverse("bullpen:gpu-time") + "?range=30d&group=name", n
+        ),
     }
-
-
-def seed_series(r: Any, queues: list[str]) -> None:
-    """Every level of each queue's series full, as a day and a week of
-    sampling leave them (gpu_workers/series)."""
-    from gpu_workers.keys import BullpenKeys
-    from gpu_workers.series.points import dump
-    from gpu_workers.series.store import LEVELS
-
-    keys, now = BullpenKeys(), int(time.time() * 1000)
-    pipe = r.pipeline(transaction=False)
-    for name in queues:
-        for level, (width, keep, _) in LEVELS.items():
-            mapping = {}
-            for t in range(now - now % width - keep + width, now, width):
-                point = {"t": t, "m": width // 60_000, "c": 30, "f": 1, "n": 31}
-                point.update(w50=0.4, w95=2.5, r50=1.2, r95=3.1, b=50, a=4, o=12.0)
-                mapping[dump(point)] = t
-            pipe.zadd(keys.series("bull", name, level), mapping)
-        pipe.execute()
 
 
 # --- fan-out ------------------------------------------------------------------------
@@ -302,6 +236,7 @@ def main() -> None:
                     big.upsert_job_scheduler(
                         f"s{i:02d}", cron=f"{i} * * * *", template={"name": "render"}
                     )
+            fill_gpu_time(r)
             deep = max(args.small // 25 // 2, 2)
             job_id = str(args.small // 2)
             from dashboard import reads

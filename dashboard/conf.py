@@ -89,6 +89,10 @@ class DashboardConf:
     heartbeat_interval_s: float = gpu.HEARTBEAT_INTERVAL_S
     heartbeat_ttl_s: float = gpu.HEARTBEAT_TTL_S
     metrics_data_points: int = gpu.METRICS_DATA_POINTS
+    #: GPU-time accounting (gpu_workers/gputime.py): buckets kept, key cap.
+    gpu_time_hours_kept: int = gpu.GPU_TIME_HOURS_KEPT
+    gpu_time_days_kept: int = gpu.GPU_TIME_DAYS_KEPT
+    gpu_time_max_keys: int = gpu.GPU_TIME_MAX_KEYS
     # --- `make run` (dashboard/run.py) ---
     host: str = "127.0.0.1"
     port: int = 8000

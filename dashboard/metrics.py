@@ -68,7 +68,7 @@ from queues.keys import QueueKeys
 from queues.names import qualified_name
 from queues.ops import DEFAULT_STATES
 
-from . import conf, reads
+from . import conf, metrics_gputime, reads
 from .metrics_redis import redis_families
 from .reads.discovery import QueueRef, known_queues
 from .reads.overview import worker_census
@@ -180,6 +180,7 @@ class BullpenCollector(Collector):
                 *self._queue_families(),
                 *self._fleet_families(),
                 *redis_families(),
+                *metrics_gputime.gputime_families(),
             ]
         except redis.RedisError as exc:
             log.warning("metrics scrape failed: %r", exc)

@@ -139,6 +139,17 @@ BULLPEN_HEARTBEAT_TTL_S = float(
 BULLPEN_METRICS_DATA_POINTS = int(
     os.environ.get("BULLPEN_METRICS_DATA_POINTS", _d.metrics_data_points)
 )
+#: GPU-time accounting: hours / days the hour / day buckets are kept, and the
+#: queues, job names or tenants one bucket holds before folding into "(other)".
+BULLPEN_GPU_TIME_HOURS_KEPT = int(
+    os.environ.get("BULLPEN_GPU_TIME_HOURS_KEPT", _d.gpu_time_hours_kept)
+)
+BULLPEN_GPU_TIME_DAYS_KEPT = int(
+    os.environ.get("BULLPEN_GPU_TIME_DAYS_KEPT", _d.gpu_time_days_kept)
+)
+BULLPEN_GPU_TIME_MAX_KEYS = int(
+    os.environ.get("BULLPEN_GPU_TIME_MAX_KEYS", _d.gpu_time_max_keys)
+)
 
 INSTALLED_APPS = [
     "django.contrib.admin",

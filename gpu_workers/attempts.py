@@ -27,6 +27,7 @@ API_FIELDS = (
     "host",
     "pid",
     "gpu",
+    "gpu_seconds",
     "outcome",
     "error",
     "code",
@@ -47,6 +48,7 @@ class Attempts:
             "source": self.source,
             "started": self.started,
             "unrecorded": self.unrecorded,
+            "gpu_seconds": self.gpu_seconds,
             "items": [{k: row.get(k) for k in API_FIELDS} for row in self.rows],
         }
 
@@ -56,6 +58,17 @@ class Attempts:
     started: int = 0
     #: Started attempts with no row (crashed workers, Node workers, trimmed).
     unrecorded: int = 0
+
+    @property
+    def gpu_seconds(self) -> float | None:
+        """GPU-seconds of the attempts that ran on a GPU (None: none did)."""
+        values = [
+            float(r["gpu_seconds"])
+            for r in self.rows
+            if isinstance(r.get("gpu_seconds"), (int, float))
+            and not isinstance(r.get("gpu_seconds"), bool)
+        ]
+        return round(sum(values), 3) if values else None
 
 
 def first_line(text: str | None) -> str:

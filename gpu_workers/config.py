@@ -131,6 +131,10 @@ class SupervisorConfig:
     heartbeat_ttl_s: float = defaults.HEARTBEAT_TTL_S
     #: Minutes of finished-job counts the workers keep (BullMQ metrics); 0 = none.
     metrics_data_points: int = defaults.METRICS_DATA_POINTS
+    #: GPU-time accounting's retention and key cap (gputime.py).
+    gpu_time_hours_kept: int = defaults.GPU_TIME_HOURS_KEPT
+    gpu_time_days_kept: int = defaults.GPU_TIME_DAYS_KEPT
+    gpu_time_max_keys: int = defaults.GPU_TIME_MAX_KEYS
     reconcile_interval_s: float = defaults.RECONCILE_INTERVAL_S
     control_interval_s: float = defaults.CONTROL_INTERVAL_S
     python: str = sys.executable
@@ -175,6 +179,10 @@ class SupervisorConfig:
             raise ConfigError(
                 f"metrics_data_points must be an int >= 0, not {points!r}"
             )
+        for name in ("hours_kept", "days_kept", "max_keys"):
+            value = getattr(self, f"gpu_time_{name}")
+            if not isinstance(value, int) or value < 1:
+                raise ConfigError(f"gpu_time_{name} must be an int >= 1")
         if self.heartbeat_ttl_s <= self.heartbeat_interval_s:
             raise ConfigError(
                 "heartbeat_ttl_s must be longer than heartbeat_interval_s"
@@ -205,6 +213,9 @@ class WorkerSpec:
     max_stalled_count: int = defaults.MAX_STALLED_COUNT
     drain_timeout_s: float = defaults.DRAIN_TIMEOUT_S
     metrics_data_points: int = defaults.METRICS_DATA_POINTS
+    gpu_time_hours_kept: int = defaults.GPU_TIME_HOURS_KEPT
+    gpu_time_days_kept: int = defaults.GPU_TIME_DAYS_KEPT
+    gpu_time_max_keys: int = defaults.GPU_TIME_MAX_KEYS
     restarts: int = 0
     log_level: str = "INFO"
     log_format: str = "text"

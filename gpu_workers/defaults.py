@@ -49,6 +49,12 @@ BROKEN_CLOSE_TIMEOUT_S = 5.0
 # --- bookkeeping kept in Redis ---
 #: How long per-job VRAM records (declared vs measured peak) are kept.
 JOB_RECORD_TTL_S = 7 * 24 * 3600
+#: GPU-time accounting (gputime.py): hours an hour bucket is kept after it
+#: ends, days a day bucket is, and keys (queues, job names, tenants) one
+#: bucket holds before the rest fold into "(other)".
+GPU_TIME_HOURS_KEPT = 8 * 24
+GPU_TIME_DAYS_KEPT = 400
+GPU_TIME_MAX_KEYS = 100
 #: How long a cancel request waits for a worker to see it.
 CANCEL_TTL_S = 24 * 3600
 #: Bounds on what the shipped demo and torch handlers take from job data

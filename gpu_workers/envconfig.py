@@ -32,6 +32,9 @@ ENV_FIELDS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "BULLPEN_HEARTBEAT_INTERVAL_S": ("heartbeat_interval_s", float),
     "BULLPEN_HEARTBEAT_TTL_S": ("heartbeat_ttl_s", float),
     "BULLPEN_METRICS_DATA_POINTS": ("metrics_data_points", int),
+    "BULLPEN_GPU_TIME_HOURS_KEPT": ("gpu_time_hours_kept", int),
+    "BULLPEN_GPU_TIME_DAYS_KEPT": ("gpu_time_days_kept", int),
+    "BULLPEN_GPU_TIME_MAX_KEYS": ("gpu_time_max_keys", int),
 }
 
 

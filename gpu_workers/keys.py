@@ -17,6 +17,12 @@ BullMQ clients ignore it. With the default namespace `bullpen`:
   attempt records, newest first (written by every queues worker: see
   queues/attempts.py; a GPU worker adds its GPU and VRAM)
 - `bullpen:gpu:{uuid}:counters` (hash): oom_total per GPU
+- `bullpen:{gputime}:{hour|day}:{stamp}:{queue|name|tenant}` (hash, TTL
+  `hours_kept` / `days_kept` after the bucket): GPU-time per key of one UTC
+  hour (stamp YYYYMMDDHH) or day (YYYYMMDD); `bullpen:{gputime}:total:{dim}`
+  (hash): running totals. Fields `s|`, `v|`, `n|`, `sim|` + key; at most
+  `max_keys` keys each, the rest in `(other)` (see gputime.py). The hash tag
+  puts them all in one cluster slot, so one script call updates them.
 - `bullpen:stream:workers` (stream, capped): heartbeats and state changes
 - `bullpen:series:{prefix}:{queue}:{level}` (zset, level 1m / 10m / 1h):
   the queue's sampled points (JSON, score = the point's start in ms), trimmed
@@ -99,3 +105,10 @@ class BullpenKeys:
     def series_gpu_info(self) -> str:
         """uuid -> JSON {host, index, name} of each sampled GPU."""
         return f"{self.ns}:series:gpu-info"
+    def gputime(self, period: str, stamp: str, dim: str) -> str:
+        """GPU-time of one hour or day bucket, by one dimension (gputime.py)."""
+        return f"{self.ns}:{{gputime}}:{period}:{stamp}:{dim}"
+
+    def gputime_total(self, dim: str) -> str:
+        """Running GPU-time totals by one dimension (for /metrics)."""
+        return f"{self.ns}:{{gputime}}:total:{dim}"

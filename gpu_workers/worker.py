@@ -16,7 +16,9 @@ and peak_source (handler | simulated | nvml-process), process_peak_bytes
 bound when jobs overlap), gpu, host, worker, outcome, timestamps. The
 outcome is the processor's; when Redis then refuses the finish (the lock was
 lost) it becomes "lost (finish refused, code N)" with the attempt record
-(queues/attempts.py), to which the worker adds its GPU, host and VRAM.
+(queues/attempts.py), to which the worker adds its GPU, host and VRAM. Each
+attempt that ran on the GPU is also counted by GPU-time accounting
+(gputime.py: GPU-seconds and VRAM-GiB-seconds per queue, job name, tenant).
 
 A CUDA OOM becomes the retryable reason "CUDA out of memory", counts
 against the GPU, empties the cache and runs a tiny self-check; if CUDA is
@@ -35,12 +37,14 @@ from typing import Any
 
 from queues import AttemptHistory, Job, MetricsOptions
 from queues.connection import async_from_url
+from queues.names import qualified_name
 
 from . import defaults
 from .admission import VramAdmission
 from .clock import now_ms
 from .config import WorkerSpec
 from .exceptions import CudaOutOfMemory, JobCancelled, JobTooLarge, ProbeError
+from .gputime import GpuTimeRecorder, Retention, Usage, job_name_key, tenant_of
 from .handlers import REGISTRY, Device, HandlerRegistry, JobContext, JobMeter
 from .keys import BullpenKeys
 from .oom import cuda_self_check, is_cuda_oom
@@ -114,6 +118,15 @@ class GpuWorker(WorkerUpkeep):
         self._pool = ThreadPoolExecutor(spec.max_slots, thread_name_prefix="handler")
         # Bullpen's own keys; decode_responses, so replies are str.
         self._bp: Any = async_from_url(spec.redis_url, decode_responses=True)
+        self.gpu_time = GpuTimeRecorder(
+            self._bp,
+            self.bkeys,
+            Retention(
+                spec.gpu_time_hours_kept,
+                spec.gpu_time_days_kept,
+                spec.gpu_time_max_keys,
+            ),
+        )
 
     # --- admission hooks --------------------------------------------------------------
     def claim_capacity(self) -> int:
@@ -269,7 +282,13 @@ class GpuWorker(WorkerUpkeep):
             fields["peak_source"] = source
         if meter.process_peak_bytes is not None:
             fields["process_peak_bytes"] = meter.process_peak_bytes
-        self._annotate_attempt(job, fields, peak)
+        usage = self._usage(job, meter, peak)
+        self._annotate_attempt(job, fields, peak, usage)
+        if usage is not None:
+            try:
+                await self.gpu_time.record(usage)
+            except Exception as exc:  # noqa: BLE001 - accounting must not fail the job
+                self._helper_failed(f"counting the GPU time of job {job.id}", exc)
         key = self.bkeys.job(self.spec.prefix, self.name, job.id)
         try:
             pipe = self._bp.pipeline(transaction=False)
@@ -286,8 +305,22 @@ class GpuWorker(WorkerUpkeep):
         except Exception as exc:  # noqa: BLE001 - bookkeeping must not fail the job
             self._helper_failed(f"recording the VRAM use of job {job.id}", exc)
 
+    def _usage(self, job: Job, meter: JobMeter, peak: int | None) -> Usage | None:
+        """What the attempt used of the GPU (None: it never ran on it)."""
+        if meter.admitted_us is None or meter.released_us is None:
+            return None
+        return Usage(
+            queue=qualified_name(self.spec.prefix, self.name),
+            name=job_name_key(job.name),
+            tenant=tenant_of(job.opts),
+            started_s=meter.admitted_us / 1e6,
+            ended_s=meter.released_us / 1e6,
+            vram_bytes=max(meter.declared_bytes, peak or 0),
+            simulated=bool(self.device.simulated),
+        )
+
     def _annotate_attempt(
-        self, job: Job, fields: dict[str, Any], peak: int | None
+        self, job: Job, fields: dict[str, Any], peak: int | None, usage: Usage | None
     ) -> None:
         """Add the GPU's side of this attempt to its attempt record."""
         attempts = self._reports.attempts
@@ -304,6 +337,13 @@ class GpuWorker(WorkerUpkeep):
             peak_bytes=peak,
             run_started_ms=fields.get("started_ms"),
         )
+        if usage is not None:
+            attempts.annotate(
+                job,
+                gpu_seconds=round(usage.gpu_seconds, 3),
+                vram_gib_seconds=round(usage.vram_gib_seconds, 3),
+                tenant=usage.tenant,
+            )
 
     async def _correct_vram_outcome(self, job_id: str, code: int) -> None:
         """An end Redis refused to save: the VRAM record said what the

@@ -42,7 +42,12 @@ PY_TO_BULLMQ = {
     "continue_parent_on_failure": "continueParentOnFailure",
     "ignore_dependency_on_failure": "ignoreDependencyOnFailure",
     "remove_dependency_on_failure": "removeDependencyOnFailure",
+    # Not BullMQ's: who queued the job, for GPU-time accounting (BullMQ keeps
+    # and ignores an opts key it does not know; docs/bullmq-compat.md).
+    "tenant": "tenant",
 }
+#: The longest `tenant` (a non-secret name, e.g. an API token's).
+TENANT_MAX_CHARS = 100
 
 _INTEGER_LIKE = re.compile(r"[+-]?[0-9]+")
 
@@ -190,6 +195,13 @@ def build_opts(**kwargs: Any) -> dict[str, Any]:
         opts.pop("priority", None)
     if "jobId" in opts:
         validate_job_id(opts["jobId"])
+    tenant = opts.get("tenant")
+    if tenant is not None and (
+        not isinstance(tenant, str) or not 0 < len(tenant) <= TENANT_MAX_CHARS
+    ):
+        raise InvalidJobOptions(
+            f"tenant must be a string of 1-{TENANT_MAX_CHARS} characters"
+        )
     if opts.get("lifo") is False:
         del opts["lifo"]
     if "backoff" in opts:

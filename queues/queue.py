@@ -119,7 +119,8 @@ class _QueueBase(JobReads[Q], JobSchedulerMethods[Q]):
         """Add a job; options: job_id, priority, delay, lifo, attempts, backoff,
         remove_on_complete, remove_on_fail, timestamp, stack_trace_limit,
         keep_logs, size_limit, deduplication={id, ttl?, extend?, replace?,
-        keep_last_if_active?}, and the flow failure flags, each over the
+        keep_last_if_active?}, the flow failure flags, and tenant (who queued
+        it, for GPU-time accounting: opts.tenant), each over the
         queue's `default_job_options`. Returns the Job (a deduplicated add
         returns the Job with the owner's id); NotDurable when the queue's
         `durability` was not met (the job is stored all the same)."""

@@ -22,6 +22,11 @@ ATTEMPT: dict[str, Any] = {
         "host": _TEXT_OR_NULL,
         "pid": _INT_OR_NULL,
         "gpu": _TEXT_OR_NULL,
+        "gpu_seconds": {
+            "type": ["number", "null"],
+            "description": "GPU workers only: wall seconds the attempt ran on "
+            "its GPU (docs/operations.md, GPU-time accounting)",
+        },
         "outcome": {"enum": [*OUTCOMES, "running"]},
         "error": _TEXT_OR_NULL,
         "code": {
@@ -43,6 +48,11 @@ ATTEMPT_HISTORY: dict[str, Any] = {
         "source": {"enum": ["recorded", "bullmq"]},
         "started": {"type": "integer", "minimum": 0},
         "unrecorded": {"type": "integer", "minimum": 0},
+        "gpu_seconds": {
+            "type": ["number", "null"],
+            "description": "the sum of the items' gpu_seconds (null: none ran "
+            "on a GPU)",
+        },
         "items": {"type": "array", "items": ATTEMPT},
     },
 }

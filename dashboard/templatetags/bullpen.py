@@ -83,6 +83,18 @@ def size(value: Any) -> str:
 
 
 @register.filter
+def gpu_hours(value: Any) -> str:
+    """Seconds as hours: 1,234, 12.35, 0.97, < 0.01 (above none), 0.00."""
+    try:
+        hours = float(value) / 3600
+    except (TypeError, ValueError):
+        return ""
+    if abs(hours) >= 100:
+        return f"{hours:,.0f}"
+    return "< 0.01" if 0 < hours < 0.005 else f"{hours:.2f}"
+
+
+@register.filter
 def get(mapping: Any, key: Any) -> Any:
     """mapping[key], or "" (for dicts keyed by state names with dashes)."""
     try:

@@ -14,6 +14,7 @@ from . import (
     bulk,
     charts,
     gpus,
+    gputime,
     health,
     job,
     metrics,
@@ -48,6 +49,8 @@ urlpatterns = [
     path("gpus/fragments/hosts/", gpus.hosts_fragment, name="gpus-hosts"),
     path("gpus/fragments/capacity/", gpus.capacity_fragment, name="gpus-capacity"),
     path("gpus/actions/scale/", gpus.scale, name="gpus-scale"),
+    path("gpu-time/", gputime.gpu_time_page, name="gpu-time"),
+    path("gpu-time.csv", gputime.gpu_time_csv, name="gpu-time-csv"),
     # The Redis page and the workers page (issue 15).
     path("redis/", redis_panel.redis_page, name="redis"),
     path("redis/fragments/servers/", redis_panel.redis_fragment, name="redis-servers"),

@@ -16,7 +16,7 @@ from queues import Job, JobState, ops
 from queues.clients import recent_census
 from queues.defaults import WORKER_CENSUS_MAX_AGE_S
 from queues.exceptions import InvalidJobId, InvalidJobOptions, JobLocked
-from queues.options import merge_job_options
+from queues.options import TENANT_MAX_CHARS, merge_job_options
 
 from .. import conf, idempotency, schemas, store
 from ..auth import make_ticket
@@ -139,6 +139,11 @@ def _add(
         )
         webhook = {"url": req.webhook_url, "events": events}
     options = merge_job_options(QueueSettings.job_defaults(queue_name), req.options)
+    # The token's name (never its secret) travels in opts.tenant for the GPU
+    # workers' GPU-time accounting; clients cannot set it (options schema).
+    token = call.principal.token if call.principal is not None else None
+    if token is not None and token.name:
+        options["tenant"] = token.name[:TENANT_MAX_CHARS]
     try:
         job = q.add(req.name, req.data, job_id=job_id, timestamp=job_ts, **options)
     except InvalidJobId as exc:

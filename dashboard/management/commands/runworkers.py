@@ -37,6 +37,9 @@ def config_from_settings(**overrides: Any) -> SupervisorConfig:
         "heartbeat_interval_s": c.heartbeat_interval_s,
         "heartbeat_ttl_s": c.heartbeat_ttl_s,
         "metrics_data_points": c.metrics_data_points,
+        "gpu_time_hours_kept": c.gpu_time_hours_kept,
+        "gpu_time_days_kept": c.gpu_time_days_kept,
+        "gpu_time_max_keys": c.gpu_time_max_keys,
         "log_format": c.log_format,
         "liveness_file": c.liveness_file or None,
     }
