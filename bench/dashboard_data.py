@@ -63,22 +63,28 @@ def build_small_queues(r: Any, n: int) -> None:
 
 
 def seed_series(r: Any, queues: list[str]) -> None:
-    """Every level of each queue's series full, as a day and a week of
-    sampling leave them (gpu_workers/series)."""
+    """Every level of each queue's series, and of the overall one, full, as
+    a day and a week of sampling leave them (gpu_workers/series)."""
     from gpu_workers.keys import BullpenKeys
     from gpu_workers.series.points import dump
     from gpu_workers.series.store import LEVELS
 
     keys, now = BullpenKeys(), int(time.time() * 1000)
     pipe = r.pipeline(transaction=False)
-    for name in queues:
-        for level, (width, keep, _) in LEVELS.items():
-            mapping = {}
-            for t in range(now - now % width - keep + width, now, width):
-                point = {"t": t, "m": width // 60_000, "c": 30, "f": 1, "n": 31}
-                point.update(w50=0.4, w95=2.5, r50=1.2, r95=3.1, b=50, a=4, o=12.0)
-                mapping[dump(point)] = t
-            pipe.zadd(keys.series("bull", name, level), mapping)
+    series = [
+        (keys.series("bull", name, level), 1, level)
+        for name in queues
+        for level in LEVELS
+    ]
+    series += [(keys.series_overall(level), len(queues), level) for level in LEVELS]
+    for key, n, level in series:
+        width, keep, _ = LEVELS[level]
+        mapping = {}
+        for t in range(now - now % width - keep + width, now, width):
+            point = {"t": t, "m": width // 60_000, "c": 30 * n, "f": n, "n": 31 * n}
+            point.update(w50=0.4, w95=2.5, r50=1.2, r95=3.1, b=50 * n, a=4 * n, o=12.0)
+            mapping[dump(point)] = t
+        pipe.zadd(key, mapping)
     pipe.execute()
 
 

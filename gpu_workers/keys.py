@@ -32,6 +32,10 @@ BullMQ clients ignore it. With the default namespace `bullpen`:
   sampler that wrote that minute's point (SET NX: one per minute cluster-wide)
 - `bullpen:series:gpu:{uuid}:{level}` (zset) and
   `bullpen:series:gpu:{uuid}:claim:{minute ms}` (string, TTL): the same per GPU
+- `bullpen:series:overall:{level}` (zset) and
+  `bullpen:series:overall:claim:{minute ms}` (string, TTL): every discovered
+  queue's minute combined, written a minute after the queues' own points by
+  a dashboard's sampler (one per minute, claimed the same way)
 - `bullpen:series:gpus` (zset): GPU uuid -> last minute (ms) sampled, and
   `bullpen:series:gpu-info` (hash): uuid -> JSON {host, index, name}
 """
@@ -105,6 +109,15 @@ class BullpenKeys:
     def series_gpu_info(self) -> str:
         """uuid -> JSON {host, index, name} of each sampled GPU."""
         return f"{self.ns}:series:gpu-info"
+
+    def series_overall(self, level: str) -> str:
+        """Every queue's points combined, at one level (the overview's chart)."""
+        return f"{self.ns}:series:overall:{level}"
+
+    def series_overall_claim(self, minute_ms: int) -> str:
+        """Who combined a minute of the overall series (SET NX)."""
+        return f"{self.ns}:series:overall:claim:{minute_ms}"
+
     def gputime(self, period: str, stamp: str, dim: str) -> str:
         """GPU-time of one hour or day bucket, by one dimension (gputime.py)."""
         return f"{self.ns}:{{gputime}}:{period}:{stamp}:{dim}"

@@ -98,10 +98,11 @@ def run_batch(
         try:
             out = step(batch, chunk)
         except Exception as exc:
-            if not recoverable(exc):
+            if not recoverable(exc):  # ends this batch, not the runner
+                log.exception("batch %s failed", batch.id)
                 batch.last_error = f"{type(exc).__name__}: {exc}"[:300]
                 finish(batch, FAILED)
-                raise
+                break
             failures += 1
             batch.last_error = f"Redis unavailable: {exc}"[:300]
             if failures >= MAX_FAILURES:  # let the lease lapse: resumed later

@@ -11,7 +11,7 @@ from typing import Any
 
 from gpu_workers import defaults as gpu_defaults
 from gpu_workers.keys import BullpenKeys
-from gpu_workers.series import SeriesSampler, gpu_series, queue_series
+from gpu_workers.series import SeriesSampler, gpu_series, overall_series, queue_series
 from queues import ops
 
 from .. import conf
@@ -36,9 +36,10 @@ def queue_chart(ref: QueueRef, range_name: str) -> dict[str, Any]:
 
 
 def overall_chart(range_name: str) -> dict[str, Any]:
-    """Every shown queue's series combined (counts and backlog summed)."""
+    """Every shown queue's series combined (counts and backlog summed), as
+    the dashboards' samplers keep it (one read however many queues)."""
     refs = known_queues()
-    chart = queue_series(
+    chart = overall_series(
         client(),
         _keys(),
         [(r.prefix, r.name) for r in refs[:OVERALL_MAX_QUEUES]],
@@ -77,7 +78,9 @@ class _Sampler:
         while not self.stop.is_set():
             try:
                 sampler = SeriesSampler(client(), conf.get().namespace)
-                sampler.tick_quietly((r.prefix, r.name) for r in known_queues())
+                sampler.tick_quietly(
+                    [(r.prefix, r.name) for r in known_queues()], overall=True
+                )
             except Exception as exc:  # noqa: BLE001 - the next tick tries again
                 log.warning("series sampling failed: %r", exc)
             self.stop.wait(gpu_defaults.SERIES_TICK_S)

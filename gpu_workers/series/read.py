@@ -71,33 +71,99 @@ def queue_series(
     """The chart of one queue, or of several combined: {"range", "step_s",
     "t" (seconds), one column per QUEUE_COLUMNS, "live_from"}."""
     level, width, starts = grid(range_name, now_ms)
+    by_t = _queue_points(client, keys, refs, level, starts[0], starts[-1] + width)
+    live = [s for s in starts[-2:] if s not in by_t] if level == "1m" else []
+    by_t.update(_live(client, refs, live, now_ms, sample_jobs))
+    merged = {t: points.over_queues(ps, t) for t, ps in by_t.items()}
+    return _columns(range_name, width, starts, merged, live)
+
+
+def overall_series(
+    client: Any,
+    keys: BullpenKeys,
+    refs: Sequence[tuple[str, str]],
+    range_name: str,
+    now_ms: int,
+    sample_jobs: int = defaults.SERIES_SAMPLE_JOBS,
+) -> dict[str, Any]:
+    """Every queue's chart combined, as `queue_series` would give it for
+    `refs`, from the overall series the dashboards' samplers keep (one read
+    whatever the number of queues). Its newest minutes are written a minute
+    after the queues' own (SeriesSampler.tick_overall): on the 1 h range the
+    last `OVERALL_TAIL` minutes missing there are combined from the queues'
+    points, and those the queues lack too are read live, with the jobs
+    sampled for times shared among the queues."""
+    level, width, starts = grid(range_name, now_ms)
     stored = store.read(
-        client,
-        [keys.series(p, q, level) for p, q in refs],
-        starts[0],
-        starts[-1] + width,
+        client, [keys.series_overall(level)], starts[0], starts[-1] + width
+    )[0]
+    merged = {int(p["t"]): p for p in stored}
+    tail = [s for s in starts[-OVERALL_TAIL:] if s not in merged]
+    live: list[int] = []
+    if level == "1m" and tail and refs:
+        by_t = _queue_points(client, keys, refs, level, tail[0], tail[-1] + width)
+        live = [s for s in tail[-2:] if len(by_t.get(s, ())) < len(refs)]
+        share = max(sample_jobs // len(refs), 1)
+        for t, found in _live(client, refs, live, now_ms, share).items():
+            by_t[t] = found  # every queue read now, over what some had kept
+        merged.update({t: points.over_queues(ps, t) for t, ps in by_t.items()})
+    return _columns(range_name, width, starts, merged, live)
+
+
+#: Newest minutes of the overall 1 h chart that may not be combined yet.
+OVERALL_TAIL = 3
+
+
+def _queue_points(
+    client: Any,
+    keys: BullpenKeys,
+    refs: Sequence[tuple[str, str]],
+    level: str,
+    start_ms: int,
+    end_ms: int,
+) -> dict[int, list[points.Point]]:
+    """The queues' stored points in [start_ms, end_ms), by start."""
+    stored = store.read(
+        client, [keys.series(p, q, level) for p, q in refs], start_ms, end_ms
     )
     by_t: dict[int, list[points.Point]] = {}
     for series in stored:
         for point in series:
             by_t.setdefault(int(point["t"]), []).append(point)
-    live = [s for s in starts[-2:] if s not in by_t] if level == "1m" else []
-    if live and refs:
-        found = run_sync(
-            gather(
-                [
-                    queue_point_op(
-                        QueueKeys(q, p), s, s + MINUTE_MS, now_ms, sample_jobs
-                    )
-                    for s in live
-                    for p, q in refs
-                ]
-            ),
-            client,
-        )
-        for i, s in enumerate(live):
-            by_t[s] = found[i * len(refs) : (i + 1) * len(refs)]
-    merged = {t: points.over_queues(ps, t) for t, ps in by_t.items()}
+    return by_t
+
+
+def _live(
+    client: Any,
+    refs: Sequence[tuple[str, str]],
+    minutes: Sequence[int],
+    now_ms: int,
+    sample_jobs: int,
+) -> dict[int, list[points.Point]]:
+    """Each queue's point of each minute read from Redis as it is now."""
+    if not minutes or not refs:
+        return {}
+    found = run_sync(
+        gather(
+            [
+                queue_point_op(QueueKeys(q, p), s, s + MINUTE_MS, now_ms, sample_jobs)
+                for s in minutes
+                for p, q in refs
+            ]
+        ),
+        client,
+    )
+    n = len(refs)
+    return {s: found[i * n : (i + 1) * n] for i, s in enumerate(minutes)}
+
+
+def _columns(
+    range_name: str,
+    width: int,
+    starts: Sequence[int],
+    merged: dict[int, points.Point],
+    live: Sequence[int],
+) -> dict[str, Any]:
     out: dict[str, Any] = {
         "range": range_name,
         "step_s": width // 1000,

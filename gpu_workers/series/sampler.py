@@ -117,6 +117,35 @@ class SeriesSampler:
             written += self._tick_gpus(minute, now)
         return written
 
+    def tick_overall(
+        self, queues: Iterable[tuple[str, str]], now_ms: int | None = None
+    ) -> bool:
+        """Combine the queues' points of the minute before the last settled
+        one (every sampler has written its points of it by then) into the
+        overall series, unless another sampler did; True when written.
+        `queues` is every queue there is (a dashboard's discovery), so a
+        supervisor, which knows only its own, never calls this."""
+        now = now_ms if now_ms is not None else clock_ms()
+        minute = last_minute(now) - MINUTE_MS
+        refs = sorted(set(queues))
+        if not refs or not self._claim([self.keys.series_overall_claim(minute)])[0]:
+            return False
+        level = store.LEVEL_NAMES[0]
+        found = store.read(
+            self.client,
+            [self.keys.series(p, q, level) for p, q in refs],
+            minute,
+            minute + MINUTE_MS,
+        )
+        parts = [series[-1] for series in found if series]
+        if not parts:
+            return False
+        point = points.over_queues(parts, minute)
+        store.write(
+            self.client, [(self.keys.series_overall, point)], points.over_time, now
+        )
+        return True
+
     def _queue_key_of(self, prefix: str, queue: str) -> store.KeyOf:
         return lambda level: self.keys.series(prefix, queue, level)
 
@@ -151,10 +180,20 @@ class SeriesSampler:
         )
         return len(mine)
 
-    def tick_quietly(self, queues: Iterable[tuple[str, str]], gpus: bool = True) -> int:
-        """`tick()`, logging instead of raising (a sampler's loop must go on)."""
+    def tick_quietly(
+        self,
+        queues: Iterable[tuple[str, str]],
+        gpus: bool = True,
+        overall: bool = False,
+    ) -> int:
+        """`tick()` (and with `overall`, `tick_overall()` over the same
+        queues), logging instead of raising (a sampler's loop must go on)."""
+        refs = list(queues)
         try:
-            return self.tick(queues, gpus)
+            written = self.tick(refs, gpus)
+            if overall:
+                written += int(self.tick_overall(refs))
+            return written
         except Exception as exc:  # noqa: BLE001 - Redis away, read-only, full...
             log.warning("sampling the charts' series failed: %r", exc)
             return 0

@@ -74,24 +74,23 @@ def obliterate(keys: QueueKeys, force: bool) -> Op[None]:
             return None
 
 
+def _move_to_wait(keys: QueueKeys, st: JobState, count: int, max_score: Any) -> Eval:
+    """BullMQ's bulk move of up to `count` jobs of `st` with score <=
+    max_score to wait; answers 1 while more are left."""
+    return Eval(
+        "move_jobs_to_wait",
+        (keys.events, keys.state(st), keys.wait, keys.meta, keys.marker, keys.active),
+        (keys.base, count, max_score, st.value),
+    )
+
+
 def move_jobs_to_wait(
     keys: QueueKeys, state: str, count: int, max_score: Any
 ) -> Op[None]:
     """Bulk retry (finished states) or promote (delayed), batch after batch."""
     st = parse_state(state)
     while True:
-        more = yield Eval(
-            "move_jobs_to_wait",
-            (
-                keys.events,
-                keys.state(st),
-                keys.wait,
-                keys.meta,
-                keys.marker,
-                keys.active,
-            ),
-            (keys.base, count, max_score, st.value),
-        )
+        more = yield _move_to_wait(keys, st, count, max_score)
         if not int(more):
             return None
 
@@ -107,18 +106,7 @@ def move_jobs_to_wait_once(
     counted, _ = yield Atomic(
         [
             Cmd(("ZCOUNT", keys.state(st), 0, max_score)),
-            Eval(
-                "move_jobs_to_wait",
-                (
-                    keys.events,
-                    keys.state(st),
-                    keys.wait,
-                    keys.meta,
-                    keys.marker,
-                    keys.active,
-                ),
-                (keys.base, count, max_score, st.value),
-            ),
+            _move_to_wait(keys, st, count, max_score),
         ]
     )
     return min(int(counted), count)

@@ -8,7 +8,14 @@ from typing import Any
 import redis
 
 from gpu_workers.keys import BullpenKeys
-from gpu_workers.series import SeriesSampler, gpu_series, points, queue_series, store
+from gpu_workers.series import (
+    SeriesSampler,
+    gpu_series,
+    overall_series,
+    points,
+    queue_series,
+    store,
+)
 from gpu_workers.series.sampler import last_minute
 from queues import Queue
 from tests.dashboard.helpers import gpu_fleet
@@ -145,3 +152,42 @@ def test_gpus_are_sampled_once_a_minute_and_read_per_gpu(
     assert real["util"][at - 1] is None  # not sampled: a gap
     assert real["host"] == "h1" and real["total"] == 141 * 2**30
     assert by_uuid["SIM-h1-0"]["committed"][at] == 8 * 2**30
+
+
+def test_the_overall_series_combines_every_queue_a_minute_later(
+    r: redis.Redis, q: Queue, redis_url: str
+) -> None:
+    """A minute after the queues' own points, one sampler combines them into
+    the overall series (the overview's chart reads it in one call, however
+    many queues); another finds the minute claimed. The newest minutes it
+    does not hold yet come from the queues' points or live."""
+    other = Queue(q.name + "-b", redis_url)
+    refs = [("bull", q.name), ("bull", other.name)]
+    m = last_minute(FUTURE)
+    finish(q, r, 3, added=m, started=m + 1000, ended=m + 2000)
+    finish(other, r, 4, added=m, started=m + 1000, ended=m + 5000)
+    finish(other, r, 1, added=m, started=m + 1000, ended=m + 5000, target="failed")
+    sampler = SeriesSampler(redis_url)
+    sampler.tick(refs, gpus=False, now_ms=m + MIN + 6000)
+    assert not sampler.tick_overall(refs, now_ms=m + MIN + 6000)  # too soon
+    later = m + 2 * MIN + 6000
+    assert sampler.tick_overall(refs, now_ms=later)
+    assert not SeriesSampler(redis_url).tick_overall(refs, now_ms=later)
+    [p] = [points.parse(x) for x in r.zrange(KEYS.series_overall("1m"), 0, -1)]
+    assert p is not None
+    assert (p["t"], p["c"], p["f"], p["n"]) == (m, 7, 1, 8)
+    assert (p["w95"], p["r95"]) == (1.0, 4.0)  # the highest of the queues'
+    hour = [points.parse(x) for x in r.zrange(KEYS.series_overall("1h"), 0, -1)]
+    assert [h["c"] for h in hour if h] == [7]
+    # Far from the tail, the chart reads the overall series alone: a queue
+    # point written there afterwards is not added in.
+    much_later = m + 30 * MIN
+    r.zadd(KEYS.series("bull", q.name, "1m"), {points.dump({"t": m, "c": 99}): m})
+    chart = overall_series(r, KEYS, refs, "1h", much_later)
+    assert chart["completed"][chart["t"].index(m // 1000)] == 7
+    # In the tail, minutes the overall series lacks are combined from the
+    # queues; the open one is read live (nothing finished in it).
+    finish(q, r, 2, added=m, started=much_later + 100, ended=much_later + 500)
+    tail = overall_series(r, KEYS, refs, "1h", much_later + 1000)
+    assert tail["completed"][-1] == 2 and tail["live_from"] is not None
+    other.close()
