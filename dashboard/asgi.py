@@ -22,10 +22,9 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from dashboard import background  # noqa: E402
 from dashboard.api import bodylimit  # noqa: E402
-from dashboard.bulk import runner  # noqa: E402
 from dashboard.live.routing import websocket_urlpatterns  # noqa: E402
-from dashboard.reads import charts, discovery  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
@@ -39,14 +38,9 @@ application = ProtocolTypeRouter(
 # daphne would read a whole API request body before the API could refuse it.
 bodylimit.install()
 
-# The first overview need not wait for the SCAN that discovers queues (seconds
-# over a million keys): it starts now, in the background.
-discovery.prewarm_discovery()
-# The charts' series are sampled once a minute, cluster-wide (reads/charts.py).
-charts.start_sampling()
-
-# Batches a stopped process left running are resumed once their lease lapses.
-runner.ensure_started()
+# The first discovery SCAN (seconds over a million keys), the charts' sampler
+# and the batch runner start now, in the background (dashboard/background.py).
+background.start()
 
 # Everything imported so far lives as long as the process: keep the cyclic GC
 # from walking it again on every full collection (a pause of tens of ms on

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, cast
 from channels.routing import URLRouter
 from django.urls import path
 
+from dashboard import background
 from dashboard.api import bodylimit
 from dashboard.live.routing import websocket_urlpatterns
 
@@ -27,9 +28,12 @@ def websocket_urls(prefix: str) -> list[_ExtendedURLPattern | URLRouter]:
     the pages find it at `<prefix>ws/live/`.
 
     It also makes daphne refuse oversized API bodies before reading them
-    (dashboard/api/bodylimit.py), which needs the server's request class: the
-    ASGI module is where a host's server is set up."""
+    (dashboard/api/bodylimit.py), which needs the server's request class, and
+    starts the process's background work (dashboard/background.py: discovery,
+    the charts' sampler, the batch runner): the ASGI module is where a host's
+    server is set up."""
     bodylimit.install()
+    background.start()
     if not prefix:
         return list(websocket_urlpatterns)
     # django-stubs types path() for Django views only; channels routes ASGI

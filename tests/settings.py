@@ -15,3 +15,8 @@ from tests import testdb  # noqa: E402
 if testdb.ON_POSTGRES:
     # BULLPEN_TEST_DATABASE=postgres: the PostgreSQL run (tests/testdb.py).
     DATABASES = {"default": testdb.django_database()}
+
+# No sampler thread in the test process (an in-process ASGI application
+# starts one): it would write series keys into the shared test Redis while
+# other tests count keys. Tests of sampling drive SeriesSampler themselves.
+BULLPEN_SERIES_SAMPLING = False
