@@ -19,17 +19,14 @@ import django  # noqa: E402
 
 django.setup()
 
+from page_shots import logged_in_pages  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 from queues import Queue  # noqa: E402
-from tests.browser.conftest import CHROMIUM, PASSWORD, start_stack  # noqa: E402
+from tests.browser.conftest import CHROMIUM, start_stack  # noqa: E402
 from tests.dashboard.helpers import make_active, run_jobs  # noqa: E402
 
 OUT = Path(sys.argv[1] if len(sys.argv) > 1 else "/work/shots/bulk")
-SIZES = {
-    "desktop": {"width": 1280, "height": 900},
-    "phone": {"width": 390, "height": 844},
-}
 
 
 def main() -> None:
@@ -47,17 +44,7 @@ def main() -> None:
         base = stack.url + "/queues/bull/render/"
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-            pages = {}
-            for theme in ("light", "dark"):
-                for size, viewport in SIZES.items():
-                    ctx = browser.new_context(viewport=viewport, color_scheme=theme)
-                    pg = ctx.new_page()
-                    pg.goto(stack.url + "/login/")
-                    pg.fill("input[name=username]", "admin")
-                    pg.fill("input[name=password]", PASSWORD)
-                    pg.locator("form [type=submit]").first.click()
-                    pg.wait_for_load_state()
-                    pages[(theme, size)] = pg
+            pages = logged_in_pages(browser, stack.url)
             for (theme, size), pg in pages.items():  # the mixed list, rows selected
                 pg.goto(base + "?state=latest")
                 boxes = pg.locator("input[name=ids]")
