@@ -95,3 +95,32 @@ def test_python_producer_node_worker(redis_url: str, qname: str) -> None:
         }
         assert job.attempts_made == (2 if job_id in fail_first else 1)
     queue.close()
+
+
+def test_the_tenant_option_survives_a_node_worker(redis_url: str, qname: str) -> None:
+    """`opts.tenant` (who queued the job, for GPU-time accounting; not
+    BullMQ's) is kept by a Node worker through a failed attempt, its retry and
+    the completion: Node reads it, and so does Bullpen afterwards."""
+    queue = Queue(qname, redis_url)
+    job = queue.add(
+        "tenanted",
+        {"n": 4, "failFirst": True},
+        attempts=2,
+        backoff={"type": "fixed", "delay": 10},
+        tenant="acme-render",
+    )
+    worker = node_worker(redis_url, qname, name="node", concurrency=1)
+    try:
+        wait_until(
+            lambda: queue.get_counts("completed")["completed"] == 1,
+            30,
+            what="the job to complete on Node after its retry",
+        )
+    finally:
+        worker.stop()
+    [seen] = node(redis_url, "read", qname, [job.id])
+    assert seen["opts"]["tenant"] == "acme-render" and seen["attemptsMade"] == 2
+    done = queue.get_job(job.id)
+    assert done.opts["tenant"] == "acme-render"
+    assert done.returnvalue == {"id": job.id, "by": "node", "double": 8}
+    queue.close()
