@@ -90,9 +90,7 @@ def list_context(
             row.waiting_code = reason.code
             row.waiting_stuck = reason.code in waiting_reads.STUCK
     base = reverse("bullpen:queue", args=[ref.prefix, ref.name])
-    can_operate = request.user.has_perm(OPERATE) and not discovery.is_read_only(ref)
     return {
-        "can_operate": can_operate,
         **lists.verbs(tab, states),
         "ref": ref,
         "tab": tab,
@@ -115,6 +113,7 @@ def queue_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     header = queue_reads.queue_header(ref)
     context = list_context(request, ref, header.counts)
     context.update(
+        can_operate=_can_operate(request, ref),
         header=header,
         # (tab, count, its states): live.js adds up a tab of several states.
         tabs=[
@@ -140,7 +139,13 @@ def job_list(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     ref = queue_ref(prefix, name)
     context = list_context(request, ref)
     context["fragment"] = is_htmx(request)
+    context["can_operate"] = _can_operate(request, ref)
     return render(request, "dashboard/_job_list.html", context)
+
+
+def _can_operate(request: HttpRequest, ref: QueueRef) -> bool:
+    """Whether the list offers row actions, selection verbs and batches."""
+    return request.user.has_perm(OPERATE) and not discovery.is_read_only(ref)
 
 
 # --- actions -----------------------------------------------------------------

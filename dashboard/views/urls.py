@@ -78,7 +78,8 @@ urlpatterns = [
     path(Q + "actions/<slug:verb>/", queue.queue_action, name="queue-action"),
     # Lists you can act on (issue 15): selections, batches, export.
     path(Q + "bulk/actions/run/", bulk.bulk_action, name="queue-bulk"),
-    path(Q + "bulk/actions/export/", bulk.export_jobs, name="queue-export"),
+    # Export is a read (view permission), not an action: no /actions/ path.
+    path(Q + "export/", bulk.export_jobs, name="queue-export"),
     path(Q + "fragments/batch/", bulk.batch_fragment, name="queue-batch"),
     path(
         Q + "batches/<slug:batch_id>/actions/cancel/",

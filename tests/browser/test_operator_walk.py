@@ -183,6 +183,8 @@ def test_internal_webhook_queue_is_apart_and_marked(page: Any, stack: Stack) -> 
     sees it in the marked internal group, and search does not offer it."""
     Queue("bullpen-webhooks", stack.redis_url).add("deliver", {})
     Queue("walk-user", stack.redis_url).add("a", {})
+    # Both rows, once discovery (cached for a while) has found the new queue.
+    reload_until(page, stack.url + "/", 'tr[data-queue="bull:walk-user"]')
     row = reload_until(page, stack.url + "/", 'tr[data-queue="bull:bullpen-webhooks"]')
     assert row.locator("xpath=..").get_attribute("class") == "internal"
     assert row.locator(".badge", has_text="internal").count() == 1
