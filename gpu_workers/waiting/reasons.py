@@ -296,9 +296,11 @@ def _timed(job: Job, j: JobFacts, now_ms: int, error: str | None) -> WaitingReas
             attempts=job.attempts,
             last_error=error,
         )
+        # As the job lists say it ("retry k of n"), with the attempt it is.
+        made = job.attempts_made
         text = (
-            f"Retry backoff: attempt {job.attempts_made + 1} of {job.attempts} "
-            f"runs at {when}"
+            f"Retry backoff: retry {made} of {max(job.attempts - 1, made)} "
+            f"(attempt {made + 1} of {max(job.attempts, made + 1)}) at {when}"
         )
         if error:
             cut = error if len(error) <= ERROR_CHARS else error[: ERROR_CHARS - 1] + "…"

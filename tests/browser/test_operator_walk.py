@@ -222,8 +222,8 @@ def test_delayed_job_says_when_it_runs(page: Any, stack: Stack) -> None:
     q = Queue("walk-later", stack.redis_url)
     job = q.add("later", {}, delay=10 * MINUTE_MS)
     page.goto(stack.url + f"/queues/bull/walk-later/jobs/{job.id}/")
-    text = page.locator("#run-at").inner_text()
-    assert f"runs at {utc(job.timestamp + 10 * MINUTE_MS)} UTC" in text
+    text = page.locator("#waiting-reason").inner_text()
+    assert f"Delayed until {utc(job.timestamp + 10 * MINUTE_MS)} UTC" in text
     assert "in 9 m" in text or "in 10 m" in text
     shot(page, "walk-job-delayed")
     page.goto(stack.url + "/queues/bull/walk-later/?state=delayed")
@@ -253,9 +253,10 @@ def test_job_waiting_to_retry_says_so_without_stale_progress(
         fields=["failedReason", "CUDA out of memory"],
     )
     page.goto(stack.url + f"/queues/bull/walk-retry/jobs/{job.id}/")
-    info = page.locator("#retry-info").inner_text()
-    assert f"retry 1 of 2 at {utc(now + 10 * MINUTE_MS)} UTC" in info
-    assert "Last error: CUDA out of memory" in info
+    info = page.locator("#waiting-reason").inner_text()
+    assert f"retry 1 of 2 (attempt 2 of 3) at {utc(now + 10 * MINUTE_MS)} UTC" in info
+    assert "last error: CUDA out of memory" in info
+    assert page.locator("#retry-info").count() == 0  # said once, not twice
     assert page.locator("[data-live-progress-text]").inner_text() == ""
     assert "40%" not in page.locator("main").inner_text()
     shot(page, "walk-job-retrying")

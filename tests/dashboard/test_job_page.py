@@ -97,7 +97,7 @@ def test_pending_and_active_jobs_offer_their_actions(
     delayed = q.add("d", {}, delay=60_000)
     html = admin_client.get(job_url(q, delayed.id)).content.decode()
     assert _actions(html) == {"promote", "priority", "duplicate", "remove"}
-    assert "<dt>runs at</dt>" in html and "Scheduled:" in html
+    assert "<dt>runs at</dt>" in html and "Delayed until" in html
     active = make_active(q)
     q.get_job(active).update_progress({"percent": 30, "step": "sampling"})
     html = admin_client.get(job_url(q, active)).content.decode()

@@ -190,6 +190,7 @@ def test_retry_backoff(r: redis.Redis, redis_url: str, q: Queue) -> None:
     assert reason is not None and reason.code == "retry_backoff"
     assert reason.numbers["attempt"] == 2 and reason.numbers["attempts"] == 3
     assert reason.numbers["last_error"] == "GPU fell off the bus"
+    assert reason.message.startswith("Retry backoff: retry 1 of 2 (attempt 2 of 3) at ")
     assert 100_000 < reason.numbers["in_ms"] <= 120_000
     assert "no_worker" in codes(reason)  # the worker is gone now
 
