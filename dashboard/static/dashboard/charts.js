@@ -92,11 +92,22 @@
     return data;
   }
 
+  // A value between two gaps (a queue's first sampled minute, the live one)
+  // draws no line: uPlot is told to draw it as a dot.
+  function isolated(u, si, show) {
+    if (show) return null;
+    var d = u.data[si], out = [];
+    for (var i = 0; i < d.length; i++) {
+      if (d[i] != null && (i === 0 || d[i - 1] == null) && (i === d.length - 1 || d[i + 1] == null)) out.push(i);
+    }
+    return out.length ? out : null;
+  }
+
   function options(def, width, height) {
     var muted = cssVar("--muted"), line = cssVar("--line");
     var axis = { stroke: muted, grid: { stroke: line, width: 1 }, ticks: { stroke: line, width: 1 } };
     var y = Object.assign({}, axis, {
-      size: 62,
+      size: 74,  // room for "954 MiB" or "21.5 GiB"
       values: function (u, splits) { return splits.map(def.fmt); }
     });
     return {
@@ -113,7 +124,7 @@
         .concat(def.series.map(function (s) {
           return {
             label: s[1], stroke: cssVar(s[2]), width: 1.75, spanGaps: false,
-            points: { size: 4 },
+            points: { size: 5, filter: isolated },
             value: function (u, v) { return def.fmt(v); }
           };
         }))
