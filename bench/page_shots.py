@@ -28,7 +28,7 @@ from django.urls import reverse  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 from queues import Queue  # noqa: E402
-from tests.browser.conftest import CHROMIUM, PASSWORD, start_stack  # noqa: E402
+from tests.browser.conftest import CHROMIUM, logged_in_page, start_stack  # noqa: E402
 
 OUT = Path(sys.argv[1] if len(sys.argv) > 1 else "/work/shots/pages")
 SIZES = {
@@ -40,18 +40,13 @@ THEMES = ("light", "dark")
 
 def logged_in_pages(browser: Any, url: str) -> dict[tuple[str, str], Any]:
     """A logged-in page per (theme, size)."""
-    pages = {}
-    for theme in THEMES:
-        for size, viewport in SIZES.items():
-            ctx = browser.new_context(viewport=viewport, color_scheme=theme)
-            pg = ctx.new_page()
-            pg.goto(url + "/login/")
-            pg.fill("input[name=username]", "admin")
-            pg.fill("input[name=password]", PASSWORD)
-            pg.locator("form [type=submit]").first.click()
-            pg.wait_for_load_state()
-            pages[(theme, size)] = pg
-    return pages
+    return {
+        (theme, size): logged_in_page(
+            browser, url, viewport=viewport, color_scheme=theme
+        )
+        for theme in THEMES
+        for size, viewport in SIZES.items()
+    }
 
 
 def make_work(q: Queue) -> str:

@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -167,20 +168,28 @@ def browser() -> Iterator[object]:
         b.close()
 
 
-@pytest.fixture
-def page(browser: object, stack: Stack) -> Iterator[object]:
-    """A page logged in as the admin."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})  # type: ignore[attr-defined]
+def logged_in_page(browser: Any, url: str, **context_options: Any) -> Any:
+    """A page of a new browser context (`context_options`: viewport,
+    color_scheme...), logged in as the admin on the stack at `url`; close
+    it with `page.context.close()`."""
+    context = browser.new_context(**context_options)
     pg = context.new_page()
     pg.set_default_timeout(15_000)
-    pg.goto(stack.url + "/")
+    pg.goto(url + "/")
     if pg.locator("input[name=password]").count():
         pg.fill("input[name=username]", "admin")
         pg.fill("input[name=password]", PASSWORD)
         pg.locator("form [type=submit]").first.click()
         pg.wait_for_load_state()
+    return pg
+
+
+@pytest.fixture
+def page(browser: object, stack: Stack) -> Iterator[object]:
+    """A page logged in as the admin."""
+    pg = logged_in_page(browser, stack.url, viewport={"width": 1280, "height": 900})
     yield pg
-    context.close()
+    pg.context.close()
 
 
 def shot(page: object, name: str) -> Path:

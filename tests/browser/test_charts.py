@@ -21,7 +21,7 @@ from gpu_workers.series import points, store
 from queues import Queue
 from tests.queues.worker.helpers import worker_thread
 
-from .conftest import Stack, shot
+from .conftest import Stack, logged_in_page, shot
 from .test_csp import VIOLATION_SIGNS, _watch
 
 PHONE = {"width": 390, "height": 844}
@@ -110,18 +110,9 @@ def test_charts_in_both_themes_on_desktop_and_phone(browser: Any, stack: Stack) 
     _seed_history(r, "charted")
     with Queue("charted", stack.redis_url) as q:
         q.add("waits", {})  # the queue exists whichever test runs first
-    context = browser.new_context(viewport=DESKTOP)
-    pg = context.new_page()
-    pg.set_default_timeout(15_000)
+    pg = logged_in_page(browser, stack.url, viewport=DESKTOP)
+    context = pg.context
     seen = _watch(pg)
-    pg.goto(stack.url + "/")
-    if pg.locator("input[name=password]").count():
-        from .conftest import PASSWORD
-
-        pg.fill("input[name=username]", "admin")
-        pg.fill("input[name=password]", PASSWORD)
-        pg.locator("form [type=submit]").first.click()
-        pg.wait_for_load_state()
     pages = {
         "queue": reverse("bullpen:queue", args=["bull", "charted"]),
         "overview": reverse("bullpen:overview"),

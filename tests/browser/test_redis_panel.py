@@ -16,7 +16,7 @@ from django.urls import reverse
 
 from tests.queues.worker.helpers import worker_thread
 
-from .conftest import PASSWORD, Stack, shot
+from .conftest import Stack, logged_in_page, shot
 from .test_csp import VIOLATION_SIGNS, _watch
 
 #: INFO fields that do not move while the page loads, and fields that do:
@@ -76,18 +76,11 @@ def test_redis_panel_numbers_equal_info(page: Any, stack: Stack) -> None:
 
 @contextmanager
 def _logged_in(browser: Any, stack: Stack, **options: Any) -> Iterator[Any]:
-    context = browser.new_context(**options)
-    pg = context.new_page()
-    pg.set_default_timeout(15_000)
-    pg.goto(stack.url + reverse("bullpen:login"))
-    pg.fill("input[name=username]", "admin")
-    pg.fill("input[name=password]", PASSWORD)
-    pg.locator("form [type=submit]").first.click()
-    pg.wait_for_load_state()
+    pg = logged_in_page(browser, stack.url, **options)
     try:
         yield pg
     finally:
-        context.close()
+        pg.context.close()
 
 
 def _node_worker(stack: Stack) -> Any:
