@@ -142,6 +142,10 @@ def measure_pages(
         "gpu time 30d": time_requests(
             client, reverse("bullpen:gpu-time") + "?range=30d&group=name", n
         ),
+        # The most hour buckets a view reads (168, each full).
+        "gpu time 7d hourly": time_requests(
+            client, reverse("bullpen:gpu-time") + "?range=7d&by=hour&group=name", n
+        ),
     }
 
 
