@@ -107,4 +107,9 @@ def fill_gpu_time(r: Any) -> None:
                     fields.update({f"s|{m}": 60.5 * i, f"v|{m}": 121.0 * i})
                     fields.update({f"n|{m}": i, f"sim|{m}": 0})
                 pipe.hset(keys.gputime(period, stamp, dim), mapping=fields)
+            whole = {f"s|{gputime.WHOLE}": 60.5 * cap * (cap + 1) / 2}
+            whole.update({f"v|{gputime.WHOLE}": 121.0 * cap * (cap + 1) / 2})
+            whole.update({f"n|{gputime.WHOLE}": cap * (cap + 1) // 2})
+            whole.update({f"sim|{gputime.WHOLE}": 0})
+            pipe.hset(keys.gputime(period, stamp, gputime.ALL), mapping=whole)
         pipe.execute()

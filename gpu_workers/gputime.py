@@ -18,7 +18,8 @@ The tenant is the job's `opts.tenant` (the HTTP API stores its token's name
 there), `-` for a job without one.
 
 Storage (keys.py): per period (`hour`, `day`) and bucket, one hash per
-dimension (`queue`, `name`, `tenant`) with the fields `s|<key>`, `v|<key>`,
+dimension (`queue`, `name`, `tenant`, and `all` holding the bucket's total
+under the one key `total`) with the fields `s|<key>`, `v|<key>`,
 `n|<key>` and `sim|<key>`, expiring `hours_kept` hours / `days_kept` days
 after the bucket ends; and, for /metrics counters, one running-total hash
 per dimension without expiry. Each hash holds at most `max_keys` keys; the
@@ -43,6 +44,10 @@ HOUR, DAY, TOTAL = "hour", "day", "total"
 PERIOD_S = {HOUR: 3600, DAY: 86400}
 #: What attempts are grouped by.
 DIMENSIONS = ("queue", "name", "tenant")
+#: A bucket-only dimension with one key, the bucket's whole use: a view of
+#: many hours reads each hour's total from it (4 fields), not its every key.
+ALL = "all"
+WHOLE = "total"
 #: Hash-field prefixes: GPU-seconds, VRAM-GiB-seconds, attempts, simulated GPU-s.
 METRICS = ("s", "v", "n", "sim")
 #: Where keys past `max_keys` of a hash are counted.
@@ -197,9 +202,11 @@ def script_args(
     hashes: list[str] = []
     args: list[Any] = [retention.max_keys, OTHER]
 
-    def add(key_of: Any, at: int, seconds: float, attempts: int) -> None:
+    def add(
+        key_of: Any, at: int, seconds: float, attempts: int, dims: dict[str, str]
+    ) -> None:
         sim = seconds if usage.simulated else 0.0
-        for dim, member in members.items():
+        for dim, member in dims.items():
             hashes.append(key_of(dim))
             args.extend(
                 [member, at, f"{seconds:.6f}", f"{seconds * vram_gib:.6f}"]
@@ -218,8 +225,9 @@ def script_args(
             def key_of(dim: str, p: str = period, s: str = stamp) -> str:
                 return keys.gputime(p, s, dim)
 
-            add(key_of, b + step + kept, seconds, 1 if last else 0)
-    add(lambda dim: keys.gputime_total(dim), 0, run_s, 1)
+            bucket = {**members, ALL: WHOLE}
+            add(key_of, b + step + kept, seconds, 1 if last else 0, bucket)
+    add(lambda dim: keys.gputime_total(dim), 0, run_s, 1, members)
     return hashes, args
 
 

@@ -17,7 +17,7 @@ BullMQ clients ignore it. With the default namespace `bullpen`:
   attempt records, newest first (written by every queues worker: see
   queues/attempts.py; a GPU worker adds its GPU and VRAM)
 - `bullpen:gpu:{uuid}:counters` (hash): oom_total per GPU
-- `bullpen:{gputime}:{hour|day}:{stamp}:{queue|name|tenant}` (hash, TTL
+- `bullpen:{gputime}:{hour|day}:{stamp}:{queue|name|tenant|all}` (hash, TTL
   `hours_kept` / `days_kept` after the bucket): GPU-time per key of one UTC
   hour (stamp YYYYMMDDHH) or day (YYYYMMDD); `bullpen:{gputime}:total:{dim}`
   (hash): running totals. Fields `s|`, `v|`, `n|`, `sim|` + key; at most

@@ -3,9 +3,11 @@
 queue, job name or tenant, sorted by GPU-seconds, with totals per bucket.
 
 It never reads jobs: one script call sums, in Redis, the bucket hashes of the
-range (25 hours, 8 or 31 days; 169 hours for 7 days by hour), each of at most
-`max_keys` + 1 keys, whatever the number of jobs; the CSV reads the same
-hashes in one pipelined round trip.
+range (25 hours, 8 or 31 days), each of at most `max_keys` + 1 keys, whatever
+the number of jobs. Hours over more than a day are read as whole UTC days
+(as the daily views are): the keys' sums from the 8 day hashes, each hour's
+total from its one-key `all` hash, rather than every key of 192 hour
+hashes. The CSV reads every bucket's hashes in one pipelined round trip.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from gpu_workers.gputime import (
+    ALL,
     DAY,
     DIMENSIONS,
     HOUR,
@@ -142,13 +145,19 @@ def gpu_time(
     c = conf.get()
     now = time.time() if now_s is None else now_s
     since = now - RANGES[choice.range]
-    starts = bucket_starts(choice.period, since, now)
+    by_days = choice.period == HOUR and RANGES[choice.range] > PERIOD_S[DAY]
+    days = bucket_starts(DAY, since, now) if by_days else []
+    starts = bucket_starts(choice.period, days[0] if days else since, now)
     keys = BullpenKeys(c.namespace)
     client = pages_redis.client()
     if with_rows:  # the CSV: every bucket's rows
         read = read_buckets(client, keys, choice.period, starts, choice.group)
         per_bucket = [(b, _total(parts.values()), parts) for b, parts in read]
         summed = sum_rows(parts for _, parts in read)
+    elif by_days:  # many hours: keys summed over their days, hours' totals
+        summed = read_summed(client, keys, DAY, days, choice.group)[1]
+        totals = read_summed(client, keys, HOUR, starts, ALL)[0]
+        per_bucket = [(b, t, {}) for b, t in totals]
     else:  # the page: summed in Redis
         totals, summed = read_summed(client, keys, choice.period, starts, choice.group)
         per_bucket = [(b, t, {}) for b, t in totals]

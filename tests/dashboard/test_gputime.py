@@ -16,6 +16,7 @@ import redis.asyncio as aioredis
 from django.test import Client
 from django.urls import reverse
 
+from dashboard.reads.gputime import Choice, gpu_time
 from gpu_workers.gputime import OTHER, GpuTimeRecorder, Retention, Usage
 from gpu_workers.keys import BullpenKeys
 from queues import Queue
@@ -170,3 +171,34 @@ def test_job_page_shows_its_gpu_seconds(
         r'<td class="num nowrap" data-field="gpu_seconds">([0-9.]+)<', page
     )
     assert cell is not None and cell.group(1) == total.group(1)
+
+
+def test_seven_days_by_hour_reads_whole_days(
+    viewer_client: Client, dashboard_redis: str
+) -> None:
+    """Hours over more than a day come from whole UTC days: each key's sum
+    from the day hashes, each hour's total from its one-key `all` hash; the
+    figures are those of the hours, an attempt across midnight included."""
+    now = time.time()
+    midnight = now - now % 86400
+    record(
+        dashboard_redis,
+        Usage(
+            "bull:render", "sdxl", "acme", midnight - 1800, midnight + 600, GiB, False
+        ),
+        Usage(
+            "bull:embed", "e5", "-", now - 3 * 86400, now - 3 * 86400 + 40, GiB, False
+        ),
+    )
+    page = viewer_client.get("/gpu-time/?range=7d&by=hour").content.decode()
+    found = rows(page)
+    assert found["bull:render"]["gpu_seconds"] == "2400.0"
+    assert found["bull:embed"]["gpu_seconds"] == "40.0"
+    assert (
+        found["total"]["gpu_seconds"] == "2440.0" and found["total"]["attempts"] == "2"
+    )
+    view = gpu_time(Choice.parse({"range": "7d", "by": "hour"}))
+    hours = {int(b.start.timestamp()): b.total.gpu_seconds for b in view.buckets}
+    start = int(midnight)
+    assert (hours[start - 3600], hours[start]) == (1800.0, 600.0)
+    assert len(hours) > 6 * 24  # every hour of the days the range touches
