@@ -9,7 +9,7 @@ from typing import Any, cast
 
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from queues import ops
 from queues.keys import QueueKeys
@@ -154,20 +154,22 @@ def batch_cancel(
 
 
 # --- export --------------------------------------------------------------------
-@require_POST
+@require_http_methods(["GET", "POST"])
 @perm_required(VIEW)
 def export_jobs(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
-    """The selected jobs, or (`scope` "all") every job of the tab, as JSON
-    Lines, streamed; one audit row."""
+    """The selected jobs (POST `ids`), or (`scope` "all", what a GET means)
+    every job of the tab, as JSON Lines, streamed; one audit row. A GET is a
+    plain download URL: `export/?state=failed&order=oldest`."""
     ref = queue_ref(prefix, name)
-    tab = request.POST.get("state", "latest")
+    params = request.POST if request.method == "POST" else request.GET
+    tab = params.get("state", "latest")
     if tab not in TABS:
         return not_found(request, f"no such tab: {tab}")
-    if request.POST.get("scope") == "all":
+    if request.method == "GET" or params.get("scope") == "all":
         states = TABS[tab]
         counts = queue_reads.queue_counts([ref], *states)[0]
         total = sum(counts.get(s, 0) for s in states)
-        asc = request.POST.get("order") == "oldest"
+        asc = params.get("order") == "oldest"
         lines = export.matching(ref, states, total, asc)
         what = f"all {total} {tab} job(s)"
     else:

@@ -216,8 +216,12 @@ def test_export_selected_and_all_as_json_lines(
     assert sorted(line["id"] for line in everything) == sorted(ids)
     odd = next(line for line in everything if line["id"] == ids[1])
     assert "malformed" in odd and odd["data"] == "{not json"
+    # The whole tab is a plain download URL too (a GET, oldest first).
+    fetched = admin_client.get(export_url(q), {"state": "failed", "order": "oldest"})
+    assert [line["id"] for line in _lines(fetched)] == ids
     rows = list(AuditEntry.objects.order_by("id").values_list("action", "detail"))
     assert rows == [
         ("jobs.export", "exported 2 selected job(s)"),
+        ("jobs.export", "exported all 3 failed job(s)"),
         ("jobs.export", "exported all 3 failed job(s)"),
     ]

@@ -7,20 +7,21 @@ import os
 from typing import Any
 
 import pytest
-from django.conf import settings as django_settings
 
 from dashboard import conf
+from dashboard import settings as dashboard_settings
 
 
 def test_settings_defaults_are_the_conf_defaults() -> None:
     """Where the environment sets nothing, settings.py's value of each
-    BULLPEN_* setting is the DashboardConf default (one place for defaults)."""
+    BULLPEN_* setting is the DashboardConf default (one place for defaults).
+    Read from dashboard/settings.py itself: the tests' settings change some."""
     computed = {"hostname", "access_log"}  # the host's name, a path under the repo
     for field in dataclasses.fields(conf.DashboardConf):
         name = f"BULLPEN_{field.name.upper()}"
         if field.name in computed or name in os.environ:
             continue
-        value = getattr(django_settings, name)
+        value = getattr(dashboard_settings, name)
         default = getattr(conf.DEFAULTS, field.name)
         assert (tuple(value) if isinstance(default, tuple) else value) == default, name
 
