@@ -7,6 +7,9 @@
 - `{ns}:batches:running` (set): ids of batches not ended, for that look
 - `{ns}:batches:{prefix}:{queue}` (zset): id -> start ms, the queue page
   shows the newest
+- `{ns}:batches:{prefix}:{queue}:current` (string): the id of the queue's
+  newest batch; a new one may start only while that one is not running
+  (`reserve`, atomic, so two clicks cannot start two)
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ LEASE_S = 15
 KEEP_ENDED_S = 24 * 3600
 #: Batches remembered per queue.
 KEEP_PER_QUEUE = 20
+#: Milliseconds a reservation holds before its batch is stored.
+RESERVED_MS = 10_000
 RUNNING, DONE, CANCELLED, FAILED = "running", "done", "cancelled", "failed"
 
 
@@ -105,6 +110,54 @@ def queue_batches_key(prefix: str, queue: str) -> str:
     return f"{_ns()}:batches:{prefix}:{queue}"
 
 
+def current_key(prefix: str, queue: str) -> str:
+    """The id of a queue's newest batch."""
+    return f"{_ns()}:batches:{prefix}:{queue}:current"
+
+
+def new_id() -> str:
+    """A new batch's id."""
+    return secrets.token_hex(8)
+
+
+def reserve(prefix: str, queue: str, batch_id: str, now_ms: int) -> str | None:
+    """Make `batch_id` the queue's current batch unless one runs (or was
+    reserved in the last RESERVED_MS and is not stored yet); None when
+    reserved, else the id of the batch in the way. Atomic (WATCH on the one
+    key), so two requests at once cannot both start one."""
+    key = current_key(prefix, queue)
+    with _client().pipeline() as pipe:
+        try:
+            pipe.watch(key)  # type: ignore[no-untyped-call]
+            holder, _, at = str(pipe.get(key) or "").partition("|")
+            if holder:
+                found = load(holder)
+                if found is not None and found.running:
+                    return holder
+                if found is None and now_ms - int(at or 0) < RESERVED_MS:
+                    return holder
+            pipe.multi()
+            pipe.set(key, f"{batch_id}|{now_ms}")
+            pipe.execute()
+        except redis.WatchError:
+            return "?"
+    return None
+
+
+def release(prefix: str, queue: str, batch_id: str) -> None:
+    """Give up a reservation that started no batch (if it is still ours)."""
+    key = current_key(prefix, queue)
+    with _client().pipeline() as pipe:
+        try:
+            pipe.watch(key)  # type: ignore[no-untyped-call]
+            if str(pipe.get(key) or "").startswith(f"{batch_id}|"):
+                pipe.multi()
+                pipe.delete(key)
+                pipe.execute()
+        except redis.WatchError:
+            pass  # someone else's now
+
+
 def _client() -> redis.Redis:
     return pages_redis.client()
 
@@ -128,8 +181,8 @@ def from_hash(raw: dict[str, str]) -> Batch | None:
 
 
 def create(batch: Batch) -> Batch:
-    """Store a new batch (its id made here) as running."""
-    batch.id = secrets.token_hex(8)
+    """Store a new batch as running (its id made here unless it has one)."""
+    batch.id = batch.id or new_id()
     r = _client()
     pipe = r.pipeline(transaction=False)
     pipe.hset(

@@ -61,15 +61,15 @@ def _batch(request: HttpRequest, ref: QueueRef, verb: str) -> Done:
     state = request.POST.get("state", "")
     if state not in steps.BATCH_VERBS[verb]:
         raise BadInput(f"cannot {verb} all jobs of the {state or 'given'} tab")
-    running = records.latest(ref.prefix, ref.name)
-    if running is not None and running.running:
+    batch_id, now = records.new_id(), ops.now_ms()
+    if records.reserve(ref.prefix, ref.name, batch_id, now) is not None:
         raise ActionError(f"a batch runs on {ref.key} already: cancel it or wait")
-    now = ops.now_ms()
     snap = steps.snapshot(QueueKeys(ref.name, ref.prefix), state, now)
     if not snap.total:
+        records.release(ref.prefix, ref.name, batch_id)
         raise ActionError(f"no {state} jobs in {ref.key}")
     batch = Batch(
-        id="",
+        id=batch_id,
         prefix=ref.prefix,
         queue=ref.name,
         verb=verb,

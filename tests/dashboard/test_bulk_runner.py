@@ -6,6 +6,7 @@ fragment shows them."""
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -212,3 +213,43 @@ def test_batch_refusals(dashboard_redis: str, admin_client: Client, qname: str) 
     again = hx_post(admin_client, url, data)
     assert again.status_code == 409 and b"already" in again.content
     assert len(records.running_ids()) == 1
+
+
+def test_two_batches_cannot_start_at_once(dashboard_redis: str, qname: str) -> None:
+    """Eight requests reserving the queue's batch at the same moment: one
+    wins; the reservation holds until its batch is stored and running, and a
+    reservation that started nothing is given back."""
+    gate = threading.Barrier(8)
+    now = ops.now_ms()
+    won: list[str] = []
+
+    def try_reserve(i: int) -> None:
+        gate.wait()
+        if records.reserve("bull", qname, f"b{i}", now) is None:
+            won.append(f"b{i}")
+
+    threads = [threading.Thread(target=try_reserve, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(won) == 1
+    assert records.reserve("bull", qname, "late", now + 1000) == won[0]
+    records.release("bull", qname, "late")  # not its own: changes nothing
+    assert records.reserve("bull", qname, "late", now + 1000) == won[0]
+    records.release("bull", qname, won[0])
+    assert records.reserve("bull", qname, "late", now + 1000) is None
+    # Stored and ended: the next batch may start.
+    ended = records.Batch(
+        id="late",
+        prefix="bull",
+        queue=qname,
+        verb="retry",
+        state="failed",
+        bound="0",
+        total=1,
+        started_ms=now,
+    )
+    records.create(ended)
+    records.end(ended, records.DONE, now)
+    assert records.reserve("bull", qname, "next", now + 2000) is None
