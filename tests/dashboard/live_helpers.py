@@ -150,9 +150,14 @@ async def receive_until(
             return message
 
 
-async def drain(comm: WebsocketCommunicator, seconds: float) -> list[dict[str, Any]]:
-    """Every message arriving within `seconds`, with its arrival time (polling:
-    a receive that times out would cancel the application)."""
+async def drain(
+    comm: WebsocketCommunicator,
+    seconds: float,
+    until: Callable[[dict[str, Any]], bool] | None = None,
+) -> list[dict[str, Any]]:
+    """Every message arriving within `seconds` (or up to the first one
+    `until` accepts), with its arrival time (polling: a receive that times
+    out would cancel the application)."""
     out = []
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -163,6 +168,8 @@ async def drain(comm: WebsocketCommunicator, seconds: float) -> list[dict[str, A
         message = await next_message(comm)
         message["_at"] = time.monotonic()
         out.append(message)
+        if until is not None and until(message):
+            break
     return out
 
 

@@ -1,5 +1,5 @@
 """Rate limiting: a worker `limiter` shared by two worker processes, and the
-queue's global rate limit, checked on the jobs' processedOn timestamps."""
+queue's global rate limit, checked on when Redis let each job be claimed."""
 
 from __future__ import annotations
 
@@ -19,14 +19,24 @@ from tests.queues.worker.helpers import (
     worker_thread,
 )
 
-#: processedOn is the worker's clock in whole ms, read just before the claim
-#: reaches Redis, while the window's expiry runs on Redis's clock: a window may
-#: open up to this much before the previous one's first processedOn + duration.
+#: A claim's time is its `active` event's stream id: Redis's clock, in whole
+#: ms, as the window's expiry is; a window may open up to this much before the
+#: previous one's first claim + duration (rounding).
 CLOCK_SLACK_MS = 2
 
 
 def _starts(q: Queue, ids: list[str]) -> list[int]:
-    return sorted(q.get_job(i).processed_on for i in ids)
+    """When each job was claimed, by Redis's clock: its `active` event's id
+    (processedOn is the worker's clock read before the claim is sent, which a
+    loaded machine can hold back for hundreds of ms)."""
+    wanted = set(ids)
+    found = [
+        int(entry_id.split("-")[0])
+        for entry_id, fields in q.client.xrange(q.keys.events)
+        if fields.get("event") == "active" and fields.get("jobId") in wanted
+    ]
+    assert len(found) == len(ids), (len(found), len(ids))
+    return sorted(found)
 
 
 def _windows(starts: list[int], duration: int) -> list[list[int]]:
