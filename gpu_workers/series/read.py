@@ -14,8 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from queues import codec
 from queues.drive import gather, run_sync
 from queues.keys import QueueKeys
+from queues.metrics import TARGETS
 
 from .. import defaults
 from ..fleet import Fleet
@@ -74,8 +76,66 @@ def queue_series(
     by_t = _queue_points(client, keys, refs, level, starts[0], starts[-1] + width)
     live = [s for s in starts[-2:] if s not in by_t] if level == "1m" else []
     by_t.update(_live(client, refs, live, now_ms, sample_jobs))
+    if len(refs) == 1:  # no sampler ran then: BullMQ's own counts, if kept
+        gaps = [s for s in starts if s not in by_t]
+        by_t.update(_from_bullmq(client, refs[0], gaps, width, starts[0]))
     merged = {t: points.over_queues(ps, t) for t, ps in by_t.items()}
     return _columns(range_name, width, starts, merged, live)
+
+
+def _from_bullmq(
+    client: Any, ref: tuple[str, str], gaps: Sequence[int], width: int, first: int
+) -> dict[int, list[points.Point]]:
+    """Completed and failed counts of the buckets no sampler wrote, from
+    BullMQ's per-minute metrics where workers keep them (a bounded read: the
+    range's minutes of two lists). Minutes after the metrics' last one are
+    unknown, not zero: a worker that keeps none may have run jobs then."""
+    if not gaps:
+        return {}
+    q = QueueKeys(ref[1], ref[0])
+    minutes = (gaps[-1] + width - first) // MINUTE_MS + 1
+    pipe = client.pipeline(transaction=False)
+    for target in TARGETS:
+        pipe.hmget(q.metrics(target), "count", "prevTS", "prevCount")
+        pipe.lrange(q.metrics_data(target), 0, minutes)
+    found = pipe.execute()
+    per = [_bucket_counts(m, d, gaps, width) for m, d in zip(found[0::2], found[1::2])]
+    out: dict[int, list[points.Point]] = {}
+    for b in gaps:
+        point: points.Point = {"t": b, "m": width // MINUTE_MS}
+        for name, counts in zip(("c", "f"), per):
+            if b in counts:
+                point[name] = counts[b]
+        if "c" in point or "f" in point:
+            out[b] = [point]
+    return out
+
+
+def _bucket_counts(
+    meta: list[Any], data: list[Any], starts: Sequence[int], width: int
+) -> dict[int, int]:
+    """Jobs BullMQ's metrics (hash `meta`, list `data`: the minutes before
+    prevTS's, newest first) counted in each bucket, for the buckets it holds
+    any minute of; see sample.metrics_in_minute for the layout."""
+    count, prev_ts, prev_count = (codec.to_int(v) for v in meta)
+    if count is None or prev_ts is None:
+        return {}
+    latest = prev_ts // MINUTE_MS
+    kept = [codec.to_int(v, 0) or 0 for v in data]
+    out = {}
+    for b in starts:
+        lo, hi = b // MINUTE_MS, min((b + width) // MINUTE_MS - 1, latest)
+        if hi < lo:
+            continue  # after the metrics' last minute: unknown
+        total = count - (prev_count or 0) if hi == latest else 0
+        # minute m is kept[latest - 1 - m]: minutes lo..min(hi, latest - 1)
+        top = min(hi, latest - 1)
+        if top >= lo and latest - 1 - top < len(kept):
+            total += sum(kept[latest - 1 - top : latest - lo])
+        elif top >= lo:
+            continue  # older than the metrics keep
+        out[b] = total
+    return out
 
 
 def overall_series(

@@ -191,3 +191,21 @@ def test_the_overall_series_combines_every_queue_a_minute_later(
     tail = overall_series(r, KEYS, refs, "1h", much_later + 1000)
     assert tail["completed"][-1] == 2 and tail["live_from"] is not None
     other.close()
+
+
+def test_minutes_no_sampler_saw_come_from_bullmq_metrics(
+    r: redis.Redis, q: Queue
+) -> None:
+    """Before sampling began (or while no sampler ran), a queue's chart still
+    counts the jobs BullMQ's per-minute metrics recorded, even those removed
+    on completion; minutes after the metrics' last one stay unknown."""
+    t0 = last_minute(FUTURE) - 20 * MIN
+    finish(q, r, 3, t0, t0 + 100, t0 + 200, keep={"count": 0}, max_metrics=100)
+    later = t0 + 5 * MIN
+    finish(q, r, 2, later, later + 100, later + 200, keep={"count": 0}, max_metrics=100)
+    chart = queue_series(r, KEYS, [("bull", q.name)], "1h", t0 + 20 * MIN + 30_000)
+    done = dict(zip(chart["t"], chart["completed"]))
+    assert done[t0 // 1000] == 3 and done[later // 1000] == 2
+    assert done[(t0 + MIN) // 1000] == 0  # metrics kept, nothing finished
+    assert done[(later + MIN) // 1000] is None  # after their last minute
+    assert all(v is None for v in chart["wait_p95"][:-2])  # counts only
