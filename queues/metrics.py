@@ -8,6 +8,7 @@ client reads it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,7 @@ from .state import JobState
 
 #: The job outcomes metrics are kept for.
 TARGETS = ("completed", "failed")
+MINUTE_MS = 60_000
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,30 @@ class Metrics:
     meta: MetricsMeta
     data: list[int]
     count: int
+
+    def per_bucket(self, starts_ms: Sequence[int], width_ms: int) -> dict[int, int]:
+        """Jobs counted in each bucket [start, start + width) these metrics
+        cover (`data` read from its head): prev_ts's minute is still open
+        (count - prev_count so far), `data` holds the minutes before it,
+        newest first. A bucket wholly after prev_ts's minute, or older than
+        the data read, is left out (unknown), as are all when none are kept."""
+        if not self.meta.prev_ts:
+            return {}
+        latest = self.meta.prev_ts // MINUTE_MS
+        out = {}
+        for start in starts_ms:
+            first = start // MINUTE_MS
+            last = min((start + width_ms) // MINUTE_MS - 1, latest)
+            if last < first:
+                continue
+            total = self.meta.count - self.meta.prev_count if last == latest else 0
+            newest = min(last, latest - 1)  # the bucket's newest minute in `data`
+            if newest >= first:
+                if latest - 1 - newest >= len(self.data):
+                    continue
+                total += sum(self.data[latest - 1 - newest : latest - first])
+            out[start] = total
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         """BullMQ's JSON shape: {meta: {count, prevTS, prevCount}, data, count}."""
@@ -92,9 +118,18 @@ def get_metrics(
             Cmd(("LLEN", keys.metrics_data(name))),
         ]
     )
+    return parse_metrics(meta, data, int(length))
+
+
+def parse_metrics(
+    meta: Sequence[Any], data: Sequence[Any], length: int | None = None
+) -> Metrics:
+    """Metrics from the replies to HMGET count prevTS prevCount and an
+    LRANGE of the data list (`length`: the whole list's, if read)."""
     count, prev_ts, prev_count = (_number(v) for v in meta)
+    values = [_number(v) for v in data]
     return Metrics(
         MetricsMeta(count, prev_ts, prev_count),
-        [_number(v) for v in data],
-        int(length),
+        values,
+        len(values) if length is None else length,
     )

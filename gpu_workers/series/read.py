@@ -14,16 +14,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from queues import codec
 from queues.drive import gather, run_sync
 from queues.keys import QueueKeys
-from queues.metrics import TARGETS
+from queues.metrics import MINUTE_MS, TARGETS, parse_metrics
 
 from .. import defaults
 from ..fleet import Fleet
 from ..keys import BullpenKeys
 from . import points, store
-from .sample import MINUTE_MS, queue_point_op
+from .sample import queue_point_op
 from .sampler import gpu_point
 
 RANGES = defaults.SERIES_RANGES
@@ -99,7 +98,10 @@ def _from_bullmq(
         pipe.hmget(q.metrics(target), "count", "prevTS", "prevCount")
         pipe.lrange(q.metrics_data(target), 0, minutes)
     found = pipe.execute()
-    per = [_bucket_counts(m, d, gaps, width) for m, d in zip(found[0::2], found[1::2])]
+    per = [
+        parse_metrics(meta, data).per_bucket(gaps, width)
+        for meta, data in zip(found[0::2], found[1::2])
+    ]
     out: dict[int, list[points.Point]] = {}
     for b in gaps:
         point: points.Point = {"t": b, "m": width // MINUTE_MS}
@@ -108,33 +110,6 @@ def _from_bullmq(
                 point[name] = counts[b]
         if "c" in point or "f" in point:
             out[b] = [point]
-    return out
-
-
-def _bucket_counts(
-    meta: list[Any], data: list[Any], starts: Sequence[int], width: int
-) -> dict[int, int]:
-    """Jobs BullMQ's metrics (hash `meta`, list `data`: the minutes before
-    prevTS's, newest first) counted in each bucket, for the buckets it holds
-    any minute of; see sample.metrics_in_minute for the layout."""
-    count, prev_ts, prev_count = (codec.to_int(v) for v in meta)
-    if count is None or prev_ts is None:
-        return {}
-    latest = prev_ts // MINUTE_MS
-    kept = [codec.to_int(v, 0) or 0 for v in data]
-    out = {}
-    for b in starts:
-        lo, hi = b // MINUTE_MS, min((b + width) // MINUTE_MS - 1, latest)
-        if hi < lo:
-            continue  # after the metrics' last minute: unknown
-        total = count - (prev_count or 0) if hi == latest else 0
-        # minute m is kept[latest - 1 - m]: minutes lo..min(hi, latest - 1)
-        top = min(hi, latest - 1)
-        if top >= lo and latest - 1 - top < len(kept):
-            total += sum(kept[latest - 1 - top : latest - lo])
-        elif top >= lo:
-            continue  # older than the metrics keep
-        out[b] = total
     return out
 
 

@@ -11,36 +11,14 @@ each). The backlog and the oldest waiting job are read as they are now.
 
 from __future__ import annotations
 
-from typing import Any
-
 from queues import codec, ops
 from queues.drive import gather
 from queues.keys import QueueKeys
-from queues.metrics import TARGETS
+from queues.metrics import MINUTE_MS, TARGETS, parse_metrics
 
 from .points import Point, percentile
 
-MINUTE_MS = 60_000
 _TIMES = ("timestamp", "delay", "processedOn", "finishedOn")
-
-
-def metrics_in_minute(meta: list[Any], data: list[Any], minute_ms: int) -> int | None:
-    """Jobs BullMQ's metrics counted in the minute starting at `minute_ms`,
-    from its hash (count, prevTS, prevCount) and the head of its list; None
-    when nobody keeps metrics or the minute is not among those read."""
-    count, prev_ts, prev_count = (codec.to_int(v) for v in meta)
-    if count is None or prev_ts is None:
-        return None
-    # prevTS's minute is still open (count - prevCount so far); the list
-    # holds the minutes before it, newest first.
-    latest = prev_ts // MINUTE_MS
-    wanted = minute_ms // MINUTE_MS
-    if wanted == latest:
-        return count - (prev_count or 0)
-    if wanted > latest:
-        return 0  # nothing finished since prevTS
-    k = latest - 1 - wanted
-    return codec.to_int(data[k], 0) if k < len(data) else None
 
 
 def _window_op(
@@ -74,7 +52,8 @@ def _window_op(
     rows, lists = second[: len(wanted)], dict(zip(kept, second[len(wanted) :]))
     finished = []
     for target, n, meta in zip(TARGETS, counted, metas):
-        by_metrics = metrics_in_minute(meta, lists.get(target, []), start_ms)
+        bullmq = parse_metrics(meta, lists.get(target, []))
+        by_metrics = bullmq.per_bucket([start_ms], MINUTE_MS).get(start_ms)
         finished.append(max(int(n), by_metrics or 0))
     waits, runs = [], []
     for stamp, delay, started, ended in rows:

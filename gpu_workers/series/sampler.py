@@ -16,13 +16,14 @@ from typing import Any
 from queues.connection import sync_client
 from queues.drive import gather, run_sync
 from queues.keys import QueueKeys
+from queues.metrics import MINUTE_MS
 
 from .. import defaults
 from ..clock import now_ms as clock_ms
 from ..fleet import Fleet
 from ..keys import BullpenKeys
 from . import points, store
-from .sample import MINUTE_MS, queue_point_op
+from .sample import queue_point_op
 
 log = logging.getLogger("gpu_workers.series")
 
