@@ -26,6 +26,7 @@ from .common import (
     BadInput,
     Done,
     action,
+    dispatch,
     not_found,
     perm_required,
     queue_ref,
@@ -111,11 +112,7 @@ def bulk_action(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     "all" (every job of `state`, as a batch)."""
     verb = request.POST.get("verb", "")
     views = BATCHES if request.POST.get("scope") == "all" else SELECTED
-    view = views.get(verb)
-    if view is None:
-        return not_found(request, f"no such action on many jobs: {verb!r}")
-    response: HttpResponse = view(request, prefix, name)
-    return response
+    return dispatch(request, views, verb, prefix, name, what="action on many jobs")
 
 
 # --- the batch's progress and Cancel -----------------------------------------

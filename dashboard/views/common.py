@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import wraps
 from typing import Any
@@ -76,6 +76,21 @@ def not_found(request: HttpRequest, message: str) -> HttpResponse:
     template = "dashboard/_flash.html" if is_htmx(request) else "dashboard/404.html"
     context = {"level": "error", "message": message, "exception": message}
     return render(request, template, context, status=404)
+
+
+def dispatch(
+    request: HttpRequest,
+    actions: Mapping[str, View],
+    verb: str,
+    *args: str,
+    what: str = "action",
+) -> HttpResponse:
+    """The action view of `verb` called with `args` (the URL's parts), or our
+    404 naming the verb when there is none."""
+    view = actions.get(verb)
+    if view is None:
+        return not_found(request, f"no such {what}: {verb!r}")
+    return view(request, *args)
 
 
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:

@@ -39,8 +39,8 @@ from .common import (
     BadInput,
     Done,
     action,
+    dispatch,
     live_json,
-    not_found,
     perm_required,
     queue_ref,
 )
@@ -331,7 +331,4 @@ def job_action(
     request: HttpRequest, prefix: str, name: str, job_id: str, verb: str
 ) -> HttpResponse:
     """POST /queues/<prefix>/<name>/jobs/<id>/actions/<verb>/."""
-    view = ACTIONS.get(verb)
-    if view is None:
-        return not_found(request, f"no such action: {verb}")
-    return view(request, prefix, name, job_id)
+    return dispatch(request, ACTIONS, verb, prefix, name, job_id)

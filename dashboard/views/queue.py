@@ -29,10 +29,10 @@ from .common import (
     BadInput,
     Done,
     action,
+    dispatch,
     int_param,
     is_htmx,
     live_json,
-    not_found,
     perm_required,
     queue_ref,
 )
@@ -267,7 +267,4 @@ def queue_action(
     request: HttpRequest, prefix: str, name: str, verb: str
 ) -> HttpResponse:
     """POST /queues/<prefix>/<name>/actions/<verb>/."""
-    view = ACTIONS.get(verb)
-    if view is None:
-        return not_found(request, f"no such action: {verb}")
-    return view(request, prefix, name)
+    return dispatch(request, ACTIONS, verb, prefix, name)

@@ -31,8 +31,8 @@ from .common import (
     BadInput,
     Done,
     action,
+    dispatch,
     int_param,
-    not_found,
     perm_required,
     queue_ref,
 )
@@ -183,10 +183,7 @@ def scheduler_action(
     request: HttpRequest, prefix: str, name: str, scheduler_id: str, verb: str
 ) -> HttpResponse:
     """POST /queues/<prefix>/<name>/schedulers/<id>/actions/<verb>/."""
-    view = ITEM_ACTIONS.get(verb)
-    if view is None:
-        return not_found(request, f"no such action: {verb}")
-    return view(request, prefix, name, scheduler_id)
+    return dispatch(request, ITEM_ACTIONS, verb, prefix, name, scheduler_id)
 
 
 def schedulers_url(ref: QueueRef) -> str:
