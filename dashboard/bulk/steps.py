@@ -16,15 +16,11 @@ from queues.state import parse_state
 
 from ..reads import run
 from .records import Batch
+from .selection import VERBS
 
-#: Batch verbs and the states (tabs) each may act on.
-BATCH_VERBS: dict[str, frozenset[str]] = {
-    "retry": frozenset({"failed", "completed"}),
-    "promote": frozenset({"delayed"}),
-    "remove": frozenset(
-        {"failed", "completed", "delayed", "prioritized", "waiting", "waiting-children"}
-    ),
-}
+#: Batch verbs and the states (tabs) each may act on: those of a selection
+#: but Cancel (a request to each job's GPU worker, never a batch).
+BATCH_VERBS = {verb: states for verb, states in VERBS.items() if verb != "cancel"}
 #: States kept in sorted sets whose score only grows for newcomers (their
 #: finish time): the bound is "now" when the batch starts.
 FINISHED = frozenset({"failed", "completed"})
