@@ -75,9 +75,11 @@ class _Sampler:
             return True
 
     def _run(self) -> None:
+        sampler: SeriesSampler | None = None
         while not self.stop.is_set():
             try:
-                sampler = SeriesSampler(client(), conf.get().namespace)
+                # One sampler for the thread: it remembers the claims it tried.
+                sampler = sampler or SeriesSampler(client(), conf.get().namespace)
                 sampler.tick_quietly(
                     [(r.prefix, r.name) for r in known_queues()], overall=True
                 )

@@ -67,12 +67,24 @@ class SeriesSampler:
         self.client: Any = sync_client(connection)
         self.keys = BullpenKeys(namespace)
         self.sample_jobs = sample_jobs
+        #: Claim keys this sampler tried, by minute: a tick every few seconds
+        #: sees the same minute again, and a claim lost (or won) stays so.
+        self._tried: dict[str, int] = {}
 
-    def _claim(self, names: list[str]) -> list[bool]:
+    def _claim(self, names: list[str], minute: int) -> list[bool]:
+        """Which of the minute's claim keys this sampler wins (SET NX); keys
+        it tried before answer False without a round trip."""
+        old = minute - 2 * MINUTE_MS
+        self._tried = {k: m for k, m in self._tried.items() if m >= old}
+        fresh = [n for n in names if n not in self._tried]
+        if not fresh:
+            return [False] * len(names)
         pipe = self.client.pipeline(transaction=False)
-        for name in names:
+        for name in fresh:
             pipe.set(name, "1", nx=True, ex=defaults.SERIES_CLAIM_TTL_S)
-        return [bool(r) for r in pipe.execute()] if names else []
+        won = {n: bool(r) for n, r in zip(fresh, pipe.execute())}
+        self._tried.update(dict.fromkeys(fresh, minute))
+        return [won.get(n, False) for n in names]
 
     def tick(
         self,
@@ -85,7 +97,9 @@ class SeriesSampler:
         now = now_ms if now_ms is not None else clock_ms()
         minute = last_minute(now)
         refs = sorted(set(queues))
-        claims = self._claim([self.keys.series_claim(p, q, minute) for p, q in refs])
+        claims = self._claim(
+            [self.keys.series_claim(p, q, minute) for p, q in refs], minute
+        )
         mine = [ref for ref, won in zip(refs, claims) if won]
         written = 0
         if mine:
@@ -129,7 +143,8 @@ class SeriesSampler:
         now = now_ms if now_ms is not None else clock_ms()
         minute = last_minute(now) - MINUTE_MS
         refs = sorted(set(queues))
-        if not refs or not self._claim([self.keys.series_overall_claim(minute)])[0]:
+        claim = [self.keys.series_overall_claim(minute)]
+        if not refs or not self._claim(claim, minute)[0]:
             return False
         level = store.LEVEL_NAMES[0]
         found = store.read(
@@ -160,7 +175,7 @@ class SeriesSampler:
             if isinstance(g.get("uuid"), str)
         ]
         claims = self._claim(
-            [self.keys.gpu_series_claim(g["uuid"], minute) for g in rows]
+            [self.keys.gpu_series_claim(g["uuid"], minute) for g in rows], minute
         )
         mine = [g for g, won in zip(rows, claims) if won]
         if not mine:

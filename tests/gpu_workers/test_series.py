@@ -209,3 +209,23 @@ def test_minutes_no_sampler_saw_come_from_bullmq_metrics(
     assert done[(t0 + MIN) // 1000] == 0  # metrics kept, nothing finished
     assert done[(later + MIN) // 1000] is None  # after their last minute
     assert all(v is None for v in chart["wait_p95"][:-2])  # counts only
+
+
+def test_a_sampler_claims_a_minute_once(
+    r: redis.Redis, q: Queue, redis_url: str
+) -> None:
+    """Ticks every few seconds see the same minute again: a sampler that
+    already tried its claims sends no SET for them until the next minute."""
+    sampler = SeriesSampler(redis_url)
+    m = last_minute(FUTURE)
+    refs = [("bull", q.name)]
+
+    def sets() -> int:
+        return int(r.info("commandstats").get("cmdstat_set", {}).get("calls", 0))
+
+    assert sampler.tick(refs, gpus=False, now_ms=m + MIN + 6000) == 1
+    before = sets()
+    assert sampler.tick(refs, gpus=False, now_ms=m + MIN + 21_000) == 0
+    assert sets() == before
+    sampler.tick(refs, gpus=False, now_ms=m + 2 * MIN + 6000)  # the next minute
+    assert sets() > before
