@@ -316,21 +316,38 @@ def read_summed(
 ) -> tuple[list[tuple[int, Row]], dict[str, Row]]:
     """Each bucket's total and each key's sum over the buckets, summed in
     Redis (one script call; the buckets share a hash tag)."""
-    if not starts:
-        return [], {}
-    hashes = [keys.gputime(period, bucket_stamp(period, b), dim) for b in starts]
-    buckets, flat = client.register_script(_SUM)(keys=hashes)
+    return read_summed_many(client, keys, [(period, starts, dim)])[0]
+
+
+def read_summed_many(
+    client: Any, keys: BullpenKeys, asks: list[tuple[str, list[int], str]]
+) -> list[tuple[list[tuple[int, Row]], dict[str, Row]]]:
+    """`read_summed` of several (period, starts, dim) in one round trip."""
+    script = client.register_script(_SUM)
+    pipe = client.pipeline(transaction=False)
+    for period, starts, dim in asks:
+        hashes = [keys.gputime(period, bucket_stamp(period, b), dim) for b in starts]
+        if hashes:
+            script(keys=hashes, client=pipe)
+    replies = iter(pipe.execute() if any(starts for _, starts, _ in asks) else [])
 
     def row(key: str, values: list[Any]) -> Row:
         s, v, n, sim = (float(x) for x in values)
         return Row(key, s, v, int(n), sim)
 
-    totals = [(b, row("total", list(t))) for b, t in zip(starts, buckets)]
-    sums = {}
-    for i in range(0, len(flat), 5):
-        key = _text(flat[i])
-        sums[key] = row(key, flat[i + 1 : i + 5])
-    return totals, sums
+    out: list[tuple[list[tuple[int, Row]], dict[str, Row]]] = []
+    for _, starts, _ in asks:
+        if not starts:
+            out.append(([], {}))
+            continue
+        buckets, flat = next(replies)
+        totals = [(b, row("total", list(t))) for b, t in zip(starts, buckets)]
+        sums = {}
+        for i in range(0, len(flat), 5):
+            key = _text(flat[i])
+            sums[key] = row(key, flat[i + 1 : i + 5])
+        out.append((totals, sums))
+    return out
 
 
 def read_totals(client: Any, keys: BullpenKeys) -> dict[str, dict[str, Row]]:

@@ -28,6 +28,7 @@ from gpu_workers.gputime import (
     bucket_starts,
     read_buckets,
     read_summed,
+    read_summed_many,
     sum_rows,
 )
 from gpu_workers.keys import BullpenKeys
@@ -155,8 +156,9 @@ def gpu_time(
         per_bucket = [(b, _total(parts.values()), parts) for b, parts in read]
         summed = sum_rows(parts for _, parts in read)
     elif by_days:  # many hours: keys summed over their days, hours' totals
-        summed = read_summed(client, keys, DAY, days, choice.group)[1]
-        totals = read_summed(client, keys, HOUR, starts, ALL)[0]
+        (_, summed), (totals, _) = read_summed_many(
+            client, keys, [(DAY, days, choice.group), (HOUR, starts, ALL)]
+        )
         per_bucket = [(b, t, {}) for b, t in totals]
     else:  # the page: summed in Redis
         totals, summed = read_summed(client, keys, choice.period, starts, choice.group)
