@@ -3,6 +3,7 @@ a page over a dead Redis answers "Redis is not answering" in seconds."""
 
 from __future__ import annotations
 
+import threading
 from functools import cache, lru_cache
 from typing import Any
 
@@ -46,13 +47,23 @@ def connect(url: str) -> Any:
     )
 
 
-@cache
+_client_lock = threading.Lock()
+
+
 def client() -> redis.Redis:
     """One client per process for the pages (a cluster client on a cluster,
     which serves the same commands). A cluster client asks a node for the
     cluster's layout when made: none answering raises a ConnectionError, so
     pages answer the 503 of a dead Redis (nothing is cached: the next
-    request tries again)."""
+    request tries again). Made under a lock: threads that both found none
+    would each make one, and the one not kept, dropped, closes its pool
+    under the pipeline its caller still runs ("Bad file descriptor")."""
+    with _client_lock:
+        return _made_client()
+
+
+@cache
+def _made_client() -> redis.Redis:
     try:
         made: redis.Redis = connect(settings.REDIS_URL)
     except RedisClusterException as exc:
@@ -74,5 +85,5 @@ def queue(prefix: str, name: str) -> Queue:
 
 def reset() -> None:
     """Forget the client and the Queue objects (tests point settings elsewhere)."""
-    client.cache_clear()
+    _made_client.cache_clear()
     queue_on.cache_clear()

@@ -18,7 +18,7 @@ from django.db.migrations.recorder import MigrationRecorder
 from django.test import Client
 
 from dashboard import reads
-from dashboard.redis import client as redis_client
+from dashboard.redis import reset as redis_reset
 from dashboard.views.health import forget_migrations
 from tests.dashboard.daphne_helpers import daphne
 from tests.redis_server import RedisServer
@@ -32,12 +32,12 @@ def own_redis(settings: Any) -> Iterator[RedisServer]:
     server = RedisServer().start()
     settings.REDIS_URL = server.url
     reads.reset()
-    redis_client.cache_clear()
+    redis_reset()
     forget_migrations()
     yield server
     server.stop()
     reads.reset()
-    redis_client.cache_clear()
+    redis_reset()
 
 
 def test_healthz_answers_without_redis_or_login(own_redis: RedisServer) -> None:
@@ -76,11 +76,11 @@ def test_readyz_hides_the_redis_password(settings: Any) -> None:
     """A Redis URL with a password, nothing listening: the 503 names Redis
     down and holds neither the password nor a traceback."""
     settings.REDIS_URL = "redis://:s3cret-pw@127.0.0.1:1/0"
-    redis_client.cache_clear()
+    redis_reset()
     try:
         response = Client().get("/readyz")
     finally:
-        redis_client.cache_clear()
+        redis_reset()
     assert response.status_code == 503
     assert response.json()["redis"].startswith("down: ")
     assert b"s3cret-pw" not in response.content
