@@ -29,6 +29,7 @@ import redis
 
 from dashboard import conf
 from dashboard.conf import DEFAULTS, DashboardConf
+from dashboard.live import defaults as live_defaults
 from gpu_workers import Fleet
 from queues.devredis import RedisServer
 
@@ -56,7 +57,8 @@ def daphne_args(
     log = ["--access-log", access_log] if access_log else []
     interface = host.strip("[]").replace(":", r"\:")  # an IPv6 address's colons
     endpoint = f"tcp:port={port}:interface={interface}:backlog={backlog}"
-    return ["-m", "dashboard.serve", "-e", endpoint, *log, ASGI_APP]
+    handshake = ["--websocket_connect_timeout", str(live_defaults.HANDSHAKE_TIMEOUT_S)]
+    return ["-m", "dashboard.serve", "-e", endpoint, *log, *handshake, ASGI_APP]
 
 
 def secret_key_beside(db_path: str | Path) -> str:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dashboard.live.defaults import HANDSHAKE_TIMEOUT_S
 from dashboard.run import daphne_args
 from queues.devredis import free_port
 from tests.helpers import wait_until
@@ -173,8 +174,13 @@ class LiveSocket:
             headers={"Cookie": f"sessionid={session_key}"},
         )
         factory.protocol = Protocol
+        # The server decides when a handshake has taken too long (daphne's
+        # connect timeout, HANDSHAKE_TIMEOUT_S), as for a browser, which has
+        # no opening timeout of its own; autobahn's 5 s would decide first.
+        wait_s = HANDSHAKE_TIMEOUT_S + 5
+        factory.setProtocolOptions(openHandshakeTimeout=wait_s)
         await loop.create_connection(factory, host, int(port))
-        await asyncio.wait_for(opened, 10)
+        await asyncio.wait_for(opened, wait_s)
         return sock
 
     def send(self, message: dict[str, Any]) -> None:

@@ -1,7 +1,9 @@
 """A reconnect storm: every browser of a restarted dashboard comes back at
 once. daphne, started as everything starts it (`daphne_args`), listens with
 a backlog that holds them (twisted's own, 50, refused part of 200 clients on
-a loaded machine), and all of them get their socket and their counts."""
+a loaded machine) and gives each handshake HANDSHAKE_TIMEOUT_S (daphne's own,
+5 s, dropped 148 of 200 on a busy machine), and all of them get their socket
+and their counts."""
 
 from __future__ import annotations
 
@@ -12,12 +14,13 @@ import time
 from pathlib import Path
 
 from dashboard.conf import DEFAULTS
+from dashboard.live.defaults import HANDSHAKE_TIMEOUT_S
+from dashboard.run import daphne_args
 from queues import Queue
 from tests.dashboard.daphne_helpers import LiveSocket, daphne, viewer_session
 
-#: Clients connecting at once, and how long all of them may take (s).
+#: Clients connecting at once.
 STORM = 200
-STORM_BOUND_S = 20
 #: How long daphne accepts nothing while the storm arrives (s): as a busy or
 #: just-started server, so that the kernel's backlog alone must hold them.
 STALL_S = 1.5
@@ -56,13 +59,25 @@ def test_daphne_listens_with_the_configured_backlog(
         assert listen_backlog(port) == DEFAULTS.listen_backlog
 
 
+def test_daphne_gives_each_handshake_the_configured_time() -> None:
+    """`daphne_args` sets daphne's connect (and opening handshake) timeout to
+    HANDSHAKE_TIMEOUT_S, not daphne's 5 s."""
+    from daphne.cli import CommandLineInterface
+
+    parsed = CommandLineInterface().parser.parse_args(daphne_args("127.0.0.1", 0)[2:])
+    assert parsed.websocket_connect_timeout == HANDSHAKE_TIMEOUT_S > 5
+
+
 def test_a_storm_of_sockets_is_accepted(
     tmp_path: Path, redis_url: str, qname: str
 ) -> None:
     """STORM websockets opened at the same moment, while daphne accepts
     nothing for STALL_S (stopped, as a loaded or just-restarted server), are
-    all accepted (none refused, none timed out, none dropped by a full
-    accept queue) and all subscribed within STORM_BOUND_S."""
+    all accepted (none refused, none dropped by a full accept queue, none
+    dropped by the server's handshake timeout: the clients wait longer than
+    the server, as browsers do) and all subscribed. How long the storm takes
+    is this machine's speed, not a guarantee (13.6 s at load 9 on 2 cores):
+    it is printed, and each wait is bounded by the server's own timeout."""
     key = f"bull:{qname}"
     Queue(qname, redis_url).add("j", {})
     with daphne(tmp_path, redis_url) as server:
@@ -70,7 +85,7 @@ def test_a_storm_of_sockets_is_accepted(
 
         async def counts(sock: LiveSocket) -> None:
             sock.send({"type": "subscribe", "queues": [key]})
-            while (await asyncio.wait_for(sock.messages.get(), STORM_BOUND_S))[
+            while (await asyncio.wait_for(sock.messages.get(), HANDSHAKE_TIMEOUT_S))[
                 "type"
             ] != "counts":
                 pass
@@ -94,9 +109,8 @@ def test_a_storm_of_sockets_is_accepted(
             assert dropped == 0, f"the accept queue overflowed {dropped} times"
             socks = [o for o in opened if isinstance(o, LiveSocket)]
             await asyncio.gather(*(counts(s) for s in socks))
-            took = time.monotonic() - start
+            print(f"{STORM} sockets subscribed in {time.monotonic() - start:.1f} s")
             for sock in socks:
                 sock.close()
-            assert took < STORM_BOUND_S, f"the storm took {took:.1f} s"
 
-        asyncio.run(asyncio.wait_for(test(), 2 * STORM_BOUND_S))
+        asyncio.run(asyncio.wait_for(test(), 3 * HANDSHAKE_TIMEOUT_S))
