@@ -33,11 +33,32 @@ def live(fleet: Fleet) -> list[dict[str, Any]]:
     ]
 
 
-def rate(q: Queue, seconds: float) -> float:
-    """Jobs completed per second over the next `seconds`."""
-    start, t0 = q.get_counts()["completed"], time.monotonic()
+def window(seconds: float) -> tuple[float, float]:
+    """The next `seconds`, as (start, end) in epoch ms (the clock of the
+    jobs' processedOn and finishedOn: workers on this host)."""
+    start = time.time() * 1000
     time.sleep(seconds)
-    return (q.get_counts()["completed"] - start) / (time.monotonic() - t0)
+    return start, time.time() * 1000
+
+
+def rate_in(finished: list[int], span: tuple[float, float]) -> float:
+    """Jobs per second between the first and the last completion inside
+    `span` (from the jobs' own finishedOn, so a counter read late on a busy
+    machine does not move it)."""
+    times = sorted(t for t in finished if span[0] <= t <= span[1])
+    if len(times) < 2 or times[-1] == times[0]:
+        return 0.0
+    return (len(times) - 1) * 1000 / (times[-1] - times[0])
+
+
+def peak_running(intervals: list[tuple[int, int]]) -> int:
+    """The most jobs running at one moment, from (processedOn, finishedOn)."""
+    edges = sorted([(a, 1) for a, _ in intervals] + [(b, -1) for _, b in intervals])
+    running = peak = 0
+    for _, step in edges:  # an end sorts before a start at the same ms
+        running += step
+        peak = max(peak, running)
+    return peak
 
 
 def scenario(
@@ -61,14 +82,15 @@ def scenario(
         wait_for(lambda: len(live(fleet)) == 1, timeout, "one worker")
         q.add_bulk([JOB] * jobs)
         wait_for(lambda: q.get_counts()["completed"] >= 2, timeout, "the first jobs")
-        one = rate(q, window_s)
+        one = window(window_s)
+        scaled_up_ms = time.time() * 1000
         fleet.set_desired(HOST, QUEUE, workers=4)
         wait_for(
             lambda: len([w for w in live(fleet) if w["state"] == "busy"]) == 4,
             timeout,
             "four busy workers",
         )
-        four = rate(q, window_s)
+        four = window(window_s)
         wait_for(
             lambda: q.get_counts()["waiting"] <= 4, timeout, "the backlog to shrink"
         )
@@ -84,10 +106,20 @@ def scenario(
         wait_for(scaled_down, timeout, "the scale-down", interval=0.02)
         wait_for(lambda: q.get_counts()["completed"] == jobs, timeout, "every job")
         stream = q.client.xrange(q.keys.events, count=100_000)
+        done = [
+            (j.processed_on or 0, j.finished_on or 0)
+            for j in q.get_jobs("completed", 0, jobs)
+        ]
+        rate_1 = rate_in([b for _, b in done], one)
+        rate_4 = rate_in([b for _, b in done], four)
         return {
-            "rate_1": one,
-            "rate_4": four,
-            "speedup": four / one if one else 0.0,
+            "rate_1": rate_1,
+            "rate_4": rate_4,
+            "speedup": rate_4 / rate_1 if rate_1 else 0.0,
+            "peak_running_before_scale_up": peak_running(
+                [(a, b) for a, b in done if a < scaled_up_ms]
+            ),
+            "peak_running": peak_running(done),
             "counts": q.get_counts(),
             "running_at_scale_down": running,
             "finished": {
