@@ -12,6 +12,8 @@ import redis
 
 from gpu_workers import defaults
 from gpu_workers.waiting import WaitingReason, explain
+from gpu_workers.waiting.line import span_between
+from gpu_workers.waiting.place import Place, wait_place
 from queues import Job, Queue
 from queues.connection import sync_client
 from tests.dashboard.helpers import run_jobs
@@ -208,3 +210,37 @@ def test_round_trips_at_60_and_at_100k(
     assert back_large["ahead"] == 100_001
     assert large == small
     assert trips_small == trips_large == 4
+
+
+@pytest.mark.parametrize(
+    ("length", "front", "back", "place"),
+    [
+        (5, 7, None, Place(0, 0)),  # jobs LPUSHed after LLEN: never negative
+        (5, None, 9, Place(0, 0)),
+        (5, None, 1, Place(3, 3)),
+        (1, 0, 0, Place(0, 0)),
+        (0, 0, None, Place(0, 0)),  # popped after LLEN, found before
+        (10, None, None, Place(3, 6)),
+        (7, None, None, Place(3, 3)),
+        (6, None, None, None),  # both scans read it all: it moved
+        (None, 2, 2, None),
+    ],
+)
+def test_a_place_read_from_a_moving_list_stays_consistent(
+    length: int | None, front: int | None, back: int | None, place: Place | None
+) -> None:
+    """LLEN and the two LPOS replies of one pipeline (scan 3) that disagree,
+    as a list moving between them can make them, still give a place with no
+    negative number, none past the last place, and least <= most."""
+    assert wait_place(length, front, back, 3) == place
+
+
+def test_etas_read_as_people_say_them() -> None:
+    """An ETA range in whole units, widened outwards to hold both ends."""
+    minute = 60_000
+    assert span_between(8 * minute + 20_000, 40 * minute + 5_000) == (
+        "between 8 and 41 min"
+    )
+    assert span_between(50 * minute, 3 * 60 * minute) == "between 50 min and 3 h"
+    assert span_between(12 * minute, 12 * minute) == "about 12 min"
+    assert span_between(400, 30_000) == "between 400 ms and 30 s"
