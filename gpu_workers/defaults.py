@@ -80,8 +80,9 @@ EXIT_CONFIG = 78
 METRICS_DATA_POINTS = 7 * 24 * 60
 
 # --- "why is this job waiting?" (waiting/) ---
-#: Ids of `wait` an LPOS scans (from the tail, where workers pop) for a job's
-#: place in line; a job further back reads as "more than this many ahead".
+#: Ids of `wait` each of two LPOS scans reads for a job's place in line, one
+#: from the tail (the front of the line), one from the head (the back); a job
+#: further than this from both ends reads as a range of places.
 WAITING_POSITION_SCAN = 10_000
 #: Pending children a waiting parent names (SRANDMEMBER count).
 WAITING_CHILDREN_SHOWN = 10

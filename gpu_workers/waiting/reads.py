@@ -2,6 +2,13 @@
 and each job's own facts, sent together as one pipeline whatever the queue's
 length; the fleet's heartbeats and the CLIENT LIST census come beside them.
 
+The pipeline is not a transaction, though a job's place in line is read
+with several commands: `queues.drive` sends a MULTI/EXEC as a request of its
+own, so the place's commands alone in one would cost a round trip more, and
+the whole batch in one cannot run on a Redis Cluster, where it spans slots
+(the queue's keys, Bullpen's job records). place.py clamps what a list that
+moved between two commands may answer.
+
 Every reply is parsed leniently: a field another client wrote oddly reads as
 None (unknown), never as an exception.
 """
@@ -21,6 +28,7 @@ from queues.ops import Cmd, Eval
 
 from .. import defaults
 from ..keys import BullpenKeys
+from .place import Place, prioritized_place, wait_place
 
 MINUTE_MS = 60_000
 #: A prioritized score is priority times this, plus a counter (BullMQ).
@@ -77,9 +85,8 @@ class JobFacts:
     """What a job's own keys say: due time, place in line, children, VRAM."""
 
     due_ms: int | None = None
-    #: Index in `wait` counted from the tail (0 = next), None past the scan.
-    wait_from_tail: int | None = None
-    prio_rank: int | None = None
+    #: Jobs ahead of it (exact or a range), None when it left its list.
+    place: Place | None = None
     prio_before_own: int | None = None
     pending_children: int | None = None
     children_sample: list[str] = field(default_factory=list)
@@ -154,8 +161,12 @@ def _job_cmds(
     if state == "delayed":
         cmds.append(Cmd(("ZSCORE", keys.delayed, job_id)))
     elif state == "waiting":
+        # Its own LLEN right before the scans (place.py): the queue's, read at
+        # the head of a long pipeline, may be further from them in time.
         scan = defaults.WAITING_POSITION_SCAN
+        cmds.append(Cmd(("LLEN", keys.wait)))
         cmds.append(Cmd(("LPOS", keys.wait, job_id, "RANK", -1, "MAXLEN", scan)))
+        cmds.append(Cmd(("LPOS", keys.wait, job_id, "RANK", 1, "MAXLEN", scan)))
     elif state == "prioritized":
         cmds.append(Cmd(("ZRANK", keys.prioritized, job_id)))
         own = max(priority, 0) * PRIORITY_SCORE
@@ -177,12 +188,12 @@ def _job_facts(state: str, replies: list[Any], wait_len: int | None) -> JobFacts
         score = as_int(rest[0])
         facts.due_ms = None if score is None else score // DELAYED_SCORE_PER_MS
     elif state == "waiting":
-        index = as_int(rest[0])
-        if index is not None and wait_len is not None:
-            facts.wait_from_tail = max(wait_len - 1 - index, 0)
+        length, front, back = (as_int(v) for v in rest[:3])
+        scan = defaults.WAITING_POSITION_SCAN
+        facts.place = wait_place(length, front, back, scan)
     elif state == "prioritized":
         rank, before = as_int(rest[0]), as_int(rest[1])
-        facts.prio_rank = rank
+        facts.place = prioritized_place(wait_len, rank)
         if rank is not None and before is not None:
             facts.prio_before_own = max(rank - before, 0)
     elif state == "waiting-children":

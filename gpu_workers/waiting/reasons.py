@@ -15,7 +15,8 @@ The codes (stable; docs/http-api.md lists them):
 - `delayed`: delayed until a time
 - `retry_backoff`: a failed attempt's backoff, until a time (attempt k of n)
 - `waiting_for_children`: k of n children still pending
-- `queued`: its place in line, with an ETA at the measured throughput
+- `queued`: its place in line (exact, or a range far from both ends of a
+  long line), with an ETA (or an ETA range) at the measured throughput
 - `unknown`: what Redis holds could not be read (the message says why)
 """
 
@@ -28,8 +29,8 @@ from typing import Any
 from queues import Job
 from queues.flow import split_job_key
 
-from .. import defaults
 from ..units import format_bytes
+from .line import in_line, span
 from .reads import NOT_TAKING, JobFacts, QueueFacts
 
 CODES = (
@@ -81,22 +82,6 @@ class WaitingReason:
 def unknown(why: str) -> WaitingReason:
     """The reason when the facts could not be read."""
     return WaitingReason("unknown", f"Unknown: {why}", {"error": why})
-
-
-def span(ms: int) -> str:
-    """A short duration: 850 ms, 12 s, 3 min 5 s, 2 h 4 min, 3 d 1 h."""
-    if ms < 1000:
-        return f"{max(ms, 0)} ms"
-    s = ms // 1000
-    for unit, size, sub, sub_size in (
-        ("d", 86400, "h", 3600),
-        ("h", 3600, "min", 60),
-        ("min", 60, "s", 1),
-    ):
-        if s >= size:
-            rest = (s % size) // sub_size
-            return f"{s // size} {unit}" + (f" {rest} {sub}" if rest else "")
-    return f"{s} s"
 
 
 def at(ms: int, now_ms: int) -> str:
@@ -181,36 +166,7 @@ def _line(
     job: Job, state: str, q: QueueFacts, j: JobFacts, floor_ms: int = 0
 ) -> WaitingReason:
     """Its place in line; the ETA is at least `floor_ms` (a full limiter)."""
-    if state == "prioritized":
-        ahead = None if j.prio_rank is None else (q.waiting or 0) + j.prio_rank
-        own = j.prio_before_own
-    else:
-        ahead, own = j.wait_from_tail, None
-    numbers: dict[str, Any] = {"ahead": ahead, "priority": job.priority}
-    if own is not None:
-        numbers["ahead_same_priority"] = own
-    if state == "paused":
-        text = "Queued in the paused list (BullMQ 5), behind the jobs before it"
-    elif ahead is None:
-        text = "Queued, no longer where it was read (it moved)"
-        if state == "waiting":
-            numbers["ahead_at_least"] = defaults.WAITING_POSITION_SCAN
-            text = f"Queued behind more than {defaults.WAITING_POSITION_SCAN} jobs"
-    elif ahead == 0:
-        text = "Next in line"
-    else:
-        text = f"{ahead} job{'s' if ahead != 1 else ''} ahead of it"
-        if own is not None:
-            text += f" ({own} of its priority {job.priority})"
-    rate = q.finished_per_min
-    numbers["finished_per_min"] = rate
-    stopped = q.paused or state == "paused" or not q.live_workers
-    if rate and ahead is not None and not stopped:
-        eta_ms = max(int((ahead + 1) / rate * 60_000), floor_ms)
-        numbers["eta_ms"] = eta_ms
-        text += f"; at {rate:.1f} jobs/min it starts in about {span(eta_ms)}"
-    elif not rate and not stopped:
-        text += "; no job finished in the last minutes, so no ETA"
+    text, numbers = in_line(job, state, q, j, floor_ms)
     return WaitingReason("queued", text, numbers)
 
 

@@ -8,11 +8,13 @@ from typing import Any
 
 import jsonschema
 import pytest
+import redis
 
 from queues import Job, Queue, ops
 from tests.api.conftest import ApiClient
+from tests.dashboard.helpers import run_jobs
 from tests.dashboard.test_redaction import HOOK, SECRET
-from tests.gpu_workers.waiting_helpers import connected_worker
+from tests.gpu_workers.waiting_helpers import connected_worker, push_ids
 from tests.helpers import wait_until
 from tests.queues.transitions.helpers import move_to_active
 from tests.queues.worker.helpers import start_worker_thread
@@ -78,3 +80,40 @@ def test_retry_backoff_with_a_redacted_last_error(
     assert before <= reason["until_ms"] - reason["in_ms"] <= after
     assert SECRET not in str(body) and "[redacted]" in reason["last_error"]
     assert "no_worker" in [a["code"] for a in reason["also"]]
+
+
+def _declared(reason: dict[str, Any], doc: dict[str, Any]) -> None:
+    """Every number of `reason` (and of its `also`) is one the OpenAPI
+    document's WaitingReason describes."""
+    schema = doc["components"]["schemas"]["WaitingReason"]
+    known = set(schema["properties"])
+    assert set(reason) <= known, set(reason) - known
+    also = set(schema["properties"]["also"]["items"]["properties"])
+    for other in reason["also"]:
+        assert set(other) <= also, set(other) - also
+
+
+def test_a_long_line_exact_at_the_back_and_a_range_in_the_middle(
+    api: ApiClient, q: Queue, qname: str, api_redis: str, r: redis.Redis
+) -> None:
+    """On a line of 60,001 jobs the one just added has exactly 60,000 ahead
+    and an ETA; one in the middle has `ahead` null, the range [10,000,
+    50,000] and an ETA range; both fields described in /openapi.json."""
+    run_jobs(q, 10, target="completed", value=1)  # 2 jobs/min
+    push_ids(r, q, 30_000, tag="a")
+    middle = q.add("job", {})
+    push_ids(r, q, 30_000, tag="b")
+    newest = q.add("job", {})
+    doc = api.get("/api/v1/openapi.json").json()
+    with connected_worker(api_redis, q):
+        back = _status(api, qname, newest.id)["waiting_reason"]
+        mid = _status(api, qname, middle.id)["waiting_reason"]
+    assert back["code"] == "queued" and back["ahead"] == 60_001
+    assert back["eta_ms"] == 60_002 * 30_000
+    assert mid["code"] == "queued" and mid["ahead"] is None
+    assert (mid["ahead_at_least"], mid["ahead_at_most"]) == (10_000, 50_001)
+    assert mid["eta_at_least_ms"] == 10_001 * 30_000
+    assert mid["eta_at_most_ms"] == 50_002 * 30_000
+    assert mid["message"].startswith("Between 10000 and 50001 jobs ahead of it")
+    for reason in (back, mid):
+        _declared(reason, doc)

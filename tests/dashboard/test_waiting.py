@@ -1,7 +1,7 @@
 """Why is this job waiting, on the pages: the job page's block near the state
 badge (sentence, code, links to pending children and the GPU page), the short
-tag in the job list's rows, and a list whose Redis reads stay the same from a
-queue of 60 jobs to one of 10,050."""
+tag in the job list's rows, a long line's exact places and ranges, and a list
+whose Redis reads stay the same from a queue of 60 jobs to one of 10,050."""
 
 from __future__ import annotations
 
@@ -13,13 +13,16 @@ from django.test import Client
 from django.urls import reverse
 
 from dashboard import reads
+from dashboard.reads import waiting
+from dashboard.reads.discovery import QueueRef
 from queues import FlowProducer, Queue, ops
-from tests.dashboard.helpers import job_url, make_active, queue_url
+from tests.dashboard.helpers import job_url, make_active, queue_url, run_jobs
 from tests.gpu_workers.waiting_helpers import (
     GiB,
     connected_worker,
     demo_job,
     gpu_worker,
+    push_ids,
 )
 from tests.queues.transitions.helpers import move_to_active
 
@@ -124,3 +127,29 @@ def test_list_reads_stay_flat_from_60_to_10k_jobs(
     small = commands()
     q.add_bulk([{"name": "job", "data": {"i": i}} for i in range(9_990)])
     assert commands() == small
+
+
+def test_job_page_on_a_long_line(
+    dashboard_redis: str, admin_client: Client, q: Queue, r: redis.Redis
+) -> None:
+    """On a line of 60,001 jobs the job page says exactly how many are ahead
+    of the one just added, and a range of places and of times for one in the
+    middle; their list tags say the same."""
+    run_jobs(q, 10, target="completed", value=1)  # 2 jobs/min
+    push_ids(r, q, 30_000, tag="a")
+    middle = q.add("job", {})
+    push_ids(r, q, 30_000, tag="b")
+    newest = q.add("job", {})
+    with connected_worker(dashboard_redis, q):
+        back = _block(admin_client.get(job_url(q, newest.id)).content.decode())
+        mid = _block(admin_client.get(job_url(q, middle.id)).content.decode())
+        ref = QueueRef(q.prefix, q.name)
+        found = waiting.reasons(ref, [(newest, "waiting"), (middle, "waiting")])
+    assert 'data-waiting-code="queued"' in back
+    assert (
+        "60001 jobs ahead of it; at 2.0 jobs/min it starts in about 20 d 20 h" in back
+    )
+    assert "Between 10000 and 50001 jobs ahead of it" in mid
+    assert "it starts in between 3 and 18 d" in mid
+    assert waiting.tag(found[newest.id]) == "60001 ahead"
+    assert waiting.tag(found[middle.id]) == "10000–50001 ahead"

@@ -288,8 +288,9 @@ def test_reads_are_bounded_on_a_queue_of_10k(
 ) -> None:
     """A page of 50 rows of a queue of 10,050 waiting jobs costs the same
     commands as on a queue of 60, in four round trips (facts, CLIENT LIST,
-    the fleet's index and records); a job further back than the LPOS scan
-    reads as "more than 10,000 ahead", not as a walk of the whole list."""
+    the fleet's index and records); the job furthest back, past the scan
+    from the front, is found by the bounded scan from the back: exactly
+    10,049 ahead, without a walk of the whole list."""
     gpu_worker(r, q, budget=21 * GiB, committed=0)
     conn = sync_client(redis_url)  # decoding as the pages' client does
 
@@ -312,10 +313,10 @@ def test_reads_are_bounded_on_a_queue_of_10k(
     assert back["ahead"] == 59
     newest = q.add_bulk([{"name": "job", "data": {"i": i}} for i in range(9_990)])
     assert q.get_counts("waiting")["waiting"] == 10_050
-    large, trips_large, oldest = commands_for_page()
+    large, trips_large, furthest = commands_for_page()
     assert large == small
     assert trips_small == trips_large == 4
-    assert oldest["ahead"] is None and oldest["ahead_at_least"] == 10_000
+    assert furthest["ahead"] == 10_049 and "ahead_at_least" not in furthest
 
 
 def test_a_node_workers_manual_rate_limit_and_its_own_limiter(

@@ -86,3 +86,14 @@ def big_gpu(r: redis.Redis, q: Queue, queue: str) -> None:
 def demo_job(q: Queue, vram: str, **options: Any) -> Job[Any]:
     """A `demo` job (gpu_workers.demo_handlers) declaring `vram` in its data."""
     return q.add("demo", {"vram": vram}, **options)
+
+
+def push_ids(r: redis.Redis, q: Queue, n: int, tag: str = "x") -> None:
+    """LPUSH `n` bare ids (no job hash) on `q`'s wait list, at the back of the
+    line, in one pipelined round trip: a long line costs no job hashes."""
+    pipe = r.pipeline(transaction=False)
+    for start in range(0, n, 10_000):
+        pipe.lpush(
+            q.keys.wait, *(f"{tag}{i}" for i in range(start, min(n, start + 10_000)))
+        )
+    pipe.execute()
