@@ -181,3 +181,24 @@ def test_audit_rows_written_before_the_fix_are_redacted_when_shown(
     html = viewer_client.get(reverse("bullpen:audit")).content.decode()
     assert "scheduler.pause" in html and SECRET not in html
     assert "db1" in html
+
+
+def hide_all(value: Any) -> Any:
+    """A redaction hook that hides a value whole."""
+    return REDACTED
+
+
+def test_a_hook_that_hides_everything_keeps_the_data_on_save(
+    dashboard_redis: str, operator_client: Client, qname: str, settings: Any
+) -> None:
+    """With a hook that hides the whole data, the form shows only the marker
+    and saving it unchanged (another field edited) keeps the stored data."""
+    settings.BULLPEN_REDACT = "tests.dashboard.test_scheduler_secrets.hide_all"
+    q = Queue(qname, dashboard_redis)
+    secret_scheduler(q)
+    html = operator_client.get(page_url(q)).content.decode()
+    assert SECRET not in html and "db1" not in html
+    form = {"every_ms": "30000", "name": "sync", "job_data": json.dumps(REDACTED)}
+    assert hx_post(operator_client, act(q, "nightly", "edit"), form).status_code == 200
+    s = q.get_job_scheduler("nightly")
+    assert s is not None and s.every == 30_000 and s.template["data"] == DATA
