@@ -54,6 +54,42 @@ def redact(value: Any) -> Any:
         return REDACTED
 
 
+def redaction_on() -> bool:
+    """Whether a BULLPEN_REDACT hook is set."""
+    return bool(getattr(settings, "BULLPEN_REDACT", ""))
+
+
+def keep_unchanged(edited: Any, stored: Any) -> Any:
+    """`edited` (a form's value that was shown redacted) with every part the
+    user left as shown replaced by the stored value at the same key path, at
+    any depth: a redacted field saved unchanged keeps its secret, as a
+    password field says "unchanged". A marker where `stored` has nothing
+    stays as typed. `edited` itself when no hook is set."""
+    if not redaction_on():
+        return edited
+    return _kept(edited, redact(stored), stored)
+
+
+def _kept(edited: Any, shown: Any, stored: Any) -> Any:
+    if edited == shown:
+        return stored
+    if isinstance(edited, dict) and isinstance(shown, dict):
+        if not isinstance(stored, dict):
+            return edited
+        return {
+            k: _kept(v, shown[k], stored[k]) if k in shown and k in stored else v
+            for k, v in edited.items()
+        }
+    if isinstance(edited, list) and isinstance(shown, list):
+        if not isinstance(stored, list) or len(stored) != len(shown):
+            return edited
+        return [
+            _kept(v, shown[i], stored[i]) if i < len(shown) else v
+            for i, v in enumerate(edited)
+        ]
+    return edited
+
+
 #: What a job carries, under the names the job hash, the events stream, the API
 #: and webhooks give it: every path that shows one of these (pages, live
 #: messages, API, SSE, webhooks) passes it through `redact` first.

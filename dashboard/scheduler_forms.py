@@ -14,8 +14,8 @@ from django import forms
 from queues import ops
 from queues.cron import cron_next
 from queues.exceptions import InvalidJobOptions
-from queues.options import PY_TO_BULLMQ, build_opts
-from queues.scheduler import JobScheduler
+from queues.options import PY_TO_BULLMQ, STAMPED_OPTIONS, build_opts, refuse_stamped
+from queues.scheduler import LARGEST_NUMBER, JobScheduler, check_scheduler_id
 
 #: Longest template data JSON accepted from the form (characters).
 DATA_CHARS = 65_536
@@ -24,15 +24,19 @@ OPTS_CHARS = 8_192
 #: `add` options a template may not set: the scheduler sets id, delay and
 #: timestamp itself, and BullMQ refuses deduplication on schedulers.
 NOT_IN_TEMPLATE = ("job_id", "delay", "timestamp", "deduplication")
-#: BullMQ option names a template's opts may hold, and their `add` keywords.
+#: BullMQ option names a template's opts may hold, and their `add` keywords
+#: (never one Bullpen stamps itself: `tenant` is the HTTP API's to set).
 TEMPLATE_OPTS = {
-    long: py for py, long in PY_TO_BULLMQ.items() if py not in NOT_IN_TEMPLATE
+    long: py
+    for py, long in PY_TO_BULLMQ.items()
+    if py not in NOT_IN_TEMPLATE and long not in STAMPED_OPTIONS
 }
 
 
 def add_kwargs(opts: dict[str, Any]) -> dict[str, Any]:
     """A template's opts (BullMQ names) as `Queue.add` keywords; ValueError
     naming the options it cannot take."""
+    refuse_stamped(opts)
     unknown = sorted(set(opts) - set(TEMPLATE_OPTS))
     if unknown:
         allowed = ", ".join(sorted(TEMPLATE_OPTS))
@@ -62,13 +66,23 @@ class SchedulerForm(forms.Form):
     """A scheduler's definition: every `every_ms` or on a cron `pattern`."""
 
     scheduler_id = forms.CharField(max_length=200, label="id")
-    every_ms = forms.IntegerField(min_value=1, required=False, label="every (ms)")
+    every_ms = forms.IntegerField(
+        min_value=1, max_value=LARGEST_NUMBER, required=False, label="every (ms)"
+    )
     pattern = forms.CharField(max_length=200, required=False, label="cron pattern")
     tz = forms.CharField(max_length=64, required=False, label="time zone")
-    limit = forms.IntegerField(min_value=1, required=False, label="at most (runs)")
-    start_date_ms = forms.IntegerField(min_value=0, required=False)
-    end_date_ms = forms.IntegerField(min_value=0, required=False)
-    offset_ms = forms.IntegerField(min_value=0, required=False)
+    limit = forms.IntegerField(
+        min_value=1, max_value=LARGEST_NUMBER, required=False, label="at most (runs)"
+    )
+    start_date_ms = forms.IntegerField(
+        min_value=0, max_value=LARGEST_NUMBER, required=False
+    )
+    end_date_ms = forms.IntegerField(
+        min_value=0, max_value=LARGEST_NUMBER, required=False
+    )
+    offset_ms = forms.IntegerField(
+        min_value=0, max_value=LARGEST_NUMBER, required=False
+    )
     name = forms.CharField(max_length=200, required=False, label="job name")
     job_data = forms.CharField(
         max_length=DATA_CHARS, required=False, widget=forms.Textarea(attrs={"rows": 3})
@@ -78,11 +92,12 @@ class SchedulerForm(forms.Form):
     )
 
     def clean_scheduler_id(self) -> str:
-        """Refuse ids BullMQ keys could not hold."""
+        """Refuse ids BullMQ keys could not hold (':', control characters)."""
         value: str = self.cleaned_data["scheduler_id"].strip()
-        if ":" in value:
-            raise forms.ValidationError("an id cannot contain ':'")
-        return value
+        try:
+            return check_scheduler_id(value)
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from exc
 
     def clean_tz(self) -> str:
         """A time zone the tz database knows, or empty (the process's zone)."""

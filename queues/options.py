@@ -48,6 +48,14 @@ PY_TO_BULLMQ = {
 }
 #: The longest `tenant` (a non-secret name, e.g. an API token's).
 TENANT_MAX_CHARS = 100
+#: Options Bullpen stamps itself, never taken from options a person typed (a
+#: scheduler template, a form, the CLI): `tenant` bills GPU time and only the
+#: HTTP API sets it, from its token (`Queue.add(..., tenant=...)` is that
+#: stamping path); the rest a job scheduler writes on its iterations. Python
+#: and BullMQ names alike (they are the same for `tenant`).
+STAMPED_OPTIONS = frozenset(
+    {"tenant", "repeat", "repeatJobKey", "repeat_job_key", "prevMillis", "rjk"}
+)
 
 _INTEGER_LIKE = re.compile(r"[+-]?[0-9]+")
 
@@ -77,6 +85,17 @@ def validate_job_id(job_id: str) -> str:
             f"custom job id {job_id!r} names one of the queue's own keys"
         )
     return job_id
+
+
+def refuse_stamped(options: Mapping[str, Any]) -> None:
+    """Raise InvalidJobOptions naming any option Bullpen stamps itself
+    (`STAMPED_OPTIONS`) that `options` holds."""
+    stamped = sorted(k for k in options if k in STAMPED_OPTIONS)
+    if stamped:
+        raise InvalidJobOptions(
+            f"{', '.join(stamped)} cannot be set here: Bullpen stamps "
+            f"{'it' if len(stamped) == 1 else 'them'} itself"
+        )
 
 
 def normalize_backoff(backoff: BackoffSpec) -> dict[str, Any] | None:

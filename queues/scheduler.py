@@ -10,6 +10,7 @@ next run in Lua; cron patterns are evaluated in `queues.cron`.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -21,10 +22,43 @@ from .exceptions import InvalidJobOptions, raise_for_code
 from .job import Job
 from .keys import QueueKeys
 from .ops import Cmd, Eval, Op, now_ms
-from .options import build_opts, decode_opts, merge_job_options
+from .options import build_opts, decode_opts, merge_job_options, refuse_stamped
 from .reads import MakesJobs
 
 Q = TypeVar("Q", bound=Driver)
+
+#: The largest number a scheduler field may hold: Node BullMQ reads them as
+#: JavaScript numbers and the scripts as Lua doubles, both exact up to 2**53 - 1
+#: (Number.MAX_SAFE_INTEGER); redis-py refuses more than 64 bits outright.
+LARGEST_NUMBER = 2**53 - 1
+
+#: Unicode categories refused in a scheduler id: controls (newline, CR, tab,
+#: NUL...), line and paragraph separators.
+_CONTROL = frozenset({"Cc", "Zl", "Zp"})
+
+
+def check_scheduler_id(scheduler_id: object) -> str:
+    """A scheduler id as BullMQ keys can hold it, else ValueError saying why."""
+    if not isinstance(scheduler_id, str) or not scheduler_id:
+        raise ValueError("a job scheduler id must be a non-empty string")
+    if ":" in scheduler_id:
+        # Its hash `repeat:<id>` and iteration ids `repeat:<id>:<millis>` would
+        # then collide with other schedulers' and custom jobs' keys.
+        raise ValueError("a job scheduler id cannot contain ':'")
+    if any(unicodedata.category(ch) in _CONTROL for ch in scheduler_id):
+        # A line break in an id breaks logs, CSV exports and URLs alike.
+        raise ValueError(
+            "a job scheduler id cannot contain control characters or line breaks"
+        )
+    return scheduler_id
+
+
+def _check_numbers(**numbers: int | None) -> None:
+    for name, value in numbers.items():
+        if value is not None and not -LARGEST_NUMBER <= value <= LARGEST_NUMBER:
+            raise ValueError(
+                f"{name} must be between -{LARGEST_NUMBER} and {LARGEST_NUMBER}"
+            )
 
 
 @dataclass(frozen=True)
@@ -96,6 +130,7 @@ def _script_keys(keys: QueueKeys) -> tuple[str, ...]:
 def _template_opts(opts: dict[str, Any] | None) -> dict[str, Any]:
     """A template's `add` options as stored opts, without add-time defaults."""
     given = dict(opts or {})
+    refuse_stamped(given)
     for banned in ("job_id", "delay", "deduplication"):
         if given.get(banned) is not None:
             raise InvalidJobOptions(f"a scheduler template cannot set {banned}")
@@ -125,17 +160,19 @@ def upsert(
     (iteration id, delay ms), or None when `limit` allows no run. The
     template's opts lie over `queue_defaults` (the queue's default job
     options but delay and timestamp, which the scheduler sets), as in BullMQ."""
-    if not isinstance(scheduler_id, str) or not scheduler_id:
-        raise ValueError("a job scheduler id must be a non-empty string")
-    if ":" in scheduler_id:
-        # Its hash `repeat:<id>` and iteration ids `repeat:<id>:<millis>` would
-        # then collide with other schedulers' and custom jobs' keys.
-        raise ValueError("a job scheduler id cannot contain ':'")
+    check_scheduler_id(scheduler_id)
     if (every_ms is None) == (cron is None):
         raise ValueError("give exactly one of every_ms and cron")
     if every_ms is not None and (not isinstance(every_ms, int) or every_ms < 1):
         raise ValueError("every_ms must be an integer >= 1")
     start_ms, end_ms = to_ms(start_date), to_ms(end_date)
+    _check_numbers(
+        every_ms=every_ms,
+        limit=limit,
+        start_date=start_ms,
+        end_date=end_ms,
+        offset_ms=offset_ms,
+    )
     if end_ms is not None and end_ms < now:
         raise ValueError("end_date must be in the future")
     template = dict(template or {})

@@ -2,6 +2,13 @@
 from the `repeat` ZSET score, the last job each produced) and the schedulers
 paused from the dashboard, whose definitions the audit log keeps.
 
+Template data passes through BULLPEN_REDACT wherever it is shown (rows, the
+edit form, a pause's audit row); when redaction hides part of a paused
+scheduler's template, its full definition is kept in Bullpen's namespace
+(`{namespace}:paused-scheduler:{prefix}:{queue}:{id}`, a string of JSON
+{token, definition}; the audit row names the token as `kept`) for Restore,
+which deletes it.
+
 BullMQ names a scheduler's iterations `repeat:<id>:<millis>`: the current
 one is the delayed job at the next run, the last one the iteration before it
 (`every` ms earlier, or the cron pattern's previous slot). Reading it costs
@@ -11,6 +18,7 @@ one request per row, so a page is bounded by the page size.
 from __future__ import annotations
 
 import json
+import secrets
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -21,8 +29,10 @@ from croniter import croniter
 from queues import ops
 from queues.scheduler import JobScheduler
 
+from .. import conf
 from .. import redis as pages_redis
 from ..models import AuditEntry
+from ..redaction import redact, redaction_on
 from ..scheduler_forms import initial_of
 from .discovery import QueueRef
 
@@ -41,6 +51,12 @@ PAUSED_PREFIX = "paused; definition: "
 PAUSED_SHOWN = 20
 #: Characters of template data shown in a row.
 DATA_CHARS = 160
+#: The key of a pause's definition naming its full copy (redaction hid part).
+KEPT = "kept"
+
+
+class KeptCopyMissing(LookupError):
+    """Raised when a paused definition's full copy is no longer in Redis."""
 
 
 @dataclass
@@ -116,11 +132,17 @@ def schedulers_page(
         pipe.exists(q.keys.job(job_id))
     present = {i for i, n in zip(last_ids.values(), pipe.execute()) if n}
     for s in found:
+        shown = redact(s.template.get("data", {}))
         row = SchedulerRow(
             scheduler=s,
-            data_text=_text(s.template.get("data", {}), DATA_CHARS),
+            data_text=_text(shown, DATA_CHARS),
             opts_text=_text(s.template.get("opts") or {}, DATA_CHARS),
-            initial=initial_of(s),
+            # The edit form shows what a viewer sees; a save that leaves a
+            # redacted field alone keeps its stored value (keep_unchanged).
+            initial={
+                **initial_of(s),
+                "job_data": json.dumps(shown, ensure_ascii=False),
+            },
         )
         if s.next is not None:
             row.next_job_id = f"repeat:{s.key}:{s.next}"
@@ -179,7 +201,60 @@ def paused_definition(ref: QueueRef, scheduler_id: str) -> JobScheduler | None:
         d = json.loads(entry.detail[len(PAUSED_PREFIX) :])
     except json.JSONDecodeError:
         return None
+    if isinstance(d, dict) and d.get(KEPT):
+        raw = pages_redis.client().get(_kept_key(ref, scheduler_id))
+        kept = json.loads(raw) if raw else {}
+        if kept.get("token") != d[KEPT]:
+            raise KeptCopyMissing(
+                f"{scheduler_id}'s template was redacted in the audit log and its "
+                "full copy is gone from Redis: re-create it"
+            )
+        d = kept["definition"]
     return from_dict(d)
+
+
+def _kept_key(ref: QueueRef, scheduler_id: str) -> str:
+    return f"{conf.get().namespace}:paused-scheduler:{ref.key}:{scheduler_id}"
+
+
+def redacted_definition(definition: dict[str, Any]) -> dict[str, Any]:
+    """A scheduler's `to_dict` form with its template data redacted."""
+    template = definition.get("template")
+    if not isinstance(template, dict) or "data" not in template:
+        return definition
+    return {**definition, "template": {**template, "data": redact(template["data"])}}
+
+
+def pause_definition(ref: QueueRef, s: JobScheduler) -> dict[str, Any]:
+    """What a pause's audit row keeps: the definition, redacted; when that
+    hides anything, the full one is kept in Redis and the row names it."""
+    full = s.to_dict()
+    shown = redacted_definition(full)
+    if not redaction_on() or shown == full:
+        return full
+    token = secrets.token_hex(8)
+    kept = json.dumps({"token": token, "definition": full}, ensure_ascii=False)
+    pages_redis.client().set(_kept_key(ref, s.key), kept)
+    return {**shown, KEPT: token}
+
+
+def forget_kept(ref: QueueRef, scheduler_id: str) -> None:
+    """Delete the full copy a pause kept (once it is restored)."""
+    pages_redis.client().delete(_kept_key(ref, scheduler_id))
+
+
+def shown_detail(detail: str) -> str:
+    """An audit row's detail as a page shows it: a pause's definition with
+    its template data redacted (rows written before pauses were redacted)."""
+    if not detail.startswith(PAUSED_PREFIX) or not redaction_on():
+        return detail
+    try:
+        d = json.loads(detail[len(PAUSED_PREFIX) :])
+    except json.JSONDecodeError:
+        return PAUSED_PREFIX + "(not shown: not JSON)"
+    if not isinstance(d, dict):
+        return PAUSED_PREFIX + "(not shown)"
+    return PAUSED_PREFIX + json.dumps(redacted_definition(d), ensure_ascii=False)
 
 
 def from_dict(d: dict[str, Any]) -> JobScheduler:

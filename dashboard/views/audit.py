@@ -1,5 +1,6 @@
 """Audit log page: recent operator actions, newest first, filterable by target
-and by action (`<what>.<verb>`, or a family such as `job.`)."""
+and by action (`<what>.<verb>`, or a family such as `job.`); details shown
+redacted (BULLPEN_REDACT)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from ..models import AuditEntry
+from ..reads.schedulers import shown_detail
 from .common import VIEW, perm_required
 
 PAGE_SIZE = 100
@@ -30,5 +32,8 @@ def audit_log(request: HttpRequest) -> HttpResponse:
         # One action (`job.retry`) or a family of them (`job.`, `workers.`).
         entries = entries.filter(action__startswith=action)
     page = Paginator(entries, PAGE_SIZE).get_page(request.GET.get("page"))
-    context = {"page": page, "target": target, "action": action}
+    # Details pass through BULLPEN_REDACT as shown: a pause written before
+    # pauses were redacted holds its scheduler's whole template.
+    rows = [(e, shown_detail(e.detail)) for e in page.object_list]
+    context = {"page": page, "rows": rows, "target": target, "action": action}
     return render(request, "dashboard/audit.html", context)

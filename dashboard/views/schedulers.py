@@ -24,6 +24,7 @@ from .. import redis as pages_redis
 from ..reads import discovery
 from ..reads import schedulers as reads
 from ..reads.discovery import QueueRef
+from ..redaction import keep_unchanged
 from ..scheduler_forms import SchedulerForm, add_kwargs, initial_of, local_zone
 from .common import (
     OPERATE,
@@ -79,14 +80,19 @@ def _existing(ref: QueueRef, scheduler_id: str) -> JobScheduler:
     return found
 
 
-def _write(ref: QueueRef, form: SchedulerForm, verb: str) -> Done:
-    """Write the scheduler the form describes; what was done, with its next
-    run, back to the schedulers page."""
+def _write(
+    ref: QueueRef, form: SchedulerForm, verb: str, stored: JobScheduler | None = None
+) -> Done:
+    """Write the scheduler the form describes (template data left as shown
+    keeping `stored`'s values); what was done, with its next run, back to the
+    schedulers page."""
     d = form.cleaned_data
     sid = d["scheduler_id"]
-    job = pages_redis.queue(ref.prefix, ref.name).upsert_job_scheduler(
-        sid, **form.upsert_kwargs()
-    )
+    kwargs = form.upsert_kwargs()
+    if stored is not None:
+        data = kwargs["template"]["data"]
+        kwargs["template"]["data"] = keep_unchanged(data, stored.template.get("data"))
+    job = pages_redis.queue(ref.prefix, ref.name).upsert_job_scheduler(sid, **kwargs)
     nxt = f"next job {job.id}" if job else "no run left within its limit"
     how = f"every {d['every_ms']} ms" if d["every_ms"] else f"cron {d['pattern']!r}"
     how += f" tz {d['tz']}" if d["tz"] else ""
@@ -106,9 +112,9 @@ def create(request: HttpRequest, ref: QueueRef) -> Done:
 @action("scheduler.edit", OPERATE)
 def edit(request: HttpRequest, ref: QueueRef, scheduler_id: str) -> Done:
     """Replace a scheduler's definition (its id stays)."""
-    _existing(ref, scheduler_id)
+    stored = _existing(ref, scheduler_id)
     form = _valid({**request.POST.dict(), "scheduler_id": scheduler_id})
-    return _write(ref, form, "edited")
+    return _write(ref, form, "edited", stored)
 
 
 @action("scheduler.run", OPERATE)
@@ -128,8 +134,10 @@ def run_now(request: HttpRequest, ref: QueueRef, scheduler_id: str) -> Done:
 def pause(request: HttpRequest, ref: QueueRef, scheduler_id: str) -> Done:
     """Remove the scheduler, its definition kept in the audit row."""
     s = _existing(ref, scheduler_id)
-    definition = reads.PAUSED_PREFIX + json.dumps(s.to_dict(), ensure_ascii=False)
+    kept = reads.pause_definition(ref, s)
+    definition = reads.PAUSED_PREFIX + json.dumps(kept, ensure_ascii=False)
     if len(definition) > audit.DETAIL_CHARS:
+        reads.forget_kept(ref, scheduler_id)
         raise BadInput(
             f"{scheduler_id}'s definition is too large to keep in the audit log "
             f"({len(definition)} > {audit.DETAIL_CHARS} characters): remove it instead"
@@ -145,14 +153,19 @@ def pause(request: HttpRequest, ref: QueueRef, scheduler_id: str) -> Done:
 @action("scheduler.restore", OPERATE)
 def restore(request: HttpRequest, ref: QueueRef, scheduler_id: str) -> Done:
     """Re-create a paused scheduler from its audited definition."""
-    kept = reads.paused_definition(ref, scheduler_id)
+    try:
+        kept = reads.paused_definition(ref, scheduler_id)
+    except reads.KeptCopyMissing as exc:
+        raise BadInput(str(exc)) from exc
     if kept is None:
         raise BadInput(f"{scheduler_id!r} was not paused here")
     if pages_redis.queue(ref.prefix, ref.name).get_job_scheduler(scheduler_id):
         raise BadInput(f"{scheduler_id!r} exists again: nothing to restore")
     initial = initial_of(kept)
     form = _valid({k: "" if v is None else v for k, v in initial.items()})
-    return _write(ref, form, "restored")
+    done = _write(ref, form, "restored")
+    reads.forget_kept(ref, scheduler_id)
+    return done
 
 
 @action("scheduler.remove", OPERATE)

@@ -28,8 +28,8 @@ from . import (
 
 
 class JobIdConverter(PathConverter):
-    """Any job id, slashes and line breaks included (another client's ids may
-    hold them; `path` stops at a newline)."""
+    """Any job or scheduler id, slashes and line breaks included (another
+    client's ids may hold them; `path` stops at a newline)."""
 
     regex = r"[\s\S]+"
 
@@ -86,7 +86,8 @@ urlpatterns = [
         bulk.batch_cancel,
         name="batch-cancel",
     ),
-    # The job schedulers page (issue 15); an id may hold slashes.
+    # The job schedulers page (issue 15); an id another client made may hold
+    # slashes and line breaks (the job id converter takes any of them).
     path(Q + "schedulers/", schedulers.schedulers_page, name="schedulers"),
     path(
         Q + "schedulers/actions/create/",
@@ -94,7 +95,7 @@ urlpatterns = [
         name="scheduler-create",
     ),
     path(
-        Q + "schedulers/<path:scheduler_id>/actions/<slug:verb>/",
+        Q + "schedulers/<job_id:scheduler_id>/actions/<slug:verb>/",
         schedulers.scheduler_action,
         name="scheduler-action",
     ),
