@@ -6,6 +6,7 @@ hand-rolled client would leave it."""
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable
 from typing import Any
@@ -16,6 +17,8 @@ from django.test import Client
 from django.urls import reverse
 
 from dashboard.api.models import ApiToken
+from gpu_workers.heartbeat import queue_heartbeat
+from gpu_workers.keys import BullpenKeys
 from queues import Queue
 
 pytestmark = pytest.mark.django_db
@@ -182,3 +185,32 @@ def test_a_parent_with_odd_child_keys_shows_its_real_children(
     r.close()
     page = _job_page(admin_client, qname, "parent")
     assert f"bull:{qname}:kid</a>" in page
+
+
+def test_workers_page_survives_odd_names_and_heartbeats(
+    dashboard_redis: str, admin_client: Client
+) -> None:
+    """A worker connection whose name's queue is not UTF-8 once decoded (Redis
+    refuses such bytes in the name itself, not in its base64) and a GPU
+    heartbeat without prefix or queue are listed, escaped and unlinked: the
+    workers page and its fragment answer 200."""
+    odd = redis.Redis.from_url(dashboard_redis)
+    odd.client_setname(b"bull:" + base64.b64encode(b"q\xff\xfe") + b":w:w2")
+    record = {"id": "h-odd:gpu-x", "host": "h-odd", "pid": 7, "slots": 2}
+    record |= {"gpu": {"index": 0}, "state": "idle", "running": []}
+    with odd.pipeline() as pipe:
+        queue_heartbeat(pipe, BullpenKeys(), "worker", record["id"], record, 60)
+        pipe.execute()
+    try:
+        page = _ok(admin_client, reverse("bullpen:workers"))
+        fragment = _ok(admin_client, reverse("bullpen:workers-list"))
+        _ok(admin_client, reverse("bullpen:gpus"))
+    finally:
+        odd.close()
+    for body in (page, fragment):
+        assert (
+            'bull:q\\xff\\xfe</span> <span class="small muted">(its name is not UTF-8)'
+            in body
+        )
+        gpu = body.split('data-kind="Bullpen GPU worker"')[1].split("</tr>")[0]
+        assert ">h-odd<" in gpu and 'data-field="pid">7<' in gpu
