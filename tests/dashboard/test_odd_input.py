@@ -19,7 +19,10 @@ from django.urls import reverse
 from dashboard.api.models import ApiToken
 from gpu_workers.heartbeat import queue_heartbeat
 from gpu_workers.keys import BullpenKeys
-from queues import Queue
+from gpu_workers.series import SeriesSampler
+from queues import Queue, ops
+from queues.metrics import MINUTE_MS
+from tests.dashboard.helpers import run_jobs
 
 pytestmark = pytest.mark.django_db
 
@@ -214,3 +217,36 @@ def test_workers_page_survives_odd_names_and_heartbeats(
         )
         gpu = body.split('data-kind="Bullpen GPU worker"')[1].split("</tr>")[0]
         assert ">h-odd<" in gpu and 'data-field="pid">7<' in gpu
+
+
+def test_a_failed_member_naming_a_queue_key_costs_no_scrape(
+    dashboard_redis: str, admin_client: Client, qname: str
+) -> None:
+    """Members of `failed` that name no job hash (`id`, the queue's counter,
+    and `1:logs`, a job's log list) and an `id` next in `wait`, which
+    another client wrote, read as missing jobs: both queues' series, the overall series, /metrics (every family,
+    Redis up) and a sampler's tick over both queues go on."""
+    good = Queue(qname, dashboard_redis)
+    run_jobs(good, 2, target="failed")
+    odd = Queue(qname + "-odd", dashboard_redis)
+    run_jobs(odd, 1, target="completed", value=1)
+    odd.add("logged", {}).log("line")
+    now = ops.now_ms()
+    odd.client.zadd(odd.keys.failed, {"id": now, "1:logs": now})
+    odd.client.rpush(odd.keys.wait, "id")  # the next job to wait, as it reads
+    for name in (qname, odd.name):
+        url = reverse("bullpen:queue-series", args=["bull", name])
+        assert admin_client.get(url).status_code == 200, name
+    overall = admin_client.get(reverse("bullpen:series-overall"))
+    assert overall.status_code == 200
+    assert sum(v or 0 for v in overall.json()["failed"][-2:]) >= 2
+    text = _ok(Client(), "/metrics", REMOTE_ADDR="127.0.0.1")
+    assert "bullpen_redis_up 1.0" in text
+    for name in (qname, odd.name):
+        assert f'bullpen_queue_jobs{{queue="bull:{name}",state="failed"}}' in text
+    assert "bullpen_job_run_duration_seconds" in text
+    sampler = SeriesSampler(good.client)
+    refs = [("bull", qname), ("bull", odd.name)]
+    assert sampler.tick(refs, gpus=False, now_ms=now + MINUTE_MS) == 2
+    good.close()
+    odd.close()
