@@ -224,8 +224,9 @@ def test_a_failed_member_naming_a_queue_key_costs_no_scrape(
 ) -> None:
     """Members of `failed` that name no job hash (`id`, the queue's counter,
     and `1:logs`, a job's log list) and an `id` next in `wait`, which
-    another client wrote, read as missing jobs: both queues' series, the overall series, /metrics (every family,
-    Redis up) and a sampler's tick over both queues go on."""
+    another client wrote, read as missing jobs: both queues' series, the
+    overall series, /metrics (every family, Redis up) and a sampler's tick
+    over both queues go on."""
     good = Queue(qname, dashboard_redis)
     run_jobs(good, 2, target="failed")
     odd = Queue(qname + "-odd", dashboard_redis)
