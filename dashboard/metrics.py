@@ -61,7 +61,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from queues import ops
+from queues import codec, ops
 from queues.clients import connection_name
 from queues.drive import cmd, cmds, gather
 from queues.keys import QueueKeys
@@ -103,14 +103,13 @@ _FIELDS = ("timestamp", "delay", "processedOn", "finishedOn")
 
 def _newest(keys: QueueKeys, key: str, sample: int) -> ops.Op[list[list[Any]]]:
     """The timestamps of the newest `sample` jobs of a finished set, newest
-    first: their ids, then one HMGET each, O(log N + sample). (Not one SORT
-    ... GET: a Redis Cluster refuses SORT's GET patterns.)"""
+    first: their ids, then one `ops.job_fields` each, O(log N + sample), where
+    a member naming no job hash (`id`, another client's) reads as a gone job.
+    (Not one SORT ... GET: a Redis Cluster refuses SORT's GET patterns.)"""
     ids = yield ops.Cmd(("ZREVRANGE", key, 0, sample - 1))
     if not ids:
         return []
-    rows: list[list[Any]] = yield [
-        ops.Cmd(("HMGET", keys.job(i), *_FIELDS)) for i in ids
-    ]
+    rows: list[list[Any]] = yield [ops.job_fields(keys, i, _FIELDS) for i in ids]
     return rows
 
 
@@ -134,12 +133,15 @@ def _queue_op(keys: QueueKeys, sample: int) -> ops.Op:
     waits, runs = [], []
     for rows in recent:
         for stamp, delay, started, finished in rows:
-            if not (stamp and started):
+            # Text another client wrote where a number belongs skips the job.
+            created, start_ms = codec.to_int(stamp), codec.to_int(started)
+            if created is None or start_ms is None:
                 continue
-            start_ms = float(started)
-            waits.append(max(start_ms - float(stamp) - float(delay or 0), 0) / 1000)
-            if finished:
-                runs.append(max(float(finished) - start_ms, 0) / 1000)
+            wait_ms = start_ms - created - (codec.to_int(delay, 0) or 0)
+            waits.append(max(wait_ms, 0) / 1000)
+            end_ms = codec.to_int(finished)
+            if end_ms is not None:
+                runs.append(max(end_ms - start_ms, 0) / 1000)
     return {
         "counts": counts,
         "paused": bool(paused),

@@ -42,10 +42,16 @@ def _hook(path: str) -> Any:
     return import_string(path)
 
 
+def hook_path() -> str:
+    """The BULLPEN_REDACT hook's dotted path, "" when none is set (a host
+    project need not define the setting)."""
+    return str(getattr(settings, "BULLPEN_REDACT", "") or "")
+
+
 def redact(value: Any) -> Any:
     """`value` passed through the BULLPEN_REDACT hook (a copy; the hook may
     change what it gets). A failing hook hides everything rather than nothing."""
-    path = getattr(settings, "BULLPEN_REDACT", "")
+    path = hook_path()
     if not path:
         return value
     try:
@@ -109,7 +115,7 @@ CONTENT_FIELDS = frozenset(
 def redact_fields(fields: dict[str, Any]) -> dict[str, Any]:
     """`fields` with the job content in it (`CONTENT_FIELDS`) redacted: a
     copy, or `fields` itself when no hook is set."""
-    if not getattr(settings, "BULLPEN_REDACT", ""):
+    if not hook_path():
         return fields
     return {k: redact(v) if k in CONTENT_FIELDS else v for k, v in fields.items()}
 

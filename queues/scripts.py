@@ -25,6 +25,7 @@ NAMES = (
     "drain",
     "extend_locks",
     "get_counts",
+    "get_job_fields",
     "get_job_hashes",
     "get_state",
     "move_jobs_to_wait",

@@ -52,6 +52,8 @@ class QueueRef:
         (Node allows any name), or "" when they can."""
         if self.unreadable:
             return self.unreadable
+        if not self.prefix or not self.name:
+            return "its prefix or name is unknown"
         if self.label != self.key:
             return "its name is not UTF-8"
         if "/" in self.key:

@@ -143,6 +143,12 @@ def _gpu_name(record: dict[str, Any]) -> str:
     return f"{record.get('host')}.{record.get('queue')}.gpu{gpu.get('index')}"
 
 
+def _record_ref(record: dict[str, Any]) -> QueueRef:
+    """The queue of a heartbeat; one written without prefix or queue gets an
+    empty one (`QueueRef.odd`: listed, never linked)."""
+    return QueueRef(str(record.get("prefix") or ""), str(record.get("queue") or ""))
+
+
 def _join_gpu(rows: list[WorkerRow], records: list[dict[str, Any]]) -> None:
     """Fill GPU workers' rows from their heartbeats (a record without a
     connection listed is added, marked as not connected)."""
@@ -154,8 +160,9 @@ def _join_gpu(rows: list[WorkerRow], records: list[dict[str, Any]]) -> None:
         if matches:
             row = matches.pop(0)
         else:
-            ref = QueueRef(str(rec.get("prefix", "")), str(rec.get("queue", "")))
-            row = WorkerRow(queue=ref, name=_gpu_name(rec), connected=False)
+            row = WorkerRow(
+                queue=_record_ref(rec), name=_gpu_name(rec), connected=False
+            )
             rows.append(row)
         row.kind = "Bullpen GPU worker"
         row.host = str(rec.get("host", row.host))
@@ -180,12 +187,9 @@ def workers_view() -> WorkersView:
     except redis.RedisError:
         records = []
     for rec in records:
-        ref = QueueRef(str(rec.get("prefix", "")), str(rec.get("queue", "")))
-        by_queue.setdefault(ref, [])
+        by_queue.setdefault(_record_ref(rec), [])
     for ref, rows in by_queue.items():
-        key = (ref.prefix, ref.name)
-        mine = [r for r in records if (r.get("prefix"), r.get("queue")) == key]
-        _join_gpu(rows, mine)
+        _join_gpu(rows, [r for r in records if _record_ref(r) == ref])
     refs = sorted(by_queue)
     actives = run(
         gather([cmd("LLEN", QueueKeys(r.name, r.prefix).active) for r in refs])

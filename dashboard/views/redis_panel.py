@@ -21,21 +21,23 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from ..reads import redis_panel, workers
+from ..redaction import hook_path
 from .common import OPERATE, VIEW, live_json, perm_required, redacted_url
 
 
 def _redis_context(request: HttpRequest) -> dict[str, Any]:
     mode, panels = redis_panel.server_panels()
     may_operate = request.user.has_perm(OPERATE)
+    hook = hook_path()
     return {
         "mode": mode,
         "panels": panels,
         "url": redacted_url(settings.REDIS_URL),
         "warn_pct": round(redis_panel.MEMORY_WARN_RATIO * 100),
-        "show_args": may_operate and not settings.BULLPEN_REDACT,
+        "show_args": may_operate and not hook,
         "args_hidden_why": (
             "a redaction hook (BULLPEN_REDACT) is set"
-            if settings.BULLPEN_REDACT
+            if hook
             else "they may hold job data: operators only"
         ),
     }

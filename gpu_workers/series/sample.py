@@ -5,8 +5,9 @@ Finished jobs of the window are counted with ZCOUNT on `completed` / `failed`
 workers keep them (those count jobs that retention already removed): the
 larger. Wait (processedOn - timestamp - delay) and run (finishedOn -
 processedOn) percentiles come from at most `sample` newest jobs of each set
-that finished in the window (ZREVRANGEBYSCORE ... LIMIT, then one HMGET
-each). The backlog and the oldest waiting job are read as they are now.
+that finished in the window (ZREVRANGEBYSCORE ... LIMIT, then one
+`ops.job_fields` each: a member naming no job hash reads as a gone job).
+The backlog and the oldest waiting job are read as they are now.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def _window_op(
     wanted = [i for found in ids for i in found]
     kept = [t for t, meta in zip(TARGETS, metas) if meta[0] is not None]
     second = yield [
-        *(ops.Cmd(("HMGET", keys.job(i), *_TIMES)) for i in wanted),
+        *(ops.job_fields(keys, i, _TIMES) for i in wanted),
         *(ops.Cmd(("LRANGE", keys.metrics_data(t), 0, 1)) for t in kept),
     ]
     rows, lists = second[: len(wanted)], dict(zip(kept, second[len(wanted) :]))

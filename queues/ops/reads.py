@@ -49,6 +49,14 @@ class JobRead(NamedTuple):
 _GONE = JobRead({}, {}, JobState.UNKNOWN)
 
 
+def job_fields(keys: QueueKeys, job_id: str, fields: Sequence[str]) -> Eval:
+    """The request reading `fields` of one job (a list of values, None where
+    absent) for a pipeline: a member of a set that names no job hash (`id`,
+    `1:logs`, written by another client) reads as a gone job, never as the
+    WRONGTYPE that would fail every read of the pipeline."""
+    return Eval("get_job_fields", (keys.job(job_id),), tuple(fields))
+
+
 def get_job_hashes(
     keys: QueueKeys,
     ids: Sequence[str],
@@ -214,7 +222,7 @@ def oldest_waiting(keys: QueueKeys) -> Op[int | None]:
     ids = listed + list(first_prioritized)
     if not ids:
         return None
-    fields = yield [Cmd(("HMGET", keys.job(i), "timestamp", "delay")) for i in ids]
+    fields = yield [job_fields(keys, i, ("timestamp", "delay")) for i in ids]
     since = []
     for stamp, delay in fields:
         ready = codec.to_int(stamp)

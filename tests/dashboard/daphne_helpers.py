@@ -141,8 +141,11 @@ class LiveSocket:
         self.protocol: Any = None
 
     @classmethod
-    async def open(cls, server_url: str, session_key: str) -> LiveSocket:
-        """Connect with the session's cookie and the server's own Origin."""
+    async def open(
+        cls, server_url: str, session_key: str, path: str = "/ws/live/"
+    ) -> LiveSocket:
+        """Connect with the session's cookie and the server's own Origin (to
+        `path`: a host project mounts the socket under its prefix)."""
         from autobahn.asyncio.websocket import (
             WebSocketClientFactory,
             WebSocketClientProtocol,
@@ -169,7 +172,7 @@ class LiveSocket:
 
         host, port = server_url.removeprefix("http://").split(":")
         factory = WebSocketClientFactory(
-            f"ws://{host}:{port}/ws/live/",
+            f"ws://{host}:{port}{path}",
             origin=server_url,
             headers={"Cookie": f"sessionid={session_key}"},
         )

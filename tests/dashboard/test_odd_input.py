@@ -6,6 +6,7 @@ hand-rolled client would leave it."""
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable
 from typing import Any
@@ -16,7 +17,12 @@ from django.test import Client
 from django.urls import reverse
 
 from dashboard.api.models import ApiToken
-from queues import Queue
+from gpu_workers.heartbeat import queue_heartbeat
+from gpu_workers.keys import BullpenKeys
+from gpu_workers.series import SeriesSampler
+from queues import Queue, ops
+from queues.metrics import MINUTE_MS
+from tests.dashboard.helpers import run_jobs
 
 pytestmark = pytest.mark.django_db
 
@@ -182,3 +188,66 @@ def test_a_parent_with_odd_child_keys_shows_its_real_children(
     r.close()
     page = _job_page(admin_client, qname, "parent")
     assert f"bull:{qname}:kid</a>" in page
+
+
+def test_workers_page_survives_odd_names_and_heartbeats(
+    dashboard_redis: str, admin_client: Client
+) -> None:
+    """A worker connection whose name's queue is not UTF-8 once decoded (Redis
+    refuses such bytes in the name itself, not in its base64) and a GPU
+    heartbeat without prefix or queue are listed, escaped and unlinked: the
+    workers page and its fragment answer 200."""
+    odd = redis.Redis.from_url(dashboard_redis)
+    odd.client_setname(b"bull:" + base64.b64encode(b"q\xff\xfe") + b":w:w2")
+    record = {"id": "h-odd:gpu-x", "host": "h-odd", "pid": 7, "slots": 2}
+    record |= {"gpu": {"index": 0}, "state": "idle", "running": []}
+    with odd.pipeline() as pipe:
+        queue_heartbeat(pipe, BullpenKeys(), "worker", record["id"], record, 60)
+        pipe.execute()
+    try:
+        page = _ok(admin_client, reverse("bullpen:workers"))
+        fragment = _ok(admin_client, reverse("bullpen:workers-list"))
+        _ok(admin_client, reverse("bullpen:gpus"))
+    finally:
+        odd.close()
+    for body in (page, fragment):
+        assert (
+            'bull:q\\xff\\xfe</span> <span class="small muted">(its name is not UTF-8)'
+            in body
+        )
+        gpu = body.split('data-kind="Bullpen GPU worker"')[1].split("</tr>")[0]
+        assert ">h-odd<" in gpu and 'data-field="pid">7<' in gpu
+
+
+def test_a_failed_member_naming_a_queue_key_costs_no_scrape(
+    dashboard_redis: str, admin_client: Client, qname: str
+) -> None:
+    """Members of `failed` that name no job hash (`id`, the queue's counter,
+    and `1:logs`, a job's log list) and an `id` next in `wait`, which
+    another client wrote, read as missing jobs: both queues' series, the
+    overall series, /metrics (every family, Redis up) and a sampler's tick
+    over both queues go on."""
+    good = Queue(qname, dashboard_redis)
+    run_jobs(good, 2, target="failed")
+    odd = Queue(qname + "-odd", dashboard_redis)
+    run_jobs(odd, 1, target="completed", value=1)
+    odd.add("logged", {}).log("line")
+    now = ops.now_ms()
+    odd.client.zadd(odd.keys.failed, {"id": now, "1:logs": now})
+    odd.client.rpush(odd.keys.wait, "id")  # the next job to wait, as it reads
+    for name in (qname, odd.name):
+        url = reverse("bullpen:queue-series", args=["bull", name])
+        assert admin_client.get(url).status_code == 200, name
+    overall = admin_client.get(reverse("bullpen:series-overall"))
+    assert overall.status_code == 200
+    assert sum(v or 0 for v in overall.json()["failed"][-2:]) >= 2
+    text = _ok(Client(), "/metrics", REMOTE_ADDR="127.0.0.1")
+    assert "bullpen_redis_up 1.0" in text
+    for name in (qname, odd.name):
+        assert f'bullpen_queue_jobs{{queue="bull:{name}",state="failed"}}' in text
+    assert "bullpen_job_run_duration_seconds" in text
+    sampler = SeriesSampler(good.client)
+    refs = [("bull", qname), ("bull", odd.name)]
+    assert sampler.tick(refs, gpus=False, now_ms=now + MINUTE_MS) == 2
+    good.close()
+    odd.close()
