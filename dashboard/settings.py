@@ -76,6 +76,13 @@ BULLPEN_LOGIN_MAX_FAILURES = int(
 BULLPEN_LOGIN_LOCKOUT_S = int(
     os.environ.get("BULLPEN_LOGIN_LOCKOUT_S", _d.login_lockout_s)
 )
+#: Proxies in front of the dashboard that each append the address they got
+#: the request from to X-Forwarded-For: the client's address (login throttle,
+#: /metrics networks) is that many entries from the header's right end. 0:
+#: the header is ignored (anyone could write it), the connection's address counts.
+BULLPEN_TRUSTED_PROXY_COUNT = int(
+    os.environ.get("BULLPEN_TRUSTED_PROXY_COUNT", _d.trusted_proxy_count)
+)
 
 #: Redis holding the queues (BullMQ 6 layout) and Bullpen's own keys.
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
