@@ -13,7 +13,7 @@ bullpen.E009  DATABASE_URL is not a postgres://, postgresql:// or sqlite:/// URL
               Django can use (its password is never shown)
 
 The checks of a host project that mounts the dashboard (bullpen.E010-E012,
-bullpen.W001) are in dashboard/mount_checks.py.
+bullpen.E013, bullpen.W001) are in dashboard/mount_checks.py.
 """
 
 from __future__ import annotations
