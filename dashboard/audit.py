@@ -11,10 +11,16 @@ DETAIL_CHARS = 2_000
 
 
 def record(
-    request: HttpRequest, target: str, action: str, outcome: str, detail: str = ""
+    request: HttpRequest | None,
+    target: str,
+    action: str,
+    outcome: str,
+    detail: str = "",
 ) -> AuditEntry:
-    """Store one entry for the request's user."""
-    user = request.user if request.user.is_authenticated else None
+    """Store one entry for the request's user (none: no request, as for an
+    `authenticate()` call without one, or an anonymous user)."""
+    found = getattr(request, "user", None)
+    user = found if found is not None and found.is_authenticated else None
     return AuditEntry.objects.create(
         user=user,
         username=user.get_username() if user else "",

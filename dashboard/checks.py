@@ -13,7 +13,7 @@ bullpen.E009  DATABASE_URL is not a postgres://, postgresql:// or sqlite:/// URL
               Django can use (its password is never shown)
 
 The checks of a host project that mounts the dashboard (bullpen.E010-E012,
-bullpen.W001) are in dashboard/mount_checks.py.
+bullpen.E013, bullpen.W001) are in dashboard/mount_checks.py.
 """
 
 from __future__ import annotations
@@ -155,6 +155,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Error]:
         ("BULLPEN_SPARKLINE_MINUTES", 2, 1_440),
         ("BULLPEN_LOGIN_MAX_FAILURES", 1, 1_000),
         ("BULLPEN_LOGIN_LOCKOUT_S", 1, 7 * 86_400),
+        ("BULLPEN_TRUSTED_PROXY_COUNT", 0, 10),
     ):
         value = getattr(settings, name, low)
         if not isinstance(value, (int, float)) or not low <= value <= high:

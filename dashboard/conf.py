@@ -62,6 +62,9 @@ class DashboardConf:
     csp: str = CSP
     login_max_failures: int = 5
     login_lockout_s: int = 900
+    #: Proxies in front that append to X-Forwarded-For (dashboard/addresses.py);
+    #: 0: the header is not read, the client is the connection's address.
+    trusted_proxy_count: int = 0
     # --- /metrics ---
     metrics_token: str = ""
     metrics_allow: tuple[str, ...] = ("127.0.0.1/32", "::1/128")

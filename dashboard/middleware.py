@@ -1,15 +1,18 @@
-"""The dashboard's middleware: Content-Security-Policy on every response, and
-a Redis failure anywhere in a view as the 503 that says so."""
+"""The dashboard's middleware: Content-Security-Policy on every response, a
+Redis failure anywhere in a view as the 503 that says so, and a login the
+throttle refused as a 429 on any login page."""
 
 from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
 from django.urls import NoReverseMatch, reverse
 from django.utils.deprecation import MiddlewareMixin
 
 from queues.outages import recoverable
 
 from . import conf
+from .login_throttle import refusal_of
 from .views.common import redis_unavailable
 
 
@@ -60,3 +63,26 @@ class ContentSecurityPolicyMiddleware(MiddlewareMixin):
         ):
             response["Content-Security-Policy"] = policy
         return response
+
+
+class LoginThrottleMiddleware(MiddlewareMixin):
+    """Answers a login the throttle refused (dashboard/login_throttle.py) with
+    429 and its message on login pages that do not say so themselves (Django
+    admin's, which would show its usual "enter the correct username and
+    password"); the dashboard's own login page answers its 429 itself."""
+
+    def process_response(
+        self, request: HttpRequest, response: HttpResponse
+    ) -> HttpResponse:
+        """The 429 page when a login was refused and the view did not answer 429."""
+        refusal = refusal_of(request)
+        if refusal is None or response.status_code == 429:
+            return response
+        refused = render(
+            request,
+            "dashboard/429.html",
+            {"message": refusal.message, "retry": request.path},
+            status=429,
+        )
+        refused["Retry-After"] = str(refusal.wait_s)
+        return refused

@@ -5,6 +5,9 @@ bullpen.E010  a middleware the dashboard needs is not in MIDDLEWARE
 bullpen.E011  no DjangoTemplates backend finds app templates with the
               request, auth and messages context processors
 bullpen.E012  the root URLconf does not include dashboard.urls
+bullpen.E013  AUTHENTICATION_BACKENDS lacks the login throttle's backend, or
+              lists Django's ModelBackend before it (the dashboard's login
+              would check passwords unthrottled)
 bullpen.W001  SECURE_SSL_REDIRECT is on and the dashboard's /healthz or
               /readyz would be redirected (load balancers probe over HTTP)
 bullpen.W002  CHANNEL_LAYERS has no default layer: a logout or a permission
@@ -34,6 +37,10 @@ REQUIRED_MIDDLEWARE = (
     "dashboard.middleware.RedisUnavailableMiddleware",
 )
 
+#: The backend every login of the dashboard goes through (the login throttle).
+LOGIN_BACKEND = "dashboard.login_throttle.ThrottledModelBackend"
+_MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
+
 #: What the templates use: `request` (the current page), `user`, `messages`.
 REQUIRED_CONTEXT_PROCESSORS = (
     "django.template.context_processors.request",
@@ -54,6 +61,28 @@ def check_middleware(app_configs: Any = None, **kwargs: Any) -> list[CheckMessag
         )
         for name in REQUIRED_MIDDLEWARE
         if name not in installed
+    ]
+
+
+@register()
+def check_login_backend(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """The login throttle's backend is listed, and no ModelBackend before it."""
+    backends = list(getattr(settings, "AUTHENTICATION_BACKENDS", None) or [])
+    if (
+        LOGIN_BACKEND in backends
+        and _MODEL_BACKEND not in backends[: backends.index(LOGIN_BACKEND)]
+    ):
+        return []
+    return [
+        Error(
+            "AUTHENTICATION_BACKENDS does not put the Bullpen login throttle's "
+            "backend before Django's ModelBackend: the dashboard's login would "
+            "check passwords without limit",
+            hint=f"List {LOGIN_BACKEND!r} in AUTHENTICATION_BACKENDS in place of "
+            f"{_MODEL_BACKEND!r} (it is ModelBackend, throttled; "
+            "docs/embedding.md)",
+            id="bullpen.E013",
+        )
     ]
 
 

@@ -76,6 +76,17 @@ BULLPEN_LOGIN_MAX_FAILURES = int(
 BULLPEN_LOGIN_LOCKOUT_S = int(
     os.environ.get("BULLPEN_LOGIN_LOCKOUT_S", _d.login_lockout_s)
 )
+#: Every login (the dashboard's, Django admin's, any authenticate() call) goes
+#: through the throttle: Django's ModelBackend with each attempt reserved in
+#: Redis before its password is checked (dashboard/login_throttle.py).
+AUTHENTICATION_BACKENDS = ["dashboard.login_throttle.ThrottledModelBackend"]
+#: Proxies in front of the dashboard that each append the address they got
+#: the request from to X-Forwarded-For: the client's address (login throttle,
+#: /metrics networks) is that many entries from the header's right end. 0:
+#: the header is ignored (anyone could write it), the connection's address counts.
+BULLPEN_TRUSTED_PROXY_COUNT = int(
+    os.environ.get("BULLPEN_TRUSTED_PROXY_COUNT", _d.trusted_proxy_count)
+)
 
 #: Redis holding the queues (BullMQ 6 layout) and Bullpen's own keys.
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -172,6 +183,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "dashboard.middleware.LoginThrottleMiddleware",
     "dashboard.middleware.RedisUnavailableMiddleware",
 ]
 

@@ -2,8 +2,9 @@
 
 BULLPEN_METRICS_TOKEN (when set) is accepted as `Authorization: Bearer <token>`
 from anywhere; BULLPEN_METRICS_ALLOW lists the networks (CIDR) that may scrape
-without one. The client address is REMOTE_ADDR as daphne reports it (run daphne
-with --proxy-headers behind a proxy you trust).
+without one. The client address is `dashboard.addresses.client_address`: the
+connection's, or behind BULLPEN_TRUSTED_PROXY_COUNT proxies the one they
+forwarded (a proxy on the same host would otherwise let every client in).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
 from .. import conf
+from ..addresses import client_address
 from ..metrics import BullpenCollector
 
 
@@ -46,7 +48,7 @@ def _token_ok(request: HttpRequest) -> bool:
 
 def _network_ok(request: HttpRequest) -> bool:
     try:
-        address = ipaddress.ip_address(request.META.get("REMOTE_ADDR") or "")
+        address = ipaddress.ip_address(client_address(request))
     except ValueError:
         return False
     return any(address in network for network in _networks())

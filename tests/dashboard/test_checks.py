@@ -36,6 +36,8 @@ def test_default_settings_pass() -> None:
         ("BULLPEN_DISCOVERY_TTL_S", -1, "bullpen.E006"),
         ("BULLPEN_LOGIN_MAX_FAILURES", 0, "bullpen.E006"),
         ("BULLPEN_LOGIN_LOCKOUT_S", 0, "bullpen.E006"),
+        ("BULLPEN_TRUSTED_PROXY_COUNT", -1, "bullpen.E006"),
+        ("BULLPEN_TRUSTED_PROXY_COUNT", 11, "bullpen.E006"),
         ("BULLPEN_LOG_FORMAT", "xml", "bullpen.E008"),
     ],
 )

@@ -66,6 +66,20 @@ def test_other_networks_are_refused(dashboard_redis: str, settings: Any) -> None
     assert "bullpen_queue_jobs" in families
 
 
+def test_behind_a_trusted_proxy_the_forwarded_client_is_checked(
+    dashboard_redis: str, settings: Any
+) -> None:
+    """Behind BULLPEN_TRUSTED_PROXY_COUNT proxies the allowed networks are
+    matched against the forwarded client, not the proxy (a proxy on the same
+    host would otherwise let everyone in); with 0 the header is ignored."""
+    via_proxy = {"REMOTE_ADDR": "127.0.0.1", "HTTP_X_FORWARDED_FOR": "192.0.2.7"}
+    assert Client().get("/metrics", **via_proxy).status_code == 200
+    settings.BULLPEN_TRUSTED_PROXY_COUNT = 1
+    assert Client().get("/metrics", **via_proxy).status_code == 403
+    inside = {"REMOTE_ADDR": "10.0.0.254", "HTTP_X_FORWARDED_FOR": "6.6.6.6, ::1"}
+    assert Client().get("/metrics", **inside).status_code == 200
+
+
 def test_a_logged_in_session_is_not_enough(
     dashboard_redis: str, settings: Any, admin_client: Client
 ) -> None:

@@ -22,6 +22,7 @@ from dashboard.api import discovery, store
 from dashboard.api.models import ApiToken
 from dashboard.mount_checks import (
     check_channel_layer,
+    check_login_backend,
     check_middleware,
     check_templates,
     check_urls,
@@ -275,6 +276,38 @@ def test_checks_say_what_a_host_must_add(settings: Any) -> None:
     response = Client().get("/")
     assert response.status_code == 404
     assert "Content-Security-Policy" not in response
+
+
+def test_a_host_must_list_the_throttled_login_backend(settings: Any) -> None:
+    """Without Bullpen's backend in AUTHENTICATION_BACKENDS (Django's default
+    lists only ModelBackend), or with ModelBackend before it, the dashboard's
+    login would check passwords unthrottled: an error naming the backend."""
+    from tests.hostproject import settings as host
+
+    settings.AUTHENTICATION_BACKENDS = host.AUTHENTICATION_BACKENDS
+    assert check_login_backend() == []
+    model = "django.contrib.auth.backends.ModelBackend"
+    for backends in ([model], [], [model, *host.AUTHENTICATION_BACKENDS]):
+        settings.AUTHENTICATION_BACKENDS = backends
+        [error] = check_login_backend()
+        assert error.id == "bullpen.E013"
+        assert "'dashboard.login_throttle.ThrottledModelBackend'" in error.hint
+
+
+def test_the_login_under_the_prefix_is_throttled(mounted: str, settings: Any) -> None:
+    """With the host's settings the dashboard's login under the prefix counts
+    failures and refuses the right password past the limit (429)."""
+    from tests.hostproject import settings as host
+
+    settings.AUTHENTICATION_BACKENDS = host.AUTHENTICATION_BACKENDS
+    settings.BULLPEN_LOGIN_MAX_FAILURES = 2
+    User.objects.create_user("ops", password="pw-right-one")
+    client = Client()
+    for _ in range(2):
+        wrong = client.post(P + "login/", {"username": "ops", "password": "x"})
+        assert wrong.status_code == 200
+    right = client.post(P + "login/", {"username": "ops", "password": "pw-right-one"})
+    assert right.status_code == 429 and "Too many failed logins" in right.text
 
 
 #: A URLconf without the dashboard (for bullpen.E012).

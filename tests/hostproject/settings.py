@@ -61,6 +61,9 @@ USE_TZ = True
 TIME_ZONE = "UTC"
 STATIC_URL = "static/"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+# Bullpen: logins go through the login throttle (Django's ModelBackend with
+# failed logins counted in Redis); bullpen.E013 says so when it is missing.
+AUTHENTICATION_BACKENDS = ["dashboard.login_throttle.ThrottledModelBackend"]
 #: The host's own login page: the dashboard sends its users to its own.
 LOGIN_URL = "/accounts/login/"
 
