@@ -194,7 +194,12 @@ def test_progress_is_coalesced_to_ten_a_second(
     live: str, viewer: User, qname: str
 ) -> None:
     """A job reporting 200 times in a second reaches a client at most 10 times
-    a second, and the last value it reported is what the client ends with."""
+    a second, and the last value it reported is what the client ends with.
+    The rate is bounded from the moment the first report was sent to the
+    last arrival, which no delay on a busy machine can make look faster; the
+    100 ms spacing of each send is pinned with a controlled clock in
+    test_live_units (the gaps between arrivals here are the machine's
+    scheduling, not the sender's spacing)."""
     key = f"bull:{qname}"
 
     cookie_viewer = session_cookie(viewer)
@@ -218,9 +223,6 @@ def test_progress_is_coalesced_to_ten_a_second(
         assert not [m for m in await drain(comm, 0.3) if m["type"] == "progress"]
         window = got[-1]["_at"] - start
         assert len(got) <= window * 10 + 1, (len(got), window)
-        # Sent >= 100 ms apart; arrival times here carry some scheduling jitter.
-        gaps = [b["_at"] - a["_at"] for a, b in zip(got, got[1:])]
-        assert min(gaps) >= 0.07, gaps
         values = [m["progress"] for m in got]
         assert values == sorted(values)
         await queue.close()
