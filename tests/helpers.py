@@ -36,3 +36,18 @@ def stop_process(proc: subprocess.Popen[Any], timeout_s: float) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+def round_trips(conn: Any, monkeypatch: Any) -> list[str]:
+    """Each connection taken from the redis-py client `conn`'s pool from now
+    on: one per command or pipeline sent, so one per round trip."""
+    taken: list[str] = []
+    pool = conn.connection_pool
+    real = pool.get_connection
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        taken.append(str(args[:1]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pool, "get_connection", counting)
+    return taken

@@ -23,7 +23,7 @@ from tests.gpu_workers.waiting_helpers import (
     gpu_worker,
     reason_of,
 )
-from tests.helpers import wait_until
+from tests.helpers import round_trips, wait_until
 from tests.queues.transitions.helpers import (
     claimed,
     entry,
@@ -268,21 +268,6 @@ def test_a_key_of_the_wrong_type_reads_as_unknown(
     assert "WRONGTYPE" in reason.message
 
 
-def _round_trips(conn: redis.Redis, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Each connection taken from `conn`'s pool: one per command or pipeline
-    sent, so one per round trip."""
-    taken: list[str] = []
-    pool = conn.connection_pool
-    real = pool.get_connection
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        taken.append(str(args[:1]))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(pool, "get_connection", counting)
-    return taken
-
-
 def test_reads_are_bounded_on_a_queue_of_10k(
     r: redis.Redis, redis_url: str, q: Queue, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -299,7 +284,7 @@ def test_reads_are_bounded_on_a_queue_of_10k(
         rows = [(job, "waiting") for job in page]
         explain(conn, q.prefix, q.name, rows)  # connections made, as on a warm page
         r.config_resetstat()
-        taken = _round_trips(conn, monkeypatch)
+        taken = round_trips(conn, monkeypatch)
         with connected_worker(redis_url, q):
             found = explain(conn, q.prefix, q.name, rows)
         stats = r.info("commandstats")

@@ -23,6 +23,7 @@ from tests.gpu_workers.waiting_helpers import (
     gpu_worker,
     push_ids,
 )
+from tests.helpers import round_trips
 
 SCAN = defaults.WAITING_POSITION_SCAN
 #: What run_jobs(q, 10) gives over the 5-minute window.
@@ -162,20 +163,6 @@ def test_prioritized_behind_a_long_wait_list_is_exact(
     assert second_n["eta_ms"] == _eta(100_000 + 20_000 + 1)
 
 
-def _round_trips(conn: redis.Redis, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Each connection taken from `conn`'s pool: one per round trip."""
-    taken: list[str] = []
-    pool = conn.connection_pool
-    real = pool.get_connection
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        taken.append(str(args[:1]))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(pool, "get_connection", counting)
-    return taken
-
-
 def test_round_trips_at_60_and_at_100k(
     r: redis.Redis, redis_url: str, q: Queue, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -193,7 +180,7 @@ def test_round_trips_at_60_and_at_100k(
         pairs = [(front, "waiting"), (back, "waiting"), (prio, "prioritized")]
         explain(conn, q.prefix, q.name, pairs)  # connections made, as on a warm page
         r.config_resetstat()
-        taken = _round_trips(conn, monkeypatch)
+        taken = round_trips(conn, monkeypatch)
         with connected_worker(redis_url, q):
             found = explain(conn, q.prefix, q.name, pairs)
         stats = r.info("commandstats")
