@@ -108,7 +108,8 @@ def test_an_idle_stream_blocks_for_the_whole_block_not_the_read_timeout(
     started = time.monotonic()
     assert events.read() == []
     assert events.read(block_ms=900) == []
-    assert 1.4 < time.monotonic() - started < 3
+    # Both blocks were waited out, and not the 10 s default block.
+    assert 1.4 < time.monotonic() - started < 10
     queue.add("y", {})
     assert next(iter(events)).event == "added"
     events.close()
@@ -119,7 +120,7 @@ def test_an_idle_stream_blocks_for_the_whole_block_not_the_read_timeout(
         events = AsyncQueueEvents(qname, short, block_ms=600)
         started = time.monotonic()
         assert await events.read() == []
-        assert 0.5 < time.monotonic() - started < 2
+        assert 0.5 < time.monotonic() - started < 10
         await events.close()
         await short.aclose()
 
