@@ -159,14 +159,16 @@ def test_job_page_shows_its_gpu_seconds(
     """A job a real GpuWorker ran: the attempts table gives its GPU-seconds."""
     worker = WorkerThread(make_spec(redis_url, q.name))
     try:
+        began = time.monotonic()
         job = q.add("test.sleep", {"s": 0.3})
         wait_until(lambda: q.get_job_state(job.id).value == "completed")
+        watched_s = time.monotonic() - began  # the attempt lasted no longer
     finally:
         worker.stop()
     url = reverse("bullpen:job", args=["bull", q.name, job.id])
     page = viewer_client.get(url).content.decode()
     total = re.search(r'data-field="gpu_seconds"[^>]*>([0-9.]+) GPU-seconds', page)
-    assert total is not None and 0.3 <= float(total.group(1)) < 1.5
+    assert total is not None and 0.3 <= float(total.group(1)) < watched_s
     cell = re.search(
         r'<td class="num nowrap" data-field="gpu_seconds">([0-9.]+)<', page
     )
