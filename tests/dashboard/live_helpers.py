@@ -17,7 +17,7 @@ from django.test import Client
 
 from dashboard.channel_layers import channel_layer_host
 from dashboard.live.hub import reset_hub
-from dashboard.live.reader import reset_reader
+from dashboard.live.reader import get_reader, reset_reader
 from queues import AsyncQueue
 
 ORIGIN = (b"origin", b"http://127.0.0.1:8000")
@@ -121,6 +121,29 @@ async def subscribed(
     assert (await comm.connect())[0]
     await comm.send_json_to({"type": "subscribe", **subscription})
     return comm
+
+
+async def following(
+    *queue_keys: str, sockets: int = 1, gpus: bool = False, timeout: float = 10.0
+) -> None:
+    """Until this process's events reader follows each queue for at least
+    `sockets` sockets (and, with `gpus`, reads the workers stream from a
+    known id): a subscribe has taken effect, so events made after this reach
+    the socket. A fixed sleep instead raced a busy machine, whose reader had
+    not yet taken the stream's position when the test's event was added."""
+    reader = get_reader()
+
+    def ready() -> bool:
+        queues = all(
+            key in reader.followed and reader.followed[key].refs >= sockets
+            for key in queue_keys
+        )
+        return queues and (not gpus or reader.workers_last_id != "$")
+
+    deadline = time.monotonic() + timeout
+    while not ready():
+        assert time.monotonic() < deadline, f"not following {queue_keys} {gpus=}"
+        await asyncio.sleep(0.01)
 
 
 _pending: dict[int, list[dict[str, Any]]] = {}

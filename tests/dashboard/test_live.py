@@ -20,6 +20,7 @@ from tests.dashboard.live_helpers import (
     close_all,
     drain,
     existing_queue,
+    following,
     next_message,
     open_socket,
     receive_until,
@@ -132,7 +133,7 @@ def test_job_subscription_gets_only_that_job(
         mine = await queue.add("a", {})
         other = await queue.add("b", {})
         comm = await subscribed(cookie_viewer, jobs=[f"{key}:{mine.id}"])
-        await asyncio.sleep(0.2)
+        await following(key)
         await other.update_progress(10)
         await mine.update_progress(20)
         got = await receive_until(comm, lambda m: m["type"] == "progress")
@@ -150,7 +151,8 @@ def test_an_idle_followed_job_still_gets_its_next_event_at_once(
 ) -> None:
     """Nothing arrives for longer than channels-redis's 5 s receive and
     redis-py's default 5 s read timeout: the hub must not fail (and back off)
-    on that idle receive, so the job's next progress still arrives at once."""
+    on that idle receive (no "live hub" warning, the check that does not
+    depend on the machine's speed), and the job's next progress arrives."""
     key = f"bull:{qname}"
     cookie_viewer = session_cookie(viewer)
 
@@ -159,10 +161,9 @@ def test_an_idle_followed_job_still_gets_its_next_event_at_once(
         job = await queue.add("a", {})
         comm = await subscribed(cookie_viewer, jobs=[f"{key}:{job.id}"])
         await drain(comm, 6.5)  # idle: the hub's receive outlasts 5 s
-        sent = time.monotonic()
         await job.update_progress(42)
         got = await receive_until(comm, lambda m: m["type"] == "progress")
-        assert got["progress"] == 42 and time.monotonic() - sent < 1.0
+        assert got["progress"] == 42
         await queue.close()
 
     with caplog.at_level("WARNING", logger="dashboard.live"):
@@ -208,7 +209,7 @@ def test_progress_is_coalesced_to_ten_a_second(
         queue = AsyncQueue(qname, live)
         job = await queue.add("spam", {})
         comm = await subscribed(cookie_viewer, queues=[key])
-        await asyncio.sleep(0.3)
+        await following(key)
         # Until the last value arrives (a loaded machine may take > 2 s).
         listening = asyncio.create_task(
             drain(comm, 15.0, lambda m: m.get("progress") == 200)
@@ -239,7 +240,7 @@ def test_reconnect_resumes_from_last_id(live: str, viewer: User, qname: str) -> 
     async def test() -> None:
         queue = await existing_queue(qname, live)
         comm = await subscribed(cookie_viewer, queues=[key])
-        await asyncio.sleep(0.2)
+        await following(key)
         first = await queue.add("before", {})
         # Its last id is that of the job's `waiting`, which follows `added`.
         seen = await receive_until(comm, lambda m: m.get("event") == "waiting")
@@ -317,7 +318,7 @@ def test_gpus_subscription_gets_worker_snapshots(live: str, viewer: User) -> Non
         comm = await open_socket(ORIGIN, cookie_viewer)
         await comm.connect()
         await comm.send_json_to({"type": "subscribe", "gpus": True})
-        await asyncio.sleep(0.3)
+        await following(gpus=True)
         client = sync_from_url(live, decode_responses=True)  # a cluster's too
         pipe = client.pipeline()
         record = {
@@ -355,7 +356,7 @@ def test_one_reader_serves_many_sockets(live: str, viewer: User, qname: str) -> 
             await comm.connect()
             await comm.send_json_to({"type": "subscribe", "queues": [key]})
             socks.append(comm)
-        await asyncio.sleep(0.3)
+        await following(key, sockets=5)
         reader = get_reader()
         assert list(reader.followed) == [key] and reader.followed[key].refs == 5
         before = reader.stats.group_sends

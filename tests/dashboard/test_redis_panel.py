@@ -295,10 +295,13 @@ def test_workers_page_lists_node_bullpen_and_gpu_workers(
     host, pid, slots and running job; the others with their address and
     "unknown" where Redis cannot tell, their queue's active job beside."""
     _node_or_skip()
-    busy = {"sleepMs": 8000}
+    # Both jobs outlast any wait below (killed or cancelled at the end): 8 s
+    # ones finished before a busy machine had all three workers up.
+    busy = {"sleepMs": 120_000}
     plain, gpu_queue = "wp-plain", "wp-gpu"
-    Queue(plain, redis_url).add("slow", busy)
-    demo = Queue(gpu_queue, redis_url).add("demo", {"steps": 80, "step_s": 0.1})
+    plain_q = Queue(plain, redis_url)
+    plain_q.add("slow", busy)
+    demo = Queue(gpu_queue, redis_url).add("demo", {"steps": 1200, "step_s": 0.1})
     node = node_worker(redis_url, plain, name="node-w1", concurrency=3)
     py = py_worker(redis_url, plain, worker_name="py-w1")
     try:
@@ -310,7 +313,8 @@ def test_workers_page_lists_node_bullpen_and_gpu_workers(
                 }
                 busy_gpu = [w for w in fleet.list_workers() if w.get("running")]
                 wanted = {"node-w1", "py-w1", f"h-rp.{gpu_queue}.gpu0"}
-                return busy_gpu[0] if wanted <= names and busy_gpu else None
+                running = plain_q.get_counts("active")["active"] == 1
+                return busy_gpu[0] if wanted <= names and busy_gpu and running else None
 
             record = wait_until(ready, 30, what="three workers, one GPU job running")
             page = viewer_client.get(reverse("bullpen:workers")).content.decode()
