@@ -44,17 +44,25 @@ def test_follow_a_job_on_a_cluster_wsgi_and_asgi(
         worker.stop()
     second = queue.add("gen", {})
 
+    started = asyncio.Event()
+
     async def follow() -> list[dict[str, Any]]:
         got = await AsyncClient().get(
             events_url("render", second.id),
             headers={"Authorization": f"Bearer {token}"},
         )
         assert got.status_code == 200, got.content
-        return list(parse([chunk async for chunk in got.streaming_content]))
+        chunks = []
+        async for chunk in got.streaming_content:
+            chunks.append(chunk)
+            if b"event: state" in chunk:  # sent after its stream position is taken
+                started.set()
+        return list(parse(chunks))
 
     async def main() -> list[dict[str, Any]]:
         live = asyncio.create_task(follow())
-        await asyncio.sleep(0.3)  # following before the job starts
+        # Following before the job starts (a fixed 0.3 s raced a busy machine).
+        await asyncio.wait_for(started.wait(), 15)
         again = WorkerThread("render", steps, api_redis, prefix=PREFIX)
         try:
             return await asyncio.wait_for(live, 15)
