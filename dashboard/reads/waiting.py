@@ -65,9 +65,9 @@ def tag(reason: WaitingReason | None) -> str:
     if reason.code == "queued":
         ahead = n.get("ahead")
         if ahead is not None:
-            return "next" if ahead == 0 else f"{ahead} ahead"
+            return "next" if ahead == 0 else f"{ahead:,} ahead"
         if "ahead_at_least" in n:
-            return f"{n['ahead_at_least']}–{n.get('ahead_at_most', '?')} ahead"
+            return f"{n['ahead_at_least']:,}–{n['ahead_at_most']:,} ahead"
         return "queued"  # it moved, or BullMQ 5's paused list
     if reason.code == "global_concurrency":
         return f"concurrency {n.get('active')}/{n.get('concurrency')}"

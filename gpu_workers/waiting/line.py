@@ -78,15 +78,14 @@ def in_line(
     elif ahead is None:
         numbers["ahead_at_least"] = place.ahead_at_least
         numbers["ahead_at_most"] = place.ahead_at_most
-        text = (
-            f"Between {place.ahead_at_least} and {place.ahead_at_most} jobs ahead of it"
-        )
+        low, high = place.ahead_at_least, place.ahead_at_most
+        text = f"Between {low:,} and {high:,} jobs ahead of it"
     elif ahead == 0:
         text = "Next in line"
     else:
-        text = f"{ahead} job{'s' if ahead != 1 else ''} ahead of it"
+        text = f"{ahead:,} job{'s' if ahead != 1 else ''} ahead of it"
         if own is not None:
-            text += f" ({own} of its priority {job.priority})"
+            text += f" ({own:,} of its priority {job.priority})"
     rate = q.finished_per_min
     numbers["finished_per_min"] = rate
     stopped = q.paused or state == "paused" or not q.live_workers

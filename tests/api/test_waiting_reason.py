@@ -114,6 +114,6 @@ def test_a_long_line_exact_at_the_back_and_a_range_in_the_middle(
     assert (mid["ahead_at_least"], mid["ahead_at_most"]) == (10_000, 50_001)
     assert mid["eta_at_least_ms"] == 10_001 * 30_000
     assert mid["eta_at_most_ms"] == 50_002 * 30_000
-    assert mid["message"].startswith("Between 10000 and 50001 jobs ahead of it")
+    assert mid["message"].startswith("Between 10,000 and 50,001 jobs ahead of it")
     for reason in (back, mid):
         _declared(reason, doc)

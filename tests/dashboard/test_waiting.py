@@ -147,9 +147,9 @@ def test_job_page_on_a_long_line(
         found = waiting.reasons(ref, [(newest, "waiting"), (middle, "waiting")])
     assert 'data-waiting-code="queued"' in back
     assert (
-        "60001 jobs ahead of it; at 2.0 jobs/min it starts in about 20 d 20 h" in back
+        "60,001 jobs ahead of it; at 2.0 jobs/min it starts in about 20 d 20 h" in back
     )
-    assert "Between 10000 and 50001 jobs ahead of it" in mid
+    assert "Between 10,000 and 50,001 jobs ahead of it" in mid
     assert "it starts in between 3 and 18 d" in mid
-    assert waiting.tag(found[newest.id]) == "60001 ahead"
-    assert waiting.tag(found[middle.id]) == "10000–50001 ahead"
+    assert waiting.tag(found[newest.id]) == "60,001 ahead"
+    assert waiting.tag(found[middle.id]) == "10,000–50,001 ahead"

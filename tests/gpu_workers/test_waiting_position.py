@@ -62,7 +62,7 @@ def test_a_job_just_added_to_100k_is_exact(
     assert n["eta_ms"] == _eta(100_000)
     with connected_worker(redis_url, q):
         found = explain(r, q.prefix, q.name, [(job, "waiting")])
-    assert _queued(found[job.id]).message.startswith("100000 jobs ahead of it; ")
+    assert _queued(found[job.id]).message.startswith("100,000 jobs ahead of it; ")
 
 
 def test_near_the_front_and_lifo_stay_exact(
@@ -99,7 +99,7 @@ def test_the_middle_of_a_long_line_is_a_range(
     with connected_worker(redis_url, q):
         found = explain(r, q.prefix, q.name, [(job, "waiting")])
     text = _queued(found[job.id]).message
-    assert text.startswith(f"Between {SCAN} and {60_000 - SCAN} jobs ahead of it")
+    assert text.startswith(f"Between {SCAN:,} and {60_000 - SCAN:,} jobs ahead of it")
     assert "it starts in between " in text
 
 
