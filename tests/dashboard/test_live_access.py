@@ -53,7 +53,10 @@ def test_logout_closes_that_sessions_sockets(
         queue = await existing_queue(qname, live)
         comm = await subscribed(cookie, queues=[key])
         other = await subscribed(other_cookie, queues=[key])
-        await receive_until(comm, lambda m: m["type"] == "counts")
+        # Both subscribes have taken effect (a busy machine had not yet done
+        # the other's when the job below was added).
+        for sock in (comm, other):
+            await receive_until(sock, lambda m: m["type"] == "counts")
         response = await database_sync_to_async(client.post)("/logout/")
         assert response.status_code == 302
         got, code = await closed_with(comm)
