@@ -13,6 +13,11 @@ As soon as one read returns, the others are woken with CLIENT UNBLOCK, sent
 to the node holding that connection with that connection's id, so the caller
 handles what came at once instead of waiting out the other reads' BLOCK;
 `wake()` does the same for all of them (e.g. the caller's streams changed).
+A wake is never lost to timing: one that comes before a read is sent makes
+that read return at once, and an UNBLOCK that reaches the server before the
+read it is meant for (it answers 0: nothing blocked) is sent again until the
+read has returned. A busy machine lost such wakes, and each cost a whole
+BLOCK.
 """
 
 from __future__ import annotations
@@ -29,6 +34,22 @@ from .cluster import is_cluster_client, slot_of
 from .connection import BLOCKING_READ_MARGIN_S, async_from_url
 
 log = logging.getLogger(__name__)
+
+#: How long `wake` waits before it sends an UNBLOCK the server answered with
+#: "not blocked" again (the read was sent but had not arrived yet).
+UNBLOCK_RETRY_S = 0.005
+
+
+def _unblocked(reply: Any) -> bool:
+    """Whether CLIENT UNBLOCK's reply (1 / 0; a cluster client may give it
+    per node) says a blocked client was unblocked."""
+    if isinstance(reply, dict):
+        return any(_unblocked(v) for v in reply.values())
+    try:
+        return int(reply) == 1
+    except (TypeError, ValueError):
+        return True  # unreadable: do not retry
+
 
 #: One blocking read: (its own connection, {stream: id}) -> the reply.
 Call = Callable[[Any, dict[str, str]], Awaitable[Any]]
@@ -71,6 +92,9 @@ class BlockingReads:
         self.reads = 0
         self._conns: dict[int, _Conn] = {}
         self._relearn = False
+        #: A wake came and the read in progress (or the next) has not yet
+        #: returned for it.
+        self._wake_pending = False
 
     def groups(self, streams: Iterable[str]) -> dict[int, list[str]]:
         """The streams by the group one read may name together (by slot on a
@@ -95,31 +119,36 @@ class BlockingReads:
         self.rounds += 1
         self.reads += len(reads)
         woken = asyncio.Event()
-        if len(reads) == 1:
-            await self._one(next(iter(grouped)), reads[0], call, woken)
-            return reads
-        tasks = [
-            asyncio.create_task(self._one(key, group, call, woken))
-            for key, group in zip(grouped, reads)
-        ]
         try:
-            _, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-            if pending:
-                woken.set()  # one still connecting then reads nothing
-                await self.wake()
-            await asyncio.gather(*tasks)
+            if len(reads) == 1:
+                await self._one(next(iter(grouped)), reads[0], call, woken)
+                return reads
+            tasks = [
+                asyncio.create_task(self._one(key, group, call, woken))
+                for key, group in zip(grouped, reads)
+            ]
+            try:
+                _, pending = await asyncio.wait(
+                    tasks, return_when=asyncio.FIRST_COMPLETED
+                )
+                if pending:
+                    woken.set()  # one still connecting then reads nothing
+                    await self._unblock()
+                await asyncio.gather(*tasks)
+            finally:
+                for task in tasks:
+                    task.cancel()
+            return reads
         finally:
-            for task in tasks:
-                task.cancel()
-        return reads
+            self._wake_pending = False  # the caller reads its streams anew
 
     async def _one(
         self, key: int, group: GroupRead, call: Call, woken: asyncio.Event
     ) -> None:
         try:
             conn = await self._conn(key, next(iter(group.ids)))
-            if woken.is_set():  # another group's read came back meanwhile
-                return
+            if woken.is_set() or self._wake_pending:
+                return  # another group's read came back, or a wake, meanwhile
             conn.blocked = True
             try:
                 group.reply = list(await call(conn.client, group.ids) or [])
@@ -134,20 +163,35 @@ class BlockingReads:
             await self._drop(key)
 
     async def wake(self) -> None:
-        """Make every blocked read return now (CLIENT UNBLOCK of its
-        connection's id, sent to its node)."""
+        """Make the read in progress return now, or the next one at once if
+        none is sent yet (CLIENT UNBLOCK of each connection's id, sent to its
+        node)."""
+        self._wake_pending = True
+        await self._unblock()
+
+    async def _unblock(self) -> None:
+        """UNBLOCK every read in flight, again while the server says it is
+        not blocked yet (sent, not arrived) and it has not returned: at most
+        a BLOCK's worth of tries, a few ms apart."""
         for conn in list(self._conns.values()):
-            if not conn.blocked:
-                continue
-            try:
-                if conn.node is None:
-                    await self.side.execute_command("CLIENT", "UNBLOCK", conn.ident)
-                else:
-                    await self.side.execute_command(
-                        "CLIENT", "UNBLOCK", conn.ident, target_nodes=conn.node
-                    )
-            except Exception as exc:  # noqa: BLE001 - it returns at its BLOCK anyway
-                log.debug("CLIENT UNBLOCK failed: %r", exc)
+            tries = max(int(self.block_s / UNBLOCK_RETRY_S), 1)
+            while conn.blocked and tries:
+                tries -= 1
+                try:
+                    if conn.node is None:
+                        done = await self.side.execute_command(
+                            "CLIENT", "UNBLOCK", conn.ident
+                        )
+                    else:
+                        done = await self.side.execute_command(
+                            "CLIENT", "UNBLOCK", conn.ident, target_nodes=conn.node
+                        )
+                except Exception as exc:  # noqa: BLE001 - it returns at its BLOCK anyway
+                    log.debug("CLIENT UNBLOCK failed: %r", exc)
+                    break
+                if _unblocked(done):
+                    break
+                await asyncio.sleep(UNBLOCK_RETRY_S)
 
     async def _conn(self, key: int, stream: str) -> _Conn:
         conn = self._conns.get(key)
