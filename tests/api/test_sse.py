@@ -86,9 +86,15 @@ def test_resume_with_last_event_id(
     events after it; a finished job's stream replays them and ends."""
     job = q.add("gen", {})
     other = q.add("gen", {})
+    # Follow the job before it starts (its state first), so that `full` has
+    # every event: a worker started first ran past the first progress events
+    # on a busy machine before the stream began.
+    stream = parse(api.get(events_url(qname, job.id)).streaming_content)
+    first = next(stream)
+    assert first["event"] == "state" and first["data"]["state"] == "waiting"
     worker = WorkerThread(qname, steps, api_redis)
     try:
-        full = list(parse(api.get(events_url(qname, job.id)).streaming_content))
+        full = [first, *stream]
         list(parse(api.get(events_url(qname, other.id)).streaming_content))
     finally:
         worker.stop()
@@ -163,6 +169,8 @@ def test_follow_and_resume_under_asgi(
     job = q.add("gen", {})
     headers = {"Authorization": f"Bearer {token}"}
 
+    following = asyncio.Event()
+
     async def follow(last_id: str | None = None, **query: str) -> list[dict[str, Any]]:
         sent = {} if query else dict(headers)
         if last_id:
@@ -171,12 +179,17 @@ def test_follow_and_resume_under_asgi(
             events_url(qname, job.id), query, headers=sent
         )
         assert response.status_code == 200, response.content
-        chunks = [chunk async for chunk in response.streaming_content]
+        chunks = []
+        async for chunk in response.streaming_content:
+            chunks.append(chunk)
+            if b"event: state" in chunk:  # sent once its stream position is taken
+                following.set()
         return list(parse(chunks))
 
     async def main() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         live = asyncio.create_task(follow())
-        await asyncio.sleep(0.3)
+        # Following before the job starts (a fixed 0.3 s raced a busy machine).
+        await asyncio.wait_for(following.wait(), 15)
         worker = WorkerThread(qname, steps, api_redis)
         try:
             full = await asyncio.wait_for(live, 15)
