@@ -1,6 +1,6 @@
 """The client's address, the one place any part of the dashboard reads it.
 
-Behind BULLPEN_TRUSTED_PROXY_COUNT proxies (each appending the address it
+Behind `conf.trusted_proxy_count` proxies (each appending the address it
 received the request from to X-Forwarded-For) the client is that many entries
 from the header's right end; what stands left of it, a client may have
 written itself. With 0 (the default) the header is not read at all: the

@@ -5,8 +5,8 @@ AUTHENTICATION_BACKENDS, so the dashboard's /login/, Django admin's login and
 any other `authenticate()` call go through it. Before a password is checked
 it reserves the attempt in Redis with one script (count and check in one
 step: logins sent at once cannot all pass the check before any is counted);
-past BULLPEN_LOGIN_MAX_FAILURES the attempt is refused unchecked until
-BULLPEN_LOGIN_LOCKOUT_S after the last one let through. A success clears the
+past the configured most failures the attempt is refused unchecked until
+the lockout has passed since the last one let through. A success clears the
 count. The count lives under Bullpen's namespace, shared by every dashboard
 process; the lockout and each refusal are written to the audit log.
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
+from redis.commands.core import Script
 
 from . import audit, conf
 from .addresses import UNKNOWN, client_address
@@ -71,18 +73,29 @@ def refusal_of(request: HttpRequest | None) -> Refusal | None:
     return found if isinstance(found, Refusal) else None
 
 
+@lru_cache(maxsize=1)
+def _script(conn: Any) -> Script:
+    """The reserve script registered with the pages' client (cached by
+    dashboard.redis), once rather than on every login."""
+    script: Script = conn.register_script(_SCRIPT)
+    return script
+
+
 def _reserve(key: str) -> tuple[bool, int, int]:
     """Count one attempt unless the limit is reached: (admitted, count, ttl_s)."""
     settings = conf.get()
-    admitted, counted, ttl_s = client().register_script(_SCRIPT)(
-        keys=[key], args=[settings.login_max_failures, settings.login_lockout_s]
+    conn = client()
+    admitted, counted, ttl_s = _script(conn)(
+        keys=[key],
+        args=[settings.login_max_failures, settings.login_lockout_s],
+        client=conn,
     )
     return bool(admitted), int(counted), int(ttl_s)
 
 
 class ThrottledModelBackend(ModelBackend):
     """Django's ModelBackend, each password check reserved in the login
-    throttle first (BULLPEN_LOGIN_MAX_FAILURES per BULLPEN_LOGIN_LOCKOUT_S)."""
+    throttle first (conf.login_max_failures per conf.login_lockout_s)."""
 
     def authenticate(
         self,

@@ -61,8 +61,8 @@ def redact(value: Any) -> Any:
 
 
 def redaction_on() -> bool:
-    """Whether a BULLPEN_REDACT hook is set."""
-    return bool(getattr(settings, "BULLPEN_REDACT", ""))
+    """Whether a redaction hook is set."""
+    return bool(hook_path())
 
 
 def keep_unchanged(edited: Any, stored: Any) -> Any:

@@ -2,7 +2,7 @@
 from the `repeat` ZSET score, the last job each produced) and the schedulers
 paused from the dashboard, whose definitions the audit log keeps.
 
-Template data passes through BULLPEN_REDACT wherever it is shown (rows, the
+Template data passes through the redaction hook wherever it is shown (rows, the
 edit form, a pause's audit row); when redaction hides part of a paused
 scheduler's template, its full definition is kept in Bullpen's namespace
 (`{namespace}:paused-scheduler:{prefix}:{queue}:{id}`, a string of JSON

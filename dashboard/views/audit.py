@@ -1,6 +1,6 @@
 """Audit log page: recent operator actions, newest first, filterable by target
 and by action (`<what>.<verb>`, or a family such as `job.`); details shown
-redacted (BULLPEN_REDACT)."""
+redacted (the redaction hook)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def audit_log(request: HttpRequest) -> HttpResponse:
         # One action (`job.retry`) or a family of them (`job.`, `workers.`).
         entries = entries.filter(action__startswith=action)
     page = Paginator(entries, PAGE_SIZE).get_page(request.GET.get("page"))
-    # Details pass through BULLPEN_REDACT as shown: a pause written before
+    # Details pass through the redaction hook as shown: a pause written before
     # pauses were redacted holds its scheduler's whole template.
     rows = [(e, shown_detail(e.detail)) for e in page.object_list]
     context = {"page": page, "rows": rows, "target": target, "action": action}

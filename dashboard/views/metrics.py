@@ -3,7 +3,7 @@
 BULLPEN_METRICS_TOKEN (when set) is accepted as `Authorization: Bearer <token>`
 from anywhere; BULLPEN_METRICS_ALLOW lists the networks (CIDR) that may scrape
 without one. The client address is `dashboard.addresses.client_address`: the
-connection's, or behind BULLPEN_TRUSTED_PROXY_COUNT proxies the one they
+connection's, or behind the trusted proxies (dashboard.addresses) the one they
 forwarded (a proxy on the same host would otherwise let every client in).
 """
 

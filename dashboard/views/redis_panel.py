@@ -4,7 +4,7 @@ the workers page (every worker connected to Redis, Bullpen's and Node's),
 each with the fragment htmx refreshes.
 
 Slowlog arguments are commands' arguments: job data, and whatever secrets a
-producer put in it, without the BULLPEN_REDACT hook that every other path
+producer put in it, without the redaction hook that every other path
 showing job content passes through. So everyone who may view the page sees
 each entry's command, time, duration and client; its arguments (cut to a few
 dozen characters each, escaped) only users who may operate queues, and
