@@ -243,7 +243,7 @@ def main() -> None:
             fill_gpu_time(r)
             deep = max(args.small // 25 // 2, 2)
             job_id = str(args.small // 2)
-            from dashboard import reads
+            from dashboard.console import reads
 
             # Forget the start-up scan (it ran before the data was built): the
             # first request below pays a fresh SCAN, as without prewarm.

@@ -24,8 +24,8 @@ def measure_batch(
     batch's duration and rate, and its audit row."""
     from django.urls import reverse
 
-    from dashboard.bulk import records
-    from dashboard.models import AuditEntry
+    from dashboard.console.bulk import records
+    from dashboard.console.models import AuditEntry
 
     fill(r, "bulk", 1, n_jobs, "failed")
     time.sleep(1.0)  # the fill stamps finish times up to 0.9 s ahead

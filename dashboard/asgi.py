@@ -22,9 +22,9 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-from dashboard import background  # noqa: E402
+from dashboard.console import background  # noqa: E402
 from dashboard.api import bodylimit  # noqa: E402
-from dashboard.live.routing import websocket_urlpatterns  # noqa: E402
+from dashboard.console.live.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
@@ -39,7 +39,7 @@ application = ProtocolTypeRouter(
 bodylimit.install()
 
 # The first discovery SCAN (seconds over a million keys), the charts' sampler
-# and the batch runner start now, in the background (dashboard/background.py).
+# and the batch runner start now, in the background (dashboard/console/background.py).
 background.start()
 
 # Everything imported so far lives as long as the process: keep the cyclic GC

@@ -40,7 +40,8 @@ def runserver(argv: Sequence[str]) -> None:
     import django
 
     django.setup()
-    from dashboard import conf, serve
+    from dashboard.shared import conf
+    from dashboard import serve
     from dashboard.run import daphne_args
 
     c = conf.get()

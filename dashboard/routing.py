@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, cast
 from channels.routing import URLRouter
 from django.urls import path
 
-from dashboard import background
+from dashboard.console import background
 from dashboard.api import bodylimit
-from dashboard.live.routing import websocket_urlpatterns
+from dashboard.console.live.routing import websocket_urlpatterns
 
 if TYPE_CHECKING:
     from channels.routing import _ExtendedURLPattern
@@ -29,7 +29,7 @@ def websocket_urls(prefix: str) -> list[_ExtendedURLPattern | URLRouter]:
 
     It also makes daphne refuse oversized API bodies before reading them
     (dashboard/api/bodylimit.py), which needs the server's request class, and
-    starts the process's background work (dashboard/background.py: discovery,
+    starts the process's background work (dashboard/console/background.py: discovery,
     the charts' sampler, the batch runner): the ASGI module is where a host's
     server is set up."""
     bodylimit.install()
@@ -37,6 +37,6 @@ def websocket_urls(prefix: str) -> list[_ExtendedURLPattern | URLRouter]:
     if not prefix:
         return list(websocket_urlpatterns)
     # django-stubs types path() for Django views only; channels routes ASGI
-    # apps with it (see dashboard/live/routing.py).
+    # apps with it (see dashboard/console/live/routing.py).
     nested = path(prefix, URLRouter(websocket_urlpatterns))  # type: ignore[arg-type]
     return [cast("_ExtendedURLPattern", nested)]

@@ -1,7 +1,7 @@
 """Django settings for Bullpen; the only module that reads the environment.
 
 The dashboard's own settings (BULLPEN_*) take their defaults from
-`dashboard.conf.DEFAULTS`, and code reads them as `dashboard.conf.get()`.
+`dashboard.shared.conf.DEFAULTS`, and code reads them as `dashboard.shared.conf.get()`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import socket
 from pathlib import Path
 
 from dashboard.channel_layers import channel_layers
-from dashboard.conf import DEFAULTS as _d
+from dashboard.shared.conf import DEFAULTS as _d
 from dashboard.dburl import parse_database_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -66,7 +66,7 @@ SECURE_PROXY_SSL_HEADER = (
 CSRF_TRUSTED_ORIGINS = [
     o for o in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o
 ]
-#: Content-Security-Policy of every response (see dashboard.conf.CSP).
+#: Content-Security-Policy of every response (see dashboard.shared.conf.CSP).
 BULLPEN_CSP = os.environ.get("BULLPEN_CSP", _d.csp)
 #: Failed logins per username and client address before logins are refused
 #: for the lockout period (counted in Redis, so every process shares them).
@@ -78,8 +78,8 @@ BULLPEN_LOGIN_LOCKOUT_S = int(
 )
 #: Every login (the dashboard's, Django admin's, any authenticate() call) goes
 #: through the throttle: Django's ModelBackend with each attempt reserved in
-#: Redis before its password is checked (dashboard/login_throttle.py).
-AUTHENTICATION_BACKENDS = ["dashboard.login_throttle.ThrottledModelBackend"]
+#: Redis before its password is checked (dashboard/console/login_throttle.py).
+AUTHENTICATION_BACKENDS = ["dashboard.console.login_throttle.ThrottledModelBackend"]
 #: Proxies in front of the dashboard that each append the address they got
 #: the request from to X-Forwarded-For: the client's address (login throttle,
 #: /metrics networks) is that many entries from the header's right end. 0:
@@ -176,15 +176,15 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "dashboard.staticfiles.StaticFilesMiddleware",
-    "dashboard.middleware.ContentSecurityPolicyMiddleware",
+    "dashboard.console.middleware.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "dashboard.middleware.LoginThrottleMiddleware",
-    "dashboard.middleware.RedisUnavailableMiddleware",
+    "dashboard.console.middleware.LoginThrottleMiddleware",
+    "dashboard.console.middleware.RedisUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "dashboard.site_urls"
@@ -212,7 +212,7 @@ TEMPLATES = [
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
 #: Seconds a PostgreSQL connection is reused (checked before reuse) by the
 #: live sockets and commands; HTTP requests under daphne close theirs at
-#: their end (dashboard/db.py).
+#: their end (dashboard/console/db.py).
 BULLPEN_DB_CONN_MAX_AGE = int(os.environ.get("BULLPEN_DB_CONN_MAX_AGE", "60"))
 BULLPEN_DATABASE_URL_ERROR = ""
 try:
@@ -275,7 +275,7 @@ if BULLPEN_LOG_FORMAT == "json":
 LOGIN_URL = "bullpen:login"
 LOGIN_REDIRECT_URL = "bullpen:overview"
 LOGOUT_REDIRECT_URL = "bullpen:login"
-CSRF_FAILURE_VIEW = "dashboard.views.common.csrf_failure"
+CSRF_FAILURE_VIEW = "dashboard.console.views.common.csrf_failure"
 
 # --- Operator pages (dashboard/views) ---
 #: Queues where every action is refused: `prefix:name`, `name` (any prefix) or `*`.
@@ -301,7 +301,7 @@ BULLPEN_DETAIL_VALUE_MAX_BYTES = int(
     os.environ.get("BULLPEN_DETAIL_VALUE_MAX_BYTES", _d.detail_value_max_bytes)
 )
 #: Dotted path of a function(data) -> data hiding sensitive values before display,
-#: e.g. dashboard.redaction.redact_sensitive_keys; empty: shown as stored.
+#: e.g. dashboard.shared.redaction.redact_sensitive_keys; empty: shown as stored.
 BULLPEN_REDACT = os.environ.get("BULLPEN_REDACT", "")
 #: Jobs per page of a queue's job list.
 BULLPEN_PAGE_SIZE = int(os.environ.get("BULLPEN_PAGE_SIZE", _d.page_size))
@@ -320,9 +320,9 @@ BULLPEN_SPARKLINE_MINUTES = int(
 BULLPEN_SERIES_SAMPLING = os.environ.get("BULLPEN_SERIES_SAMPLING", "1") != "0"
 
 
-# --- Live updates and /metrics (dashboard/live, dashboard/metrics.py) ---
+# --- Live updates and /metrics (dashboard/live, dashboard/console/metrics.py) ---
 #: The channel layer (same Redis, own keys) carries only the live sockets'
-#: control messages between dashboard processes (dashboard/live/access.py:
+#: control messages between dashboard processes (dashboard/console/live/access.py:
 #: session ended, access changed); events go from each process's reader to
 #: its own sockets in memory.
 CHANNEL_LAYERS = channel_layers(

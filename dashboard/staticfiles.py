@@ -9,7 +9,7 @@ to names that change with the content (`dashboard.0c1d2e3f4a5b.css`), served
 with a year-long, immutable Cache-Control.
 
 WhiteNoise's own middleware is sync-only, which would send every ASGI
-request through asgiref's thread bridge (see dashboard/middleware.py): this
+request through asgiref's thread bridge (see dashboard/console/middleware.py): this
 one answers static files on the event loop and passes the rest on.
 """
 

@@ -84,7 +84,7 @@ def _groups_again(sender: Any, **kwargs: Any) -> None:
         return
     from django.contrib.auth.models import Group, Permission
 
-    groups = importlib.import_module("dashboard.migrations.0002_groups").GROUPS
+    groups = importlib.import_module("dashboard.console.migrations.0002_groups").GROUPS
     for name, codenames in groups.items():
         group, _ = Group.objects.using(kwargs["using"]).get_or_create(name=name)
         group.permissions.add(

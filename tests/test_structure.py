@@ -22,7 +22,7 @@ LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 
 def test_import_contracts_hold() -> None:
     """lint-imports keeps every contract: dashboard > gpu_workers > queues, no
-    Django below dashboard, dashboard.api uses only dashboard.redis/redaction."""
+    Django below dashboard, dashboard.api uses only dashboard.shared.redis/redaction."""
     result = subprocess.run(
         [str(LINT_IMPORTS), "--no-cache", "--no-logo"],
         cwd=ROOT,
@@ -116,8 +116,8 @@ def test_no_import_cycles() -> None:
 
 def folder_of(module: str) -> str:
     """The box a module is drawn in: its sub-package under a top package
-    (`dashboard.live`, `queues.ops`, `gpu_workers.probe`), or the module itself
-    when it sits at a package's top (`dashboard.conf`, `queues.job`)."""
+    (`dashboard.console.live`, `queues.ops`, `gpu_workers.probe`), or the module itself
+    when it sits at a package's top (`dashboard.shared.conf`, `queues.job`)."""
     parts = module.split(".")
     head = ".".join(parts[:2])
     return head if len(parts) > 2 or (ROOT / Path(*parts[:2])).is_dir() else module
@@ -126,7 +126,7 @@ def folder_of(module: str) -> str:
 def test_no_cycles_between_folders() -> None:
     """The drawing of imports between packages, folders and top-level modules
     has no cycle either: a folder never imports a module that imports it back
-    (say dashboard.conf taking a default from dashboard.live while live reads
+    (say dashboard.shared.conf taking a default from dashboard.console.live while live reads
     conf)."""
     graph = import_graph()
     boxes = grimp.ImportGraph()

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import redis
 
-from dashboard.redis import setting
+from dashboard.shared.redis import setting
 from queues.discovery import CachedDiscovery, discover_queues
 
 from . import conf

@@ -27,7 +27,7 @@ import redis
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from dashboard.redaction import redact_fields
+from dashboard.shared.redaction import redact_fields
 from queues import AsyncQueue, Job, JobState, Queue
 from queues.connection import for_blocking
 from queues.events import FINAL_EVENTS, StreamId

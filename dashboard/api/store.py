@@ -7,7 +7,7 @@ from typing import Any
 
 import redis
 
-from dashboard.redis import connect
+from dashboard.shared.redis import connect
 from queues.connection import async_client
 from queues.names import qualified_name
 

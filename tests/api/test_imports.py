@@ -8,7 +8,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 #: What of the dashboard (outside the API) the API may import.
-ALLOWED = {"dashboard.redis", "dashboard.redaction"}
+ALLOWED = {"dashboard.shared.redis", "dashboard.shared.redaction"}
 
 
 def _modules() -> dict[str, Path]:

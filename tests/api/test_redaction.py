@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from dashboard.redaction import REDACTED
+from dashboard.shared.redaction import REDACTED
 from queues import Job
 from tests.api.conftest import ApiClient
 from tests.api.helpers import Receiver, WorkerThread, dispatching, fast_config

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 import pytest
 import redis
 
-from dashboard.templatetags.bullpen import ms_short
+from dashboard.console.templatetags.bullpen import ms_short
 from queues import Queue, ops
 from tests.queues.transitions.helpers import (
     claimed,

@@ -15,8 +15,9 @@ import redis
 from django.test import Client
 from redis.cluster import RedisCluster
 
-from dashboard import reads
-from dashboard.reads import discovery, overview
+from dashboard.console import reads
+from dashboard.shared import discovery
+from dashboard.console.reads import overview
 from gpu_workers import Fleet
 from gpu_workers.keys import BullpenKeys
 from queues import AsyncQueue, FlowProducer, Queue

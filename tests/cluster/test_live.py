@@ -16,7 +16,7 @@ import redis
 from django.contrib.auth.models import User
 
 from dashboard.channel_layers import channel_layers
-from dashboard.live.reader import EventsReader, get_reader
+from dashboard.console.live.reader import EventsReader, get_reader
 from queues import AsyncQueue, Job
 from queues.cluster import check_queue_slot
 from queues.connection import async_from_url

@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
 
-from dashboard import reads
+from dashboard.console import reads
 from tests.dashboard.live_helpers import live, viewer  # noqa: F401 - fixtures
 
 

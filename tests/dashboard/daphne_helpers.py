@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dashboard.live.defaults import HANDSHAKE_TIMEOUT_S
+from dashboard.console.live.defaults import HANDSHAKE_TIMEOUT_S
 from dashboard.run import daphne_args
 from queues.devredis import free_port
 from tests.helpers import wait_until

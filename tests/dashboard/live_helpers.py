@@ -16,8 +16,8 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client
 
 from dashboard.channel_layers import channel_layer_host
-from dashboard.live.hub import reset_hub
-from dashboard.live.reader import get_reader, reset_reader
+from dashboard.console.live.hub import reset_hub
+from dashboard.console.live.reader import get_reader, reset_reader
 from queues import AsyncQueue
 
 ORIGIN = (b"origin", b"http://127.0.0.1:8000")

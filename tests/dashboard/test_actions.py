@@ -7,7 +7,7 @@ import pytest
 import redis
 from django.test import Client
 
-from dashboard.models import AuditEntry
+from dashboard.console.models import AuditEntry
 from gpu_workers.keys import BullpenKeys
 from queues import Queue
 from tests.dashboard.helpers import hx_post, job_url, make_active, queue_url, run_jobs

@@ -11,7 +11,7 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.test import Client
 
-from dashboard.models import AuditEntry
+from dashboard.console.models import AuditEntry
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

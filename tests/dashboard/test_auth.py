@@ -7,7 +7,7 @@ from django.contrib.auth.models import Group, Permission, User
 from django.test import Client
 from django.urls import reverse
 
-from dashboard.models import AuditEntry
+from dashboard.console.models import AuditEntry
 from queues import Queue
 from tests.dashboard.conftest import client_for, user_in
 from tests.dashboard.helpers import HX, hx_post, job_url, queue_url, run_jobs

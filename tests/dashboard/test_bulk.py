@@ -12,9 +12,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from dashboard.bulk import runner
-from dashboard.bulk.selection import MAX_IDS
-from dashboard.models import AuditEntry
+from dashboard.console.bulk import runner
+from dashboard.console.bulk.selection import MAX_IDS
+from dashboard.console.models import AuditEntry
 from queues import Queue
 from tests.dashboard.helpers import HX, hx_post, make_active, queue_url, run_jobs
 
@@ -195,7 +195,7 @@ def test_export_selected_and_all_as_json_lines(
     """The selection, or every job of the tab, one JSON object per line with
     queue and state, job content redacted by BULLPEN_REDACT, an odd job (data
     not JSON) exported as far as it reads; one audit row per export."""
-    settings.BULLPEN_REDACT = "dashboard.redaction.redact_sensitive_keys"
+    settings.BULLPEN_REDACT = "dashboard.shared.redaction.redact_sensitive_keys"
     q = Queue(qname, dashboard_redis)
     ids = run_jobs(q, 3, "failed", data={"token": "s3cret", "n": 1})
     q.client.hset(f"bull:{qname}:{ids[1]}", "data", "{not json")

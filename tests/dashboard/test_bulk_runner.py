@@ -14,8 +14,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from dashboard.bulk import records, runner
-from dashboard.models import AuditEntry
+from dashboard.console.bulk import records, runner
+from dashboard.console.models import AuditEntry
 from queues import Queue, ops
 from tests.dashboard.helpers import hx_post, run_jobs
 from tests.queues.transitions.helpers import (

@@ -9,8 +9,8 @@ import redis
 from django.test import Client
 from django.urls import reverse
 
-from dashboard.display import sparkline
-from dashboard.views.overview import peak
+from dashboard.console.display import sparkline
+from dashboard.console.views.overview import peak
 from queues import Queue
 from tests.dashboard.helpers import gpu_fleet, run_jobs
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from dashboard.checks import check_settings
+from dashboard.console.checks import check_settings
 
 
 def _ids() -> list[str]:
@@ -30,7 +30,7 @@ def test_default_settings_pass() -> None:
         ("BULLPEN_QUEUES", ["bull:"], "bullpen.E003"),
         ("BULLPEN_READ_ONLY_QUEUES", [":"], "bullpen.E004"),
         ("BULLPEN_REDACT", "no.such.module.redact", "bullpen.E005"),
-        ("BULLPEN_REDACT", "dashboard.redaction.REDACTED", "bullpen.E005"),
+        ("BULLPEN_REDACT", "dashboard.shared.redaction.REDACTED", "bullpen.E005"),
         ("BULLPEN_PAGE_SIZE", 0, "bullpen.E006"),
         ("BULLPEN_SCAN_CAP", 10_000_000, "bullpen.E006"),
         ("BULLPEN_DISCOVERY_TTL_S", -1, "bullpen.E006"),
@@ -53,7 +53,7 @@ def test_good_non_default_values_pass(settings: Any) -> None:
     """Queue entries with prefixes, `*` and a real hook are accepted."""
     settings.BULLPEN_QUEUES = ["render", "{bull}:embed"]
     settings.BULLPEN_READ_ONLY_QUEUES = ["*", "bull:render"]
-    settings.BULLPEN_REDACT = "dashboard.redaction.redact_sensitive_keys"
+    settings.BULLPEN_REDACT = "dashboard.shared.redaction.redact_sensitive_keys"
     settings.REDIS_URL = "unix:///tmp/redis.sock"
     assert _ids() == []
     settings.REDIS_URL = "redis+sentinel://:pw@h1:26379,h2:26379/mymaster/0"

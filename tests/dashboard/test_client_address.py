@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from django.test import RequestFactory
 
-from dashboard.addresses import client_address
+from dashboard.shared.addresses import client_address
 
 
 def request_from(remote: str, forwarded: str | None = None) -> Any:

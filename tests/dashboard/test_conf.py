@@ -1,4 +1,4 @@
-"""dashboard.conf: the app's settings as one typed object, defaults in one place."""
+"""dashboard.shared.conf: the app's settings as one typed object, defaults in one place."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from dashboard import conf
+from dashboard.shared import conf
 from dashboard import settings as dashboard_settings
 
 

@@ -12,7 +12,7 @@ import pytest
 import redis
 from django.test import Client
 
-from dashboard.models import AuditEntry
+from dashboard.console.models import AuditEntry
 from gpu_workers import Fleet
 from gpu_workers.clock import now_ms
 from queues import Queue
@@ -344,7 +344,7 @@ def test_vram_wait_runs_from_claim_to_start_or_to_now_while_waiting() -> None:
     for a job a live worker still holds waiting for VRAM, the time so far."""
     import time
 
-    from dashboard.reads.job import vram_wait_ms
+    from dashboard.console.reads.job import vram_wait_ms
 
     assert vram_wait_ms({"claimed_ms": 1_000, "started_ms": 3_500}) == 2_500
     assert vram_wait_ms({"claimed_ms": 1_000, "outcome": "failed"}) is None

@@ -16,7 +16,7 @@ import redis.asyncio as aioredis
 from django.test import Client
 from django.urls import reverse
 
-from dashboard.reads.gputime import Choice, gpu_time
+from dashboard.console.reads.gputime import Choice, gpu_time
 from gpu_workers.gputime import OTHER, GpuTimeRecorder, Retention, Usage
 from gpu_workers.keys import BullpenKeys
 from queues import Queue

@@ -17,9 +17,9 @@ from django.db import connection
 from django.db.migrations.recorder import MigrationRecorder
 from django.test import Client
 
-from dashboard import reads
-from dashboard.redis import reset as redis_reset
-from dashboard.views.health import forget_migrations
+from dashboard.console import reads
+from dashboard.shared.redis import reset as redis_reset
+from dashboard.console.views.health import forget_migrations
 from tests.dashboard.daphne_helpers import daphne
 from tests.redis_server import RedisServer
 

@@ -10,7 +10,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from dashboard.views.job import timeline
+from dashboard.console.views.job import timeline
 from gpu_workers.keys import BullpenKeys
 from queues import FlowProducer, Job, Queue
 from queues.connection import sync_from_url

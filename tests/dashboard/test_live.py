@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from dashboard.live import defaults
-from dashboard.live.access import user_group
-from dashboard.live.hub import get_hub, queue_group
-from dashboard.live.reader import get_reader
+from dashboard.console.live import defaults
+from dashboard.console.live.access import user_group
+from dashboard.console.live.hub import get_hub, queue_group
+from dashboard.console.live.reader import get_reader
 from queues import AsyncQueue
 from tests.dashboard.live_helpers import (
     ORIGIN,
@@ -166,7 +166,7 @@ def test_an_idle_followed_job_still_gets_its_next_event_at_once(
         assert got["progress"] == 42
         await queue.close()
 
-    with caplog.at_level("WARNING", logger="dashboard.live"):
+    with caplog.at_level("WARNING", logger="dashboard.console.live"):
         run(test)
     assert not [r for r in caplog.records if "live hub" in r.getMessage()]
 

@@ -13,9 +13,9 @@ from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import Group, Permission, User
 
-from dashboard.live import defaults
-from dashboard.live.reader import get_reader
-from dashboard.models import VIEW
+from dashboard.console.live import defaults
+from dashboard.console.live.reader import get_reader
+from dashboard.console.models import VIEW
 from tests.dashboard.live_helpers import (
     drain,
     existing_queue,

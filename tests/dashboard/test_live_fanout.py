@@ -16,9 +16,9 @@ import redis
 from channels.layers import get_channel_layer
 from django.contrib.auth.models import User
 
-from dashboard.live.access import session_group, user_group
-from dashboard.live.consumers import handler_name
-from dashboard.live.hub import get_hub
+from dashboard.console.live.access import session_group, user_group
+from dashboard.console.live.consumers import handler_name
+from dashboard.console.live.hub import get_hub
 from queues import AsyncQueue, Queue
 from tests.dashboard.daphne_helpers import LiveSocket, daphne, viewer_session
 from tests.dashboard.live_helpers import (

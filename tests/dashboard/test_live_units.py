@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.live import messages, subscriptions
-from dashboard.live.coalesce import Coalescer
-from dashboard.live.hub import queue_group
+from dashboard.console.live import messages, subscriptions
+from dashboard.console.live.coalesce import Coalescer
+from dashboard.console.live.hub import queue_group
 from queues.events import StreamId, id_order
 
 
@@ -137,7 +137,7 @@ def test_counts_of_all_queues_at_once_and_a_broken_one_alone(redis_url: str) -> 
 
     import redis.asyncio as aioredis
 
-    from dashboard.live.snapshots import read_counts
+    from dashboard.console.live.snapshots import read_counts
     from queues.keys import QueueKeys
 
     async def test() -> None:
@@ -167,7 +167,7 @@ def test_sockets_connecting_at_once_join_a_shared_group_once(redis_url: str) -> 
     from channels_redis.core import RedisChannelLayer
 
     from dashboard.channel_layers import channel_layer_host
-    from dashboard.live.hub import Hub
+    from dashboard.console.live.hub import Hub
 
     class Socket:
         def deliver(self, message: dict) -> None:

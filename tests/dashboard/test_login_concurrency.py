@@ -15,7 +15,7 @@ from pathlib import Path
 import redis
 import requests
 
-from dashboard.login_throttle import failures_key
+from dashboard.console.login_throttle import failures_key
 from tests.dashboard.daphne_helpers import ROOT, daphne
 
 LIMIT = 5

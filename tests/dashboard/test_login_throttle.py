@@ -15,8 +15,8 @@ from django.contrib.auth import aauthenticate, authenticate
 from django.contrib.auth.models import User
 from django.test import Client, RequestFactory
 
-from dashboard.login_throttle import failures_key
-from dashboard.models import AuditEntry
+from dashboard.console.login_throttle import failures_key
+from dashboard.console.models import AuditEntry
 
 PASSWORD = "correct-horse-battery"
 

@@ -186,7 +186,7 @@ def test_names_follow_prometheus_conventions(
 
 def test_redis_down_is_reported_not_raised(dashboard_redis: str, settings: Any) -> None:
     """A scrape while Redis is unreachable answers bullpen_redis_up 0."""
-    from dashboard import reads
+    from dashboard.console import reads
     from tests.redis_server import free_port
 
     settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"

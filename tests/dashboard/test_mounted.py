@@ -20,13 +20,7 @@ from django.test import Client
 
 from dashboard.api import discovery, store
 from dashboard.api.models import ApiToken
-from dashboard.mount_checks import (
-    check_channel_layer,
-    check_login_backend,
-    check_middleware,
-    check_templates,
-    check_urls,
-)
+from dashboard.console.mount_checks import check_channel_layer, check_login_backend, check_middleware, check_templates, check_urls
 from queues import Queue
 from tests.dashboard.helpers import HX, run_jobs
 
@@ -261,7 +255,7 @@ def test_checks_say_what_a_host_must_add(settings: Any) -> None:
     ]
     [error] = check_middleware()
     assert error.id == "bullpen.E010"
-    assert "'dashboard.middleware.RedisUnavailableMiddleware'" in error.hint
+    assert "'dashboard.console.middleware.RedisUnavailableMiddleware'" in error.hint
     settings.CHANNEL_LAYERS = {}
     [warning] = check_channel_layer()
     assert warning.id == "bullpen.W002" and "CHANNEL_LAYERS" in warning.hint
@@ -291,7 +285,7 @@ def test_a_host_must_list_the_throttled_login_backend(settings: Any) -> None:
         settings.AUTHENTICATION_BACKENDS = backends
         [error] = check_login_backend()
         assert error.id == "bullpen.E013"
-        assert "'dashboard.login_throttle.ThrottledModelBackend'" in error.hint
+        assert "'dashboard.console.login_throttle.ThrottledModelBackend'" in error.hint
 
 
 def test_the_login_under_the_prefix_is_throttled(mounted: str, settings: Any) -> None:

@@ -13,8 +13,8 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
 
-from dashboard.live.access import CLOSE_UNAUTHENTICATED
-from dashboard.live.hub import _memory_layer
+from dashboard.console.live.access import CLOSE_UNAUTHENTICATED
+from dashboard.console.live.hub import _memory_layer
 from tests.dashboard import live_helpers
 from tests.dashboard.live_helpers import (
     ORIGIN,

@@ -9,8 +9,8 @@ import redis
 from django.test import Client
 from django.urls import reverse
 
-from dashboard.models import AuditEntry
-from dashboard.views import job, queue
+from dashboard.console.models import AuditEntry
+from dashboard.console.views import job, queue
 from queues import Queue
 from queues.connection import sync_from_url
 from tests.dashboard.helpers import (

@@ -14,8 +14,8 @@ import redis
 from django.contrib.auth.models import User
 from django.test import Client
 
-from dashboard.reads import fleet as fleet_reads
-from dashboard.redaction import REDACTED, redact_sensitive_keys
+from dashboard.console.reads import fleet as fleet_reads
+from dashboard.shared.redaction import REDACTED, redact_sensitive_keys
 from queues import AsyncQueue, Queue
 from queues.ops import now_ms
 from tests.dashboard.helpers import (

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from dashboard import reads
-from dashboard.models import AuditEntry
+from dashboard.console import reads
+from dashboard.console.models import AuditEntry
 from queues import Queue
 from tests.dashboard.helpers import hx_post, job_url, queue_url
 from tests.redis_server import RedisServer

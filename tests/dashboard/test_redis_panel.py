@@ -18,8 +18,8 @@ import redis
 from django.test import Client
 from django.urls import reverse
 
-from dashboard import reads
-from dashboard.reads import redis_panel, workers
+from dashboard.console import reads
+from dashboard.console.reads import redis_panel, workers
 from queues import Queue
 from tests.dashboard.helpers import simulated_supervisor
 from tests.helpers import wait_until
@@ -149,7 +149,7 @@ def test_slowlog_hidden_while_redaction_is_set(
     operator_client: Client, r: redis.Redis, restore_config: None, settings: Any
 ) -> None:
     """A redaction hook cannot apply to command arguments: nobody sees them."""
-    settings.BULLPEN_REDACT = "dashboard.redaction.redact_sensitive_keys"
+    settings.BULLPEN_REDACT = "dashboard.shared.redaction.redact_sensitive_keys"
     r.slowlog_reset()
     r.config_set("slowlog-log-slower-than", 0)
     r.set("bull:slow:key", "password-123")

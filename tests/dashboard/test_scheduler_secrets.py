@@ -14,15 +14,15 @@ import redis
 from django.test import Client
 from django.urls import reverse
 
-from dashboard.models import AuditEntry
-from dashboard.redaction import REDACTED
+from dashboard.console.models import AuditEntry
+from dashboard.shared.redaction import REDACTED
 from queues import Queue
 from tests.dashboard.helpers import hx_post
 
 pytestmark = pytest.mark.django_db
 
 SECRET = "pw-SECRET-7171"
-HOOK = "dashboard.redaction.redact_sensitive_keys"
+HOOK = "dashboard.shared.redaction.redact_sensitive_keys"
 DATA = {
     "w": 512,
     "password": SECRET,

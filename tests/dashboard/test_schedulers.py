@@ -15,7 +15,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from dashboard.models import AuditEntry
+from dashboard.console.models import AuditEntry
 from queues import Queue, ops
 from tests.dashboard.helpers import hx_post
 from tests.interop.helpers import call

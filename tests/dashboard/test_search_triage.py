@@ -11,8 +11,8 @@ import redis
 from django.test import Client
 from django.urls import reverse
 
-from dashboard.models import AuditEntry
-from dashboard.reads.scan import normalise_reason, parse_path, signature
+from dashboard.console.models import AuditEntry
+from dashboard.console.reads.scan import normalise_reason, parse_path, signature
 from queues import Queue
 from tests.dashboard.helpers import hx_post, job_url, run_jobs
 

@@ -12,9 +12,9 @@ import redis
 from django.test import Client
 from django.urls import reverse
 
-from dashboard import reads
-from dashboard.reads import waiting
-from dashboard.reads.discovery import QueueRef
+from dashboard.console import reads
+from dashboard.console.reads import waiting
+from dashboard.shared.discovery import QueueRef
 from queues import FlowProducer, Queue, ops
 from tests.dashboard.helpers import job_url, make_active, queue_url, run_jobs
 from tests.gpu_workers.waiting_helpers import (

@@ -115,7 +115,7 @@ def test_redaction_hook_hides_sensitive_keys(
 ) -> None:
     """With BULLPEN_REDACT set, secrets never reach lists, the job page or
     search (a search for a secret's value finds nothing)."""
-    settings.BULLPEN_REDACT = "dashboard.redaction.redact_sensitive_keys"
+    settings.BULLPEN_REDACT = "dashboard.shared.redaction.redact_sensitive_keys"
     q = Queue(qname, dashboard_redis)
     job = q.add(
         "x",

@@ -10,8 +10,8 @@ import redis
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from dashboard import reads
-from dashboard.metrics import BullpenCollector
+from dashboard.console import reads
+from dashboard.console.metrics import BullpenCollector
 from queues import Queue
 from tests.dashboard.helpers import fill_every_family
 

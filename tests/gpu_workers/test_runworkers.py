@@ -33,7 +33,7 @@ def test_runworkers_hands_settings_to_the_supervisor(
         return 0
 
     monkeypatch.setattr(
-        "dashboard.management.commands.runworkers.run_supervisor", fake_run
+        "dashboard.console.management.commands.runworkers.run_supervisor", fake_run
     )
     call_command("runworkers")
     [config] = seen

@@ -32,8 +32,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Bullpen:
-    "dashboard.middleware.ContentSecurityPolicyMiddleware",
-    "dashboard.middleware.RedisUnavailableMiddleware",
+    "dashboard.console.middleware.ContentSecurityPolicyMiddleware",
+    "dashboard.console.middleware.RedisUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "tests.hostproject.urls"
@@ -63,7 +63,7 @@ STATIC_URL = "static/"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # Bullpen: logins go through the login throttle (Django's ModelBackend with
 # failed logins counted in Redis); bullpen.E013 says so when it is missing.
-AUTHENTICATION_BACKENDS = ["dashboard.login_throttle.ThrottledModelBackend"]
+AUTHENTICATION_BACKENDS = ["dashboard.console.login_throttle.ThrottledModelBackend"]
 #: The host's own login page: the dashboard sends its users to its own.
 LOGIN_URL = "/accounts/login/"
 

@@ -39,7 +39,7 @@ def test_python_m_build_makes_a_wheel_with_the_package_data(tmp_path: Path) -> N
         if p.is_file() and "__pycache__" not in p.parts and not p.name.startswith(".")
     }
     assert len(data) > 250 and data - names == set()
-    assert any(n.startswith("dashboard/migrations/0001") for n in names)
+    assert any(n.startswith("dashboard/console/migrations/0001") for n in names)
     assert not [n for n in names if n.split("/")[0] in ("tests", "bench", "examples")]
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     scripts = zipfile.ZipFile(wheel).read(entry_points).decode()

@@ -1,7 +1,7 @@
 """The dashboard deployed on PostgreSQL (DATABASE_URL=postgres://...), where it
 differs from SQLite: `migrate` builds an empty database, `check --deploy` is
 clean, a server process under concurrent requests leaves no connection open
-(dashboard/db.py), and its live sockets share one kept connection, replaced
+(dashboard/console/db.py), and its live sockets share one kept connection, replaced
 when the database server ends it. Each test has a database of its own
 on the server of tests/testdb.py, dropped afterwards; skipped where none
 answers."""
@@ -75,7 +75,7 @@ def test_concurrent_requests_leave_no_connection_open(
 ) -> None:
     """Logged-in requests to one daphne, eight at a time, all succeed, and
     each request's connection is closed at its end: none is left open
-    (without dashboard/db.py, kept for BULLPEN_DB_CONN_MAX_AGE for later
+    (without dashboard/console/db.py, kept for BULLPEN_DB_CONN_MAX_AGE for later
     requests that under daphne never come, 40 requests left over 20 open)."""
     name, url = database
     with daphne(tmp_path, redis_url, DATABASE_URL=url) as server:

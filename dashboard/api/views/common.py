@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.http import HttpRequest
 from django.urls import reverse
 
-from dashboard.redis import queue_on
+from dashboard.shared.redis import queue_on
 from queues import Queue
 
 from .. import conf, store

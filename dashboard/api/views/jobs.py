@@ -7,7 +7,7 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 
-from dashboard.redaction import redact_fields, redact_text
+from dashboard.shared.redaction import redact_fields, redact_text
 from gpu_workers import Fleet
 from gpu_workers.attempts import job_attempts
 from gpu_workers.exceptions import ValidationError as FleetValidationError

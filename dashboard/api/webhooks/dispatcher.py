@@ -23,7 +23,7 @@ from typing import Any
 import redis
 from redis.exceptions import ResponseError
 
-from dashboard.redaction import redact_fields
+from dashboard.shared.redaction import redact_fields
 from gpu_workers.defaults import NAMESPACE
 from queues import Queue, Worker
 from queues.cluster import is_cluster_client

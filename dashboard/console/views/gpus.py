@@ -1,0 +1,94 @@
+"""GPU workers page: per host and GPU a VRAM gauge (used, committed by admission,
+budget, total), readings, each worker with its running jobs (live progress),
+scaling controls for users with the scale permission, and a capacity view."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET, require_POST
+
+from gpu_workers.exceptions import ValidationError
+
+from .. import reads
+from ..reads import fleet
+from dashboard.shared.discovery import QueueRef
+from .common import SCALE, VIEW, BadInput, Done, action, live_json, perm_required
+
+
+def _context(request: HttpRequest) -> dict[str, Any]:
+    hosts = fleet.hosts()
+    capacity = fleet.capacity(hosts)
+    queues = sorted({row.queue.key for row in capacity})
+    return {
+        "hosts": hosts,
+        "capacity": capacity,
+        "can_scale": request.user.has_perm(SCALE),
+        "window_min": fleet.THROUGHPUT_WINDOW_MIN,
+        # Counts of the served queues and progress of their jobs update live;
+        # the panels re-render when the workers stream says something changed.
+        "live_json": live_json(queues=queues, gpus=True),
+    }
+
+
+@require_GET
+@perm_required(VIEW)
+def gpus_page(request: HttpRequest) -> HttpResponse:
+    """The whole page."""
+    return render(request, "dashboard/gpus.html", _context(request))
+
+
+@require_GET
+@perm_required(VIEW)
+def hosts_fragment(request: HttpRequest) -> HttpResponse:
+    """The hosts panel alone (htmx re-fetches it on `bullpen:workers`)."""
+    return render(request, "dashboard/_gpu_hosts.html", _context(request))
+
+
+@require_GET
+@perm_required(VIEW)
+def capacity_fragment(request: HttpRequest) -> HttpResponse:
+    """The capacity table alone."""
+    return render(request, "dashboard/_gpu_capacity.html", _context(request))
+
+
+def _count(request: HttpRequest, field: str, low: int) -> int | None:
+    raw = request.POST.get(field, "").strip()
+    if not raw:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise BadInput(f"{field} must be a whole number, not {raw[:20]!r}") from None
+    if value < low:
+        raise BadInput(f"{field} must be at least {low}")
+    return value
+
+
+# Scaling writes only Bullpen's own keys, for a queue that workers serve
+# (Fleet checks host and queue), which may have no keys of its own yet.
+@action("workers.scale", SCALE, must_exist=False)
+def _scale(request: HttpRequest, ref: QueueRef) -> Done:
+    host = request.POST.get("host", "").strip()
+    workers = _count(request, "workers", 0)
+    slots = _count(request, "slots", 1)
+    if workers is None and slots is None:
+        raise BadInput("give a number of workers, of slots, or both")
+    try:
+        result = reads.gpu_fleet().set_desired(
+            host, ref.name, workers=workers, slots=slots, prefix=ref.prefix
+        )
+    except ValidationError as exc:
+        raise BadInput(str(exc)) from None
+    wanted = ", ".join(f"{k} {v}" for k, v in sorted(result.items()))
+    return Done(f"{host}: {ref.key} set to {wanted}; the supervisor converges in ~2 s")
+
+
+@require_POST
+def scale(request: HttpRequest) -> HttpResponse:
+    """POST host, queue (`prefix:name`), workers and/or slots: desired counts
+    for one host and queue (Fleet.set_desired), audited; scale permission."""
+    prefix, _, name = request.POST.get("queue", "").rpartition(":")
+    return _scale(request, prefix, name)

@@ -1,0 +1,64 @@
+"""What the queue page's job list offers beside its rows: the verbs of its
+action bar (on the selected jobs, and on all matching as a batch), how each
+tab sorts (the order Redis keeps: no sort costs a scan), and the newest
+batch's progress."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from django.urls import reverse
+
+from ..bulk import records, runner, selection, steps
+from dashboard.shared.discovery import QueueRef
+
+#: How a tab's list is ordered in Redis: (what, "newest" label, "oldest" label).
+SORTS: dict[str, tuple[str, str, str]] = {
+    "waiting": ("queue position", "last in first", "next to run first"),
+    "prioritized": ("priority", "lowest priority first", "highest priority first"),
+    "delayed": ("run time", "latest run first", "soonest run first"),
+    "completed": ("finish time", "newest first", "oldest first"),
+    "failed": ("failure time", "newest first", "oldest first"),
+    "active": ("start order", "newest first", "oldest first"),
+    "waiting-children": ("time added", "newest first", "oldest first"),
+}
+#: The "latest" tab: each state in turn, each in its own order.
+MIXED = ("state, then each state's own order", "newest first", "oldest first")
+LABELS = {
+    "retry": "Retry",
+    "promote": "Promote",
+    "remove": "Remove",
+    "cancel": "Cancel",
+}
+
+
+def verbs(tab: str, states: Sequence[str]) -> dict[str, Any]:
+    """The action bar's verbs: [(verb, label, batch allowed)] for the tab,
+    and the tab's sort words."""
+    single = states[0] if len(states) == 1 else ""
+    offered = [
+        (verb, LABELS[verb], single in steps.BATCH_VERBS.get(verb, ()))
+        for verb, allowed in selection.VERBS.items()
+        if allowed & set(states)
+    ]
+    sort_by, newest, oldest = SORTS.get(single, MIXED)
+    return {
+        "bulk_verbs": offered,
+        "sort_by": sort_by,
+        "newest_label": newest,
+        "oldest_label": oldest,
+    }
+
+
+def batch_context(ref: QueueRef) -> dict[str, Any]:
+    """The queue's newest batch for `_batch.html` (None when there is none);
+    one that nobody runs (its process died) is taken up here."""
+    batch = records.latest(ref.prefix, ref.name)
+    if batch is not None and batch.running and not records.is_leased(batch.id):
+        runner.ensure_started()
+    return {
+        "batch": batch,
+        "batch_text": runner.describe(batch) if batch else "",
+        "batch_url": reverse("bullpen:queue-batch", args=[ref.prefix, ref.name]),
+    }
