@@ -22,25 +22,22 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-from dashboard.console import background  # noqa: E402
-from dashboard.api import bodylimit  # noqa: E402
-from dashboard.console.live.routing import websocket_urlpatterns  # noqa: E402
+from dashboard.routing import prepare, websocket_urls  # noqa: E402
+
+# daphne would read a whole API request body before the API could refuse it;
+# the first discovery SCAN (seconds over a million keys), the charts' sampler
+# and the batch runner start now, in the background.
+prepare()
 
 application = ProtocolTypeRouter(
     {
         "http": django_application,
         "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+            AuthMiddlewareStack(URLRouter(websocket_urls("")))
         ),
     }
 )
 
-# daphne would read a whole API request body before the API could refuse it.
-bodylimit.install()
-
-# The first discovery SCAN (seconds over a million keys), the charts' sampler
-# and the batch runner start now, in the background (dashboard/console/background.py).
-background.start()
 
 # Everything imported so far lives as long as the process: keep the cyclic GC
 # from walking it again on every full collection (a pause of tens of ms on

@@ -4,9 +4,8 @@ dashboard can use `channel_layers()` in its own settings."""
 
 from __future__ import annotations
 
-from queues.cluster import is_cluster_url
-
 from dashboard.shared.conf import DEFAULTS
+from queues.cluster import is_cluster_url
 
 
 def channel_layer_host(

@@ -40,9 +40,9 @@ def runserver(argv: Sequence[str]) -> None:
     import django
 
     django.setup()
-    from dashboard.shared import conf
     from dashboard import serve
     from dashboard.run import daphne_args
+    from dashboard.shared import conf
 
     c = conf.get()
     parser = argparse.ArgumentParser(

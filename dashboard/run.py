@@ -27,9 +27,9 @@ from pathlib import Path
 
 import redis
 
+from dashboard.console.live import defaults as live_defaults
 from dashboard.shared import conf
 from dashboard.shared.conf import DEFAULTS, DashboardConf
-from dashboard.console.live import defaults as live_defaults
 from gpu_workers import Fleet
 from queues.devredis import RedisServer
 

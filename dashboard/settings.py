@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 from pathlib import Path
 
 from dashboard.channel_layers import channel_layers
-from dashboard.shared.conf import DEFAULTS as _d
 from dashboard.dburl import parse_database_url
+from dashboard.shared.conf import DEFAULTS as _d
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 #: Where Bullpen keeps its files (the SQLite database, the access log): the
@@ -21,6 +22,15 @@ DATA_DIR = Path(
     os.environ.get("BULLPEN_DATA_DIR")
     or (BASE_DIR if (BASE_DIR / "manage.py").is_file() else Path.cwd())
 ).resolve()
+
+#: The standalone site's own templates/ and static/ (its layout, error pages
+#: and styles): beside manage.py in a checkout, <prefix>/share/bullpen installed
+#: (pyproject.toml data-files). The apps carry their own inside their packages.
+SITE_FILES = (
+    BASE_DIR
+    if (BASE_DIR / "templates").is_dir()
+    else Path(sys.prefix) / "share" / "bullpen"
+)
 
 #: Production is the default: DEBUG only when asked for (it shows settings on
 #: every error page), and no start without a secret key (it signs sessions,
@@ -169,7 +179,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
-    "dashboard",
+    "dashboard.console",
     "dashboard.api",
 ]
 
@@ -193,7 +203,9 @@ ASGI_APPLICATION = "dashboard.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [],
+        # The site's own layout and error pages (templates/, next to
+        # manage.py); each app keeps its own inside it.
+        "DIRS": [SITE_FILES / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -243,6 +255,7 @@ TIME_ZONE = "UTC"
 USE_I18N = False
 USE_TZ = True
 STATIC_URL = "static/"
+STATICFILES_DIRS = [SITE_FILES / "static"]
 #: Where `collectstatic` writes the static files hashed and compressed, which
 #: WhiteNoise then serves with year-long caching. Installed: DATA_DIR/var/static;
 #: in a checkout none (`make run` collects into var/static); until collected,

@@ -9,7 +9,7 @@ from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 
-from dashboard.api import errors as api_errors
+from dashboard import errors
 
 urlpatterns = [
     # Browsers ask for /favicon.ico on pages without a <link rel="icon">
@@ -22,6 +22,6 @@ urlpatterns = [
     path("", include("dashboard.urls")),
 ]
 
-# JSON under /api/, Django's pages elsewhere (see dashboard/api/errors.py).
-handler404 = api_errors.handler404
-handler500 = api_errors.handler500
+# JSON under /api/, the site's pages elsewhere (dashboard/errors.py).
+handler404 = errors.handler404
+handler500 = errors.handler500

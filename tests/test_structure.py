@@ -1,5 +1,6 @@
-"""The import rule holds (docs/architecture.md): layers, the API's few page
-imports, and no import cycle between modules.
+"""The import rule holds (docs/architecture.md): layers, the parts of
+dashboard/ (the site above its two independent apps above their shared leaf),
+and no import cycle between modules.
 
 The contracts live in pyproject.toml under `[tool.importlinter]`; the cycle check
 is ours because it must see every import statement, function-level and
@@ -9,11 +10,15 @@ TYPE_CHECKING to dodge a cycle still is one.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
+from typing import Any
 
 import grimp
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("queues", "gpu_workers", "dashboard")
@@ -114,20 +119,34 @@ def test_no_import_cycles() -> None:
     assert not found, "\n\n".join(describe(graph, group) for group in found)
 
 
+#: Packages whose sub-packages are drawn as boxes: the three, and the parts
+#: of dashboard/ (its two apps and their shared leaf).
+CONTAINERS = ("queues", "gpu_workers", "dashboard") + (
+    "dashboard.console",
+    "dashboard.api",
+    "dashboard.shared",
+)
+
+
 def folder_of(module: str) -> str:
-    """The box a module is drawn in: its sub-package under a top package
-    (`dashboard.console.live`, `queues.ops`, `gpu_workers.probe`), or the module itself
-    when it sits at a package's top (`dashboard.shared.conf`, `queues.job`)."""
+    """The box a module is drawn in: its sub-package under a container
+    (`dashboard.console.live`, `queues.ops`, `gpu_workers.probe`), or the
+    module itself when it sits at a container's top (`dashboard.shared.conf`,
+    `queues.job`, `dashboard.console.metrics`)."""
     parts = module.split(".")
-    head = ".".join(parts[:2])
-    return head if len(parts) > 2 or (ROOT / Path(*parts[:2])).is_dir() else module
+    for depth in (2, 1):
+        if ".".join(parts[:depth]) in CONTAINERS and len(parts) > depth:
+            head = parts[: depth + 1]
+            is_box = len(parts) > depth + 1 or (ROOT / Path(*head)).is_dir()
+            return ".".join(head) if is_box else module
+    return module
 
 
 def test_no_cycles_between_folders() -> None:
     """The drawing of imports between packages, folders and top-level modules
     has no cycle either: a folder never imports a module that imports it back
-    (say dashboard.shared.conf taking a default from dashboard.console.live while live reads
-    conf)."""
+    (say dashboard.shared.conf taking a default from dashboard.console.live
+    while live reads conf)."""
     graph = import_graph()
     boxes = grimp.ImportGraph()
     for module in graph.modules:
@@ -140,3 +159,82 @@ def test_no_cycles_between_folders() -> None:
     assert len(boxes.modules) > 40
     found = cycles(boxes)
     assert not found, "\n".join(" <-> ".join(group) for group in found)
+
+
+# --- the parts of dashboard/ (issue 23) ---------------------------------------
+#: The parts of dashboard/ besides the standalone site's top-level modules.
+PARTS = {"console", "api", "shared"}
+
+
+def contracts() -> dict[str, dict[str, Any]]:
+    with (ROOT / "pyproject.toml").open("rb") as f:
+        found = tomllib.load(f)["tool"]["importlinter"]["contracts"]
+    return {c["id"]: c for c in found}
+
+
+def test_every_top_level_module_of_dashboard_is_the_sites() -> None:
+    """dashboard/ holds the site's modules and the three parts, nothing else;
+    every site module is forbidden to the shared leaf and to both apps (a new
+    one left out of the list would escape both contracts)."""
+    top = ROOT / "dashboard"
+    folders = {p.name for p in top.iterdir() if (p / "__init__.py").exists()}
+    assert folders == PARTS
+    site = {f"dashboard.{p.stem}" for p in top.glob("*.py") if p.stem != "__init__"}
+    assert "dashboard.settings" in site and "dashboard.asgi" in site
+    by_id = contracts()
+    for contract in ("shared-is-a-leaf", "apps-below-the-site"):
+        forbidden = set(by_id[contract]["forbidden_modules"])
+        assert site <= forbidden, (contract, sorted(site - forbidden))
+
+
+@pytest.fixture(scope="module")
+def tree_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The three packages and pyproject.toml, copied (Python files only)."""
+    copy = tmp_path_factory.mktemp("tree")
+    for package in PACKAGES:
+        shutil.copytree(
+            ROOT / package,
+            copy / package,
+            ignore=lambda d, names: [
+                n
+                for n in names
+                if not (n.endswith(".py") or (Path(d) / n).is_dir())
+                or n == "__pycache__"
+            ],
+        )
+    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
+    return copy
+
+
+@pytest.mark.parametrize(
+    ("part", "imported", "contract"),
+    [
+        ("console", "dashboard.api.models", "apps-independent"),
+        ("api", "dashboard.console.audit", "apps-independent"),
+        ("shared", "dashboard.console.views", "shared-is-a-leaf"),
+        ("shared", "dashboard.api.keys", "shared-is-a-leaf"),
+        ("shared", "dashboard.settings", "shared-is-a-leaf"),
+        ("console", "dashboard.urls", "apps-below-the-site"),
+        ("api", "dashboard.run", "apps-below-the-site"),
+    ],
+)
+def test_a_violation_put_back_breaks_its_contract(
+    tree_copy: Path, part: str, imported: str, contract: str
+) -> None:
+    """Each of the contracts above fails on an import that breaks it, in a
+    copy of the tree; and the copy without it keeps the contract."""
+    command = [str(LINT_IMPORTS), "--no-cache", "--no-logo", "--contract", contract]
+    clean = subprocess.run(
+        command, cwd=tree_copy, capture_output=True, text=True, timeout=120
+    )
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    violation = tree_copy / "dashboard" / part / "put_back.py"
+    violation.write_text(f'"""A violation."""\n\nimport {imported}  # noqa: F401\n')
+    try:
+        broken = subprocess.run(
+            command, cwd=tree_copy, capture_output=True, text=True, timeout=120
+        )
+    finally:
+        violation.unlink()
+    assert broken.returncode == 1, broken.stdout + broken.stderr
+    assert "BROKEN" in broken.stdout and f"dashboard.{part}.put_back" in broken.stdout

@@ -14,4 +14,10 @@ class ApiConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from dashboard.shared.panels import add_job_panel
+
         from . import checks, signals  # noqa: F401  (registers them)
+        from .webhooks import deliveries
+
+        # The operator app's job page shows the job's webhook deliveries.
+        add_job_panel("webhook-deliveries", deliveries.job_panel)

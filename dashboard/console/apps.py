@@ -1,4 +1,5 @@
-"""The operator app: registers its system checks and signal receivers."""
+"""The operator app (`dashboard.console`, label `dashboard`): registers its
+system checks and signal receivers."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ from django.apps import AppConfig
 class DashboardConfig(AppConfig):
     """Bullpen's dashboard app (pages, actions, audit log)."""
 
-    name = "dashboard"
+    name = "dashboard.console"
+    # The label it had before the split: its tables, migrations and
+    # permissions (`dashboard.operate_queues`) keep their names.
+    label = "dashboard"
     verbose_name = "Bullpen dashboard"
 
     def ready(self) -> None:

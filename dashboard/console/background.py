@@ -1,7 +1,7 @@
 """What a dashboard server process runs besides its requests, started when
-its ASGI application is built: by dashboard/asgi.py, and in a host project
-by `routing.websocket_urls` (its one line, docs/embedding.md), so a mounted
-dashboard runs the same as the standalone site.
+its ASGI application is built, by `dashboard.routing.prepare()`: in the
+standalone site's dashboard/asgi.py and in a host's asgi.py (docs/embedding.md),
+so a mounted dashboard runs the same as the standalone site.
 
 - the first discovery SCAN, so the first page need not wait for it;
 - the charts' sampler thread (reads/charts.py; BULLPEN_SERIES_SAMPLING=0: off);
@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import threading
 
-from .bulk import runner
 from dashboard.console.reads import charts
 from dashboard.shared import discovery
+
+from .bulk import runner
 
 _started = threading.Event()
 

@@ -8,11 +8,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from gpu_workers.units import format_bytes
-from queues import Job, codec
-
 from dashboard.shared import conf
 from dashboard.shared.redaction import compact, redact, redact_text
+from gpu_workers.units import format_bytes
+from queues import Job, codec
 
 ELLIPSIS = "…"
 #: Longest job name a list row holds.

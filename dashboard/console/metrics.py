@@ -61,6 +61,9 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
+from dashboard.console import metrics_gputime, reads
+from dashboard.shared import conf
+from dashboard.shared.discovery import QueueRef, known_queues
 from queues import codec, ops
 from queues.clients import connection_name
 from queues.drive import cmd, cmds, gather
@@ -68,10 +71,7 @@ from queues.keys import QueueKeys
 from queues.names import qualified_name
 from queues.ops import DEFAULT_STATES
 
-from dashboard.shared import conf
-from dashboard.console import metrics_gputime, reads
 from .metrics_redis import redis_families
-from dashboard.shared.discovery import QueueRef, known_queues
 from .reads.overview import worker_census
 
 log = logging.getLogger(__name__)

@@ -10,11 +10,10 @@ from collections.abc import Iterable
 
 from prometheus_client.core import CounterMetricFamily, Metric
 
-from gpu_workers.gputime import read_totals
-from gpu_workers.keys import BullpenKeys
-
 from dashboard.shared import conf
 from dashboard.shared import redis as pages_redis
+from gpu_workers.gputime import read_totals
+from gpu_workers.keys import BullpenKeys
 
 #: Dimension -> (family name part, label name).
 _FAMILIES = {

@@ -9,9 +9,9 @@ from django.shortcuts import render
 from django.urls import NoReverseMatch, reverse
 from django.utils.deprecation import MiddlewareMixin
 
+from dashboard.shared import conf
 from queues.outages import recoverable
 
-from dashboard.shared import conf
 from .login_throttle import refusal_of
 from .views.common import redis_unavailable
 

@@ -4,7 +4,8 @@ the standalone site or a host project that mounts it (docs/embedding.md).
 bullpen.E010  a middleware the dashboard needs is not in MIDDLEWARE
 bullpen.E011  no DjangoTemplates backend finds app templates with the
               request, auth and messages context processors
-bullpen.E012  the root URLconf does not include dashboard.urls
+bullpen.E012  the root URLconf does not include the operator app's URLs
+              (dashboard.console.urls, or dashboard.urls for both apps)
 bullpen.E013  AUTHENTICATION_BACKENDS lacks the login throttle's backend, or
               lists Django's ModelBackend before it (the dashboard's login
               would check passwords unthrottled)
@@ -122,8 +123,9 @@ def check_urls(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
         return [
             Error(
                 "The root URLconf does not include the Bullpen dashboard's URLs",
-                hint='Add path("ops/queues/", include("dashboard.urls")) (any '
-                "prefix) to the project's urlpatterns",
+                hint='Add path("ops/queues/", include("dashboard.urls")) (both '
+                'apps; any prefix), or include("dashboard.console.urls") for the '
+                "pages alone, to the project's urlpatterns",
                 id="bullpen.E012",
             )
         ]

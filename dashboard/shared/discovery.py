@@ -10,16 +10,16 @@ from dataclasses import dataclass, field
 
 import redis
 
+from dashboard.shared import conf
+from dashboard.shared import redis as pages_redis
 from queues.cluster import hash_tag, is_cluster_client
 from queues.discovery import CachedDiscovery, discover_queues
 from queues.drive import cmd
 from queues.keys import QueueKeys
 from queues.names import check_queue_name, qualified_name
 
-from dashboard.shared import conf
-from dashboard.shared import redis as pages_redis
 from ..api import conf as api_conf
-from dashboard.console.reads import gpu_fleet, on_reset, run
+from .reads import gpu_fleet, on_reset, run
 
 log = logging.getLogger(__name__)
 

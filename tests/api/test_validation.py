@@ -293,7 +293,7 @@ def test_a_bug_is_a_json_500_without_traceback(
 @pytest.mark.django_db
 def test_errors_outside_the_views_are_json_under_api(rf: Any) -> None:
     """The project's 404/500 handlers answer JSON under /api/ (DEBUG off)."""
-    from dashboard.api import errors
+    from dashboard import errors
 
     for response in (
         errors.handler404(rf.get("/api/x")),

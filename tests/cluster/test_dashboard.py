@@ -16,8 +16,8 @@ from django.test import Client
 from redis.cluster import RedisCluster
 
 from dashboard.console import reads
-from dashboard.shared import discovery
 from dashboard.console.reads import overview
+from dashboard.shared import discovery
 from gpu_workers import Fleet
 from gpu_workers.keys import BullpenKeys
 from queues import AsyncQueue, FlowProducer, Queue

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from dashboard.shared import redis as dashboard_redis
 from dashboard.api import discovery, store
 from dashboard.api.models import WebhookSubscription
+from dashboard.shared import redis as dashboard_redis
 from queues import Queue
 from tests.api.helpers import Receiver, WorkerThread, dispatching, fast_config
 from tests.cluster.spread import names_on_different_primaries, node_of

@@ -1,4 +1,5 @@
-"""dashboard.shared.conf: the app's settings as one typed object, defaults in one place."""
+"""dashboard.shared.conf: the settings as one typed object, defaults in one
+place."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from dashboard.shared import conf
 from dashboard import settings as dashboard_settings
+from dashboard.shared import conf
 
 
 def test_settings_defaults_are_the_conf_defaults() -> None:

@@ -18,8 +18,8 @@ from django.db.migrations.recorder import MigrationRecorder
 from django.test import Client
 
 from dashboard.console import reads
-from dashboard.shared.redis import reset as redis_reset
 from dashboard.console.views.health import forget_migrations
+from dashboard.shared.redis import reset as redis_reset
 from tests.dashboard.daphne_helpers import daphne
 from tests.redis_server import RedisServer
 

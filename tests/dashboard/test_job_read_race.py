@@ -9,8 +9,8 @@ from typing import Any
 from django.test import RequestFactory
 
 from dashboard.console.reads import job as job_reads
-from dashboard.shared.discovery import QueueRef
 from dashboard.console.views.queue import list_context
+from dashboard.shared.discovery import QueueRef
 from queues import Queue
 from tests.queues.test_cli import start_worker, stop_worker
 

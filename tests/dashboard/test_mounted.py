@@ -20,7 +20,13 @@ from django.test import Client
 
 from dashboard.api import discovery, store
 from dashboard.api.models import ApiToken
-from dashboard.console.mount_checks import check_channel_layer, check_login_backend, check_middleware, check_templates, check_urls
+from dashboard.console.mount_checks import (
+    check_channel_layer,
+    check_login_backend,
+    check_middleware,
+    check_templates,
+    check_urls,
+)
 from queues import Queue
 from tests.dashboard.helpers import HX, run_jobs
 

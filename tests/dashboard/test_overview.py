@@ -8,8 +8,8 @@ import pytest
 import redis
 from django.test import Client
 
-from dashboard.shared import discovery
 from dashboard.console.reads import overview
+from dashboard.shared import discovery
 from queues import Queue, ops
 from queues.connection import sync_from_url
 from tests.dashboard.helpers import HX, run_jobs

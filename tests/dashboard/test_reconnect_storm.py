@@ -14,9 +14,9 @@ import sys
 import time
 from pathlib import Path
 
-from dashboard.shared.conf import DEFAULTS
 from dashboard.console.live.defaults import HANDSHAKE_TIMEOUT_S
 from dashboard.run import daphne_args
+from dashboard.shared.conf import DEFAULTS
 from queues import Queue
 from tests.dashboard.daphne_helpers import LiveSocket, daphne, viewer_session
 

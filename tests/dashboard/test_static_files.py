@@ -12,7 +12,7 @@ from typing import Any
 from django.core.management import call_command
 from django.test import Client
 
-STATIC = Path(__file__).resolve().parents[2] / "dashboard" / "static"
+STATIC = Path(__file__).resolve().parents[2] / "dashboard" / "console" / "static"
 
 
 def _stylesheet(page: str) -> str:

@@ -1,5 +1,6 @@
 """The host project's ASGI application: its own ProtocolTypeRouter, with the
-dashboard's live sockets added by one line (docs/embedding.md)."""
+dashboard's server set up and its live sockets added by two lines
+(docs/embedding.md)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
-from dashboard.routing import websocket_urls  # noqa: E402
+from dashboard.routing import prepare, websocket_urls  # noqa: E402
+
+prepare()
 
 application = ProtocolTypeRouter(
     {

@@ -19,7 +19,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     # Bullpen:
-    "dashboard",
+    "dashboard.console",
     "dashboard.api",
 ]
 

@@ -1,7 +1,7 @@
 """`python -m build` makes an sdist and, from it, the wheel; the wheel holds
 the three packages with everything they read from disk (Lua scripts,
-templates, static files, migrations; not .gitkeep) and nothing of tests,
-bench or examples."""
+templates, static files, migrations; not .gitkeep), the standalone site's own
+templates and static files, and nothing of tests, bench or examples."""
 
 from __future__ import annotations
 
@@ -41,6 +41,16 @@ def test_python_m_build_makes_a_wheel_with_the_package_data(tmp_path: Path) -> N
     assert len(data) > 250 and data - names == set()
     assert any(n.startswith("dashboard/console/migrations/0001") for n in names)
     assert not [n for n in names if n.split("/")[0] in ("tests", "bench", "examples")]
+    # The standalone site's own templates and static files (templates/ and
+    # static/ beside manage.py) go to <prefix>/share/bullpen.
+    site = {
+        f"share/bullpen/{p.relative_to(ROOT)}"
+        for folder in ("templates", "static")
+        for p in (ROOT / folder).rglob("*")
+        if p.is_file()
+    }
+    shipped = {n.split(".data/data/", 1)[1] for n in names if ".data/data/" in n}
+    assert "share/bullpen/templates/site/404.html" in site and site - shipped == set()
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     scripts = zipfile.ZipFile(wheel).read(entry_points).decode()
     assert "bullpen = dashboard.cli:main" in scripts

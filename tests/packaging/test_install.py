@@ -235,7 +235,7 @@ def test_bullpen_runserver_serves_the_dashboard_as_installed(
     assert static.headers["Content-Encoding"] == "gzip"
     cache = static.headers["Cache-Control"]
     assert "immutable" in cache and "max-age=315360000" in cache, cache
-    source = ROOT / "dashboard" / "static" / "dashboard" / "dashboard.css"
+    source = ROOT / "dashboard" / "console" / "static" / "dashboard" / "dashboard.css"
     assert gzip.decompress(static.body) == source.read_bytes()
 
     ready = server.get("/readyz")

@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 import redis
+from django.template.loader import render_to_string
 
 from queues.names import qualified_name
 
@@ -50,6 +51,14 @@ def for_job(
 
 
 def for_dashboard(prefix: str, queue: str, job_id: str) -> list[dict[str, Any]]:
-    """A job's delivery attempts for the job page (Django settings' Redis),
-    to render with `{% include "api/_deliveries.html" %}`."""
+    """A job's delivery attempts for the job page (Django settings' Redis)."""
     return for_job(store.client(), store.keys(), qualified_name(prefix, queue), job_id)
+
+
+def job_panel(prefix: str, queue: str, job_id: str) -> str:
+    """The job page's webhook deliveries panel (dashboard/shared/panels.py),
+    empty when no delivery was made for the job."""
+    rows = for_dashboard(prefix, queue, job_id)
+    if not rows:
+        return ""
+    return render_to_string("api/_deliveries.html", {"deliveries": rows})

@@ -11,14 +11,14 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from dashboard.shared import conf
+from dashboard.shared import redis as pages_redis
+from dashboard.shared.discovery import QueueRef
+from dashboard.shared.redaction import redact_fields
 from queues import Job, ops
 from queues.keys import QueueKeys
 
-from dashboard.shared import conf
-from dashboard.shared import redis as pages_redis
 from ..reads import run
-from dashboard.shared.discovery import QueueRef
-from dashboard.shared.redaction import redact_fields
 
 #: Jobs read per Redis call.
 CHUNK = 200

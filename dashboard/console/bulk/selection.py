@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from dashboard.shared.discovery import QueueRef
 from gpu_workers.exceptions import GpuWorkerError
 from queues import JobState, codec, ops
 from queues.drive import cmd, gather, guarded
@@ -14,7 +15,6 @@ from queues.exceptions import QueueError
 from queues.keys import QueueKeys, names_queue_key
 
 from ..reads import gpu_fleet, run
-from dashboard.shared.discovery import QueueRef
 
 #: Most ids one request may name (a page holds BULLPEN_PAGE_SIZE; Django
 #: refuses a form of over 1,000 fields first).

@@ -35,9 +35,8 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from dashboard.shared import conf
 from dashboard.console.models import VIEW
-from dashboard.shared import discovery
+from dashboard.shared import conf, discovery
 from dashboard.shared.redis import REDIS_DOWN
 from queues.events import FINAL_EVENTS, StreamId, id_order
 

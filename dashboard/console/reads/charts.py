@@ -9,14 +9,13 @@ import logging
 import threading
 from typing import Any
 
+from dashboard.shared import conf
+from dashboard.shared.discovery import QueueRef, known_queues
+from dashboard.shared.redis import client
 from gpu_workers import defaults as gpu_defaults
 from gpu_workers.keys import BullpenKeys
 from gpu_workers.series import SeriesSampler, gpu_series, overall_series, queue_series
 from queues import ops
-
-from dashboard.shared import conf
-from dashboard.shared.redis import client
-from dashboard.shared.discovery import QueueRef, known_queues
 
 log = logging.getLogger(__name__)
 

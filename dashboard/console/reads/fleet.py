@@ -11,15 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from dashboard.shared.discovery import QueueRef, slotless
+from dashboard.shared.redaction import redact, redact_fields
 from queues import ops
 from queues.drive import cmd, gather
 from queues.keys import QueueKeys
 from queues.ops import DEFAULT_STATES
 
 from ..display import progress_parts
-from dashboard.shared.redaction import redact, redact_fields
 from . import gpu_fleet, run
-from dashboard.shared.discovery import QueueRef, slotless
 from .overview import metrics_minutes_op
 
 #: Minutes of finished jobs the capacity view's throughput is measured over.

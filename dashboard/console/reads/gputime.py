@@ -17,6 +17,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from dashboard.shared import conf
+from dashboard.shared import redis as pages_redis
 from gpu_workers.gputime import (
     ALL,
     DAY,
@@ -32,9 +34,6 @@ from gpu_workers.gputime import (
     sum_rows,
 )
 from gpu_workers.keys import BullpenKeys
-
-from dashboard.shared import conf
-from dashboard.shared import redis as pages_redis
 
 #: Ranges the page offers: name -> seconds back from now.
 RANGES = {"24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400}

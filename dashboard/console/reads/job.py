@@ -10,15 +10,15 @@ from typing import Any
 
 import redis
 
+from dashboard.shared import conf
+from dashboard.shared.discovery import QueueRef, parse_queue_entry
+from dashboard.shared.redis import client, queue
 from queues import FlowProducer, Job, JobNode
 from queues.drive import cmd, gather
 from queues.keys import QueueKeys
 from queues.state import JobState
 
-from dashboard.shared import conf
-from dashboard.shared.redis import client, queue
 from . import gpu_fleet, run
-from dashboard.shared.discovery import QueueRef, parse_queue_entry
 
 #: Children of each outcome shown per parent in a job's flow tree.
 FLOW_CHILDREN = 10

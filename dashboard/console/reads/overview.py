@@ -11,6 +11,9 @@ from typing import Any
 
 import redis
 
+from dashboard.shared import conf
+from dashboard.shared.discovery import QueueRef
+from dashboard.shared.redis import client
 from queues import ops
 from queues.clients import connection_name, forget_censuses, recent_census
 from queues.defaults import WORKER_CENSUS_MAX_AGE_S
@@ -18,10 +21,7 @@ from queues.drive import cmd, cmds, gather
 from queues.keys import QueueKeys
 from queues.ops import DEFAULT_STATES
 
-from dashboard.shared import conf
-from dashboard.shared.redis import client
 from . import gpu_fleet, on_reset, run
-from dashboard.shared.discovery import QueueRef
 
 MINUTE_MS = 60_000
 

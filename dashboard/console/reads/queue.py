@@ -6,15 +6,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from dashboard.shared import conf
+from dashboard.shared.discovery import QueueRef
+from dashboard.shared.redis import queue
 from queues import Job, JobState, ops
 from queues.drive import cmd, gather
 from queues.keys import QueueKeys
 from queues.ops import DEFAULT_STATES
 
-from dashboard.shared import conf
-from dashboard.shared.redis import queue
 from . import run
-from dashboard.shared.discovery import QueueRef
 
 
 def queue_counts(refs: Sequence[QueueRef], *states: str) -> list[dict[str, int]]:

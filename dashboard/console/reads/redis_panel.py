@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from dashboard.shared.redis import client
 from queues.cluster import is_cluster_client
 from queues.sentinel import is_sentinel_client
 
-from dashboard.shared.redis import client
 from .server import NodeInfo, primaries
 
 #: SCAN calls and keys asked per call when sampling keys per prefix.

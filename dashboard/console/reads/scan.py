@@ -14,14 +14,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dashboard.shared import conf
+from dashboard.shared.discovery import QueueRef
+from dashboard.shared.redaction import compact, redact, redact_text
 from queues import Job, codec, ops
 from queues.drive import cmd, gather, guarded
 from queues.keys import QueueKeys
 
-from dashboard.shared import conf
-from dashboard.shared.redaction import compact, redact, redact_text
 from . import run
-from dashboard.shared.discovery import QueueRef
 from .queue import page, queue_counts
 
 #: Jobs read per Redis round trip while scanning.

@@ -26,15 +26,15 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
 
+from dashboard.shared import conf
+from dashboard.shared import redis as pages_redis
+from dashboard.shared.discovery import QueueRef
+from dashboard.shared.redaction import redact, redaction_on
 from queues import ops
 from queues.scheduler import JobScheduler
 
-from dashboard.shared import conf
-from dashboard.shared import redis as pages_redis
 from ..models import AuditEntry
-from dashboard.shared.redaction import redact, redaction_on
 from ..scheduler_forms import initial_of
-from dashboard.shared.discovery import QueueRef
 
 #: Actions on a scheduler that say whether it is paused (the newest wins).
 PAUSE = "scheduler.pause"

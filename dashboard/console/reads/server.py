@@ -7,10 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from dashboard.shared.redis import client
 from queues.cluster import is_cluster_client
 from queues.sentinel import is_sentinel_client
-
-from dashboard.shared.redis import client
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,14 @@ from collections.abc import Sequence
 
 import redis
 
+from dashboard.shared import conf
+from dashboard.shared.discovery import QueueRef
+from dashboard.shared.redaction import redact_text
+from dashboard.shared.redis import REDIS_DOWN, client
 from gpu_workers.units import format_bytes
 from gpu_workers.waiting import WAITING_STATES, WaitingReason, explain
 from queues import Job
 
-from dashboard.shared import conf
-from dashboard.shared.redaction import redact_text
-from dashboard.shared.redis import REDIS_DOWN, client
-from dashboard.shared.discovery import QueueRef
 from .overview import known_census
 
 #: Codes of reasons that hold a job until an operator acts (shown in red).

@@ -29,13 +29,13 @@ from typing import Any
 
 import redis
 
+from dashboard.shared.discovery import QueueRef
+from dashboard.shared.redis import client
 from queues.clients import QUEUE_EVENTS_SUFFIX, WORKER_SUFFIX, client_lists
 from queues.drive import cmd, gather
 from queues.keys import QueueKeys
 
-from dashboard.shared.redis import client
 from . import gpu_fleet, run
-from dashboard.shared.discovery import QueueRef
 
 
 @dataclass

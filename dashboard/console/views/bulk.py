@@ -11,6 +11,7 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from dashboard.shared.discovery import QueueRef
 from queues import ops
 from queues.keys import QueueKeys
 
@@ -18,7 +19,6 @@ from .. import audit, forms
 from ..bulk import export, records, runner, selection, steps
 from ..bulk.records import Batch
 from ..reads import queue as queue_reads
-from dashboard.shared.discovery import QueueRef
 from .common import (
     OPERATE,
     VIEW,

@@ -19,13 +19,13 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 
+from dashboard.shared.discovery import QueueRef, is_allowed, is_read_only, queue_exists
 from gpu_workers.exceptions import GpuWorkerError
 from queues.exceptions import QueueError
 from queues.outages import describe, recoverable, refusal_code, refusal_meaning
 
 from .. import audit
 from ..models import OPERATE, SCALE, VIEW
-from dashboard.shared.discovery import QueueRef, is_allowed, is_read_only, queue_exists
 
 __all__ = ["OPERATE", "SCALE", "VIEW"]
 

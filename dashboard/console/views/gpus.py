@@ -10,11 +10,11 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
+from dashboard.shared.discovery import QueueRef
 from gpu_workers.exceptions import ValidationError
 
 from .. import reads
 from ..reads import fleet
-from dashboard.shared.discovery import QueueRef
 from .common import SCALE, VIEW, BadInput, Done, action, live_json, perm_required
 
 

@@ -16,9 +16,8 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
-from queues.outages import describe
-
 from dashboard.shared import redis as dashboard_redis
+from queues.outages import describe
 
 #: Set once every migration was found applied: migrations are not unapplied
 #: under a running process, so later probes skip the (costly) graph walk.

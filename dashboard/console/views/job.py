@@ -10,14 +10,16 @@ from django.shortcuts import render
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from dashboard.api.webhooks import deliveries
+from dashboard.console import forms, reads
+from dashboard.shared import conf
+from dashboard.shared import redis as pages_redis
+from dashboard.shared.discovery import QueueRef, is_read_only
+from dashboard.shared.panels import job_panels
+from dashboard.shared.redaction import redact, redact_lines, redact_text
 from gpu_workers.units import format_bytes
 from queues import Job, ops
 from queues.options import PY_TO_BULLMQ
 
-from dashboard.shared import conf
-from dashboard.console import forms, reads
-from dashboard.shared import redis as pages_redis
 from ..display import (
     attempts_text,
     oddities,
@@ -30,9 +32,7 @@ from ..models import AuditEntry
 from ..reads import attempts as attempt_reads
 from ..reads import job as job_reads
 from ..reads import waiting as waiting_reads
-from dashboard.shared.discovery import QueueRef, is_read_only
 from ..reads.job import JobDetail
-from dashboard.shared.redaction import redact, redact_lines, redact_text
 from .common import (
     OPERATE,
     VIEW,
@@ -163,7 +163,7 @@ def detail_context(request: HttpRequest, ref: QueueRef, d: JobDetail) -> dict[st
         ),
         "full": full,
         "history": AuditEntry.objects.filter(target=f"{ref.key}:{job.id}")[:10],
-        "deliveries": deliveries.for_dashboard(ref.prefix, ref.name, job.id),
+        "panels": job_panels(ref.prefix, ref.name, job.id),
     }
 
 

@@ -10,8 +10,9 @@ from typing import Any
 
 from django.urls import reverse
 
-from ..bulk import records, runner, selection, steps
 from dashboard.shared.discovery import QueueRef
+
+from ..bulk import records, runner, selection, steps
 
 #: How a tab's list is ordered in Redis: (what, "newest" label, "oldest" label).
 SORTS: dict[str, tuple[str, str, str]] = {

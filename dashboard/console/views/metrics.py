@@ -21,6 +21,7 @@ from prometheus_client.exposition import choose_encoder
 
 from dashboard.shared import conf
 from dashboard.shared.addresses import client_address
+
 from ..metrics import BullpenCollector
 
 

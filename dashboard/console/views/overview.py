@@ -12,8 +12,9 @@ from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET
 
-from ..display import sparkline
 from dashboard.shared import discovery
+
+from ..display import sparkline
 from ..reads.overview import QueueStats
 from ..reads.overview import overview as queue_stats
 from .common import VIEW, is_htmx, live_json, perm_required

@@ -11,16 +11,15 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from dashboard.console import forms
+from dashboard.shared import conf, discovery
+from dashboard.shared import redis as pages_redis
+from dashboard.shared.discovery import QueueRef
 from queues import ops
 
-from dashboard.shared import conf
-from dashboard.console import forms
-from dashboard.shared import redis as pages_redis
 from ..display import job_row
-from dashboard.shared import discovery
 from ..reads import queue as queue_reads
 from ..reads import waiting as waiting_reads
-from dashboard.shared.discovery import QueueRef
 from ..reads.job import due_times
 from . import lists
 from .common import (

@@ -20,8 +20,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from ..reads import redis_panel, workers
 from dashboard.shared.redaction import hook_path
+
+from ..reads import redis_panel, workers
 from .common import OPERATE, VIEW, live_json, perm_required, redacted_url
 
 

@@ -17,15 +17,14 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from queues.scheduler import JobScheduler
-
 from dashboard.console import audit, forms
-from dashboard.shared import conf
+from dashboard.shared import conf, discovery
 from dashboard.shared import redis as pages_redis
-from dashboard.shared import discovery
-from ..reads import schedulers as reads
 from dashboard.shared.discovery import QueueRef
 from dashboard.shared.redaction import keep_unchanged
+from queues.scheduler import JobScheduler
+
+from ..reads import schedulers as reads
 from ..scheduler_forms import SchedulerForm, add_kwargs, initial_of, local_zone
 from .common import (
     OPERATE,

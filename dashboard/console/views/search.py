@@ -10,13 +10,13 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
+from dashboard.shared import conf
+from dashboard.shared.discovery import QueueRef, user_queues
 from queues import ops
 
-from dashboard.shared import conf
 from ..display import job_row
 from ..forms import SearchForm, errors_text
 from ..reads import scan
-from dashboard.shared.discovery import QueueRef, user_queues
 from ..reads.job import find_job
 from .common import VIEW, is_htmx, perm_required
 

@@ -8,9 +8,10 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.shared import conf
+from dashboard.shared.discovery import QueueRef, is_read_only, user_queues
+
 from ..forms import RetryGroupForm, errors_text
 from ..reads import scan
-from dashboard.shared.discovery import QueueRef, is_read_only, user_queues
 from ..reads.queue import queue_counts
 from .common import (
     OPERATE,

@@ -11,11 +11,10 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from dashboard.shared import conf
 from gpu_workers import SupervisorConfig, parse_workers
 from gpu_workers.exceptions import ConfigError
 from gpu_workers.supervisor import run_supervisor
-
-from dashboard.shared import conf
 
 
 def config_from_settings(**overrides: Any) -> SupervisorConfig:
