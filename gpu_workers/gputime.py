@@ -33,9 +33,11 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from queues.options import TENANT_MAX_CHARS
+from queues.scripts import LuaDir
 
 from . import defaults
 from .keys import BullpenKeys
@@ -58,65 +60,9 @@ NO_TENANT = "-"
 TENANT_OPTION = "tenant"
 NAME_MAX_CHARS = 200
 GIB = float(1 << 30)
-
-# KEYS: the hashes to add to. ARGV[1]: keys a hash may hold; ARGV[2]: the key
-# past them; then 6 per hash: key, expire-at (unix s; 0 = never), GPU-s,
-# VRAM-GiB-s, attempts, simulated GPU-s. Returns the number of hashes.
-_ADD = """
-local cap = tonumber(ARGV[1]) * 4
-local i = 3
-for k = 1, #KEYS do
-  local h, member, at = KEYS[k], ARGV[i], tonumber(ARGV[i + 1])
-  if redis.call('HEXISTS', h, 'n|' .. member) == 0
-      and redis.call('HLEN', h) >= cap then
-    member = ARGV[2]
-  end
-  redis.call('HINCRBYFLOAT', h, 's|' .. member, ARGV[i + 2])
-  redis.call('HINCRBYFLOAT', h, 'v|' .. member, ARGV[i + 3])
-  redis.call('HINCRBY', h, 'n|' .. member, ARGV[i + 4])
-  redis.call('HINCRBYFLOAT', h, 'sim|' .. member, ARGV[i + 5])
-  if at > 0 then redis.call('EXPIREAT', h, at) end
-  i = i + 6
-end
-return #KEYS
-"""
-
-# KEYS: bucket hashes of one dimension. Sums them in Redis, so a page over 90
-# full buckets moves a few hundred numbers, not 36,000 fields. Returns {per
-# bucket: {s, v, n, sim}}, then {key, s, v, n, sim, key, ...} over them all.
-_SUM = """
-local index = {s = 1, v = 2, n = 3, sim = 4}
-local per, order, buckets = {}, {}, {}
-for k = 1, #KEYS do
-  local flat = redis.call('HGETALL', KEYS[k])
-  local t = {0, 0, 0, 0}
-  for i = 1, #flat, 2 do
-    local f = flat[i]
-    local bar = string.find(f, '|', 1, true)
-    local at = bar and index[string.sub(f, 1, bar - 1)]
-    local v = tonumber(flat[i + 1])
-    if at and v then
-      local member = string.sub(f, bar + 1)
-      local row = per[member]
-      if not row then
-        row = {0, 0, 0, 0}
-        per[member] = row
-        order[#order + 1] = member
-      end
-      row[at] = row[at] + v
-      t[at] = t[at] + v
-    end
-  end
-  buckets[k] = {tostring(t[1]), tostring(t[2]), tostring(t[3]), tostring(t[4])}
-end
-local rows = {}
-for _, member in ipairs(order) do
-  local row = per[member]
-  rows[#rows + 1] = member
-  for j = 1, 4 do rows[#rows + 1] = tostring(row[j]) end
-end
-return {buckets, rows}
-"""
+#: The scripts (`lua/`): `gputime_add` counts one attempt in its hashes,
+#: `gputime_sum` sums buckets in Redis (their KEYS and ARGV are in each file).
+LUA = LuaDir(Path(__file__).with_name("lua"), ("gputime_add", "gputime_sum"))
 
 
 @dataclass(frozen=True)
@@ -195,7 +141,7 @@ def split(period: str, start_s: float, end_s: float) -> list[tuple[int, float]]:
 def script_args(
     usage: Usage, keys: BullpenKeys, retention: Retention, now_s: float
 ) -> tuple[list[str], list[Any]]:
-    """The KEYS and ARGV of `_ADD` for one attempt."""
+    """The KEYS and ARGV of `gputime_add` for one attempt."""
     members = dict(zip(DIMENSIONS, (usage.queue, usage.name, usage.tenant)))
     run_s = usage.gpu_seconds
     vram_gib = usage.vram_bytes / GIB
@@ -239,7 +185,7 @@ class GpuTimeRecorder:
     ) -> None:
         self.keys = keys
         self.retention = retention or Retention()
-        self._add = client.register_script(_ADD)
+        self._add = LUA.script(client, "gputime_add")
 
     async def record(self, usage: Usage) -> None:
         """Count one attempt (one script call)."""
@@ -323,7 +269,7 @@ def read_summed_many(
     client: Any, keys: BullpenKeys, asks: list[tuple[str, list[int], str]]
 ) -> list[tuple[list[tuple[int, Row]], dict[str, Row]]]:
     """`read_summed` of several (period, starts, dim) in one round trip."""
-    script = client.register_script(_SUM)
+    script = LUA.script(client, "gputime_sum")
     pipe = client.pipeline(transaction=False)
     for period, starts, dim in asks:
         hashes = [keys.gputime(period, bucket_stamp(period, b), dim) for b in starts]

@@ -1,17 +1,101 @@
-"""Loading the Lua scripts in `queues/lua/` and registering them per client.
+"""The one loader of Bullpen's Lua scripts: `LuaDir` reads the `.lua` files of
+any package directory and registers them per redis-py client (sync or
+asyncio, single node or cluster); `Scripts` are BullMQ's, in `queues/lua/`.
 
-A script may pull shared helpers from `lua/includes/` with a line
-`--- @include "name"`; each include is inlined once, in order.
+A script may pull shared helpers from its directory's `includes/` with a line
+`--- @include "name"`; each include is inlined once, in order. A registered
+script is sent as EVALSHA and loaded again when Redis answers NOSCRIPT (after
+a SCRIPT FLUSH, a restart, or on another node): redis-py's `register_script`.
+gpu_workers (`gpu_workers/lua/`) and dashboard (`dashboard/console/lua/`,
+`dashboard/api/lua/`) load theirs with it too.
 """
 
 from __future__ import annotations
 
 import re
-from functools import cache
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 _INCLUDE = re.compile(r'^--- @include "([a-z_]+)"\s*$', re.MULTILINE)
+#: Clients whose registered scripts `LuaDir.on` keeps (the most recently used).
+CLIENTS_KEPT = 64
+
+
+class ScriptSet:
+    """The scripts of one `LuaDir` registered on one client: one attribute
+    per script, each called as `script(keys, args)` (`client=` a pipeline)."""
+
+    def __init__(self, lua: LuaDir, client: Any) -> None:
+        self.client = client
+        for name in lua.names:
+            setattr(self, name, client.register_script(lua.source(name)))
+
+    def __getattr__(
+        self, name: str
+    ) -> Any:  # for type checkers: attributes are set above
+        raise AttributeError(name)
+
+
+class LuaDir:
+    """The Lua scripts `names` in `directory` (`<name>.lua` each)."""
+
+    def __init__(self, directory: Path, names: Iterable[str]) -> None:
+        self.directory = directory
+        self.names = tuple(names)
+        self._sources: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self._sets: OrderedDict[Any, ScriptSet] = OrderedDict()
+
+    def _read(self, relative: str) -> str:
+        return (self.directory / relative).read_text("utf-8")
+
+    def source(self, name: str) -> str:
+        """The full text of a script with its includes inlined (read once)."""
+        found = self._sources.get(name)
+        if found is not None:
+            return found
+        if name not in self.names:
+            raise KeyError(f"no script {name!r} in {self.directory}")
+        seen: set[str] = set()
+
+        def expand(text: str) -> str:
+            def include(match: re.Match[str]) -> str:
+                inc = match.group(1)
+                if inc in seen:
+                    return ""
+                seen.add(inc)
+                return expand(self._read(f"includes/{inc}.lua"))
+
+            return _INCLUDE.sub(include, text)
+
+        text = self._sources[name] = expand(self._read(f"{name}.lua"))
+        return text
+
+    def register(self, client: Any) -> ScriptSet:
+        """The scripts registered anew on `client`."""
+        return ScriptSet(self, client)
+
+    def on(self, client: Any) -> ScriptSet:
+        """The scripts registered on `client`, once per client (the last
+        `CLIENTS_KEPT` clients used are kept, so a long-lived client hashes
+        its scripts once, not on every call)."""
+        with self._lock:
+            found = self._sets.get(client)
+            if found is not None:
+                self._sets.move_to_end(client)
+                return found
+            found = self._sets[client] = self.register(client)
+            while len(self._sets) > CLIENTS_KEPT:
+                self._sets.popitem(last=False)
+            return found
+
+    def script(self, client: Any, name: str) -> Any:
+        """One script registered on `client` (see `on`)."""
+        return getattr(self.on(client), name)
+
 
 NAMES = (
     "add_delayed_job",
@@ -47,44 +131,20 @@ NAMES = (
     "update_progress",
 )
 
-
-_LUA_DIR = Path(__file__).with_name("lua")
-
-
-def _read(relative: str) -> str:
-    return (_LUA_DIR / relative).read_text("utf-8")
+#: BullMQ's scripts (and Bullpen's queue-side ones), `queues/lua/`.
+QUEUE_LUA = LuaDir(Path(__file__).with_name("lua"), NAMES)
 
 
-@cache
 def source(name: str) -> str:
-    """The full text of a script with its includes inlined."""
-    seen: set[str] = set()
-
-    def expand(text: str) -> str:
-        def include(match: re.Match[str]) -> str:
-            inc = match.group(1)
-            if inc in seen:
-                return ""
-            seen.add(inc)
-            return expand(_read(f"includes/{inc}.lua"))
-
-        return _INCLUDE.sub(include, text)
-
-    return expand(_read(f"{name}.lua"))
+    """The full text of one of `queues/lua/`'s scripts, includes inlined."""
+    return QUEUE_LUA.source(name)
 
 
-class Scripts:
-    """The scripts registered on one redis-py client (sync or asyncio).
+class Scripts(ScriptSet):
+    """The scripts of `queues/lua/` registered on one client (sync or asyncio).
 
     `register_script` sends EVALSHA and reloads the script on NOSCRIPT.
     """
 
     def __init__(self, client: Any) -> None:
-        self.client = client
-        for name in NAMES:
-            setattr(self, name, client.register_script(source(name)))
-
-    def __getattr__(
-        self, name: str
-    ) -> Any:  # for type checkers: attributes are set above
-        raise AttributeError(name)
+        super().__init__(QUEUE_LUA, client)

@@ -30,7 +30,7 @@ from redis.exceptions import RedisError
 from dashboard.shared.redaction import redact_fields
 from queues import AsyncQueue, Job, JobState, Queue
 from queues.connection import for_blocking
-from queues.events import FINAL_EVENTS, StreamId
+from queues.events import FINAL_EVENTS, EventName, QueueEvent, StreamId, parse_entry
 
 from . import defaults
 
@@ -80,21 +80,30 @@ def _state_data(job_id: str, state: JobState, job: Job | None) -> dict[str, Any]
     return redact_fields(data)
 
 
-def _event_data(job_id: str, fields: dict[str, str]) -> dict[str, Any]:
+def _event_data(job_id: str, event: QueueEvent) -> dict[str, Any]:
+    """An event's data, from the one parser's event (queues.events): a
+    progress's `data` as `progress`, `failedReason` as `failed_reason`, the
+    return value as parsed, every other field as the stream holds it (the
+    counts the parser made numbers as their text again)."""
     data: dict[str, Any] = {"job_id": job_id}
-    for name, value in fields.items():
-        if name in ("jobId", "event"):
-            continue
-        if name in ("data", "returnvalue"):
-            try:
-                data["progress" if name == "data" else name] = orjson.loads(value)
-            except orjson.JSONDecodeError:
-                data[name] = value
+    for name, value in event.fields.items():
+        if name == "data" and event.event == EventName.PROGRESS:
+            data["progress"] = value
         elif name == "failedReason":
             data["failed_reason"] = value
-        else:
+        elif name == "returnvalue" or isinstance(value, str):
             data[name] = value
+        else:
+            data[name] = str(value)
     return redact_fields(data)
+
+
+def _job_event(job_id: str, event_id: str, fields: dict[str, str]) -> QueueEvent | None:
+    """The job's event in one stream entry, parsed; None for another job's
+    (told by its `jobId` alone, so other jobs' data is never parsed)."""
+    if fields.get("jobId") != job_id:
+        return None
+    return parse_entry(event_id, fields)
 
 
 def job_events(
@@ -131,10 +140,10 @@ def job_events(
                 replayed += len(entries)
                 for entry_id, fields in entries:
                     cursor = entry_id
-                    if fields.get("jobId") == job_id:
-                        event = fields.get("event", "")
-                        yield frame(event, _event_data(job_id, fields), entry_id)
-                        if event in FINAL_EVENTS:
+                    found = _job_event(job_id, entry_id, fields)
+                    if found is not None:
+                        yield frame(found.event, _event_data(job_id, found), found.id)
+                        if found.event in FINAL_EVENTS:
                             return
             yield frame("state", _state_data(job_id, state, job), cursor)
             return
@@ -153,11 +162,11 @@ def job_events(
             continue
         for entry_id, fields in entries:
             cursor = entry_id
-            if fields.get("jobId") != job_id:
+            found = _job_event(job_id, entry_id, fields)
+            if found is None:
                 continue
-            event = fields.get("event", "")
-            yield frame(event, _event_data(job_id, fields), entry_id)
-            if event in FINAL_EVENTS:
+            yield frame(found.event, _event_data(job_id, found), found.id)
+            if found.event in FINAL_EVENTS:
                 return
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +26,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
-from redis.commands.core import Script
+
+from queues.scripts import LuaDir
 
 from dashboard.console import audit
 from dashboard.shared import conf
@@ -39,7 +39,8 @@ if TYPE_CHECKING:
 
 #: This backend's dotted path, as AUTHENTICATION_BACKENDS lists it.
 BACKEND = "dashboard.console.login_throttle.ThrottledModelBackend"
-_SCRIPT = (Path(__file__).parent / "lua" / "reserve_login_attempt.lua").read_text()
+#: The reserve script (`lua/reserve_login_attempt.lua`), by queues' one loader.
+_LUA = LuaDir(Path(__file__).with_name("lua"), ("reserve_login_attempt",))
 #: The request attribute a refusal is left in.
 _REFUSAL = "bullpen_login_refusal"
 
@@ -74,19 +75,12 @@ def refusal_of(request: HttpRequest | None) -> Refusal | None:
     return found if isinstance(found, Refusal) else None
 
 
-@lru_cache(maxsize=1)
-def _script(conn: Any) -> Script:
-    """The reserve script registered with the pages' client (cached by
-    dashboard.shared.redis), once rather than on every login."""
-    script: Script = conn.register_script(_SCRIPT)
-    return script
-
-
 def _reserve(key: str) -> tuple[bool, int, int]:
     """Count one attempt unless the limit is reached: (admitted, count, ttl_s)."""
     settings = conf.get()
     conn = client()
-    admitted, counted, ttl_s = _script(conn)(
+    # Registered once per client by the loader, not hashed on every login.
+    admitted, counted, ttl_s = _LUA.script(conn, "reserve_login_attempt")(
         keys=[key],
         args=[settings.login_max_failures, settings.login_lockout_s],
         client=conn,

@@ -184,3 +184,33 @@ def test_two_dashboard_processes_send_each_event_once(
 
         asyncio.run(asyncio.wait_for(test(), 60))
     queue.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_socket_forwards_every_progress_the_reader_let_through(
+    live: str, viewer: User, qname: str
+) -> None:
+    """Progress is coalesced once, by the reader: two progress updates of one
+    job that it let through and the hub hands a socket at once both reach
+    the browser, in order (the socket leaves none out)."""
+    key = f"bull:{qname}"
+    _, cookie = logged_in(viewer)
+
+    async def test() -> None:
+        queue = await existing_queue(qname, live)
+        comm = await subscribed(cookie, queues=[key])
+        await receive_until(comm, lambda m: m["type"] == "counts")
+        progress = [
+            {"type": "progress", "queue": key, "job": "1", "progress": p}
+            | {"id": f"{9_000_000_000_000 + p}-0"}
+            for p in (1, 2)
+        ]
+        get_hub().route({"type": "queue.events", "queue": key, "events": progress})
+        got = [
+            await receive_until(comm, lambda m: m["type"] == "progress")
+            for _ in progress
+        ]
+        assert [m["progress"] for m in got] == [1, 2]
+        await queue.close()
+
+    run(test)

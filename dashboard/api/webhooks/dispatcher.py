@@ -27,10 +27,9 @@ from dashboard.shared.redaction import redact_fields
 from gpu_workers.defaults import NAMESPACE
 from queues import Queue, Worker
 from queues.cluster import is_cluster_client
-from queues.codec import json_or_text
 from queues.connection import sync_client
 from queues.defaults import PREFIX
-from queues.events import EventName
+from queues.events import EventName, QueueEvent, parse_entry
 from queues.names import qualified_name, split_qualified_name
 from queues.outages import Outage, backoff_s, recoverable
 
@@ -92,27 +91,23 @@ class DispatcherConfig:
         return replace(config, **{k: v for k, v in overrides.items() if v is not None})
 
 
-def _payload(queue_key: str, event_id: str, fields: dict[str, str]) -> dict[str, Any]:
+def _payload(queue_key: str, event: QueueEvent) -> dict[str, Any]:
+    """A webhook body's fields, from the one parser's event (queues.events)."""
     _, queue = split_qualified_name(queue_key)
-    event = fields.get("event", "")
     payload: dict[str, Any] = {
-        "event": event,
+        "event": event.event,
         "queue": queue,
-        "job_id": fields.get("jobId"),
-        "event_id": event_id,
-        "timestamp": int(event_id.split("-", 1)[0]),
+        "job_id": event.job_id,
+        "event_id": event.id,
+        "timestamp": int(event.id.split("-", 1)[0]),
     }
-    if event == EventName.PROGRESS:
-        payload["progress"] = _json(fields.get("data"))
-    elif event == EventName.COMPLETED:
-        payload["returnvalue"] = _json(fields.get("returnvalue"))
-    elif event == EventName.FAILED:
-        payload["failed_reason"] = fields.get("failedReason")
+    if event.event == EventName.PROGRESS:
+        payload["progress"] = event.fields.get("data")
+    elif event.event == EventName.COMPLETED:
+        payload["returnvalue"] = event.fields.get("returnvalue")
+    elif event.event == EventName.FAILED:
+        payload["failed_reason"] = event.fields.get("failedReason")
     return redact_fields(payload)
-
-
-def _json(text: str | None) -> Any:
-    return None if text is None else json_or_text(text)
 
 
 class StreamReader:
@@ -245,18 +240,15 @@ class StreamReader:
         done: list[str] = []
         for event_id, fields in entries:
             if fields:  # an entry trimmed from the stream reads as empty
-                self.handle_event(queue_key, event_id, fields)
+                self.handle_event(queue_key, parse_entry(event_id, fields))
             done.append(event_id)
         if done:
             self.client.xack(stream, self.config.group, *done)
         return len(done)
 
-    def handle_event(
-        self, queue_key: str, event_id: str, fields: dict[str, str]
-    ) -> int:
+    def handle_event(self, queue_key: str, parsed: QueueEvent) -> int:
         """Push the deliveries one event causes; returns how many were pushed."""
-        event = fields.get("event")
-        job_id = fields.get("jobId")
+        event, job_id, event_id = parsed.event, parsed.job_id, parsed.id
         if event == EventName.ADDED and job_id:
             # A new job of this id: drop a record an earlier job of it left.
             registry.bound_job_webhook(self.client, self.keys, queue_key, job_id)
@@ -271,7 +263,7 @@ class StreamReader:
                 targets.append((f"sub{sub['id']}", sub["url"]))
         if not targets:
             return 0
-        payload = _payload(queue_key, event_id, fields)
+        payload = _payload(queue_key, parsed)
         event_ms = payload["timestamp"]
         pushed = 0
         for target, url in targets:

@@ -8,21 +8,20 @@ makes this process's events reader follow what it asks of the queues that
 exist (at most BULLPEN_LIVE_MAX_QUEUES_PER_SOCKET per socket and
 BULLPEN_LIVE_MAX_QUEUES_PER_PROCESS per process), replays what a reconnecting
 browser missed (bounded), and then forwards what the reader hands this
-process's hub (dashboard/console/live/hub.py): events, progress (the reader lets at
-most 10 a second per job through, latest wins), counts and worker snapshots;
-and the control messages of access.py, which the hub receives from the
-channel layer. Handlers are named after the message types (`queue.events` ->
-`queue_events`); a type starting with `_` is never dispatched (channels' rule).
+process's hub (dashboard/console/live/hub.py): events, progress (coalesced by the
+reader alone, at most 10 a second per job, latest wins; a socket forwards
+what it gets), counts and worker snapshots; and the control messages of
+access.py, which the hub receives from the channel layer. Handlers are named
+after the message types by channels' own `get_handler_name` (`queue.events`
+-> `queue_events`; a type starting with `_` is never dispatched).
 
 When a socket has more than one message ready at once (a burst, or a browser
 a little behind), they go out in one frame, `{"type": "batch", "messages":
 [...]}`, each message as the contract shapes it; live.js applies them in
 order. Under load this keeps the number of frames (the main cost per socket)
 well below the number of events. That is also the flow control of a slow
-socket: the further behind it is, the more messages one frame gathers, and in
-a frame a job's progress superseded by a later one is left out (latest wins,
-as the reader's coalescing), so a slow browser catches up instead of falling
-further behind.
+socket: the further behind it is, the more messages one frame gathers (at
+most `_DRAIN_MAX`), and past `INBOX_MAX` waiting ones new ones are dropped.
 """
 
 from __future__ import annotations
@@ -32,6 +31,7 @@ import json
 import logging
 from typing import Any
 
+from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
@@ -43,7 +43,6 @@ from queues.events import FINAL_EVENTS, StreamId, id_order
 from . import access, defaults, replay, subscriptions
 from .access import CLOSE_FORBIDDEN, CLOSE_UNAUTHENTICATED
 from .hub import WORKERS_GROUP, encode, get_hub, queue_group
-from .messages import superseded
 from .reader import get_reader
 
 log = logging.getLogger(__name__)
@@ -81,12 +80,13 @@ def batch_frame(texts: list[str]) -> str:
 
 
 def handler_name(kind: Any) -> str | None:
-    """The handler of a message type (`queue.events` -> `queue_events`), or
-    None: for a type the socket does not handle, and always for one starting
-    with `_` (channels' rule: such a type is never dispatched)."""
-    if not isinstance(kind, str) or kind.startswith("_") or kind not in HANDLED_TYPES:
+    """The handler of a message type the hub hands a socket, by channels'
+    `get_handler_name` (`queue.events` -> `queue_events`; it refuses a type
+    starting with `_`), or None for a type the socket does not handle."""
+    if not isinstance(kind, str) or kind not in HANDLED_TYPES:
         return None
-    return kind.replace(".", "_")
+    name: str = get_handler_name({"type": kind})
+    return name
 
 
 class LiveConsumer(AsyncJsonWebsocketConsumer):
@@ -122,8 +122,8 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
         # Subscribing (with its replay) and forwarding never interleave.
         self._lock = asyncio.Lock()
         self._closed = False
-        #: Messages (and their texts) of the frame being gathered.
-        self._out: list[tuple[dict[str, Any], str]] = []
+        #: The texts of the frame being gathered.
+        self._out: list[str] = []
         loop = asyncio.get_running_loop()
         self._pump = loop.create_task(self._pump_inbox())
         self._watch = loop.create_task(self._recheck_access())
@@ -301,18 +301,19 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
                     return
                 for message in ready:
                     await self._dispatch(message)
-                out, self._out = self._out, []
+                texts, self._out = self._out, []
                 if self._closed:
                     return
-                gone = superseded([m for m, _ in out])
-                texts = [text for (_, text), g in zip(out, gone) if not g]
                 if len(texts) == 1:
                     await self.send(text_data=texts[0])
                 elif texts:
                     await self.send(text_data=batch_frame(texts))
 
     async def _dispatch(self, message: dict[str, Any]) -> None:
-        """Hand one message to the handler named after its type, if any."""
+        """Hand one hub message to the handler named after its type, if any.
+        Not channels' `dispatch`: that one serves the socket's own ASGI
+        messages, would also reach its `websocket_*` handlers, and closes old
+        database connections (a thread hop) before every message."""
         name = handler_name(message.get("type"))
         if name is None:
             return
@@ -359,7 +360,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
     # --- helpers ----------------------------------------------------------------------
     def _send_text(self, message: dict[str, Any], text: str | None = None) -> None:
         """Add a message to the frame being gathered."""
-        self._out.append((message, text if text is not None else encode(message)))
+        self._out.append(text if text is not None else encode(message))
 
     @classmethod
     async def encode_json(cls, content: Any) -> str:
