@@ -12,7 +12,7 @@ their own error (a 409 flash, a 409 JSON body)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django import forms
@@ -27,30 +27,16 @@ from queues.options import PY_TO_BULLMQ
 
 #: The permission every job verb needs today (dashboard.models.OPERATE).
 OPERATE = "dashboard.operate_queues"
+#: Every state a job page may show ("unknown": a hash in no state's key).
 ALL_STATES = frozenset(
-    {
-        "waiting",
-        "prioritized",
-        "delayed",
-        "active",
-        "waiting-children",
-        "completed",
-        "failed",
-        "unknown",
-    }
+    "waiting prioritized delayed active waiting-children completed failed unknown".split()
 )
 #: The `form` attribute of detached parameter fields (no form has this id).
 DETACHED = "detached-verb-params"
 #: Options a duplicate keeps (ids, timing, dedup and flow links are not copied).
-DUPLICATE_OPTIONS = (
-    "priority",
-    "lifo",
-    "attempts",
-    "backoff",
-    "remove_on_complete",
-    "remove_on_fail",
-    "stack_trace_limit",
-    "keep_logs",
+DUPLICATE_OPTIONS = tuple(
+    "priority lifo attempts backoff remove_on_complete remove_on_fail "
+    "stack_trace_limit keep_logs".split()
 )
 
 
@@ -81,6 +67,8 @@ class Acted:
     gone: bool = False
     #: The id of a job the verb made (Duplicate).
     new_id: str | None = None
+    #: The job's state when it was acted on.
+    state: str = ""
 
 
 #: A result per id of `Verb.on_ids`: True done, False gone, else the error.
@@ -206,7 +194,7 @@ def run_on_job(
     state = job_state.value
     if not verb.applies_to(state):
         raise Refused(f"cannot {verb.name} job {job_id}: it is {state}", "state")
-    return verb.on_job(where, found, state, params)
+    return replace(verb.on_job(where, found, state, params), state=state)
 
 
 # --- the operations -------------------------------------------------------------
