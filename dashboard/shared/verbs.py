@@ -29,7 +29,8 @@ from queues.options import PY_TO_BULLMQ
 OPERATE = "dashboard.operate_queues"
 #: Every state a job page may show ("unknown": a hash in no state's key).
 ALL_STATES = frozenset(
-    "waiting prioritized delayed active waiting-children completed failed unknown".split()
+    ("waiting", "prioritized", "delayed", "active", "waiting-children")
+    + ("completed", "failed", "unknown")
 )
 #: The `form` attribute of detached parameter fields (no form has this id).
 DETACHED = "detached-verb-params"
