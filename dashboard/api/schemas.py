@@ -7,6 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
+
+from dashboard.shared.verbs import VERBS, Verb
+
 from . import defaults
 from .attempts_schema import ATTEMPT_HISTORY
 from .waiting_schema import WAITING_REASON
@@ -288,7 +292,13 @@ ERROR_CODES: dict[int, tuple[str, ...]] = {
     403: ("queue_not_allowed", "insufficient_scope"),
     404: ("not_found", "job_not_found"),
     405: ("method_not_allowed",),
-    409: ("job_id_taken", "idempotency_in_progress", "job_has_running_child"),
+    409: (
+        "job_id_taken",
+        "idempotency_in_progress",
+        "job_has_running_child",
+        "wrong_job_state",
+        "action_refused",
+    ),
     413: ("payload_too_large",),
     415: ("unsupported_media_type",),
     422: ("schema_validation_failed", "idempotency_key_reused", "webhook_url_refused"),
@@ -315,6 +325,53 @@ ERROR: dict[str, Any] = {
     },
 }
 
+JOB_ACTED: dict[str, Any] = {
+    "type": "object",
+    "required": ["id", "action", "previous_state", "message"],
+    "properties": {
+        "id": {"type": "string"},
+        "action": {"enum": sorted(VERBS)},
+        "previous_state": {"type": "string"},
+        "message": {"type": "string"},
+        "new_id": {"type": "string", "description": "The job a Duplicate added."},
+    },
+}
+
+
+def verb_id(verb: Verb) -> str:
+    """The verb's label in camelCase (operation ids, schema names)."""
+    first, *rest = verb.label.split()
+    return first.lower() + "".join(w.capitalize() for w in rest)
+
+
+def verb_request_name(verb: Verb) -> str:
+    """The name of a verb's request schema."""
+    word = verb_id(verb)
+    return word[0].upper() + word[1:] + "Request"
+
+
+def verb_request(verb: Verb) -> dict[str, Any]:
+    """The JSON Schema of a verb's parameter, made from its form's fields
+    (whole numbers with their bounds, booleans), so the API and the pages
+    accept the same values."""
+    assert verb.params is not None
+    props: dict[str, Any] = {}
+    for name, f in verb.params.base_fields.items():
+        if isinstance(f, forms.BooleanField):
+            props[name] = {"type": "boolean"}
+            continue
+        assert isinstance(f, forms.IntegerField), f"{verb.name}.{name}"
+        props[name] = {"type": "integer", "minimum": f.min_value}
+        if f.max_value is not None:
+            props[name]["maximum"] = f.max_value
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": [n for n, f in verb.params.base_fields.items() if f.required],
+        "properties": props,
+    }
+
+
 COMPONENTS: dict[str, dict[str, Any]] = {
     "EnqueueRequest": ENQUEUE_REQUEST,
     "JobOptions": JOB_OPTIONS,
@@ -323,6 +380,8 @@ COMPONENTS: dict[str, dict[str, Any]] = {
     "WaitingReason": WAITING_REASON,
     "AttemptHistory": ATTEMPT_HISTORY,
     "Removed": REMOVED,
+    "JobActed": JOB_ACTED,
+    **{verb_request_name(v): verb_request(v) for v in VERBS.values() if v.params},
     "Queue": QUEUE,
     "QueueList": QUEUE_LIST,
     "Deliveries": DELIVERIES,

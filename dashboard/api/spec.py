@@ -121,7 +121,8 @@ def openapi(server: str = "/api/v1") -> dict[str, Any]:
             "title": "Bullpen producer API",
             "version": "1.0.0",
             "description": "Enqueue jobs, follow them (status, Server-Sent Events, "
-            "webhooks) and cancel them. Errors are JSON "
+            "webhooks), act on them as operators do (retry, promote, change "
+            "priority, duplicate) and cancel them. Errors are JSON "
             '{"error": {"code", "message", "details"}} with a stable code.',
         },
         "servers": [{"url": server}],

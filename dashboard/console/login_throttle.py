@@ -27,12 +27,11 @@ from django.contrib.auth.backends import ModelBackend
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
 
-from queues.scripts import LuaDir
-
 from dashboard.console import audit
 from dashboard.shared import conf
 from dashboard.shared.addresses import UNKNOWN, client_address
 from dashboard.shared.redis import client
+from queues.scripts import LuaDir
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import _User

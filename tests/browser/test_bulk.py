@@ -66,3 +66,36 @@ def test_select_all_matching_retry_of_2000_failed(page: Any, stack: Stack) -> No
         )
         q.close()
     assert not [m for m in seen if any(s in m for s in VIOLATION_SIGNS)], seen
+
+
+def test_a_rows_change_priority_and_the_bars(page: Any, stack: Stack) -> None:
+    """A waiting row's Change priority: its own fields (not the bar's, nor
+    other rows') are sent, the job moves to prioritized; then the bar's
+    Change priority on the selected rows sets its own value."""
+    q = Queue("rowprio", stack.redis_url)
+    try:
+        ids = [q.add("w", {"i": i}).id for i in range(3)]
+        url = stack.url + reverse("bullpen:queue", args=["bull", "rowprio"])
+        page.goto(url + "?state=waiting")
+        bar_field = page.locator("[data-bulk-bar] input[name=priority]")
+        bar_field.fill("9")  # must not ride along with a row's request
+        row = page.locator(f"tr[data-job='bull:rowprio:{ids[1]}']")
+        row.locator("details.row-verb summary").click()
+        row.locator("details.row-verb input[name=priority]").fill("4")
+        row.locator("details.row-verb input[name=lifo]").check()
+        row.locator("details.row-verb button").click()
+        page.locator("#flash").get_by_text(
+            f"set priority of job {ids[1]} to 4"
+        ).wait_for()
+        assert q.get_job(ids[1]).priority == 4
+        assert q.get_job_state(ids[1]).value == "prioritized"
+        page.goto(url + "?state=waiting")
+        for job_id in (ids[0], ids[2]):
+            page.locator(f"input[name=ids][value='{job_id}']").check()
+        page.locator("[data-bulk-bar] input[name=priority]").fill("2")
+        page.locator("[data-bulk-verb=priority]").click()
+        page.locator("#flash").get_by_text("priority: 2 of 2").wait_for()
+        assert [q.get_job(i).priority for i in (ids[0], ids[2])] == [2, 2]
+    finally:
+        q.obliterate(force=True)
+        q.close()

@@ -47,8 +47,9 @@ def test_row_actions_follow_the_state_and_work(
     dashboard_redis: str, admin_client: Client, qname: str
 ) -> None:
     """Failed and completed rows offer Retry, delayed Promote, active Cancel
-    (never Remove), the others Remove; each button's POST does what it says
-    and writes its audit row."""
+    (never Remove), the others Remove; pending rows Change priority, every
+    row Duplicate (issue 23: their reach, as Retry's); each button's POST
+    does what it says and writes its audit row."""
     q = Queue(qname, dashboard_redis)
     [failed] = run_jobs(q, 1, "failed")
     [done] = run_jobs(q, 1, "completed")
@@ -57,11 +58,11 @@ def test_row_actions_follow_the_state_and_work(
     waiting = q.add("w", {}).id
     html = admin_client.get(queue_url(q)).content.decode()
     buttons = row_buttons(html)
-    assert buttons[failed] == {"retry", "remove"}
-    assert buttons[done] == {"retry", "remove"}
-    assert buttons[delayed] == {"promote", "remove"}
-    assert buttons[active] == {"cancel"}
-    assert buttons[waiting] == {"remove"}
+    assert buttons[failed] == {"retry", "duplicate", "remove"}
+    assert buttons[done] == {"retry", "duplicate", "remove"}
+    assert buttons[delayed] == {"promote", "priority", "duplicate", "remove"}
+    assert buttons[active] == {"duplicate", "cancel"}
+    assert buttons[waiting] == {"priority", "duplicate", "remove"}
     assert f'name="ids" value="{failed}"' in html
     assert hx_post(admin_client, _job_action(q, failed, "retry")).status_code == 200
     assert hx_post(admin_client, _job_action(q, delayed, "promote")).status_code == 200

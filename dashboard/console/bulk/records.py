@@ -1,7 +1,8 @@
 """A batch's record in Redis, under Bullpen's namespace (never a BullMQ key):
 
-- `{ns}:batch:{id}` (hash, TTL once ended): what, the snapshot bound, the
-  cursor, the counts, status, who, when (fields of `Batch`)
+- `{ns}:batch:{id}` (hash, TTL once ended): what (verb, its parameter,
+  state), the snapshot bound, the cursor, the counts, status, who, when
+  (fields of `Batch`)
 - `{ns}:batch:{id}:lease` (string, PX): the process running it; a batch
   whose lease expired is taken over by the next runner that looks
 - `{ns}:batches:running` (set): ids of batches not ended, for that look
@@ -59,6 +60,14 @@ class Batch:
     ended_ms: int = 0
     cancel_by: str = ""
     last_error: str = ""
+    #: The verb's parameter, as JSON ("" when it takes none).
+    params: str = ""
+    #: A re-queueing verb over `prioritized` (shared/verbs.py `stays`): the
+    #: score acted on last (the next chunk starts above it, "" at first) and
+    #: the priority counter when the batch started (jobs queued after it,
+    #: its own included, are newcomers and left alone).
+    cursor: str = ""
+    mark: int = 0
 
     @property
     def key(self) -> str:

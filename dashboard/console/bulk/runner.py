@@ -10,6 +10,7 @@ here with the final counts when it ends, is cancelled, or fails."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import secrets
@@ -115,8 +116,11 @@ def run_batch(
         batch.skipped += out.skipped
         batch.errors += out.errors
         batch.offset += out.stayed
+        batch.cursor = out.cursor or batch.cursor
         batch.last_error = out.last_error or batch.last_error
-        records.save(batch, "done", "skipped", "errors", "offset", "last_error")
+        records.save(
+            batch, "done", "skipped", "errors", "offset", "cursor", "last_error"
+        )
         if out.finished:
             finish(batch, DONE)
             break
@@ -143,6 +147,10 @@ def finish(batch: Batch, status: str) -> None:
 def describe(batch: Batch) -> str:
     """The batch in words, as its audit row and the page say it."""
     what = f"{batch.verb} all {batch.state} jobs ({batch.total} at the start)"
+    if batch.params:  # the verb's parameter, as given
+        given = json.loads(batch.params).items()
+        shown = ", ".join(f"{k}={json.dumps(v)}" for k, v in given)
+        what = what.replace(" all ", f" ({shown}) all ", 1)
     counts = f"{batch.done} done, {batch.skipped} skipped, {batch.errors} error(s)"
     if batch.status == "running":
         text = f"{what}: running, {counts}"

@@ -1,17 +1,19 @@
 """The selected jobs of a page, acted on in one request: ids validated,
-each job's state read in one pipeline, the verb applied to those whose state
-allows it (one pipeline of the queue core's operations), the others named."""
+each job's state read in one pipeline, the verb (shared/verbs.py) applied to
+those whose state allows it (its operation on many ids: one pipeline of the
+queue core's operations), the others named."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from dashboard.shared import redis as pages_redis
+from dashboard.shared import verbs
 from dashboard.shared.discovery import QueueRef
-from gpu_workers.exceptions import GpuWorkerError
-from queues import JobState, codec, ops
-from queues.drive import cmd, gather, guarded
-from queues.exceptions import QueueError
+from dashboard.shared.verbs import Params, Verb
+from queues import JobState, ops
+from queues.drive import gather
 from queues.keys import QueueKeys, names_queue_key
 
 from ..reads import gpu_fleet, run
@@ -21,15 +23,6 @@ from ..reads import gpu_fleet, run
 MAX_IDS = 500
 #: Longest id accepted (BullMQ sets none; the GPU cancel key takes 200).
 MAX_ID_CHARS = 1_000
-#: Verbs on selected jobs and the states each may act on.
-VERBS: dict[str, frozenset[str]] = {
-    "retry": frozenset({"failed", "completed"}),
-    "promote": frozenset({"delayed"}),
-    "remove": frozenset(
-        {"waiting", "prioritized", "delayed", "waiting-children", "completed", "failed"}
-    ),
-    "cancel": frozenset({"active"}),
-}
 
 
 class SelectionError(ValueError):
@@ -73,9 +66,15 @@ class Outcome:
         return text
 
 
-def act(ref: QueueRef, verb: str, ids: list[str]) -> Outcome:
-    """Apply `verb` to the jobs whose state allows it (one pipeline of state
-    reads, one of actions)."""
+def where(ref: QueueRef) -> verbs.Where:
+    """Where a verb acts from the pages: the queue and the GPU fleet on the
+    pages' client."""
+    return verbs.Where(pages_redis.queue(ref.prefix, ref.name), gpu_fleet())
+
+
+def act(ref: QueueRef, verb: Verb, ids: list[str], params: Params) -> Outcome:
+    """Apply `verb` (with its parameter) to the jobs whose state allows it:
+    one pipeline of state reads, then the verb's own operation on many ids."""
     keys = QueueKeys(ref.name, ref.prefix)
     states: list[JobState] = run(gather([ops.get_state(keys, i) for i in ids]))
     out = Outcome()
@@ -83,46 +82,18 @@ def act(ref: QueueRef, verb: str, ids: list[str]) -> Outcome:
     for job_id, state in zip(ids, states):
         if state is JobState.UNKNOWN:
             out.refused[job_id] = "no longer exists"
-        elif state.value not in VERBS[verb]:
+        elif not verb.applies_to(state.value):
             out.refused[job_id] = f"it is {state.value}"
         else:
             ready.append((job_id, state.value))
     if not ready:
         return out
-    if verb == "cancel":
-        fleet = gpu_fleet()
-        for job_id, _ in ready:
-            try:
-                fleet.request_cancel(ref.name, job_id, ref.prefix)
-                out.done.append(job_id)
-            except (GpuWorkerError, QueueError) as exc:
-                out.refused[job_id] = str(exc)
-        return out
-    results = run(gather([guarded(_op(keys, verb, i, s)) for i, s in ready]))
+    results = verb.on_ids(where(ref), ready, params)
     for (job_id, _), result in zip(ready, results):
-        if isinstance(result, QueueError):
+        if isinstance(result, Exception):
             out.refused[job_id] = str(result)
         elif result is False:
             out.refused[job_id] = "no longer exists"
         else:
             out.done.append(job_id)
     return out
-
-
-def _op(keys: QueueKeys, verb: str, job_id: str, state: str) -> ops.Op:
-    if verb == "retry":
-        return _retry(keys, job_id, state)
-    if verb == "promote":
-        return ops.promote(keys, job_id)
-    return ops.remove(keys, job_id)
-
-
-def _retry(keys: QueueKeys, job_id: str, state: str) -> ops.Op[int]:
-    """Job.retry without reading the whole job: its `lifo` option only."""
-    raw = yield from cmd("HGET", keys.job(job_id), "opts")
-    try:
-        opts = codec.loads(raw) if raw else {}
-    except codec.JSONDecodeError:
-        opts = {}
-    lifo = bool(opts.get("lifo")) if isinstance(opts, dict) else False
-    return (yield from ops.reprocess(keys, job_id, state, lifo, False, False))

@@ -4,6 +4,7 @@ progress fragment and Cancel), and the JSON Lines export of either."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, cast
 
@@ -11,11 +12,12 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from dashboard.console import audit
 from dashboard.shared.discovery import QueueRef
+from dashboard.shared.verbs import VERBS, Verb
 from queues import ops
 from queues.keys import QueueKeys
 
-from .. import audit, forms
 from ..bulk import export, records, runner, selection, steps
 from ..bulk.records import Batch
 from ..reads import queue as queue_reads
@@ -31,37 +33,30 @@ from .common import (
     perm_required,
     queue_ref,
 )
+from .job import params_of
 from .lists import batch_context
 from .queue import TABS
 
-#: Verbs whose effect cannot be undone: the form says "confirm".
-CONFIRMED = frozenset({"remove", "cancel"})
 
-
-def _confirmed(request: HttpRequest, verb: str) -> None:
-    if verb in CONFIRMED and not forms.ConfirmForm(request.POST).is_valid():
-        raise BadInput(f"confirm the {verb} first")
-
-
-def _selected(request: HttpRequest, ref: QueueRef, verb: str) -> Done:
-    _confirmed(request, verb)
+def _selected(request: HttpRequest, ref: QueueRef, verb: Verb) -> Done:
+    params = params_of(request, verb)
     try:
         ids = selection.clean_ids(request.POST.getlist("ids"))
     except selection.SelectionError as exc:
         raise BadInput(str(exc)) from None
-    outcome = selection.act(ref, verb, ids)
-    message = outcome.message(verb)
+    outcome = selection.act(ref, verb, ids, params)
+    message = outcome.message(verb.name)
     if not outcome.done:
         raise ActionError(message)
     return Done(message)
 
 
-def _batch(request: HttpRequest, ref: QueueRef, verb: str) -> Done:
+def _batch(request: HttpRequest, ref: QueueRef, verb: Verb) -> Done:
     """Start a batch over every job of the tab's state as it is now."""
-    _confirmed(request, verb)
+    params = params_of(request, verb)
     state = request.POST.get("state", "")
-    if state not in steps.BATCH_VERBS[verb]:
-        raise BadInput(f"cannot {verb} all jobs of the {state or 'given'} tab")
+    if state not in verb.batch_states:
+        raise BadInput(f"cannot {verb.name} all jobs of the {state or 'given'} tab")
     batch_id, now = records.new_id(), ops.now_ms()
     if records.reserve(ref.prefix, ref.name, batch_id, now) is not None:
         raise ActionError(f"a batch runs on {ref.key} already: cancel it or wait")
@@ -73,37 +68,41 @@ def _batch(request: HttpRequest, ref: QueueRef, verb: str) -> Done:
         id=batch_id,
         prefix=ref.prefix,
         queue=ref.name,
-        verb=verb,
+        verb=verb.name,
         state=state,
         bound=snap.bound,
         total=snap.total,
+        params=json.dumps(params) if params else "",
+        mark=snap.mark,
         username=request.user.get_username(),
         started_ms=now,
     )
     batch = records.create(batch)
     entry = audit.record(
-        request, ref.key, f"batch.{verb}", "ok", runner.describe(batch)
+        request, ref.key, f"batch.{verb.name}", "ok", runner.describe(batch)
     )
     batch.audit_id = entry.pk
     records.save(batch, "audit_id")
     runner.ensure_started()
-    message = f"started: {verb} all {snap.total} {state} job(s) of {ref.key}"
+    message = f"started: {verb.name} all {snap.total} {state} job(s) of {ref.key}"
     return Done(message, audited=True)
 
 
-def _make(verb: str, batch: bool) -> Any:
-    name = f"batch.{verb}" if batch else f"jobs.{verb}"
+def _make(verb: Verb, batch: bool) -> Any:
+    name = f"batch.{verb.name}" if batch else f"jobs.{verb.name}"
 
     def act(request: HttpRequest, ref: QueueRef) -> Done:
         return _batch(request, ref, verb) if batch else _selected(request, ref, verb)
 
     act.__name__ = act.__qualname__ = name.replace(".", "_")
-    act.__doc__ = f"{verb} {'every job of the tab' if batch else 'the selected jobs'}."
-    return action(name, OPERATE)(act)
+    whom = "every job of the tab" if batch else "the selected jobs"
+    act.__doc__ = f"{verb.name} {whom}: {verb.doc}"
+    return action(name, verb.perm)(act)
 
 
-SELECTED = {verb: _make(verb, False) for verb in selection.VERBS}
-BATCHES = {verb: _make(verb, True) for verb in steps.BATCH_VERBS}
+#: The declared verbs on the selected jobs, and on all of a tab (a batch).
+SELECTED = {name: _make(verb, False) for name, verb in VERBS.items()}
+BATCHES = {name: _make(verb, True) for name, verb in VERBS.items() if verb.batch_states}
 
 
 @require_POST

@@ -1,5 +1,6 @@
 """Job page (data, options, result, progress, logs, error, timeline, VRAM,
-flow tree), its detail fragment, and the job actions allowed in its state."""
+flow tree), its detail fragment, and the job actions allowed in its state
+(one view per verb declared in shared/verbs.py)."""
 
 from __future__ import annotations
 
@@ -10,16 +11,16 @@ from django.shortcuts import render
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from dashboard.console import forms, reads
-from dashboard.shared import conf
-from dashboard.shared import redis as pages_redis
+from dashboard.console import forms
+from dashboard.shared import conf, verbs
 from dashboard.shared.discovery import QueueRef, is_read_only
 from dashboard.shared.panels import job_panels
 from dashboard.shared.redaction import redact, redact_lines, redact_text
+from dashboard.shared.verbs import VERBS, Verb
 from gpu_workers.units import format_bytes
 from queues import Job, ops
-from queues.options import PY_TO_BULLMQ
 
+from ..bulk.selection import where
 from ..display import (
     attempts_text,
     oddities,
@@ -39,44 +40,12 @@ from .common import (
     ActionError,
     BadInput,
     Done,
+    View,
     action,
     dispatch,
     live_json,
     perm_required,
     queue_ref,
-)
-
-_ALL = frozenset(
-    {
-        "waiting",
-        "prioritized",
-        "delayed",
-        "active",
-        "waiting-children",
-        "completed",
-        "failed",
-        "unknown",
-    }
-)
-#: Job actions and the states they are offered in.
-ALLOWED: dict[str, frozenset[str]] = {
-    "retry": frozenset({"failed", "completed"}),
-    "promote": frozenset({"delayed"}),
-    "cancel": frozenset({"active"}),
-    "priority": frozenset({"waiting", "prioritized", "delayed"}),
-    "duplicate": _ALL,
-    "remove": _ALL - {"active"},
-}
-#: Options a duplicate keeps (ids, timing, dedup and flow links are not copied).
-DUPLICATE_OPTIONS = (
-    "priority",
-    "lifo",
-    "attempts",
-    "backoff",
-    "remove_on_complete",
-    "remove_on_fail",
-    "stack_trace_limit",
-    "keep_logs",
 )
 
 
@@ -114,7 +83,6 @@ def detail_context(request: HttpRequest, ref: QueueRef, d: JobDetail) -> dict[st
     # A job waiting to retry: the progress it reported belongs to the failed
     # attempt, so none is shown until the next attempt reports.
     pct, progress_text = (None, "") if retry else progress_parts(redact(job.progress))
-    allowed = {name for name, states in ALLOWED.items() if d.state in states}
     read_only = is_read_only(ref)
     vram = d.vram or {}
     return {
@@ -153,10 +121,12 @@ def detail_context(request: HttpRequest, ref: QueueRef, d: JobDetail) -> dict[st
         "flow": d.flow,
         "parent_ref": d.parent_ref,
         "parent_id": d.parent_id,
-        "allowed": allowed,
+        "job_verbs": [
+            {"verb": v, "form": v.form(job), "question": v.question("this job")}
+            for v in verbs.offered(d.state)
+        ],
         "can_operate": request.user.has_perm(OPERATE) and not read_only,
         "read_only": read_only,
-        "priority_form": forms.PriorityForm(initial={"priority": job.priority}),
         "job_url": reverse("bullpen:job", args=[ref.prefix, ref.name, job.id]),
         "detail_url": reverse(
             "bullpen:job-detail", args=[ref.prefix, ref.name, job.id]
@@ -233,98 +203,35 @@ def job_detail(
 
 
 # --- actions -----------------------------------------------------------------
-def _job(ref: QueueRef, job_id: str, verb: str) -> tuple[Job, str]:
-    q = pages_redis.queue(ref.prefix, ref.name)
-    # Only a duplicate needs the job's data; the other actions act by id, so a
-    # job holding megabytes is not copied out of Redis to retry or remove it.
-    cap = None if verb == "duplicate" else conf.get().list_value_max_bytes
-    job, job_state = q.get_job_with_state(job_id, cap)
-    if job is None:
-        raise ActionError(f"job {job_id} no longer exists in {ref.key}")
-    state = job_state.value
-    if state not in ALLOWED[verb]:
-        raise ActionError(f"cannot {verb} job {job_id}: it is {state}")
-    return job, state
-
-
-def _confirmed(request: HttpRequest) -> None:
-    if not forms.ConfirmForm(request.POST).is_valid():
+def params_of(request: HttpRequest, verb: Verb) -> dict[str, Any]:
+    """The verb's confirmation (when it is destructive) and its parameter,
+    from the POST; BadInput when either is missing or invalid."""
+    if verb.danger and not forms.ConfirmForm(request.POST).is_valid():
         raise BadInput("confirm the action first")
+    try:
+        return verb.clean(request.POST)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
 
 
-@action("job.retry", OPERATE)
-def retry(request: HttpRequest, ref: QueueRef, job_id: str) -> Done:
-    """Move a failed or completed job back to wait."""
-    job, state = _job(ref, job_id, "retry")
-    job.retry(state)
-    return Done(f"retried job {job_id}")
+def _make(verb: Verb) -> View:
+    def act(request: HttpRequest, ref: QueueRef, job_id: str) -> Done:
+        params = params_of(request, verb)
+        cap = conf.get().list_value_max_bytes  # only a duplicate reads all
+        try:
+            acted = verbs.run_on_job(where(ref), verb, job_id, params, cap)
+        except verbs.Refused as exc:
+            raise ActionError(str(exc)) from None
+        back = reverse("bullpen:queue", args=[ref.prefix, ref.name])
+        return Done(acted.message, redirect=back if acted.gone else None)
+
+    act.__name__ = act.__qualname__ = verb.name
+    act.__doc__ = verb.doc
+    return action(f"job.{verb.name}", verb.perm)(act)
 
 
-@action("job.promote", OPERATE)
-def promote(request: HttpRequest, ref: QueueRef, job_id: str) -> Done:
-    """Run a delayed job now."""
-    job, _ = _job(ref, job_id, "promote")
-    job.promote()
-    return Done(f"promoted job {job_id}")
-
-
-@action("job.remove", OPERATE)
-def remove(request: HttpRequest, ref: QueueRef, job_id: str) -> Done:
-    """Delete a job that no worker holds."""
-    _confirmed(request)
-    job, _ = _job(ref, job_id, "remove")
-    if not job.remove():
-        raise ActionError(f"job {job_id} no longer exists")
-    return Done(
-        f"removed job {job_id}",
-        redirect=reverse("bullpen:queue", args=[ref.prefix, ref.name]),
-    )
-
-
-@action("job.cancel", OPERATE)
-def cancel(request: HttpRequest, ref: QueueRef, job_id: str) -> Done:
-    """Ask the GPU worker running a job to stop it (it ends failed)."""
-    _confirmed(request)
-    _job(ref, job_id, "cancel")
-    reads.gpu_fleet().request_cancel(ref.name, job_id, ref.prefix)
-    return Done(f"asked the worker to cancel job {job_id}")
-
-
-@action("job.priority", OPERATE)
-def priority(request: HttpRequest, ref: QueueRef, job_id: str) -> Done:
-    """Change a pending job's priority."""
-    form = forms.PriorityForm(request.POST)
-    if not form.is_valid():
-        raise BadInput(forms.errors_text(form))
-    job, _ = _job(ref, job_id, "priority")
-    value, lifo = form.cleaned_data["priority"], form.cleaned_data["lifo"]
-    job.change_priority(value, lifo)
-    return Done(f"set priority of job {job_id} to {value}")
-
-
-@action("job.duplicate", OPERATE)
-def duplicate(request: HttpRequest, ref: QueueRef, job_id: str) -> Done:
-    """Add a new job with the same name, data and retry options."""
-    job, _ = _job(ref, job_id, "duplicate")
-    if job.malformed:
-        raise ActionError(f"job {job_id} cannot be duplicated: {job.malformed}")
-    options = {
-        py: job.opts[bull]
-        for py, bull in PY_TO_BULLMQ.items()
-        if py in DUPLICATE_OPTIONS and job.opts.get(bull) is not None
-    }
-    new = pages_redis.queue(ref.prefix, ref.name).add(job.name, job.data, **options)
-    return Done(f"duplicated job {job_id} as job {new.id}")
-
-
-ACTIONS = {
-    "retry": retry,
-    "promote": promote,
-    "remove": remove,
-    "cancel": cancel,
-    "priority": priority,
-    "duplicate": duplicate,
-}
+#: One action view per declared verb.
+ACTIONS = {name: _make(verb) for name, verb in VERBS.items()}
 
 
 @require_POST

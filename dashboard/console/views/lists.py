@@ -1,7 +1,7 @@
 """What the queue page's job list offers beside its rows: the verbs of its
-action bar (on the selected jobs, and on all matching as a batch), how each
-tab sorts (the order Redis keeps: no sort costs a scan), and the newest
-batch's progress."""
+rows and of its action bar (on the selected jobs, and on all matching as a
+batch), all declared in shared/verbs.py; how each tab sorts (the order Redis
+keeps: no sort costs a scan), and the newest batch's progress."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from typing import Any
 from django.urls import reverse
 
 from dashboard.shared.discovery import QueueRef
+from dashboard.shared.verbs import VERBS, Verb
 
-from ..bulk import records, runner, selection, steps
+from ..bulk import records, runner
 
 #: How a tab's list is ordered in Redis: (what, "newest" label, "oldest" label).
 SORTS: dict[str, tuple[str, str, str]] = {
@@ -26,26 +27,38 @@ SORTS: dict[str, tuple[str, str, str]] = {
 }
 #: The "latest" tab: each state in turn, each in its own order.
 MIXED = ("state, then each state's own order", "newest first", "oldest first")
-LABELS = {
-    "retry": "Retry",
-    "promote": "Promote",
-    "remove": "Remove",
-    "cancel": "Cancel",
-}
+
+
+def _shown(verb: Verb, batch: bool = False) -> dict[str, Any]:
+    """A verb as a row or the bar shows it: its confirmation split around
+    the job(s) it names (the template puts them in), its parameter fields
+    (detached from the list's form: see Verb.form)."""
+    before, _, after = verb.confirm.partition("{what}")
+    return {
+        "verb": verb,
+        "ask_before": before,
+        "ask_after": after,
+        "form": verb.form(detached=True),
+        "batch": batch,
+    }
 
 
 def verbs(tab: str, states: Sequence[str]) -> dict[str, Any]:
-    """The action bar's verbs: [(verb, label, batch allowed)] for the tab,
-    and the tab's sort words."""
+    """The action bar's verbs for the tab (with whether a batch may run them
+    on all matching), each row state's verbs, and the tab's sort words."""
     single = states[0] if len(states) == 1 else ""
     offered = [
-        (verb, LABELS[verb], single in steps.BATCH_VERBS.get(verb, ()))
-        for verb, allowed in selection.VERBS.items()
-        if allowed & set(states)
+        _shown(verb, single in verb.batch_states)
+        for verb in VERBS.values()
+        if verb.states & set(states)
     ]
     sort_by, newest, oldest = SORTS.get(single, MIXED)
     return {
         "bulk_verbs": offered,
+        "row_verbs": {
+            state: [_shown(v) for v in VERBS.values() if v.applies_to(state)]
+            for state in states
+        },
         "sort_by": sort_by,
         "newest_label": newest,
         "oldest_label": oldest,

@@ -1,4 +1,4 @@
-// Node side of the 6.7.0 parity tests (tests/interop/test_parity_retry.py and test_parity_remove.py):
+// Node side of the 6.7.0 parity tests (tests/interop/test_parity_*.py):
 // runs a list of steps with real BullMQ and prints one JSON line per step.
 //
 //   node parity.mjs <redis> <stepsJson>     (<redis>: a port or a redis+cluster:// URL)
@@ -13,6 +13,8 @@
 //   ["remove", queue, jobId, opts]           Queue.remove(jobId, opts), its 0/1 code
 //   ["jobRemove", queue, jobId, opts]        Job.remove(opts); "locked" when it throws
 //   ["promote", queue, jobId]                Job.promote()
+//   ["changePriority", queue, jobId, opts]   Job.changePriority(opts)
+//   ["addJob", queue, name, data, opts]      Queue.add(name, data, opts), its id
 //   ["stalledCheck", queue]                  one Worker.moveStalledJobsToWait()
 //   ["del", ...keys]                         DEL of raw keys
 //   ["call", queue, method, args]            await Queue[method](...args)
@@ -89,6 +91,11 @@ const steps = {
     await (await Job.fromId(queue(name), jobId)).promote();
     return jobId;
   },
+  changePriority: async (name, jobId, opts) => {
+    await (await Job.fromId(queue(name), jobId)).changePriority(opts);
+    return jobId;
+  },
+  addJob: (name, jobName, data, opts) => queue(name).add(jobName, data, opts).then(j => j.id),
   stalledCheck: async name => {
     const worker = new Worker(name, null, { connection });
     try {

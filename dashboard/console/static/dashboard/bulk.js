@@ -56,12 +56,11 @@
     for (var j = 0; j < verbs.length; j++) {
       var b = verbs[j];
       var label = b.getAttribute("data-bulk-label");
-      var verb = b.getAttribute("data-bulk-verb");
       b.disabled = st.all ? b.getAttribute("data-batch") !== "1" : checked === 0;
       if (st.all) {
         b.setAttribute("hx-confirm", label + " all " + total + " " + tab +
           " jobs? This runs as a batch you can follow and cancel.");
-      } else if (verb === "remove" || verb === "cancel") {
+      } else if (b.getAttribute("data-bulk-ask") === "1") {
         b.setAttribute("hx-confirm", label + " the " + checked + " selected job(s)?");
       } else {
         b.removeAttribute("hx-confirm");
