@@ -32,7 +32,7 @@ from .options import (
     merge_job_options,
 )
 from .reads import JobReads
-from .scheduler import JobSchedulerMethods
+from .scheduler_methods import JobSchedulerMethods
 from .scripts import Scripts
 from .state import JobState, parse_state
 

@@ -1,6 +1,6 @@
 """Job schedulers as BullMQ 6 stores them (docs/protocol.md §1.2, 1.4): operations to
 upsert, read and remove them, and to produce the next iteration when a worker
-takes the current one; `JobSchedulerMethods` is the queue API over them.
+takes the current one; the queue API over them is `queues.scheduler_methods`.
 
 A scheduler is the `repeat` ZSET entry (score = millis of its current
 iteration) plus the `repeat:{id}` hash; each iteration is a job
@@ -13,19 +13,14 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from . import codec
 from .cron import DateLike, cron_next, to_ms
-from .driver import Driver, op_method
 from .exceptions import InvalidJobOptions, raise_for_code
-from .job import Job
 from .keys import QueueKeys
-from .ops import Cmd, Eval, Op, now_ms
+from .ops import Cmd, Eval, Op
 from .options import build_opts, decode_opts, merge_job_options, refuse_stamped
-from .reads import MakesJobs
-
-Q = TypeVar("Q", bound=Driver)
 
 #: The largest number a scheduler field may hold: Node BullMQ reads them as
 #: JavaScript numbers and the scripts as Lua doubles, both exact up to 2**53 - 1
@@ -342,86 +337,3 @@ def count(keys: QueueKeys) -> Op[int]:
     """The number of schedulers (members of the `repeat` ZSET)."""
     n = yield Cmd(("ZCARD", keys.repeat))
     return int(n)
-
-
-class JobSchedulerMethods(MakesJobs[Q]):
-    """The job scheduler methods of `Queue` and `AsyncQueue`."""
-
-    _job_defaults: dict[str, Any]
-
-    @op_method
-    def upsert_job_scheduler(
-        self,
-        scheduler_id: str,
-        *,
-        every_ms: int | None = None,
-        cron: str | None = None,
-        tz: str | None = None,
-        limit: int | None = None,
-        start_date: Any = None,
-        end_date: Any = None,
-        offset_ms: int | None = None,
-        template: Mapping[str, Any] | None = None,
-    ) -> Op[Job[Q] | None]:
-        """Create or replace a job scheduler (every `every_ms` or on a `cron`
-        pattern) from a template {name, data, opts}; returns its next
-        iteration's Job, or None when `limit` allows none."""
-        added = upsert(
-            self.keys,
-            scheduler_id,
-            now_ms(),
-            every_ms=every_ms,
-            cron=cron,
-            tz=tz,
-            limit=limit,
-            start_date=start_date,
-            end_date=end_date,
-            offset_ms=offset_ms,
-            template=dict(template or {}),
-            queue_defaults=self._job_defaults,
-        )
-        return self._first_iteration(added)
-
-    def _first_iteration(self, added: Op[tuple[str, int] | None]) -> Op[Job[Q] | None]:
-        iteration = yield from added
-        if iteration is None:
-            return None
-        h = yield Cmd(("HGETALL", self.keys.job(iteration[0])))
-        return self._job(iteration[0], h) if h else None
-
-    @op_method
-    def remove_job_scheduler(self, scheduler_id: str) -> Op[bool]:
-        """Delete a job scheduler and its delayed next iteration; False if unknown."""
-        return remove(self.keys, scheduler_id)
-
-    @op_method
-    def get_job_scheduler(self, scheduler_id: str) -> Op[JobScheduler | None]:
-        """One JobScheduler, or None."""
-        return get_one(self.keys, scheduler_id)
-
-    @op_method
-    def get_job_schedulers(
-        self, start: int = 0, end: int = -1, asc: bool = False
-    ) -> Op[list[JobScheduler]]:
-        """JobSchedulers ordered by their next run (latest first unless asc)."""
-        return get_many(self.keys, start, end, asc)
-
-    @op_method
-    def get_job_schedulers_count(self) -> Op[int]:
-        """How many job schedulers the queue has (Node's getJobSchedulersCount)."""
-        return count(self.keys)
-
-    @op_method
-    def schedule_next_iteration(self, job: Job[Any]) -> Op[str | None]:
-        """Add the iteration after a scheduler's job (workers call this when they
-        take one, as Node's worker does); returns the new id or None."""
-        if not job.repeat_job_key:
-            return _nothing()
-        return next_iteration(
-            self.keys, job.id, job.repeat_job_key, job.raw.get("opts"), now_ms()
-        )
-
-
-def _nothing() -> Op[None]:
-    return None
-    yield  # pragma: no cover - makes this a generator
