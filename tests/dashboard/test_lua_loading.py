@@ -9,9 +9,9 @@ from pathlib import Path
 
 import redis
 
-from dashboard import login_throttle
 from dashboard.api import ratelimit
 from dashboard.api import scripts as api_scripts
+from dashboard.console import login_throttle
 from gpu_workers import gputime
 from gpu_workers.keys import BullpenKeys
 from queues import scripts as queue_scripts
