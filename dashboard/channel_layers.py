@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from queues.cluster import is_cluster_url
 
-from .conf import DEFAULTS
+from .shared.conf import DEFAULTS
 
 
 def channel_layer_host(

@@ -11,8 +11,8 @@ from typing import Any
 from gpu_workers.units import format_bytes
 from queues import Job, codec
 
-from . import conf
 from .redaction import compact, redact, redact_text
+from .shared import conf
 
 ELLIPSIS = "…"
 #: Longest job name a list row holds.

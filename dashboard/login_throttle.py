@@ -29,9 +29,10 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
 from redis.commands.core import Script
 
-from . import audit, conf
+from . import audit
 from .addresses import UNKNOWN, client_address
-from .redis import client
+from .shared import conf
+from .shared.redis import client
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import _User
@@ -76,7 +77,7 @@ def refusal_of(request: HttpRequest | None) -> Refusal | None:
 @lru_cache(maxsize=1)
 def _script(conn: Any) -> Script:
     """The reserve script registered with the pages' client (cached by
-    dashboard.redis), once rather than on every login."""
+    dashboard.shared.redis), once rather than on every login."""
     script: Script = conn.register_script(_SCRIPT)
     return script
 

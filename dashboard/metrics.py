@@ -68,10 +68,11 @@ from queues.keys import QueueKeys
 from queues.names import qualified_name
 from queues.ops import DEFAULT_STATES
 
-from . import conf, metrics_gputime, reads
+from . import metrics_gputime, reads
 from .metrics_redis import redis_families
 from .reads.discovery import QueueRef, known_queues
 from .reads.overview import worker_census
+from .shared import conf
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ from prometheus_client.core import CounterMetricFamily, Metric
 from gpu_workers.gputime import read_totals
 from gpu_workers.keys import BullpenKeys
 
-from . import conf
-from . import redis as pages_redis
+from .shared import conf
+from .shared import redis as pages_redis
 
 #: Dimension -> (family name part, label name).
 _FAMILIES = {

@@ -11,8 +11,8 @@ from django.utils.deprecation import MiddlewareMixin
 
 from queues.outages import recoverable
 
-from . import conf
 from .login_throttle import refusal_of
+from .shared import conf
 from .views.common import redis_unavailable
 
 

@@ -22,7 +22,7 @@ LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 
 def test_import_contracts_hold() -> None:
     """lint-imports keeps every contract: dashboard > gpu_workers > queues, no
-    Django below dashboard, dashboard.api uses only dashboard.redis/redaction."""
+    Django below dashboard, dashboard.api uses only dashboard.shared/redaction."""
     result = subprocess.run(
         [str(LINT_IMPORTS), "--no-cache", "--no-logo"],
         cwd=ROOT,

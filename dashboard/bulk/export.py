@@ -14,11 +14,11 @@ from typing import Any
 from queues import Job, ops
 from queues.keys import QueueKeys
 
-from .. import conf
-from .. import redis as pages_redis
 from ..reads import run
 from ..reads.discovery import QueueRef
 from ..redaction import redact_fields
+from ..shared import conf
+from ..shared import redis as pages_redis
 
 #: Jobs read per Redis call.
 CHUNK = 200

@@ -20,8 +20,8 @@ from typing import Any
 
 import redis
 
-from .. import conf
-from .. import redis as pages_redis
+from ..shared import conf
+from ..shared import redis as pages_redis
 
 #: Seconds a batch's lease lasts without renewal (each step renews it).
 LEASE_S = 15

@@ -35,10 +35,10 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from dashboard import conf
 from dashboard.models import VIEW
 from dashboard.reads import discovery
-from dashboard.redis import REDIS_DOWN
+from dashboard.shared import conf
+from dashboard.shared.redis import REDIS_DOWN
 from queues.events import FINAL_EVENTS, StreamId, id_order
 
 from . import access, defaults, replay, subscriptions

@@ -31,7 +31,7 @@ from typing import Any
 
 from redis.exceptions import ResponseError
 
-from dashboard.conf import DEFAULTS
+from dashboard.shared.conf import DEFAULTS
 from gpu_workers import Fleet
 from gpu_workers.keys import BullpenKeys
 from queues.connection import async_waiting_client
@@ -374,7 +374,7 @@ def get_reader() -> EventsReader:
     what it reads to this loop's hub."""
     from django.conf import settings
 
-    from dashboard import conf
+    from dashboard.shared import conf
 
     loop = asyncio.get_running_loop()
     reader = _readers.get(loop)

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from dashboard.conf import DEFAULTS
+from dashboard.shared.conf import DEFAULTS
 from queues.events import StreamId
 from queues.keys import QueueKeys
 from queues.names import check_queue_name

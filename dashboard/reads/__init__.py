@@ -27,8 +27,8 @@ import redis
 from gpu_workers import Fleet
 from queues import drive, ops
 
-from .. import conf
-from .. import redis as pages_redis
+from ..shared import conf
+from ..shared import redis as pages_redis
 
 #: Clearers of the caches that read modules keep (see `on_reset`).
 _resets: list[Callable[[], None]] = []

@@ -14,8 +14,8 @@ from gpu_workers.keys import BullpenKeys
 from gpu_workers.series import SeriesSampler, gpu_series, overall_series, queue_series
 from queues import ops
 
-from .. import conf
-from ..redis import client
+from ..shared import conf
+from ..shared.redis import client
 from .discovery import QueueRef, known_queues
 
 log = logging.getLogger(__name__)

@@ -16,9 +16,9 @@ from queues.drive import cmd
 from queues.keys import QueueKeys
 from queues.names import check_queue_name, qualified_name
 
-from .. import conf
-from .. import redis as pages_redis
-from ..api import conf as api_conf
+from ..shared import conf
+from ..shared import conf as api_conf
+from ..shared import redis as pages_redis
 from . import gpu_fleet, on_reset, run
 
 log = logging.getLogger(__name__)

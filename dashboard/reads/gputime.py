@@ -33,8 +33,8 @@ from gpu_workers.gputime import (
 )
 from gpu_workers.keys import BullpenKeys
 
-from .. import conf
-from .. import redis as pages_redis
+from ..shared import conf
+from ..shared import redis as pages_redis
 
 #: Ranges the page offers: name -> seconds back from now.
 RANGES = {"24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400}

@@ -15,8 +15,8 @@ from queues.drive import cmd, gather
 from queues.keys import QueueKeys
 from queues.state import JobState
 
-from .. import conf
-from ..redis import client, queue
+from ..shared import conf
+from ..shared.redis import client, queue
 from . import gpu_fleet, run
 from .discovery import QueueRef, parse_queue_entry
 

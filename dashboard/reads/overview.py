@@ -18,8 +18,8 @@ from queues.drive import cmd, cmds, gather
 from queues.keys import QueueKeys
 from queues.ops import DEFAULT_STATES
 
-from .. import conf
-from ..redis import client
+from ..shared import conf
+from ..shared.redis import client
 from . import gpu_fleet, on_reset, run
 from .discovery import QueueRef
 

@@ -11,8 +11,8 @@ from queues.drive import cmd, gather
 from queues.keys import QueueKeys
 from queues.ops import DEFAULT_STATES
 
-from .. import conf
-from ..redis import queue
+from ..shared import conf
+from ..shared.redis import queue
 from . import run
 from .discovery import QueueRef
 

@@ -18,7 +18,7 @@ from typing import Any
 from queues.cluster import is_cluster_client
 from queues.sentinel import is_sentinel_client
 
-from ..redis import client
+from ..shared.redis import client
 from .server import NodeInfo, primaries
 
 #: SCAN calls and keys asked per call when sampling keys per prefix.

@@ -18,8 +18,8 @@ from queues import Job, codec, ops
 from queues.drive import cmd, gather, guarded
 from queues.keys import QueueKeys
 
-from .. import conf
 from ..redaction import compact, redact, redact_text
+from ..shared import conf
 from . import run
 from .discovery import QueueRef
 from .queue import page, queue_counts

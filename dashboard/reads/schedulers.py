@@ -29,11 +29,11 @@ from croniter import croniter
 from queues import ops
 from queues.scheduler import JobScheduler
 
-from .. import conf
-from .. import redis as pages_redis
 from ..models import AuditEntry
 from ..redaction import redact, redaction_on
 from ..scheduler_forms import initial_of
+from ..shared import conf
+from ..shared import redis as pages_redis
 from .discovery import QueueRef
 
 #: Actions on a scheduler that say whether it is paused (the newest wins).

@@ -10,7 +10,7 @@ from typing import Any
 from queues.cluster import is_cluster_client
 from queues.sentinel import is_sentinel_client
 
-from ..redis import client
+from ..shared.redis import client
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ from gpu_workers.units import format_bytes
 from gpu_workers.waiting import WAITING_STATES, WaitingReason, explain
 from queues import Job
 
-from .. import conf
 from ..redaction import redact_text
-from ..redis import REDIS_DOWN, client
+from ..shared import conf
+from ..shared.redis import REDIS_DOWN, client
 from .discovery import QueueRef
 from .overview import known_census
 

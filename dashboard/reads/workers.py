@@ -33,7 +33,7 @@ from queues.clients import QUEUE_EVENTS_SUFFIX, WORKER_SUFFIX, client_lists
 from queues.drive import cmd, gather
 from queues.keys import QueueKeys
 
-from ..redis import client
+from ..shared.redis import client
 from . import gpu_fleet, run
 from .discovery import QueueRef
 

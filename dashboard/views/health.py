@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET
 
 from queues.outages import describe
 
-from .. import redis as dashboard_redis
+from ..shared import redis as dashboard_redis
 
 #: Set once every migration was found applied: migrations are not unapplied
 #: under a running process, so later probes skip the (costly) graph walk.

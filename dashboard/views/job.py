@@ -15,8 +15,7 @@ from gpu_workers.units import format_bytes
 from queues import Job, ops
 from queues.options import PY_TO_BULLMQ
 
-from .. import conf, forms, reads
-from .. import redis as pages_redis
+from .. import forms, reads
 from ..display import (
     attempts_text,
     oddities,
@@ -32,6 +31,8 @@ from ..reads import waiting as waiting_reads
 from ..reads.discovery import QueueRef, is_read_only
 from ..reads.job import JobDetail
 from ..redaction import redact, redact_lines, redact_text
+from ..shared import conf
+from ..shared import redis as pages_redis
 from .common import (
     OPERATE,
     VIEW,

@@ -19,9 +19,9 @@ from django.views.decorators.http import require_GET
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
-from .. import conf
 from ..addresses import client_address
 from ..metrics import BullpenCollector
+from ..shared import conf
 
 
 @cache

@@ -13,14 +13,15 @@ from django.views.decorators.http import require_GET, require_POST
 
 from queues import ops
 
-from .. import conf, forms
-from .. import redis as pages_redis
+from .. import forms
 from ..display import job_row
 from ..reads import discovery
 from ..reads import queue as queue_reads
 from ..reads import waiting as waiting_reads
 from ..reads.discovery import QueueRef
 from ..reads.job import due_times
+from ..shared import conf
+from ..shared import redis as pages_redis
 from . import lists
 from .common import (
     OPERATE,

@@ -19,13 +19,14 @@ from django.views.decorators.http import require_GET, require_POST
 
 from queues.scheduler import JobScheduler
 
-from .. import audit, conf, forms
-from .. import redis as pages_redis
+from .. import audit, forms
 from ..reads import discovery
 from ..reads import schedulers as reads
 from ..reads.discovery import QueueRef
 from ..redaction import keep_unchanged
 from ..scheduler_forms import SchedulerForm, add_kwargs, initial_of, local_zone
+from ..shared import conf
+from ..shared import redis as pages_redis
 from .common import (
     OPERATE,
     VIEW,

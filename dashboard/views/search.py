@@ -12,12 +12,12 @@ from django.views.decorators.http import require_GET
 
 from queues import ops
 
-from .. import conf
 from ..display import job_row
 from ..forms import SearchForm, errors_text
 from ..reads import scan
 from ..reads.discovery import QueueRef, user_queues
 from ..reads.job import find_job
+from ..shared import conf
 from .common import VIEW, is_htmx, perm_required
 
 

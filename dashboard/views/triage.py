@@ -7,11 +7,11 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
-from .. import conf
 from ..forms import RetryGroupForm, errors_text
 from ..reads import scan
 from ..reads.discovery import QueueRef, is_read_only, user_queues
 from ..reads.queue import queue_counts
+from ..shared import conf
 from .common import (
     OPERATE,
     VIEW,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from dashboard import redis as dashboard_redis
+from dashboard.shared import redis as dashboard_redis
 from dashboard.api import discovery, store
 from dashboard.api.models import WebhookSubscription
 from queues import Queue

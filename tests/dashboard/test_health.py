@@ -18,7 +18,7 @@ from django.db.migrations.recorder import MigrationRecorder
 from django.test import Client
 
 from dashboard import reads
-from dashboard.redis import reset as redis_reset
+from dashboard.shared.redis import reset as redis_reset
 from dashboard.views.health import forget_migrations
 from tests.dashboard.daphne_helpers import daphne
 from tests.redis_server import RedisServer

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from dashboard.conf import DEFAULTS
+from dashboard.shared.conf import DEFAULTS
 from dashboard.live.defaults import HANDSHAKE_TIMEOUT_S
 from dashboard.run import daphne_args
 from queues import Queue

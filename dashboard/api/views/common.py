@@ -5,10 +5,11 @@ from __future__ import annotations
 from django.http import HttpRequest
 from django.urls import reverse
 
-from dashboard.redis import queue_on
+from dashboard.shared.redis import queue_on
 from queues import Queue
 
-from .. import conf, store
+from ...shared import conf
+from .. import store
 
 
 def queue_of(name: str) -> Queue:
