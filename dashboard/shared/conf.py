@@ -1,6 +1,6 @@
 """The settings of both dashboard apps (the operator pages and the producer
-API) as one typed, frozen object: `conf.get().page_size`, never
-`settings.BULLPEN_PAGE_SIZE`.
+API) as one typed, frozen object: `conf.get().page_size`, never the Django
+setting itself.
 
 Names, defaults and docs are gpu_workers/settings.py's table; this module
 only gives each row of it that the apps read a type. The object is built from
@@ -24,7 +24,7 @@ from django.core.signals import setting_changed
 
 from gpu_workers.settings import BY_ATTR, BY_NAME, Setting, named
 
-#: A network of BULLPEN_WEBHOOK_ALLOWED_NETWORKS (the API's SSRF policy).
+#: A network the webhooks may reach although not public (the SSRF policy).
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 __all__ = ["DEFAULTS", "Conf", "get", "named", "read", "setting", "setting_name"]

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from dashboard.shared import redis as dashboard_redis
 from dashboard.api import discovery, store
 from dashboard.api.models import WebhookSubscription
+from dashboard.shared import redis as dashboard_redis
 from queues import Queue
 from tests.api.helpers import Receiver, WorkerThread, dispatching, fast_config
 from tests.cluster.spread import names_on_different_primaries, node_of
@@ -24,11 +24,9 @@ def cluster_api(settings: Any, redis_url: str) -> Iterator[str]:
     """The API and the dispatcher on the cluster; loopback receivers allowed."""
     settings.REDIS_URL = redis_url
     settings.BULLPEN_WEBHOOK_ALLOW_PRIVATE = True
-    store._client_for.cache_clear()
     dashboard_redis.reset()
     discovery.reset()
     yield redis_url
-    store._client_for.cache_clear()
     dashboard_redis.reset()
     discovery.reset()
 

@@ -15,9 +15,7 @@ from dashboard.reads import discovery
 from dashboard.shared import redis as shared_redis
 
 
-def test_the_pages_and_the_api_share_one_client(
-    settings: Any, redis_url: str
-) -> None:
+def test_the_pages_and_the_api_share_one_client(settings: Any, redis_url: str) -> None:
     settings.REDIS_URL = redis_url
     shared_redis.reset()
     try:
