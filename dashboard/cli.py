@@ -35,13 +35,13 @@ def _addrport(text: str) -> tuple[str, str]:
 
 def runserver(argv: Sequence[str]) -> None:
     """`bullpen runserver [HOST:PORT] [--host H] [--port P] [--access-log F]`:
-    daphne on the dashboard; defaults from BULLPEN_HOST, BULLPEN_PORT,
-    BULLPEN_ACCESS_LOG and BULLPEN_LISTEN_BACKLOG."""
+    daphne on the dashboard; defaults from the settings (host, port, access
+    log, listen backlog: dashboard.shared.conf)."""
     import django
 
     django.setup()
     from dashboard import serve
-    from dashboard.run import daphne_args
+    from dashboard.run import access_log_path, daphne_args
     from dashboard.shared import conf
 
     c = conf.get()
@@ -58,7 +58,7 @@ def runserver(argv: Sequence[str]) -> None:
         "--access-log",
         metavar="FILE",
         help="request lines, secrets redacted ('-': standard output; "
-        f"default: {c.access_log or '-'})",
+        f"default: {access_log_path(c) or '-'})",
     )
     parser.add_argument(
         "--noreload", action="store_true", help="accepted as Django's; never reloads"
@@ -67,10 +67,8 @@ def runserver(argv: Sequence[str]) -> None:
     host, port = args.addrport or ("", "")
     host = args.host or host or c.host
     port = args.port or port or str(c.port)
-    log = args.access_log if args.access_log is not None else c.access_log
-    if log in ("", "-"):
-        log = None  # daphne's default: standard output
-    else:
+    log = access_log_path(c, args.access_log)  # None: daphne's, standard output
+    if log is not None:
         os.makedirs(os.path.dirname(os.path.abspath(log)), exist_ok=True)
     # daphne_args names the module to run (`-m dashboard.serve`); here it runs
     # in this process.

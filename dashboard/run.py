@@ -8,10 +8,10 @@ producer. Ctrl-C stops everything.
 
 DJANGO_SECRET_KEY, when not set, is generated once and kept beside the
 database (`secret_key`, mode 0600), so sessions and tickets outlive a restart.
-Where the dashboard listens and logs (BULLPEN_HOST, BULLPEN_PORT,
-BULLPEN_LISTEN_BACKLOG, BULLPEN_ACCESS_LOG) and how long stopping waits
-(BULLPEN_DRAIN_TIMEOUT_S) are read from the settings; the environment is only
-what the children get.
+Where the dashboard listens and logs (host, port, listen backlog, access
+log) and how long stopping waits (the drain timeout) are read from the
+settings (dashboard.shared.conf); the environment is only what the children
+get, its variables named through gpu_workers/settings.py's table.
 """
 
 from __future__ import annotations
@@ -26,10 +26,11 @@ import time
 from pathlib import Path
 
 import redis
+from django.conf import settings
 
 from dashboard.console.live import defaults as live_defaults
 from dashboard.shared import conf
-from dashboard.shared.conf import DEFAULTS, DashboardConf
+from dashboard.shared.conf import DEFAULTS, Conf, named
 from gpu_workers import Fleet
 from queues.devredis import RedisServer
 
@@ -61,6 +62,18 @@ def daphne_args(
     return ["-m", "dashboard.serve", "-e", endpoint, *log, *handshake, ASGI_APP]
 
 
+def access_log_path(c: Conf, given: str | None = None) -> str | None:
+    """Where daphne writes its request lines (None: the terminal): `given`
+    (--access-log), else the access-log setting, else var/access.log in the
+    standalone site's data directory (a host project has none: the
+    terminal); "-" is the terminal."""
+    log = c.access_log if given is None else given
+    if not log and given is None:
+        data_dir = getattr(settings, "DATA_DIR", None)
+        log = str(Path(data_dir) / "var" / "access.log") if data_dir else "-"
+    return None if log in ("", "-") else log
+
+
 def secret_key_beside(db_path: str | Path) -> str:
     """The secret key kept in `secret_key` beside the database, made (random,
     readable by its owner only) the first time."""
@@ -77,14 +90,15 @@ def secret_key_beside(db_path: str | Path) -> str:
 
 
 def _data_dir(env: dict[str, str]) -> Path:
-    """BULLPEN_DATA_DIR, else the checkout (as dashboard.settings reads it)."""
-    return Path(env.get("BULLPEN_DATA_DIR") or Path(__file__).resolve().parent.parent)
+    """The data-dir variable, else the checkout (as dashboard.settings reads it)."""
+    return Path(env.get(named("data_dir")) or Path(__file__).resolve().parent.parent)
 
 
 def _gpus_spec(env: dict[str, str]) -> str:
-    """BULLPEN_GPUS as set, else real GPUs when NVML finds some, else simulated."""
-    if env.get("BULLPEN_GPUS"):
-        return env["BULLPEN_GPUS"]
+    """The GPUs variable as set, else real GPUs when NVML finds some, else
+    simulated."""
+    if env.get(named("gpus")):
+        return env[named("gpus")]
     from gpu_workers.probe import NvmlProbe
 
     try:
@@ -112,7 +126,7 @@ def _ensure_admin(py: str, env: dict[str, str]) -> str:
     )
 
 
-def _settings(env: dict[str, str]) -> DashboardConf:
+def _settings(env: dict[str, str]) -> Conf:
     """The dashboard's settings, read here as the children read them: this
     process gets the settings module and secret key the children get."""
     for name in ("DJANGO_SETTINGS_MODULE", "DJANGO_SECRET_KEY"):
@@ -121,7 +135,7 @@ def _settings(env: dict[str, str]) -> DashboardConf:
 
 
 def _wait_until_up(
-    env: dict[str, str], c: DashboardConf, dashboard: subprocess.Popen[bytes]
+    env: dict[str, str], c: Conf, dashboard: subprocess.Popen[bytes]
 ) -> None:
     """Return once the dashboard accepts connections and a GPU worker beats
     (their start-up lines are then above the banner), or it exited, or
@@ -176,7 +190,7 @@ def main() -> None:
         signal.signal(signum, _interrupt)
     env = dict(os.environ, DJANGO_SETTINGS_MODULE="dashboard.settings")
     if not env.get("DJANGO_SECRET_KEY"):
-        db = env.get("BULLPEN_DB_PATH") or _data_dir(env) / "db.sqlite3"
+        db = env.get(named("db_path")) or _data_dir(env) / "db.sqlite3"
         env["DJANGO_SECRET_KEY"] = secret_key_beside(db)
     c = _settings(env)
     server = None
@@ -201,17 +215,16 @@ def main() -> None:
 
 def _start(
     env: dict[str, str],
-    c: DashboardConf,
+    c: Conf,
     procs: dict[str, subprocess.Popen[bytes]],
 ) -> None:
     """Migrate, make the admin account, and start every process into `procs`
     (filled as they start, so a Ctrl-C half-way stops those already up)."""
-    env["BULLPEN_GPUS"] = _gpus_spec(env)
-    env.setdefault("BULLPEN_WORKERS", "gpu:3")
+    gpus = env[named("gpus")] = _gpus_spec(env)
     py = sys.executable
     # The dashboard serves its static files hashed and compressed, as
     # installed (dashboard/staticfiles.py); collected again at every start.
-    env.setdefault("BULLPEN_STATIC_ROOT", str(_data_dir(env) / "var" / "static"))
+    env.setdefault(named("static_root"), str(_data_dir(env) / "var" / "static"))
     for command in ("collectstatic", "migrate"):
         _stop_if_signalled()
         subprocess.run(
@@ -219,7 +232,7 @@ def _start(
         )
     _stop_if_signalled()
     admin = _ensure_admin(py, env)
-    access_log = None if c.access_log == "-" else c.access_log
+    access_log = access_log_path(c)
     if access_log:
         Path(access_log).parent.mkdir(parents=True, exist_ok=True)
     commands = {
@@ -234,11 +247,7 @@ def _start(
     for name, cmd in commands.items():
         _stop_if_signalled()
         procs[name] = subprocess.Popen(cmd, env=env)
-    gpus = (
-        "simulated 2 x 24 GiB"
-        if env["BULLPEN_GPUS"] == SIMULATED
-        else env["BULLPEN_GPUS"]
-    )
+    gpus = "simulated 2 x 24 GiB" if gpus == SIMULATED else gpus
     _wait_until_up(env, c, procs["dashboard"])
     lines = [
         f"dashboard: http://{c.host}:{c.port}/   GPUs: {gpus}   Ctrl-C stops",
@@ -251,10 +260,10 @@ def _start(
 def _stop(
     procs: dict[str, subprocess.Popen[bytes]],
     server: RedisServer | None,
-    c: DashboardConf,
+    c: Conf,
 ) -> None:
     """SIGTERM every process and wait while the supervisor drains running
-    jobs (BULLPEN_DRAIN_TIMEOUT_S, + 10 s); a second Ctrl-C kills at once.
+    jobs (the drain timeout, + 10 s); a second Ctrl-C kills at once.
     Redis stops last, after everything that uses it."""
     again: list[int] = []
 

@@ -15,12 +15,12 @@ command line is readable by anyone on the host (ps).
     python -m gpu_workers drain --timeout 80 \\
         --liveness-file /run/bullpen/supervisor.alive      # SIGTERM, wait
 
-BULLPEN_LIVENESS_FILE and BULLPEN_LOG_FORMAT (text | json) are the defaults
-of --liveness-file and --log-format; REDIS_URL and the BULLPEN_* variables
-of docs/configuration.md's GPU worker section fill what flags and --config
-leave unset (gpu_workers/envconfig.py), so the GPU image needs no flags:
+REDIS_URL and the variables of the GPU part of gpu_workers/settings.py's
+table (docs/configuration.md's GPU worker section, the log format and the
+liveness file) fill what flags and --config leave unset
+(gpu_workers/envconfig.py), so the GPU image needs no flags:
 
-    REDIS_URL=redis://... BULLPEN_WORKERS=render:2 python -m gpu_workers
+    REDIS_URL=redis://... python -m gpu_workers    # works queue gpu, 3 slots
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from .drain import drain
 from .envconfig import env_values
 from .exceptions import ConfigError
 from .liveness import LIVENESS_MAX_AGE_S, check_alive
+from .settings import default, named
 from .supervisor import run_supervisor
 
 
@@ -45,8 +46,7 @@ def build_config(
     args: argparse.Namespace, environ: Mapping[str, str] = os.environ
 ) -> SupervisorConfig:
     """Flags first, then --config JSON (any SupervisorConfig field) over them,
-    then the environment (REDIS_URL, BULLPEN_*: gpu_workers/envconfig.py) for
-    what neither sets."""
+    then the environment (gpu_workers/envconfig.py) for what neither sets."""
     data: dict[str, Any] = {}
     if args.config:
         text = args.config
@@ -68,7 +68,7 @@ def build_config(
         data.setdefault("queues", args.workers)
     for field, value in env_values(environ).items():
         data.setdefault(field, value)
-    data["queues"] = parse_workers(data.get("queues", "gpu:3"))
+    data["queues"] = parse_workers(data.get("queues", default("workers")))
     if "redis_url" not in data:
         raise ConfigError(
             "--redis-url (or redis_url in --config, or REDIS_URL) is required"
@@ -78,10 +78,10 @@ def build_config(
 
 def _liveness_parser(command: str) -> argparse.ArgumentParser:
     """The parser of a subcommand that finds the supervisor by its liveness
-    file (--liveness-file, default BULLPEN_LIVENESS_FILE)."""
+    file (--liveness-file, default: the liveness-file variable)."""
     parser = argparse.ArgumentParser(prog=f"python -m gpu_workers {command}")
     parser.add_argument(
-        "--liveness-file", default=os.environ.get("BULLPEN_LIVENESS_FILE")
+        "--liveness-file", default=os.environ.get(named("liveness_file"))
     )
     return parser
 
@@ -120,14 +120,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", help="queue:slots,... or a JSON list")
     parser.add_argument("--handler-modules", help="comma-separated modules")
     parser.add_argument("--log-dir")
-    parser.add_argument(
-        "--log-format",
-        choices=logs.LOG_FORMATS,
-        default=os.environ.get("BULLPEN_LOG_FORMAT") or None,
-    )
+    parser.add_argument("--log-format", choices=logs.LOG_FORMATS)
     parser.add_argument(
         "--liveness-file",
-        default=os.environ.get("BULLPEN_LIVENESS_FILE") or None,
         help="rewritten every few seconds while the supervisor runs",
     )
     parser.add_argument(

@@ -19,6 +19,7 @@ from queues.names import SAFE_QUEUE_NAME_RULE, is_safe_queue_name, qualified_nam
 
 from . import defaults
 from .exceptions import ConfigError
+from .settings import default, named
 from .units import parse_bytes
 
 #: Host names, queue prefixes and the namespace: each is one segment of
@@ -108,15 +109,16 @@ class QueueConfig:
 
 @dataclass
 class SupervisorConfig:
-    """Everything a supervisor needs; see dashboard/settings.py for the env vars."""
+    """Everything a supervisor needs; the defaults of what an operator sets
+    are gpu_workers/settings.py's (envconfig.py reads the environment)."""
 
     redis_url: str
     queues: list[QueueConfig]
     host: str = field(default_factory=socket.gethostname)
     #: auto | nvml | none | sim:2x24GiB
-    gpus: str = "auto"
+    gpus: str = default("gpus")
     handler_modules: list[str] = field(
-        default_factory=lambda: ["gpu_workers.demo_handlers"]
+        default_factory=lambda: list(default("handler_modules"))
     )
     namespace: str = defaults.NAMESPACE
     reserve_bytes: int = defaults.DRIVER_RESERVE_BYTES
@@ -144,7 +146,7 @@ class SupervisorConfig:
     log_dir: str | None = None
     log_level: str = "INFO"
     #: "text" or "json" (one JSON object per line), for it and its workers.
-    log_format: str = "text"
+    log_format: str = default("log_format")
     #: Rewritten every few seconds while the loop runs (gpu_workers/liveness.py).
     liveness_file: str | None = None
 
@@ -246,8 +248,8 @@ def worker_id(host: str, prefix: str, queue: str, gpu_uuid: str) -> str:
 
 
 def parse_workers(value: str | list[dict[str, Any]]) -> list[QueueConfig]:
-    """BULLPEN_WORKERS: JSON (a list of QueueConfig objects) or the short form
-    `queue:slots[,queue:slots...]`, e.g. `txt2img:3,video:1`."""
+    """The workers setting: JSON (a list of QueueConfig objects) or the short
+    form `queue:slots[,queue:slots...]`, e.g. `txt2img:3,video:1`."""
     if isinstance(value, list):
         items = value
     else:
@@ -258,7 +260,9 @@ def parse_workers(value: str | list[dict[str, Any]]) -> list[QueueConfig]:
             try:
                 items = json.loads(text)
             except json.JSONDecodeError as exc:
-                raise ConfigError(f"BULLPEN_WORKERS is not valid JSON: {exc}") from exc
+                raise ConfigError(
+                    f"{named('workers')} is not valid JSON: {exc}"
+                ) from exc
         else:
             items = []
             for part in text.split(","):
@@ -269,7 +273,7 @@ def parse_workers(value: str | list[dict[str, Any]]) -> list[QueueConfig]:
                     )
                 except ValueError:
                     raise ConfigError(
-                        f"bad BULLPEN_WORKERS entry {part!r} (expected queue:slots)"
+                        f"bad {named('workers')} entry {part!r} (expected queue:slots)"
                     ) from None
     known = {f.name for f in fields(QueueConfig)}
     result = []

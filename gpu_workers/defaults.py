@@ -1,28 +1,35 @@
-"""Tunables of the GPU worker layer, with their units in their names."""
+"""Tunables of the GPU worker layer, with their units in their names.
+
+The ones an operator sets (BULLPEN_* variables) take their defaults from the
+table in `gpu_workers/settings.py`, the one place they are written.
+"""
 
 from __future__ import annotations
 
+from .settings import default
+from .units import parse_bytes
+
 #: Bullpen's own Redis namespace (never a queue prefix).
-NAMESPACE = "bullpen"
+NAMESPACE: str = default("namespace")
 #: Queue prefix when a worker config names none (BullMQ's default).
 QUEUE_PREFIX = "bull"
 
 # --- VRAM budget: total - driver reserve - CUDA context - safety margin ---
-DRIVER_RESERVE_BYTES = 1 << 30
-CUDA_CONTEXT_BYTES = 512 << 20
-SAFETY_MARGIN_BYTES = 1 << 30
+DRIVER_RESERVE_BYTES = parse_bytes(default("vram_reserve"))
+CUDA_CONTEXT_BYTES = parse_bytes(default("vram_cuda_context"))
+SAFETY_MARGIN_BYTES = parse_bytes(default("vram_margin"))
 #: Jobs a worker process may hold at once (claimed + running).
 SLOTS = 3
 #: Upper limit on slots that set_desired() accepts.
 MAX_SLOTS = 16
 
 # --- heartbeats, control and reconciling ---
-HEARTBEAT_INTERVAL_S = 2.0
+HEARTBEAT_INTERVAL_S: float = default("heartbeat_interval_s")
 #: A worker also beats this soon after a job is claimed, admitted or ended
 #: (changes within it share one beat), so pages show the change at once.
 HEARTBEAT_SOON_S = 0.2
 #: A record without a fresh heartbeat disappears after this (3 missed beats).
-HEARTBEAT_TTL_S = 6.0
+HEARTBEAT_TTL_S: float = default("heartbeat_ttl_s")
 #: How often a worker looks at cancel flags, its slot target and its parent.
 CONTROL_INTERVAL_S = 0.25
 #: How often the supervisor re-reads desired counts (the spec wants <= 2 s).
@@ -35,12 +42,12 @@ PEAK_SAMPLE_INTERVAL_S = 0.2
 STREAM_MAXLEN = 10_000
 
 # --- restarts and draining ---
-MAX_RESTARTS = 5
-RESTART_WINDOW_S = 60.0
+MAX_RESTARTS: int = default("max_restarts")
+RESTART_WINDOW_S: float = default("restart_window_s")
 RESTART_BACKOFF_INITIAL_S = 0.5
 RESTART_BACKOFF_MAX_S = 30.0
 #: How long draining workers may finish running jobs before they are killed.
-DRAIN_TIMEOUT_S = 60.0
+DRAIN_TIMEOUT_S: float = default("drain_timeout_s")
 #: Extra time the supervisor grants a draining child past its drain timeout.
 DRAIN_KILL_GRACE_S = 5.0
 #: How long a worker whose CUDA is broken waits for its other jobs.
@@ -52,9 +59,9 @@ JOB_RECORD_TTL_S = 7 * 24 * 3600
 #: GPU-time accounting (gputime.py): hours an hour bucket is kept after it
 #: ends, days a day bucket is, and keys (queues, job names, tenants) one
 #: bucket holds before the rest fold into "(other)".
-GPU_TIME_HOURS_KEPT = 8 * 24
-GPU_TIME_DAYS_KEPT = 400
-GPU_TIME_MAX_KEYS = 100
+GPU_TIME_HOURS_KEPT: int = default("gpu_time_hours_kept")
+GPU_TIME_DAYS_KEPT: int = default("gpu_time_days_kept")
+GPU_TIME_MAX_KEYS: int = default("gpu_time_max_keys")
 #: How long a cancel request waits for a worker to see it.
 CANCEL_TTL_S = 24 * 3600
 #: Bounds on what the shipped demo and torch handlers take from job data
@@ -77,7 +84,7 @@ EXIT_CONFIG = 78
 #: Per-minute finished-job counts kept per queue in BullMQ's `metrics:*` keys
 #: (a week; 0 = collect none). bull-board, Node's getMetrics() and the
 #: dashboard's /metrics totals read them.
-METRICS_DATA_POINTS = 7 * 24 * 60
+METRICS_DATA_POINTS: int = default("metrics_data_points")
 
 # --- "why is this job waiting?" (waiting/) ---
 #: Ids of `wait` each of two LPOS scans reads for a job's place in line, one

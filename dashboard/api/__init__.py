@@ -8,10 +8,10 @@ A Django app of its own (label `bullpen_api`) inside the dashboard project:
 - `views/`: the operations (enqueue, job status, cancel/remove, counts, SSE,
   deliveries, the OpenAPI document)
 - `auth`, `ratelimit`, `idempotency`, `validation`: what every request passes
-- `conf`: the API's settings as one frozen `ApiConf` (`conf.get()`), with
-  their defaults in `defaults`
-- `store`, `keys`, `discovery`: its Redis client, Bullpen's own keys, and the
-  queues a `*` token lists
+- settings: `dashboard.shared.conf` (`conf.get()`), shared with the pages;
+  `defaults` holds the API's fixed tunables
+- `store`, `keys`, `discovery`: its Redis client (`dashboard.shared.redis`'s),
+  Bullpen's own keys, and the queues a `*` token lists
 - `webhooks/`: signing, SSRF policy, the delivery sender, the outbox and the
   dispatcher that `manage.py runwebhooks` runs
 """

@@ -15,7 +15,8 @@ from django.utils import timezone
 
 from queues import Job
 
-from . import conf, tokens
+from ..shared import conf
+from . import tokens
 from .exceptions import Forbidden, Unauthorized
 from .models import ApiToken
 

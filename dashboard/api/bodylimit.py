@@ -17,7 +17,7 @@ from typing import Any
 
 from django.urls import reverse
 
-from . import conf
+from ..shared import conf
 from .exceptions import PayloadTooLarge
 from .handling import error_response
 

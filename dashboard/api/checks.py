@@ -1,10 +1,12 @@
 """System checks of the API and webhook settings (`manage.py check`).
 
-bullpen.E101  BULLPEN_WEBHOOK_ALLOWED_NETWORKS holds something that is not a network
+bullpen.E101  the webhooks' allowed networks hold something that is not a network
 bullpen.E102  an API or webhook size, count or period setting is out of range
-bullpen.E103  BULLPEN_API_PREFIX or BULLPEN_WEBHOOK_QUEUE is not a usable name
-bullpen.E104  on a Redis Cluster REDIS_URL, BULLPEN_API_PREFIX has no hash tag
-bullpen.W101  webhooks may go to private addresses (BULLPEN_WEBHOOK_ALLOW_PRIVATE)
+bullpen.E103  the API's prefix or the webhook queue is not a usable name
+bullpen.E104  on a Redis Cluster REDIS_URL, the API's prefix has no hash tag
+bullpen.W101  webhooks may go to private addresses
+
+Messages name each setting through gpu_workers/settings.py's table.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from django.core.checks import CheckMessage, Error, Warning, register
 from queues.cluster import hash_tag, is_cluster_url
 from queues.names import is_safe_queue_name
 
-from . import conf
+from ..shared import conf
 
 _PREFIX_RE = re.compile(r"[A-Za-z0-9_{}.-]{1,100}")
 
@@ -31,7 +33,7 @@ def check_api_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMess
     except ValueError as exc:
         messages.append(
             Error(
-                f"BULLPEN_WEBHOOK_ALLOWED_NETWORKS: {exc}",
+                f"{conf.setting_name('webhook_allowed_networks')}: {exc}",
                 hint="CIDR networks, comma separated, e.g. 10.1.2.0/24",
                 id="bullpen.E101",
             )
@@ -59,20 +61,21 @@ def check_api_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMess
                 )
             )
     prefix = conf.read("prefix")
+    prefix_name = conf.setting_name("prefix")
     if not _PREFIX_RE.fullmatch(prefix):
         messages.append(
             Error(
-                f"BULLPEN_API_PREFIX {prefix!r} is not a usable key prefix",
+                f"{prefix_name} {prefix!r} is not a usable key prefix",
                 id="bullpen.E103",
             )
         )
     if is_cluster_url(str(conf.read("redis_url"))) and hash_tag(f"{prefix}:") is None:
         messages.append(
             Error(
-                f"BULLPEN_API_PREFIX {prefix!r} has no hash tag: on a Redis Cluster "
+                f"{prefix_name} {prefix!r} has no hash tag: on a Redis Cluster "
                 "the API's queues (names without braces) would spread their keys "
                 "over slots, and the webhook dispatcher's queue with them",
-                hint="Set BULLPEN_API_PREFIX={bull} (or another {tag})",
+                hint=f"Set {prefix_name}={{bull}} (or another {{tag}})",
                 id="bullpen.E104",
             )
         )
@@ -80,7 +83,8 @@ def check_api_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMess
     if not is_safe_queue_name(webhook_queue):
         messages.append(
             Error(
-                f"BULLPEN_WEBHOOK_QUEUE {webhook_queue!r} is not a queue name",
+                f"{conf.setting_name('webhook_queue')} {webhook_queue!r} is not a "
+                "queue name",
                 id="bullpen.E103",
             )
         )
@@ -88,7 +92,8 @@ def check_api_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMess
         messages.append(
             Warning(
                 "webhooks may be sent to private, loopback and link-local addresses",
-                hint="only for local development; unset BULLPEN_WEBHOOK_ALLOW_PRIVATE",
+                hint="only for local development; unset "
+                + conf.setting_name("webhook_allow_private"),
                 id="bullpen.W101",
             )
         )

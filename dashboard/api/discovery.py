@@ -8,10 +8,10 @@ from collections.abc import Sequence
 
 import redis
 
-from dashboard.shared.redis import setting
+from dashboard.shared.conf import setting
 from queues.discovery import CachedDiscovery, discover_queues
 
-from . import conf
+from ..shared import conf
 
 
 def _scan(conn: redis.Redis, prefixes: Sequence[str]) -> list[tuple[str, str]]:

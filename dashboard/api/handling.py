@@ -14,7 +14,8 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase
 
 from queues.outages import describe, recoverable, refusal_code, refusal_meaning
 
-from . import conf, ratelimit, store
+from ..shared import conf
+from . import ratelimit, store
 from .auth import Principal, authenticate
 from .exceptions import ApiError, Forbidden, MethodNotAllowed, NotFound, Unavailable
 from .operations import Operation

@@ -19,7 +19,8 @@ from typing import Any
 import orjson
 import redis
 
-from . import conf, defaults
+from ..shared import conf
+from . import defaults
 from .exceptions import Conflict, Unprocessable
 
 PENDING = "pending"

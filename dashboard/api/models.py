@@ -16,7 +16,8 @@ from queues.exceptions import InvalidJobOptions
 from queues.names import is_safe_queue_name
 from queues.options import check_default_job_options
 
-from . import conf, defaults, tokens
+from ..shared import conf
+from . import defaults, tokens
 from .exceptions import Unprocessable
 from .schemas import DEFAULT_JOB_OPTIONS
 from .validation import check_webhook_url

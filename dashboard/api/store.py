@@ -1,29 +1,23 @@
-"""Redis clients of the API (decoding, as the queue core's) and the keys."""
+"""The API's Redis: the process's one client (dashboard.shared.redis, the
+pages' too), a fresh asyncio client for SSE, and the keys."""
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 import redis
 
-from dashboard.shared.redis import connect
+from dashboard.shared import conf
+from dashboard.shared import redis as shared_redis
 from queues.connection import async_client
 from queues.names import qualified_name
 
-from . import conf
 from .keys import ApiKeys
 
 
-@lru_cache(maxsize=8)
-def _client_for(url: str) -> redis.Redis:
-    made: redis.Redis = connect(url)
-    return made
-
-
 def client() -> redis.Redis:
-    """The process's client for the Redis in settings (one per URL)."""
-    return _client_for(conf.get().redis_url)
+    """The process's client for the Redis in settings (the pages' client)."""
+    return shared_redis.client()
 
 
 def new_async_client() -> Any:

@@ -20,7 +20,8 @@ from queues.exceptions import InvalidJobId
 from queues.names import SAFE_QUEUE_NAME_RULE, is_safe_queue_name
 from queues.options import validate_job_id
 
-from . import conf, defaults, schemas
+from ..shared import conf
+from . import defaults, schemas
 from .exceptions import BadRequest, PayloadTooLarge, Unprocessable, UnsupportedMediaType
 from .webhooks import ssrf
 

@@ -12,7 +12,7 @@ import ipaddress
 
 from django.http import HttpRequest
 
-from . import conf
+from .shared import conf
 
 #: What a request without any address (not from a socket) is counted as.
 UNKNOWN = "unknown"

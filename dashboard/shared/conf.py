@@ -1,146 +1,185 @@
-"""The dashboard app's settings as one typed, frozen object, defaults here.
+"""The settings of both dashboard apps (the operator pages and the producer
+API) as one typed, frozen object: `conf.get().page_size`, never the Django
+setting itself.
 
-`dashboard/settings.py` reads the environment (taking its defaults from
-`DashboardConf()`); code reads `conf.get().page_size`, never
-`settings.BULLPEN_PAGE_SIZE`. The object is built from `django.conf.settings`
-(a setting that is not there keeps its default here), cached, and rebuilt
-after Django's `setting_changed` signal (override_settings, pytest-django's
-`settings` fixture).
-
-The producer API's settings are `dashboard.api.conf`; the Redis client's
-(REDIS_URL, timeouts) and BULLPEN_REDACT are read by `dashboard.shared.redis` and
-`dashboard.shared.redaction`, the leaves the API shares, from Django's settings.
+Names, defaults and docs are gpu_workers/settings.py's table; this module
+only gives each row of it that the apps read a type. The object is built from
+`django.conf.settings`, a setting that is not there taking the table's
+default, so a host project that sets nothing reads exactly what the
+standalone site (dashboard/settings.py, which reads the environment through
+the same table) reads. It is built once and again after Django's
+`setting_changed` signal (override_settings, pytest-django's `settings`).
 """
 
 from __future__ import annotations
 
-import dataclasses
+import ipaddress
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cache
 from typing import Any
 
 from django.conf import settings
 from django.core.signals import setting_changed
 
-from gpu_workers import defaults as gpu
-from queues.defaults import PREFIX
+from gpu_workers.settings import BY_ATTR, BY_NAME, Setting, named
 
-#: The Content-Security-Policy of every response: scripts and styles only from
-#: our static files (htmx runs with allowEval off; bar widths are set by
-#: static/dashboard/bars.js, not style attributes).
-CSP = (
-    "default-src 'self'; script-src 'self'; style-src 'self'; "
-    "img-src 'self' data:; connect-src 'self'; object-src 'none'; "
-    "base-uri 'self'; form-action 'self'; frame-ancestors 'none'"
-)
+#: A network the webhooks may reach although not public (the SSRF policy).
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+__all__ = ["DEFAULTS", "Conf", "get", "named", "read", "setting", "setting_name"]
 
 
 @dataclass(frozen=True)
-class DashboardConf:
-    """Every BULLPEN_* setting the dashboard app reads (field `x` is
-    BULLPEN_X), with its default."""
+class Conf:
+    """Every setting the two apps read (the table's rows that are not the
+    standalone site's own), by its field (`Setting.attr`)."""
 
     # --- Redis and the queues shown ---
-    prefixes: tuple[str, ...] = (PREFIX,)
-    queues: tuple[str, ...] = ()
-    namespace: str = gpu.NAMESPACE
-    redis_connect_timeout_s: float = 3.0
-    redis_timeout_s: float = 30.0
-    discovery_ttl_s: float = 30.0
-    # --- operator pages ---
-    read_only_queues: tuple[str, ...] = ()
-    data_preview_chars: int = 200
-    data_detail_chars: int = 20_000
-    list_value_max_bytes: int = 64 * 1024
-    detail_value_max_bytes: int = 1024 * 1024
-    page_size: int = 25
-    scan_cap: int = 1_000
-    sparkline_minutes: int = 30
-    #: Whether this process samples the charts' series (gpu_workers/series).
-    series_sampling: bool = True
-    csp: str = CSP
-    login_max_failures: int = 5
-    login_lockout_s: int = 900
-    #: Proxies in front that append to X-Forwarded-For (dashboard/shared/addresses.py);
-    #: 0: the header is not read, the client is the connection's address.
-    trusted_proxy_count: int = 0
-    # --- /metrics ---
-    metrics_token: str = ""
-    metrics_allow: tuple[str, ...] = ("127.0.0.1/32", "::1/128")
-    metrics_sample_jobs: int = 100
-    # --- live updates ---
-    #: Queues (its own and those of its jobs) one live socket may follow,
-    #: and queues one process's events reader follows.
-    live_max_queues_per_socket: int = 500
-    live_max_queues_per_process: int = 2_000
-    # --- GPU workers (`manage.py runworkers`) ---
-    hostname: str = ""
-    gpus: str = "auto"
-    workers: str = "gpu:3"
-    handler_modules: tuple[str, ...] = (
-        "gpu_workers.demo_handlers",
-        "gpu_workers.torch_handlers",
-    )
+    redis_url: str
+    prefixes: tuple[str, ...]
+    queues: tuple[str, ...]
+    discovery_ttl_s: float
+    redis_connect_timeout_s: float
+    redis_timeout_s: float
+    # --- GPU workers (`manage.py runworkers`; the API's waiting reasons) ---
+    hostname: str
+    namespace: str
+    gpus: str
+    workers: str | list[dict[str, Any]]
+    handler_modules: tuple[str, ...]
     #: Sizes: bytes, or text such as "1GiB".
-    vram_reserve: str | int = "1GiB"
-    vram_cuda_context: str | int = "512MiB"
-    vram_margin: str | int = "1GiB"
-    max_restarts: int = gpu.MAX_RESTARTS
-    restart_window_s: float = gpu.RESTART_WINDOW_S
-    drain_timeout_s: float = gpu.DRAIN_TIMEOUT_S
-    heartbeat_interval_s: float = gpu.HEARTBEAT_INTERVAL_S
-    heartbeat_ttl_s: float = gpu.HEARTBEAT_TTL_S
-    metrics_data_points: int = gpu.METRICS_DATA_POINTS
-    #: GPU-time accounting (gpu_workers/gputime.py): buckets kept, key cap.
-    gpu_time_hours_kept: int = gpu.GPU_TIME_HOURS_KEPT
-    gpu_time_days_kept: int = gpu.GPU_TIME_DAYS_KEPT
-    gpu_time_max_keys: int = gpu.GPU_TIME_MAX_KEYS
-    # --- `make run` (dashboard/run.py) ---
-    host: str = "127.0.0.1"
-    port: int = 8000
-    #: Connections the kernel queues for daphne before it accepts them
-    #: (twisted's own default, 50, refuses a reconnect storm of a few
-    #: hundred browsers; the kernel caps it at net.core.somaxconn).
-    listen_backlog: int = 1024
-    #: Where daphne writes request lines ("-": the terminal; "": var/access.log).
-    access_log: str = ""
-    # --- logs and liveness (docs/operations.md "Health checks") ---
-    #: "text", or "json": one JSON object per line.
-    log_format: str = "text"
-    #: The file runworkers / runwebhooks rewrite while alive ("": none).
-    liveness_file: str = ""
+    vram_reserve: str | int
+    vram_cuda_context: str | int
+    vram_margin: str | int
+    max_restarts: int
+    restart_window_s: float
+    drain_timeout_s: float
+    heartbeat_interval_s: float
+    heartbeat_ttl_s: float
+    metrics_data_points: int
+    gpu_time_hours_kept: int
+    gpu_time_days_kept: int
+    gpu_time_max_keys: int
+    # --- operator pages, live updates, /metrics ---
+    read_only_queues: tuple[str, ...]
+    page_size: int
+    scan_cap: int
+    sparkline_minutes: int
+    series_sampling: bool
+    data_preview_chars: int
+    data_detail_chars: int
+    redact: str
+    list_value_max_bytes: int
+    detail_value_max_bytes: int
+    live_max_queues_per_socket: int
+    live_max_queues_per_process: int
+    metrics_token: str
+    metrics_allow: tuple[str, ...]
+    metrics_sample_jobs: int
+    # --- logs, health checks, security ---
+    log_format: str
+    liveness_file: str
+    login_max_failures: int
+    login_lockout_s: int
+    trusted_proxy_count: int
+    csp: str
+    # --- `make run`, `bullpen runserver` ("" access log: the site's default) ---
+    access_log: str
+    host: str
+    port: int
+    listen_backlog: int
+    # --- producer API and webhooks ---
+    prefix: str
+    max_body_bytes: int
+    rate_limit_per_min: int
+    idempotency_ttl_s: int
+    sse_max_s: float
+    sse_keepalive_s: float
+    ticket_max_age_s: int
+    webhook_allow_private: bool
+    webhook_allowed_networks: tuple[Network, ...]
+    webhook_queue: str
+    webhook_timeout_s: float
+    webhook_attempts: int
+    webhook_backoff_ms: int
+    webhook_progress_interval_ms: int
+    webhook_concurrency: int
+    webhook_lock_duration_ms: int
+    webhook_claim_idle_ms: int
 
 
-DEFAULTS = DashboardConf()
+def _networks(raw: Any) -> tuple[Network, ...]:
+    """CIDR networks (ValueError for one that is not)."""
+    return tuple(ipaddress.ip_network(n, strict=False) for n in raw or ())
 
 
-def _typed(default: Any, value: Any) -> Any:
-    """`value` as the field holds it: lists (as settings hold them) as
-    tuples, whole numbers of a float field as floats; the rest as set."""
-    if isinstance(default, tuple):
-        return tuple(value)
-    if isinstance(default, float) and isinstance(value, int):
-        return float(value)
+def convert(row: Setting, value: Any) -> Any:
+    """A setting's value as the conf holds it, by its default's type: lists
+    as tuples, numbers as int or float; text (and the worker list, which may
+    be JSON objects) as set. TypeError or ValueError when it cannot be."""
+    if row.attr == "webhook_allowed_networks":
+        return _networks(value)
+    kind = type(row.default)
+    if kind is tuple:
+        return tuple(value or ())
+    if kind in (bool, int, float):
+        return kind(value)
     return value
 
 
-def build() -> DashboardConf:
-    """A DashboardConf from django.conf.settings (missing settings: defaults)."""
-    found = {}
-    for field in dataclasses.fields(DashboardConf):
-        default = getattr(DEFAULTS, field.name)
-        value = getattr(settings, f"BULLPEN_{field.name.upper()}", default)
-        found[field.name] = _typed(default, value)
-    if not found["hostname"]:
-        found["hostname"] = socket.gethostname()
-    return DashboardConf(**found)
+def _resolved(attr: str, value: Any, found: dict[str, Any]) -> Any:
+    """The defaults that are computed: this machine's host name, and the
+    API's prefix the first of the key prefixes."""
+    if attr == "hostname" and not value:
+        return socket.gethostname()
+    if attr == "prefix" and not value:
+        return str((found.get("prefixes") or BY_ATTR["prefixes"].default)[0])
+    return value
+
+
+def read(attr: str) -> Any:
+    """The field `attr` read from Django settings now (the table's default
+    when not set); TypeError or ValueError when the setting cannot be
+    converted (the system checks say which)."""
+    row = BY_ATTR[attr]
+    value = convert(row, getattr(settings, row.name, row.default))
+    prefixes = getattr(settings, named("prefixes"), None) if attr == "prefix" else None
+    return _resolved(attr, value, {"prefixes": prefixes})
+
+
+def setting_name(attr: str) -> str:
+    """The Django setting (and environment variable) behind the field `attr`."""
+    return named(attr)
+
+
+def setting(name: str) -> Any:
+    """The Django setting `name`, else its default in the table."""
+    return getattr(settings, name, BY_NAME[name].default)
+
+
+def build(values: dict[str, Any]) -> Conf:
+    """A Conf from {setting name: value}, missing ones at their defaults."""
+    found: dict[str, Any] = {}
+    for f in fields(Conf):
+        row = BY_ATTR[f.name]
+        found[f.name] = convert(row, values.get(row.name, row.default))
+    return Conf(**{k: _resolved(k, v, found) for k, v in found.items()})
+
+
+#: Every setting at its default: what a host project that sets nothing reads.
+DEFAULTS = build({})
 
 
 @cache
-def get() -> DashboardConf:
-    """The dashboard's settings (built once, rebuilt after a setting changes)."""
-    return build()
+def get() -> Conf:
+    """The settings in force (built once, again after a setting changes)."""
+    return build({row.name: getattr(settings, row.name) for row in _set_rows()})
+
+
+def _set_rows() -> list[Setting]:
+    """The rows whose setting Django's settings hold."""
+    return [row for row in BY_ATTR.values() if hasattr(settings, row.name)]
 
 
 def clear(**kwargs: Any) -> None:

@@ -10,15 +10,14 @@ from dataclasses import dataclass, field
 
 import redis
 
-from dashboard.shared import conf
-from dashboard.shared import redis as pages_redis
 from queues.cluster import hash_tag, is_cluster_client
 from queues.discovery import CachedDiscovery, discover_queues
 from queues.drive import cmd
 from queues.keys import QueueKeys
 from queues.names import check_queue_name, qualified_name
 
-from ..api import conf as api_conf
+from . import conf
+from . import redis as pages_redis
 from .reads import gpu_fleet, on_reset, run
 
 log = logging.getLogger(__name__)
@@ -133,7 +132,7 @@ def odd_queues() -> list[QueueRef]:
 def internal_queues() -> set[QueueRef]:
     """Queues Bullpen itself uses (the webhook deliveries): kept out of the
     operators' queue lists, shown to admins apart and marked internal."""
-    api = api_conf.get()
+    api = conf.get()
     return {QueueRef(api.prefix, api.webhook_queue)}
 
 

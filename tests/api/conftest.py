@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from dashboard.api import discovery, store
+from dashboard.api import discovery
 from dashboard.api.models import ApiToken
+from dashboard.shared import redis as shared_redis
 
 
 @pytest.fixture(autouse=True)
@@ -18,10 +19,10 @@ def api_redis(settings: Any, redis_url: str) -> Iterator[str]:
     """Point Django (the API and the dashboard) at the flushed test Redis, in
     every test here (never at a Redis that happens to run on 6379)."""
     settings.REDIS_URL = redis_url
-    store._client_for.cache_clear()
+    shared_redis.reset()
     discovery.reset()
     yield redis_url
-    store._client_for.cache_clear()
+    shared_redis.reset()
     discovery.reset()
 
 

@@ -24,11 +24,9 @@ def cluster_api(settings: Any, redis_url: str) -> Iterator[str]:
     """The API and the dispatcher on the cluster; loopback receivers allowed."""
     settings.REDIS_URL = redis_url
     settings.BULLPEN_WEBHOOK_ALLOW_PRIVATE = True
-    store._client_for.cache_clear()
     dashboard_redis.reset()
     discovery.reset()
     yield redis_url
-    store._client_for.cache_clear()
     dashboard_redis.reset()
     discovery.reset()
 

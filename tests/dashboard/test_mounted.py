@@ -18,7 +18,7 @@ from django.contrib.auth.models import User
 from django.core.checks import Error
 from django.test import Client
 
-from dashboard.api import discovery, store
+from dashboard.api import discovery
 from dashboard.api.models import ApiToken
 from dashboard.console.mount_checks import (
     check_channel_layer,
@@ -27,6 +27,7 @@ from dashboard.console.mount_checks import (
     check_templates,
     check_urls,
 )
+from dashboard.shared import redis as shared_redis
 from queues import Queue
 from tests.dashboard.helpers import HX, run_jobs
 
@@ -45,10 +46,10 @@ def mounted(dashboard_redis: str, settings: Any) -> Iterator[str]:
     """The dashboard and the API on the flushed test Redis; the host's own
     LOGIN_URL (tests/hostproject/settings.py), which the dashboard ignores."""
     settings.LOGIN_URL = "/accounts/login/"
-    store._client_for.cache_clear()
+    shared_redis.reset()
     discovery.reset()
     yield dashboard_redis
-    store._client_for.cache_clear()
+    shared_redis.reset()
     discovery.reset()
 
 

@@ -18,7 +18,8 @@ from dashboard.shared.verbs import VERBS, Verb
 from gpu_workers import Fleet
 from queues.exceptions import QueueError
 
-from .. import conf, schemas, store
+from ...shared import conf
+from .. import schemas, store
 from ..exceptions import BadRequest, Conflict, NotFound
 from ..handling import Call, json_response
 from ..operations import operation

@@ -8,7 +8,8 @@ from django.urls import reverse
 from dashboard.shared.redis import queue_on
 from queues import Queue
 
-from .. import conf, store
+from ...shared import conf
+from .. import store
 
 
 def queue_of(name: str) -> Queue:

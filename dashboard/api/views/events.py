@@ -7,7 +7,8 @@ from django.http import HttpRequest, StreamingHttpResponse
 
 from queues import AsyncQueue, JobState
 
-from .. import conf, schemas, sse, store
+from ...shared import conf
+from .. import schemas, sse, store
 from ..exceptions import NotFound
 from ..handling import Call
 from ..operations import Param, operation

@@ -18,7 +18,8 @@ from queues.defaults import WORKER_CENSUS_MAX_AGE_S
 from queues.exceptions import InvalidJobId, InvalidJobOptions, JobLocked
 from queues.options import TENANT_MAX_CHARS, merge_job_options
 
-from .. import conf, idempotency, schemas, store
+from ...shared import conf
+from .. import idempotency, schemas, store
 from ..auth import make_ticket
 from ..exceptions import ApiError, BadRequest, Conflict, NotFound
 from ..handling import Call, json_response

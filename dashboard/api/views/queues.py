@@ -8,7 +8,8 @@ from queues import ops
 from queues.drive import cmd, gather, run_sync
 from queues.names import is_safe_queue_name
 
-from .. import conf, store
+from ...shared import conf
+from .. import store
 from ..discovery import api_queues
 from ..handling import Call, json_response
 from ..operations import operation

@@ -15,6 +15,7 @@ queue's stalled-job check (at least once, never lost).
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -33,7 +34,8 @@ from queues.events import EventName, QueueEvent, parse_entry
 from queues.names import qualified_name, split_qualified_name
 from queues.outages import Outage, backoff_s, recoverable
 
-from .. import conf, defaults
+from ...shared import conf
+from .. import defaults
 from ..keys import ApiKeys
 from . import registry, ssrf
 from .deliver import Deliverer
@@ -52,7 +54,8 @@ class DispatcherConfig:
     namespace: str = NAMESPACE
     delivery_queue: str = defaults.WEBHOOK_QUEUE
     group: str = defaults.WEBHOOK_GROUP
-    consumer: str = defaults.HOSTNAME
+    #: The machine's host name, as the host-name setting's default (from_settings).
+    consumer: str = field(default_factory=socket.gethostname)
     policy: ssrf.Policy = field(default_factory=ssrf.Policy)
     timeout_s: float = defaults.WEBHOOK_TIMEOUT_S
     attempts: int = defaults.WEBHOOK_ATTEMPTS

@@ -8,40 +8,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from dashboard.shared import conf
+from dashboard.shared.conf import named
 from gpu_workers import SupervisorConfig, parse_workers
+from gpu_workers.envconfig import GPU_ROWS, supervisor_field
 from gpu_workers.exceptions import ConfigError
 from gpu_workers.supervisor import run_supervisor
 
 
 def config_from_settings(**overrides: Any) -> SupervisorConfig:
-    """A SupervisorConfig from the BULLPEN_* settings (overrides win)."""
+    """A SupervisorConfig from the settings of the table's GPU rows
+    (gpu_workers/envconfig.py maps each to its field; overrides win)."""
     c = conf.get()
     values: dict[str, Any] = {
-        "redis_url": settings.REDIS_URL,
-        "host": c.hostname,
-        "gpus": c.gpus,
-        "queues": parse_workers(c.workers),
-        "handler_modules": list(c.handler_modules),
-        "namespace": c.namespace,
-        "reserve_bytes": c.vram_reserve,
-        "context_bytes": c.vram_cuda_context,
-        "margin_bytes": c.vram_margin,
-        "max_restarts": c.max_restarts,
-        "restart_window_s": c.restart_window_s,
-        "drain_timeout_s": c.drain_timeout_s,
-        "heartbeat_interval_s": c.heartbeat_interval_s,
-        "heartbeat_ttl_s": c.heartbeat_ttl_s,
-        "metrics_data_points": c.metrics_data_points,
-        "gpu_time_hours_kept": c.gpu_time_hours_kept,
-        "gpu_time_days_kept": c.gpu_time_days_kept,
-        "gpu_time_max_keys": c.gpu_time_max_keys,
-        "log_format": c.log_format,
-        "liveness_file": c.liveness_file or None,
+        supervisor_field(row): getattr(c, row.attr) for row in GPU_ROWS
     }
+    values["queues"] = parse_workers(c.workers)
+    values["handler_modules"] = list(c.handler_modules)
+    values["liveness_file"] = c.liveness_file or None
     values.update({k: v for k, v in overrides.items() if v is not None})
     return SupervisorConfig(**values)
 
@@ -50,8 +36,10 @@ class Command(BaseCommand):
     help = "Run this host's GPU worker supervisor (SIGTERM drains)."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--gpus", help="override BULLPEN_GPUS (e.g. sim:2x24GiB)")
-        parser.add_argument("--host", help="override BULLPEN_HOSTNAME")
+        parser.add_argument(
+            "--gpus", help=f"override {named('gpus')} (e.g. sim:2x24GiB)"
+        )
+        parser.add_argument("--host", help=f"override {named('hostname')}")
         parser.add_argument(
             "--check",
             action="store_true",
