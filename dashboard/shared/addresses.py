@@ -12,7 +12,7 @@ import ipaddress
 
 from django.http import HttpRequest
 
-from .shared import conf
+from . import conf
 
 #: What a request without any address (not from a socket) is counted as.
 UNKNOWN = "unknown"
