@@ -222,10 +222,13 @@ class AsyncWorker(Closing, FailureHandling, Maintenance, Processing):
         """Stop claiming; running jobs finish (up to close_timeout); run()
         returns. With `force`, run() returns at once: running jobs are left
         to the stalled check, as BullMQ's `worker.close(true)`."""
+        first = not self._closing
         self._closing = True
         self._force = self._force or force
         if self._wake is not None:
             self._wake.set()
+        if first:
+            self.hooks.emit("closing")
 
     # --- the loop -------------------------------------------------------------
     def _worker_opts(self, fetch: int = 0) -> str:
