@@ -5,6 +5,11 @@ the budget. Claims are gated one at a time: a job is claimed only with a free
 slot and some uncommitted budget, and while a claimed job waits for budget
 (holding its slot) nothing else is claimed, so a large job cannot be starved
 by a stream of small ones.
+
+`VramAdmission` is the GPU worker's claim policy (queues.worker.ClaimPolicy):
+its queue worker asks it before each claim, and it wakes the worker when
+capacity grows while jobs still run (a job admitted, budget released, more
+slots).
 """
 
 from __future__ import annotations
@@ -15,6 +20,10 @@ from collections.abc import Callable
 
 from .exceptions import AdmissionInvariantError, ConfigError, JobTooLarge
 from .units import format_bytes
+
+
+def _nothing() -> None:
+    """The wake of a policy bound to no worker."""
 
 
 def compute_budget(
@@ -57,6 +66,8 @@ class VramAdmission:
         self.admitted: dict[str, int] = {}
         self._changed: asyncio.Condition | None = None
         self.max_committed_bytes = 0
+        #: The bound worker's wake (see bind()).
+        self._wake: Callable[[], None] = _nothing
 
     @property
     def committed_bytes(self) -> int:
@@ -67,6 +78,20 @@ class VramAdmission:
     def free_bytes(self) -> int:
         """Budget not committed."""
         return self.budget_bytes - self.committed_bytes
+
+    def bind(self, wake: Callable[[], None]) -> None:
+        """The claim policy's side: `wake` makes the worker re-ask capacity()."""
+        self._wake = wake
+
+    def capacity(self, claimed: int) -> int:
+        """The claim policy's side: claim_capacity() for a worker running
+        `claimed` jobs, those not admitted yet waiting for budget."""
+        return self.claim_capacity(claimed, claimed - len(self.admitted))
+
+    def resize(self, slots: int) -> None:
+        """A new slot count (the scale target): the worker re-checks."""
+        self.slots = slots
+        self._wake()
 
     def claim_capacity(self, claimed: int, waiting: int) -> int:
         """How many jobs to claim now: one, given a free slot, some free budget
@@ -102,11 +127,13 @@ class VramAdmission:
                     f"{self.budget_bytes}"
                 )
             self.max_committed_bytes = max(self.max_committed_bytes, committed)
+            self._wake()  # no longer waiting: the next job may be claimed
             return True
 
     async def release(self, job_id: str) -> None:
-        """Uncommit a finished job's need and let a waiting job re-check."""
+        """Uncommit a finished job's need; a waiting job and the worker re-check."""
         if self.admitted.pop(job_id, None) is not None:
+            self._wake()
             await self.poke()
 
     async def poke(self) -> None:

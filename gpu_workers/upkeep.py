@@ -14,6 +14,7 @@ import asyncio
 import logging
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 from queues.names import qualified_name
@@ -32,65 +33,79 @@ from .probe import GpuProbe
 log = logging.getLogger("gpu_workers.worker")
 
 
-class WorkerUpkeep(AsyncWorker):
-    """Heartbeat, control and peak loops of a GPU worker (set up by GpuWorker)."""
+class WorkerUpkeep:
+    """Heartbeat, control and peak loops of one GPU worker, beside its queue
+    worker (set up by GpuWorker)."""
 
-    spec: WorkerSpec
-    probe: GpuProbe
-    device: Device
-    admission: VramAdmission
-    bkeys: BullpenKeys
-    meters: dict[str, JobMeter]
-    counters: dict[str, int]
-    started_ms: int
-    _state: str
-    _ppid: int
-    _helpers_stop: asyncio.Event
-    #: Set when a job is claimed, admitted or ends: beat soon (see defaults).
-    _changed: asyncio.Event
-    #: Bullpen's own keys; decode_responses, so replies are str.
-    _bp: Any
+    def __init__(
+        self,
+        worker: AsyncWorker,
+        spec: WorkerSpec,
+        probe: GpuProbe,
+        device: Device,
+        admission: VramAdmission,
+        bkeys: BullpenKeys,
+        bp: Any,
+        meters: dict[str, JobMeter],
+        counters: dict[str, int],
+        state: Callable[[], str],
+    ) -> None:
+        #: The queue worker: closed when the supervisor is gone; its
+        #: background reports this side's Redis errors too.
+        self.worker = worker
+        self.spec = spec
+        self.probe = probe
+        self.device = device
+        self.admission = admission
+        self.bkeys = bkeys
+        #: Bullpen's own keys; decode_responses, so replies are str.
+        self._bp = bp
+        #: The running jobs' meters (cancel flags, peaks), by job id.
+        self.meters = meters
+        #: The GPU worker's job counters and state, for its heartbeats.
+        self._counters = counters
+        self._state = state
+        self.started_ms = now_ms()
+        self._ppid = os.getppid()
+        self._stop = asyncio.Event()
+        #: Set when a job is claimed, admitted or ends: beat soon (see defaults).
+        self._changed = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
 
-    @property
-    def state(self) -> str:
-        """starting | idle | busy | draining."""
-        if self.closing:
-            return "draining"
-        if self._state == "starting":
-            return "starting"
-        return "busy" if self.meters else "idle"
+    def beat_soon(self) -> None:
+        """A job was claimed, admitted or ended: heartbeat soon."""
+        self._changed.set()
 
-    async def _start_upkeep(self) -> list[asyncio.Task[None]]:
-        """The first heartbeat, then the helper loops as tasks."""
-        self._helpers_stop = asyncio.Event()
+    async def start(self) -> None:
+        """The first heartbeat, then the loops as tasks."""
         try:  # Redis may be full, read-only or away now: the loop retries
             await self._heartbeat()
         except Exception as exc:  # noqa: BLE001 - never die of a Redis answer
-            self._helper_failed("heartbeat", exc)
-        return [
+            self.worker.background.failed("heartbeat", exc)
+        self._tasks = [
             asyncio.create_task(self._heartbeat_loop()),
             asyncio.create_task(self._control_loop()),
             asyncio.create_task(self._peak_loop()),
         ]
 
-    async def _stop_upkeep(self, helpers: list[asyncio.Task[None]]) -> None:
-        """Stop the helper loops."""
+    async def stop(self) -> None:
+        """Stop the loops."""
         # A stop flag, not only cancel(): redis-py's asyncio client can
         # swallow a CancelledError that lands mid-command (redis-py #2028).
-        self._helpers_stop.set()
-        for task in helpers:
+        self._stop.set()
+        for task in self._tasks:
             task.cancel()
-        await asyncio.wait(helpers, timeout=5)
+        if self._tasks:
+            await asyncio.wait(self._tasks, timeout=5)
 
-    async def _unpublish(self) -> None:
-        """Remove this worker's record (a clean stop) and close the client."""
+    async def unpublish(self) -> None:
+        """Remove this worker's record (a clean stop)."""
         try:
             pipe = self._bp.pipeline(transaction=False)
             queue_removal(pipe, self.bkeys, "worker", self.spec.worker_id)
             await pipe.execute()
         except Exception as exc:  # noqa: BLE001 - the TTL removes it anyway
             log.warning("could not remove the heartbeat record: %r", exc)
-        await self._bp.aclose()
 
     def heartbeat_record(self) -> dict[str, Any]:
         """What this worker publishes every heartbeat."""
@@ -108,7 +123,7 @@ class WorkerUpkeep(AsyncWorker):
             "id": self.spec.worker_id,
             "host": self.spec.host,
             "pid": os.getpid(),
-            "queue": self.name,
+            "queue": self.spec.queue,
             "prefix": self.spec.prefix,
             "gpu": gpu,
             "simulated": self.device.simulated,
@@ -119,10 +134,10 @@ class WorkerUpkeep(AsyncWorker):
             "free_bytes": adm.free_bytes,
             "max_committed_bytes": adm.max_committed_bytes,
             "running": [m.summary() for m in self.meters.values()],
-            "counters": dict(self.counters),
-            "telemetry": dict(self.telemetry.counters),
+            "counters": dict(self._counters),
+            "telemetry": dict(self.worker.telemetry.counters),
             "restarts": self.spec.restarts,
-            "state": self.state,
+            "state": self._state(),
             "started_ms": self.started_ms,
             "ts_ms": now_ms(),
         }
@@ -142,17 +157,17 @@ class WorkerUpkeep(AsyncWorker):
     async def _pause(self, seconds: float) -> bool:
         """Sleep; False once the helpers are told to stop."""
         try:
-            await asyncio.wait_for(self._helpers_stop.wait(), seconds)
+            await asyncio.wait_for(self._stop.wait(), seconds)
         except TimeoutError:
             pass
-        return not self._helpers_stop.is_set()
+        return not self._stop.is_set()
 
     async def _heartbeat_loop(self) -> None:
         """Beat every interval, and at most HEARTBEAT_SOON_S after a change."""
         while True:
             due = time.monotonic() + self.spec.heartbeat_interval_s
             waits = [
-                asyncio.ensure_future(self._helpers_stop.wait()),
+                asyncio.ensure_future(self._stop.wait()),
                 asyncio.ensure_future(self._changed.wait()),
             ]
             await asyncio.wait(
@@ -167,25 +182,25 @@ class WorkerUpkeep(AsyncWorker):
                 soon = min(due, time.monotonic() + defaults.HEARTBEAT_SOON_S)
                 if not await self._pause(soon - time.monotonic()):
                     return
-            if self._helpers_stop.is_set():
+            if self._stop.is_set():
                 return
             self._changed.clear()
             try:
                 await self._heartbeat()
-                self._helper_answered()
+                self.worker.background.answered()
             except Exception as exc:  # noqa: BLE001 - keep beating after Redis blips
-                self._helper_failed("heartbeat", exc)
+                self.worker.background.failed("heartbeat", exc)
 
     async def _control_loop(self) -> None:
         """Cancel flags of claimed jobs, the slot target, and the parent's life."""
         desired_key = self.bkeys.desired(self.spec.host)
-        field = qualified_name(self.spec.prefix, self.name)
+        field = qualified_name(self.spec.prefix, self.spec.queue)
         while await self._pause(self.spec.control_interval_s):
-            if os.getppid() != self._ppid and not self.closing:
+            if os.getppid() != self._ppid and not self.worker.closing:
                 log.warning(
                     "worker %s: supervisor is gone; draining", self.spec.worker_id
                 )
-                self.close()
+                self.worker.close()
             try:
                 ids = list(self.meters)
                 if ids:
@@ -193,7 +208,9 @@ class WorkerUpkeep(AsyncWorker):
                     # different slots of a Redis Cluster.
                     pipe = self._bp.pipeline(transaction=False)
                     for i in ids:
-                        pipe.get(self.bkeys.cancel(self.spec.prefix, self.name, i))
+                        pipe.get(
+                            self.bkeys.cancel(self.spec.prefix, self.spec.queue, i)
+                        )
                     flags = await pipe.execute()
                     poke = False
                     for job_id, flag in zip(ids, flags, strict=True):
@@ -208,17 +225,16 @@ class WorkerUpkeep(AsyncWorker):
                     "slots"
                 )
                 if slots and slots != self.admission.slots:
-                    self.admission.slots = min(slots, self.spec.max_slots)
-                    self.wake()
+                    self.admission.resize(min(slots, self.spec.max_slots))
             except Exception as exc:  # noqa: BLE001 - keep watching after Redis blips
-                self._helper_failed("control loop", exc)
+                self.worker.background.failed("control loop", exc)
 
     async def _peak_loop(self) -> None:
         """Sample this process's VRAM (NVML by pid, or simulated) while jobs run."""
         while await self._pause(defaults.PEAK_SAMPLE_INTERVAL_S):
-            self._sample_peaks()
+            self.sample_peaks()
 
-    def _sample_peaks(self) -> None:
+    def sample_peaks(self) -> None:
         """One sample of this process's VRAM, credited to every running job
         (also taken at each admission and at each job's end)."""
         running = [m for m in self.meters.values() if m.admitted]

@@ -1,9 +1,11 @@
 """`GpuWorker`: a queue worker that owns one GPU and admits jobs by VRAM.
 
-Claims go through `claim_capacity()`: one job at a time, only with a free
-slot and some uncommitted budget, and none while a claimed job still waits
-for budget (it holds its slot until running jobs release enough). A job
-larger than the whole budget fails at once (JobTooLarge, unrecoverable).
+It holds a queues `AsyncWorker` whose processor runs the `@handler` of each
+job, and whose claim policy is its `VramAdmission` (admission.py): one job
+at a time, only with a free slot and some uncommitted budget, and none while
+a claimed job still waits for budget (it holds its slot until running jobs
+release enough). A job larger than the whole budget fails at once
+(JobTooLarge, unrecoverable).
 
 The heartbeat, control and peak loops are in upkeep.py; telling an OOM
 apart and checking CUDA after one, in oom.py.
@@ -35,7 +37,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from queues import AttemptHistory, Job, MetricsOptions
+from queues import AsyncWorker, AttemptHistory, Job, MetricsOptions
 from queues.connection import async_from_url
 from queues.names import qualified_name
 
@@ -55,7 +57,7 @@ from .upkeep import WorkerUpkeep
 log = logging.getLogger("gpu_workers.worker")
 
 
-class GpuWorker(WorkerUpkeep):
+class GpuWorker:
     """A worker process's queue worker pinned to one GPU with a VRAM budget."""
 
     def __init__(
@@ -80,7 +82,7 @@ class GpuWorker(WorkerUpkeep):
         )
         self.admission = VramAdmission(spec.budget_bytes, spec.slots, spec.gpu_uuid)
         self.bkeys = BullpenKeys(spec.namespace)
-        super().__init__(
+        self.worker = AsyncWorker(
             spec.queue,
             self._process_job,
             connection=spec.redis_url,
@@ -97,9 +99,12 @@ class GpuWorker(WorkerUpkeep):
                 else None
             ),
             attempt_history=AttemptHistory(namespace=spec.namespace),
+            claim_policy=self.admission,
         )
-        if self._reports.attempts is not None:
-            self._reports.attempts.on_lost = self._correct_vram_outcome
+        self.worker.on("closing", self._draining)
+        if self.worker.reports.attempts is not None:
+            self.worker.reports.attempts.on_lost = self._correct_vram_outcome
+        #: The running jobs' meters, by job id.
         self.meters: dict[str, JobMeter] = {}
         self.counters = {
             "processed": 0,
@@ -109,12 +114,8 @@ class GpuWorker(WorkerUpkeep):
             "too_big": 0,
         }
         self.exit_code = 0
-        self.started_ms = now_ms()
+        #: "starting" until run() has sent the first heartbeat, then "running".
         self._state = "starting"
-        self._ppid = os.getppid()
-        self._helpers_stop = asyncio.Event()
-        #: Set when a job is claimed, admitted or ends: beat soon (see defaults).
-        self._changed = asyncio.Event()
         self._pool = ThreadPoolExecutor(spec.max_slots, thread_name_prefix="handler")
         # Bullpen's own keys; decode_responses, so replies are str.
         self._bp: Any = async_from_url(spec.redis_url, decode_responses=True)
@@ -127,39 +128,67 @@ class GpuWorker(WorkerUpkeep):
                 spec.gpu_time_max_keys,
             ),
         )
+        self.upkeep = WorkerUpkeep(
+            self.worker,
+            spec,
+            probe,
+            self.device,
+            self.admission,
+            self.bkeys,
+            self._bp,
+            self.meters,
+            self.counters,
+            lambda: self.state,
+        )
 
-    # --- admission hooks --------------------------------------------------------------
-    def claim_capacity(self) -> int:
-        """One more job, given a free slot, free budget and nobody waiting."""
+    @property
+    def name(self) -> str:
+        """The queue it works."""
+        return self.spec.queue
+
+    @property
+    def closing(self) -> bool:
+        """Whether it drains (close() was called)."""
+        return self.worker.closing
+
+    @property
+    def state(self) -> str:
+        """starting | idle | busy | draining."""
         if self.closing:
-            return 0
-        claimed = len(self.running_jobs)
-        waiting = claimed - len(self.admission.admitted)
-        return self.admission.claim_capacity(claimed, waiting)
+            return "draining"
+        if self._state == "starting":
+            return "starting"
+        return "busy" if self.meters else "idle"
 
     def close(self, force: bool = False) -> None:
         """Drain: stop claiming; running jobs finish (up to drain_timeout_s;
         with `force`, not at all: the stalled check recovers them)."""
-        if not self.closing:
-            log.info("worker %s: draining", self.spec.worker_id)
-        super().close(force)
+        self.worker.close(force)
+
+    def _draining(self) -> None:
+        log.info("worker %s: draining", self.spec.worker_id)
+
+    def heartbeat_record(self) -> dict[str, Any]:
+        """What this worker publishes every heartbeat."""
+        return self.upkeep.heartbeat_record()
 
     # --- running ----------------------------------------------------------------------
     async def run(self, install_signals: bool = True) -> None:
         """Process jobs, heartbeat and watch cancel flags until closed."""
-        helpers = await self._start_upkeep()
+        await self.upkeep.start()
         self._state = "running"
         try:
-            await super().run(install_signals)
+            await self.worker.run(install_signals)
         finally:
-            await self._stop_upkeep(helpers)
+            await self.upkeep.stop()
             self._pool.shutdown(wait=False, cancel_futures=True)
-            await self._unpublish()
+            await self.upkeep.unpublish()
+            await self._bp.aclose()
 
     async def _process_job(self, job: Job) -> Any:
         meter = JobMeter(job.id, job.name)
         self.meters[job.id] = meter
-        self._changed.set()
+        self.upkeep.beat_soon()
         loop = asyncio.get_running_loop()
         ctx = JobContext(job, self.device, meter, loop)
         admitted = False
@@ -180,11 +209,10 @@ class GpuWorker(WorkerUpkeep):
             if not admitted:
                 raise JobCancelled()
             meter.admitted = True
-            self._changed.set()
-            self._sample_peaks()
+            self.upkeep.beat_soon()
+            self.upkeep.sample_peaks()
             meter.admitted_us = time.time_ns() // 1000
             meter.started_ms = meter.admitted_us // 1000
-            self.wake()
             try:
                 if entry.is_async:
                     result = await entry.fn(ctx)
@@ -211,14 +239,14 @@ class GpuWorker(WorkerUpkeep):
             raise
         finally:
             if admitted:
-                self._sample_peaks()
+                self.upkeep.sample_peaks()
             if meter.sim_held_bytes:
                 ctx.sim_free()
             if admitted:
                 meter.released_us = time.time_ns() // 1000
                 await self.admission.release(job.id)
             self.meters.pop(job.id, None)
-            self._changed.set()
+            self.upkeep.beat_soon()
             await self._record_job(job, meter, outcome)
 
     async def _cancel_requested(self, job_id: str) -> bool:
@@ -228,7 +256,9 @@ class GpuWorker(WorkerUpkeep):
             key = self.bkeys.cancel(self.spec.prefix, self.name, job_id)
             return bool(await self._bp.exists(key))
         except Exception as exc:  # noqa: BLE001 - a Redis blip must not fail the job
-            self._helper_failed(f"reading the cancel flag of job {job_id}", exc)
+            self.worker.background.failed(
+                f"reading the cancel flag of job {job_id}", exc
+            )
             return False
 
     async def _on_oom(self, job: Job, exc: BaseException) -> None:
@@ -244,7 +274,7 @@ class GpuWorker(WorkerUpkeep):
                 self.bkeys.gpu_counters(self.device.uuid), "oom_total", 1
             )
         except Exception as err:  # noqa: BLE001 - counting must not mask the OOM
-            self._helper_failed("counting a CUDA OOM", err)
+            self.worker.background.failed("counting a CUDA OOM", err)
         loop = asyncio.get_running_loop()
         healthy = await loop.run_in_executor(None, cuda_self_check, self.device)
         if not healthy:
@@ -254,7 +284,7 @@ class GpuWorker(WorkerUpkeep):
                 self.device.uuid,
             )
             self.exit_code = defaults.EXIT_CUDA_BROKEN
-            self.close_timeout = defaults.BROKEN_CLOSE_TIMEOUT_S
+            self.worker.close_timeout = defaults.BROKEN_CLOSE_TIMEOUT_S
             self.close()
 
     async def _record_job(self, job: Job, meter: JobMeter, outcome: str) -> None:
@@ -288,7 +318,9 @@ class GpuWorker(WorkerUpkeep):
             try:
                 await self.gpu_time.record(usage)
             except Exception as exc:  # noqa: BLE001 - accounting must not fail the job
-                self._helper_failed(f"counting the GPU time of job {job.id}", exc)
+                self.worker.background.failed(
+                    f"counting the GPU time of job {job.id}", exc
+                )
         key = self.bkeys.job(self.spec.prefix, self.name, job.id)
         try:
             pipe = self._bp.pipeline(transaction=False)
@@ -303,7 +335,9 @@ class GpuWorker(WorkerUpkeep):
                     f" ({source or 'not measured'}) on {self.device.uuid}"
                 )
         except Exception as exc:  # noqa: BLE001 - bookkeeping must not fail the job
-            self._helper_failed(f"recording the VRAM use of job {job.id}", exc)
+            self.worker.background.failed(
+                f"recording the VRAM use of job {job.id}", exc
+            )
 
     def _usage(self, job: Job, meter: JobMeter, peak: int | None) -> Usage | None:
         """What the attempt used of the GPU (None: it never ran on it)."""
@@ -323,7 +357,7 @@ class GpuWorker(WorkerUpkeep):
         self, job: Job, fields: dict[str, Any], peak: int | None, usage: Usage | None
     ) -> None:
         """Add the GPU's side of this attempt to its attempt record."""
-        attempts = self._reports.attempts
+        attempts = self.worker.reports.attempts
         if attempts is None:
             return
         attempts.annotate(

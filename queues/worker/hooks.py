@@ -16,6 +16,7 @@ Events and the arguments listeners get:
 - `drained()`: the queue had no job to claim (once until a job comes).
 - `error(error)`: a worker error not tied to a job (Redis unreachable, a
   lock renewal or stalled check that failed).
+- `closing()`: `close()` was called (once): the worker claims no more jobs.
 - `closed()`: `run()` is about to return.
 """
 
@@ -37,6 +38,7 @@ EVENTS = (
     "stalled",
     "drained",
     "error",
+    "closing",
     "closed",
 )
 Listener = Callable[..., Any]

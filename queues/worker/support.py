@@ -11,6 +11,7 @@ from ..cluster import is_cluster_client, node_client
 from ..connection import sibling_async_client
 from ..job import Job
 from ..metrics import MetricsOptions
+from .policy import ClaimPolicy
 
 log = logging.getLogger("queues.worker")
 
@@ -62,6 +63,7 @@ def check_options(
     concurrency: int,
     limiter: Mapping[str, int] | None,
     metrics: MetricsOptions | None,
+    claim_policy: ClaimPolicy | None = None,
 ) -> None:
     """Refuse a worker's options that cannot work (ValueError, TypeError)."""
     if not callable(processor):
@@ -74,3 +76,5 @@ def check_options(
         raise ValueError("limiter needs max >= 1 and duration >= 1 (ms)")
     if metrics is not None and not isinstance(metrics, MetricsOptions):
         raise TypeError("metrics must be a MetricsOptions(max_data_points=...)")
+    if claim_policy is not None and not isinstance(claim_policy, ClaimPolicy):
+        raise TypeError("claim_policy needs capacity(claimed) and bind(wake)")

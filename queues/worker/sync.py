@@ -37,5 +37,4 @@ class Worker:
         if self._loop is not None and self._loop.is_running():
             self._loop.call_soon_threadsafe(self._core.close, force)
         else:
-            self._core._closing = True
-            self._core._force = self._core._force or force
+            self._core.close(force)

@@ -9,6 +9,7 @@ import pytest
 
 from gpu_workers.admission import VramAdmission, compute_budget
 from gpu_workers.exceptions import JobTooLarge
+from queues.worker import ClaimPolicy
 
 GiB = 2**30
 
@@ -30,6 +31,26 @@ def test_claim_gate() -> None:
     assert adm.claim_capacity(claimed=2, waiting=0) == 0
     adm.admitted["a"] = 10 * GiB
     assert adm.claim_capacity(claimed=1, waiting=0) == 0
+
+
+def test_admission_is_the_workers_claim_policy() -> None:
+    """As a queue worker's claim policy, capacity(claimed) counts the claimed
+    jobs not admitted yet as waiting; the worker is woken when a job is
+    admitted, when budget is released and when the slot count changes."""
+    adm = VramAdmission(10 * GiB, slots=2)
+    assert isinstance(adm, ClaimPolicy)
+    wakes: list[str] = []
+    adm.bind(lambda: wakes.append("wake"))
+    assert adm.capacity(claimed=0) == 1
+    assert adm.capacity(claimed=1) == 0  # claimed, still waiting for budget
+    asyncio.run(adm.admit("a", 4 * GiB))
+    assert wakes == ["wake"] and adm.capacity(claimed=1) == 1
+    asyncio.run(adm.admit("b", 4 * GiB))
+    assert adm.capacity(claimed=2) == 0  # both slots taken
+    adm.resize(3)
+    assert len(wakes) == 3 and adm.capacity(claimed=2) == 1
+    asyncio.run(adm.release("a"))
+    assert len(wakes) == 4 and adm.free_bytes == 6 * GiB
 
 
 def test_too_large_names_both_numbers() -> None:

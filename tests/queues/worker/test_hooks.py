@@ -1,7 +1,7 @@
 """Worker-local event hooks (BullMQ's worker.on): active, progress,
-completed, failed, stalled, drained, error and closed reach listeners in the
-worker process, sync and async; a raising listener is logged and changes
-nothing."""
+completed, failed, stalled, drained, error, closing and closed reach
+listeners in the worker process, sync and async; a raising listener is
+logged and changes nothing."""
 
 from __future__ import annotations
 
@@ -231,6 +231,29 @@ def test_error_hook_when_redis_is_unreachable(qname: str) -> None:
     asyncio.run(main())
     assert len(errors) >= 2
     assert all(isinstance(e, (redis.ConnectionError, OSError)) for e in errors)
+
+
+def test_closing_hook_once_when_close_is_called(redis_url: str, qname: str) -> None:
+    """`closing` reaches listeners as close() is first called (BullMQ's
+    'closing'), once however often it is called, before `closed`."""
+    seen: list[str] = []
+
+    async def main() -> None:
+        worker = AsyncWorker(
+            qname, lambda job: None, connection=redis_url, drain_delay=0.2
+        )
+        worker.on("closing", lambda: seen.append("closing"))
+        worker.on("closed", lambda: seen.append("closed"))
+        run = asyncio.create_task(worker.run(install_signals=False))
+        await asyncio.sleep(0.3)
+        assert seen == []
+        worker.close()
+        assert seen == ["closing"]
+        worker.close(force=True)
+        await asyncio.wait_for(run, 10)
+
+    asyncio.run(main())
+    assert seen == ["closing", "closed"]
 
 
 def test_unknown_event_is_refused(redis_url: str, qname: str) -> None:

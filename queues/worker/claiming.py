@@ -1,0 +1,218 @@
+"""Claiming jobs: the claim script, what its answer means (jobs, a rate
+limit reached, an empty queue and when its next delayed job is due), and
+the blocking wait on the queue's marker (BZPOPMIN, no polling) once the
+queue is drained."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from redis.exceptions import AskError, MovedError
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from .. import codec, defaults, ops
+from ..cluster import is_cluster_client
+from ..drive import run_async
+from ..outages import recoverable
+from .support import blocking_client
+
+if TYPE_CHECKING:
+    from ..keys import QueueKeys
+    from ..metrics import MetricsOptions
+    from ..outages import Outage
+    from ..scripts import Scripts
+    from .reporting import WorkerReports
+
+#: Starts a claimed job: its id, its hash's fields and its lock token.
+Start = Callable[[str, dict[str, str], str], None]
+
+
+def static_options(
+    token: str,
+    lock_duration: int,
+    limiter: Mapping[str, int] | None,
+    worker_name: str | None,
+    metrics: MetricsOptions | None,
+) -> str:
+    """The part of the worker opts that claims and finishes always send,
+    encoded once: its JSON object without the opening brace."""
+    static: dict[str, Any] = {"token": token, "lockDuration": lock_duration}
+    if limiter:
+        static["limiter"] = dict(limiter)
+    if worker_name:
+        static["name"] = worker_name
+    if metrics is not None:
+        static["maxMetricsSize"] = metrics.max_data_points
+    return codec.dumps(static)[1:]
+
+
+class Claimer:
+    """Claims the jobs of one worker and waits for new ones (its loop only)."""
+
+    def __init__(
+        self,
+        *,
+        keys: QueueKeys,
+        client: Any,
+        once: Scripts,
+        connection_name: str,
+        static: str,
+        drain_delay: float,
+        start: Start,
+        outage: Outage,
+        reports: WorkerReports,
+    ) -> None:
+        self._keys = keys
+        self._claim_keys = keys.move_to_active_keys()
+        #: The queue's client: the blocking client is its sibling.
+        self._client = client
+        self._once = once
+        self._connection_name = connection_name
+        self._static = static
+        self._drain_delay = drain_delay
+        self._start = start
+        self._outage = outage
+        self._reports = reports
+        #: Jobs claimed so far (the opts' seq).
+        self._seq = 0
+        #: The last claim found the queue empty: wait on the marker.
+        self.drained = False
+        #: When the rate limit window ends (ms), or 0.
+        self._limited_until = 0.0
+        #: When the next delayed job is due (ms), or 0.
+        self._block_until = 0.0
+        self._blocking: Any = None
+        self._block_task: asyncio.Task[Any] | None = None
+
+    def opts(self, fetch: int = 0) -> str:
+        """The worker opts of a claim, or of a finish claiming `fetch` jobs."""
+        return f'{{"seq":{self._seq},"fetch":{fetch},{self._static}'
+
+    def limited_for(self) -> float:
+        """Seconds until the rate limit window ends (0 or less: not limited)."""
+        return self._limited_until / 1000 - time.time()
+
+    async def connect(self) -> None:
+        """Open the named blocking connection now (Node's getWorkers() lists
+        it, and a busy worker may not block for a long time) and the claims'
+        (the first claim is not late); Redis unreachable is waited out later."""
+        try:
+            await (await self._open_blocking()).ping()
+            await self._once.client.ping()
+        except Exception as exc:
+            if not recoverable(exc):
+                raise
+
+    async def claim(self, count: int) -> None:
+        """Claim up to `count` jobs and start them."""
+        claim = ops.claim(
+            self._claim_keys,
+            self._keys.base,
+            int(time.time() * 1000),
+            self.opts(),
+            count,
+        )
+        flat, ttl, next_delay = await run_async(
+            claim, self._once.client, self._once, refusals_as_unavailable=False
+        )
+        # Only a claim or a finish ends an outage: reads (and a script with
+        # nothing to write) may succeed while Redis still refuses writes.
+        self._outage.succeeded()
+        self.take(flat, ttl, next_delay)
+
+    def take(self, flat: list[Any], ttl: Any, next_delay: Any) -> None:
+        """Start the jobs of a claim's answer (or a finish's); note a rate
+        limit reached, or an empty queue and its next due time."""
+        self._seq += len(flat) // 3
+        for i in range(0, len(flat), 3):
+            self._start(flat[i], codec.pairs_to_dict(flat[i + 2]), flat[i + 1])
+        ttl = int(ttl or 0)
+        if ttl > 0:
+            self._reports.rate_limited(ttl)
+            self._limited_until = time.time() * 1000 + min(
+                ttl, defaults.RATE_LIMIT_MAX_DELAY_MS
+            )
+            # Rate limited, not drained: claim directly once the window ends,
+            # as no marker is written when it does.
+            self.drained = False
+        elif not flat:
+            self.drained = True
+            self._reports.nothing_to_claim()
+            next_delay = float(next_delay or 0)
+            if next_delay > 0:
+                self._block_until = next_delay
+
+    def expect_jobs(self) -> None:
+        """Jobs were put back in wait (the stalled check): claim directly."""
+        self.drained = False
+
+    async def wait_for_job(self, wake: asyncio.Event) -> None:
+        """Block on the marker until a job may be there, the next delayed job
+        is due, or `wake` is set (a running job ended, close()...). A wait
+        cut short by `wake` goes on in the next call."""
+        now = time.time() * 1000
+        if self._block_until and self._block_until <= now:
+            self._block_until = 0
+            self.drained = False
+            return
+        if self._block_task is None:
+            self._block_task = asyncio.ensure_future(self._block())
+        block_task = self._block_task
+        woken = asyncio.create_task(wake.wait())
+        timeout = (self._block_until - now) / 1000 if self._block_until else None
+        done, _ = await asyncio.wait(
+            {block_task, woken}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+        )
+        woken.cancel()
+        if block_task in done:
+            self._block_task = None
+            popped = block_task.result()
+            score = float(popped[2]) if popped else 0.0
+            if score > time.time() * 1000 + 1:
+                if not self._block_until or score < self._block_until:
+                    self._block_until = score
+            else:
+                self.drained = False
+        elif not done:
+            self._block_until = 0
+            self.drained = False
+
+    def interrupted(self) -> None:
+        """A claim, finish or wait failed: drop the wait, claim directly next."""
+        if self._block_task is not None:
+            self._block_task.cancel()
+            self._block_task = None
+        self.drained = False
+
+    async def stop_waiting(self) -> None:
+        """End a wait still pending (the worker's loop is ending)."""
+        if self._block_task is not None:
+            self._block_task.cancel()
+            await asyncio.wait([self._block_task], timeout=defaults.HELPER_STOP_S)
+
+    async def close(self) -> None:
+        """Close the blocking client."""
+        if self._blocking is not None:
+            await self._blocking.aclose()
+
+    async def _block(self) -> Any:
+        """BZPOPMIN on the marker. On a cluster, a moved slot (MOVED, primary
+        gone) drops the blocking client, made again next time; nothing popped."""
+        client = self._blocking or await self._open_blocking()
+        try:
+            return await client.bzpopmin(self._keys.marker, self._drain_delay)
+        except (MovedError, AskError, RedisConnectionError):
+            if not is_cluster_client(self._client):
+                raise
+            self._blocking = None
+            await client.aclose()
+            return None
+
+    async def _open_blocking(self) -> Any:
+        self._blocking = await blocking_client(
+            self._client, self._keys.marker, self._connection_name
+        )
+        return self._blocking
