@@ -5,9 +5,13 @@
     sqlite:///relative/path.sqlite3      (relative to `base`, the project)
     sqlite:////absolute/path.sqlite3
 
-Anything else (another scheme, a missing database name, a bad port, an
-unknown query parameter) raises ValueError whose message shows the URL with
-its password replaced by `***`: the message goes to logs and terminals.
+dj-database-url parses PostgreSQL URLs (user and password unquoted, IPv6
+hosts, the port, the engine, CONN_MAX_AGE and CONN_HEALTH_CHECKS); this
+module refuses what the library lets through, and reads SQLite URLs itself
+(the library's rules for them are not these). Anything else (another scheme, a missing
+database name, a bad port, an unknown query parameter) raises ValueError
+whose message shows the URL with its password replaced by `***`: the message
+goes to logs and terminals.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
+
+import dj_database_url
 
 POSTGRES_SCHEMES = ("postgres", "postgresql")
 #: libpq's sslmode values.
@@ -52,22 +58,30 @@ def parse_database_url(url: str, base: Path, conn_max_age: int = 60) -> dict[str
 
 def _postgres(url: str, shown: str, conn_max_age: int) -> dict[str, Any]:
     try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:
-        # urlsplit's messages may quote the netloc (password included).
+        db = dj_database_url.parse(
+            url, conn_max_age=conn_max_age, conn_health_checks=True
+        )
+    except dj_database_url.ParseError:
+        # urlsplit's errors, which the library hides: they may quote the password.
         raise ValueError(f"DATABASE_URL {shown!r}: bad host or port") from None
+    parts = urlsplit(url)
     if parts.fragment:
         raise ValueError(f"DATABASE_URL {shown!r}: a fragment (#...) is not allowed")
-    name = unquote(parts.path[1:]) if parts.path.startswith("/") else ""
-    if not name or "/" in name:
+    if not db["NAME"] or "/" in db["NAME"]:
         raise ValueError(
             f"DATABASE_URL {shown!r} names no database: postgres://user@host:5432/name"
         )
+    # Where the library differs: it adds DISABLE_SERVER_SIDE_CURSORS (Django's
+    # default), reads port 0 as none, and its OPTIONS drop blank values, turn
+    # "123" and "true" into 123 and True, and take any parameter.
+    db.pop("DISABLE_SERVER_SIDE_CURSORS", None)
+    port = "" if parts.port is None else str(parts.port)
+    return {**db, "PORT": port, "OPTIONS": _options(parts.query, shown)}
+
+
+def _options(query: str, shown: str) -> dict[str, Any]:
     options: dict[str, Any] = {}
-    for key, value in parse_qsl(
-        parts.query, keep_blank_values=True, strict_parsing=False
-    ):
+    for key, value in parse_qsl(query, keep_blank_values=True, strict_parsing=False):
         if key in options:
             raise ValueError(f"DATABASE_URL {shown!r}: {key} given twice")
         if key == "sslmode":
@@ -91,20 +105,13 @@ def _postgres(url: str, shown: str, conn_max_age: int) -> dict[str, Any]:
                 f"DATABASE_URL {shown!r}: unknown parameter {key!r} (known: "
                 "sslmode, connect_timeout, application_name)"
             )
-    return {
-        "ENGINE": "django.db.backends.postgresql",
-        "NAME": name,
-        "USER": unquote(parts.username or ""),
-        "PASSWORD": unquote(parts.password or ""),
-        "HOST": unquote(parts.hostname or ""),
-        "PORT": str(port) if port is not None else "",
-        "OPTIONS": options,
-        "CONN_MAX_AGE": conn_max_age,
-        "CONN_HEALTH_CHECKS": True,
-    }
+    return options
 
 
 def _sqlite(url: str, shown: str, base: Path) -> dict[str, Any]:
+    # Not the library's: it reads sqlite:// and sqlite:/// as an in-memory
+    # database, passes a host or parameters through, and drops tabs and
+    # newlines from the path.
     rest = url[len("sqlite://") :]
     if not rest.startswith("/"):
         raise ValueError(

@@ -99,6 +99,13 @@ def test_sqlite_paths(url: str, name: str) -> None:
         ("sqlite:///", "names no SQLite file"),
         ("sqlite:///dir/", "names no SQLite file"),
         ("sqlite:///db.sqlite3?mode=ro", "takes no parameters"),
+        # dj-database-url would take these: blank values dropped, any
+        # parameter passed on, sqlite:// an in-memory database.
+        ("postgres://u:hunter2@h/db?sslmode=", "sslmode ''"),
+        ("postgres://u:hunter2@h/db?application_name=&application_name=a", "twice"),
+        ("postgres://u:hunter2@h/db?currentSchema=x", "unknown parameter"),
+        ("sqlite://", "takes no host"),
+        ("sqlite://:memory:", "takes no host"),
     ],
 )
 def test_bad_urls_say_why_without_the_password(url: str, says: str) -> None:
@@ -106,6 +113,18 @@ def test_bad_urls_say_why_without_the_password(url: str, says: str) -> None:
         parse_database_url(url, BASE)
     assert says in str(info.value)
     assert "hunter2" not in str(info.value)
+
+
+def test_values_stay_as_written() -> None:
+    """What dj-database-url, which does the parsing, would change: port 0
+    read as none, "123" and "true" turned into 123 and True, a blank value
+    dropped; and a DISABLE_SERVER_SIDE_CURSORS key added."""
+    db = parse_database_url("postgres://h:0/db?application_name=123", BASE)
+    assert (db["PORT"], db["OPTIONS"]) == ("0", {"application_name": "123"})
+    assert "DISABLE_SERVER_SIDE_CURSORS" not in db
+    for value in ("true", ""):
+        db = parse_database_url(f"postgres://h/db?application_name={value}", BASE)
+        assert db["OPTIONS"] == {"application_name": value}
 
 
 @pytest.mark.parametrize(
