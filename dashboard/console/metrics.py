@@ -71,6 +71,7 @@ from queues.keys import QueueKeys
 from queues.names import qualified_name
 from queues.ops import DEFAULT_STATES
 
+from .metrics_gpus import gpu_families
 from .metrics_redis import redis_families
 from .reads.overview import worker_census
 
@@ -159,10 +160,6 @@ def _histogram(values: Sequence[float]) -> tuple[list[tuple[str, float]], float]
     buckets = [(str(b), float(bisect_right(ordered, b))) for b in BUCKETS_S]
     buckets.append(("+Inf", float(len(ordered))))
     return buckets, float(sum(ordered))
-
-
-def _num(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) else None
 
 
 class BullpenCollector(Collector):
@@ -348,56 +345,4 @@ class BullpenCollector(Collector):
                 limit_hits.add_metric(labels, hits)
         yield from (state, beat, restarts, outcomes, slots, running)
         yield from (attempts, limit_hits, stalled)
-        yield from self._gpu_families(gpus)
-
-    def _gpu_families(self, gpus: list[dict[str, Any]]) -> Iterable[Metric]:
-        gl = ["host", "gpu", "index", "name", "simulated"]
-
-        def gauge(name: str, doc: str) -> GaugeMetricFamily:
-            return GaugeMetricFamily(name, doc, labels=gl)
-
-        memory = {
-            "memory_total_bytes": gauge(
-                "bullpen_gpu_memory_total_bytes", "Device memory"
-            ),
-            "memory_used_bytes": gauge(
-                "bullpen_gpu_memory_used_bytes", "Device memory in use"
-            ),
-            "committed_bytes": gauge(
-                "bullpen_gpu_memory_committed_bytes",
-                "VRAM committed by admission to running jobs (declared needs)",
-            ),
-            "memory_free_bytes": gauge(
-                "bullpen_gpu_memory_free_bytes", "Device memory not in use"
-            ),
-            "budget_bytes": gauge(
-                "bullpen_gpu_memory_budget_bytes", "VRAM budget of the workers on it"
-            ),
-        }
-        util = gauge("bullpen_gpu_utilization_ratio", "GPU busy time, 0..1")
-        temp = gauge("bullpen_gpu_temperature_celsius", "GPU temperature")
-        power = gauge("bullpen_gpu_power_watts", "GPU power draw")
-        ooms = CounterMetricFamily(
-            "bullpen_gpu_oom", "CUDA out-of-memory errors seen on the GPU", labels=gl
-        )
-        for g in gpus:
-            labels = [
-                str(g.get("host", "")),
-                str(g.get("uuid", "")),
-                str(g.get("index", "")),
-                str(g.get("name", "")),
-                "true" if g.get("simulated") else "false",
-            ]
-            for field, family in memory.items():
-                value = _num(g.get(field))
-                if value is not None:
-                    family.add_metric(labels, value)
-            if (pct := _num(g.get("utilization_gpu_pct"))) is not None:
-                util.add_metric(labels, pct / 100)
-            if (celsius := _num(g.get("temperature_c"))) is not None:
-                temp.add_metric(labels, celsius)
-            if (watts := _num(g.get("power_w"))) is not None:
-                power.add_metric(labels, watts)
-            ooms.add_metric(labels, float(g.get("oom_total") or 0))
-        yield from memory.values()
-        yield from (util, temp, power, ooms)
+        yield from gpu_families(gpus)
