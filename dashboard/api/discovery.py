@@ -8,7 +8,6 @@ from collections.abc import Sequence
 
 import redis
 
-from dashboard.shared.conf import setting
 from queues.discovery import CachedDiscovery, discover_queues
 
 from ..shared import conf
@@ -21,8 +20,8 @@ def _scan(conn: redis.Redis, prefixes: Sequence[str]) -> list[tuple[str, str]]:
 #: The queues under the API's prefix, with the dashboard's discovery settings.
 api_queues = CachedDiscovery(
     lambda: [conf.get().prefix],
-    lambda: float(setting("BULLPEN_DISCOVERY_TTL_S")),
-    lambda: float(setting("BULLPEN_REDIS_TIMEOUT_S")),
+    lambda: conf.get().discovery_ttl_s,
+    lambda: conf.get().redis_timeout_s,
     _scan,
 )
 

@@ -4,7 +4,7 @@ standalone site's dashboard/asgi.py and in a host's asgi.py (docs/embedding.md),
 so a mounted dashboard runs the same as the standalone site.
 
 - the first discovery SCAN, so the first page need not wait for it;
-- the charts' sampler thread (reads/charts.py; BULLPEN_SERIES_SAMPLING=0: off);
+- the charts' sampler thread (reads/charts.py; off with `conf.series_sampling` off);
 - the batch runner, which resumes batches a stopped process left running
   (bulk/runner.py).
 

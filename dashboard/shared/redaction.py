@@ -1,7 +1,7 @@
 """Redaction of job content: the BULLPEN_REDACT hook and what every path that
 shows a job (pages, live messages, API, SSE, webhooks) passes job content
-through. A leaf: it reads Django settings and nothing else of the dashboard,
-so the API may use it too."""
+through. Part of the shared leaf: it reads its hook from the one conf and
+nothing else of the dashboard, so both apps use it."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from django.conf import settings
 from django.utils.module_loading import import_string
+
+from . import conf
 
 REDACTED = "[redacted]"
 #: Keys whose values `redact_sensitive_keys` hides (matched anywhere in the key).
@@ -45,7 +46,7 @@ def _hook(path: str) -> Any:
 def hook_path() -> str:
     """The BULLPEN_REDACT hook's dotted path, "" when none is set (a host
     project need not define the setting)."""
-    return str(getattr(settings, "BULLPEN_REDACT", "") or "")
+    return conf.get().redact
 
 
 def redact(value: Any) -> Any:

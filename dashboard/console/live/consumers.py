@@ -5,8 +5,8 @@ checked in asgi.py), and keeps it only while both hold: logging out closes it,
 and it checks its session and permission again on every subscribe and
 periodically (dashboard/console/live/access.py). It sends `subscribe`; the server
 makes this process's events reader follow what it asks of the queues that
-exist (at most BULLPEN_LIVE_MAX_QUEUES_PER_SOCKET per socket and
-BULLPEN_LIVE_MAX_QUEUES_PER_PROCESS per process), replays what a reconnecting
+exist (at most `conf.live_max_queues_per_socket` per socket and
+`conf.live_max_queues_per_process` per process), replays what a reconnecting
 browser missed (bounded), and then forwards what the reader hands this
 process's hub (dashboard/console/live/hub.py): events, progress (coalesced by the
 reader alone, at most 10 a second per job, latest wins; a socket forwards

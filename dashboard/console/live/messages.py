@@ -5,7 +5,7 @@
 
 Field values come from job data and errors, so they are untrusted: the job's
 content in them (progress, return value, failed reason) goes through the
-BULLPEN_REDACT hook as on every page, and long values are cut here (the
+redaction hook as on every page, and long values are cut here (the
 browser only ever sets them as text).
 """
 

@@ -92,5 +92,5 @@ _sampler = _Sampler()
 
 def start_sampling() -> bool:
     """Start this process's sampler thread (the server calls this when it
-    starts; BULLPEN_SERIES_SAMPLING=0 turns it off); False if it runs or is off."""
+    starts; `conf.series_sampling` off turns it off); False if it runs or is off."""
     return _sampler.start()

@@ -44,7 +44,7 @@ class JobDetail:
 
 def job_detail(ref: QueueRef, job_id: str, whole: bool = False) -> JobDetail | None:
     """A job with its state, newest log lines, VRAM record and flow tree
-    (values over BULLPEN_DETAIL_VALUE_MAX_BYTES left out unless `whole`)."""
+    (values over `conf.detail_value_max_bytes` left out unless `whole`)."""
     q = queue(ref.prefix, ref.name)
     cap = None if whole else conf.get().detail_value_max_bytes
     job, job_state = q.get_job_with_state(job_id, cap)

@@ -63,7 +63,7 @@ def page(
     ref: QueueRef, states: Sequence[str], start: int, end: int, asc: bool
 ) -> list[Job]:
     """One page of jobs across states, O(page) in Redis; values over
-    BULLPEN_LIST_VALUE_MAX_BYTES are left out (Job.left_out)."""
+    the list value cap (`conf.list_value_max_bytes`) are left out (Job.left_out)."""
     jobs: list[Job] = queue(ref.prefix, ref.name).get_jobs(
         list(states),
         start,

@@ -42,7 +42,7 @@ class Scan:
     scanned: int = 0
     next_cursor: int | None = None
     jobs: list[Job] = field(default_factory=list)
-    #: Jobs read whose data was too large to read (BULLPEN_LIST_VALUE_MAX_BYTES).
+    #: Jobs read whose data was too large to read (`conf.list_value_max_bytes`).
     data_left_out: int = 0
 
 

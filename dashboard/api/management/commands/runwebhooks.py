@@ -11,12 +11,12 @@ import logging
 import threading
 from typing import Any
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import DatabaseError
 
 from dashboard.api.signals import sync_all
 from dashboard.api.webhooks.dispatcher import Dispatcher, DispatcherConfig
+from dashboard.shared import conf
 from gpu_workers.liveness import (
     LIVENESS_INTERVAL_S,
     LIVENESS_MAX_AGE_S,
@@ -55,9 +55,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        liveness_file = options.get("liveness_file") or getattr(
-            settings, "BULLPEN_LIVENESS_FILE", ""
-        )
+        liveness_file = options.get("liveness_file") or conf.get().liveness_file
         if options["check_alive"]:
             code = check_alive(liveness_file, options["max_age"])
             if code:
