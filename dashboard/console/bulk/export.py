@@ -1,7 +1,7 @@
 """JSON Lines export of selected jobs or of every job of a tab: one job per
 line, read a chunk at a time (memory bounded by the chunk, whatever the
-count), job content through the redaction hook, values over
-the detail value cap (`conf.detail_value_max_bytes`) left out (named in `left_out`), and a job
+count), job content through the redaction hook, values over the detail value
+cap (`conf.detail_value_max_bytes`) left out (named in `left_out`), and a job
 that cannot be read whole exported as far as it can be, never breaking the
 stream."""
 
