@@ -25,7 +25,7 @@ import dataclasses, json, django
 django.setup()
 from dashboard.api import store
 from dashboard.api.views import common
-from dashboard.console.reads import discovery
+from dashboard.shared import discovery
 from dashboard.shared import conf
 assert store.conf is common.conf is discovery.conf is conf
 print(json.dumps(dataclasses.asdict(conf.get()), default=str))
