@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -26,6 +27,8 @@ from tests.queues.transitions.helpers import (
     move_to_finished,
 )
 
+#: The checkout (a process of its own imports Bullpen from it).
+CHECKOUT = Path(__file__).resolve().parents[2]
 HX = {"HTTP_HX_REQUEST": "true"}
 GiB = 2**30
 #: A simulated GPU and an NVML one as a supervisor's heartbeat lists them.
@@ -219,3 +222,36 @@ def fill_every_family(r: redis.Redis, q: Queue) -> None:
     r.hset(f"{q.prefix}:{q.name}:metrics:completed", "count", 1)
     r.hset(f"{q.prefix}:{q.name}:metrics:failed", "count", 1)
     q.add("waiting", {})
+
+
+def django_process(
+    code: str,
+    settings_module: str,
+    *args: str,
+    cwd: Path | None = None,
+    path: tuple[Path, ...] = (),
+    **env: str,
+) -> subprocess.CompletedProcess[str]:
+    """Run `code` (`python -c`, with `args`) in a process of its own under
+    `settings_module`: none of this process's BULLPEN_*, DJANGO_* or
+    REDIS_URL reaches it (a host project reads its own), a test secret key,
+    the checkout and `path` importable, and `env` on top."""
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("BULLPEN_", "DJANGO_")) and k != "REDIS_URL"
+    }
+    clean.update(
+        DJANGO_SETTINGS_MODULE=settings_module,
+        DJANGO_SECRET_KEY="process-test-" + "k" * 40,
+        PYTHONPATH=os.pathsep.join([*map(str, path), str(CHECKOUT)]),
+        **env,
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        cwd=cwd or CHECKOUT,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )

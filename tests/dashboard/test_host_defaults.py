@@ -10,13 +10,10 @@ dispatcher was named `localhost` on every host."""
 from __future__ import annotations
 
 import json
-import os
 import socket
-import subprocess
-import sys
 from typing import Any
 
-from tests.dashboard.daphne_helpers import ROOT
+from tests.dashboard.helpers import django_process
 
 #: Prints both apps' settings as the process reads them, as JSON: the conf
 #: the pages import and the one the API's modules import.
@@ -35,24 +32,7 @@ print(json.dumps(dataclasses.asdict(conf.get()), default=str))
 def _read(settings_module: str) -> dict[str, Any]:
     """Both apps' settings in a process of `settings_module` whose
     environment has no BULLPEN_* variable and no REDIS_URL."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("BULLPEN_") and k != "REDIS_URL"
-    }
-    env.update(
-        DJANGO_SETTINGS_MODULE=settings_module,
-        DJANGO_SECRET_KEY="host-defaults-test-" + "k" * 40,
-        PYTHONPATH=str(ROOT),
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", _DUMP],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = django_process(_DUMP, settings_module)
     assert done.returncode == 0, done.stderr
     result: dict[str, Any] = json.loads(done.stdout)
     return result

@@ -7,9 +7,7 @@ run in a process of its own (INSTALLED_APPS cannot change inside this one):
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,8 +16,7 @@ from django.test import Client
 from dashboard.api import store
 from dashboard.api.webhooks import deliveries
 from queues import Queue
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.dashboard.helpers import django_process
 
 CONSOLE_ONLY = """
 from tests.hostproject.settings import *  # noqa: F403
@@ -87,24 +84,17 @@ def run_host(
     *args: str,
     redis_url: str,
 ) -> subprocess.CompletedProcess[str]:
+    """Write the host's settings and URLconf to `tmp_path` and run `code` there."""
     (tmp_path / "host_settings.py").write_text(settings)
     (tmp_path / f"{urls[0]}.py").write_text(urls[1])
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "BULLPEN_"))
-    }
-    env.update(
-        DJANGO_SETTINGS_MODULE="host_settings",
-        PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]),
+    return django_process(
+        code,
+        "host_settings",
+        *args,
+        cwd=tmp_path,
+        path=(tmp_path,),
         REDIS_URL=redis_url,
         HOST_DB_PATH=str(tmp_path / "db.sqlite3"),
-    )
-    return subprocess.run(
-        [sys.executable, "-c", code, *args],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=180,
     )
 
 

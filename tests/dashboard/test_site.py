@@ -4,9 +4,6 @@ before the split is told by `manage.py check` and at start-up."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +11,7 @@ import pytest
 from django.test import Client
 
 from dashboard import errors
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.dashboard.helpers import django_process
 
 pytestmark = pytest.mark.django_db
 
@@ -41,24 +37,6 @@ def test_the_sites_500_page_needs_no_context(rf: Any) -> None:
     assert api.status_code == 500 and api["Content-Type"] == "application/json"
 
 
-def _django(
-    code: str, settings_module: str, tmp_path: Path
-) -> subprocess.CompletedProcess[str]:
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "BULLPEN_"))
-    }
-    env["DJANGO_SETTINGS_MODULE"] = settings_module
-    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), str(ROOT)])
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 def test_a_host_listing_the_old_app_name_is_told_what_to_change(tmp_path: Path) -> None:
     """INSTALLED_APPS with "dashboard" (the operator app's name before the
     split): `manage.py check` fails with bullpen.E014, whose hint is the exact
@@ -74,13 +52,13 @@ def test_a_host_listing_the_old_app_name_is_told_what_to_change(tmp_path: Path) 
         "import django; django.setup()\n"
         "from django.core.management import call_command; call_command('check')"
     )
-    old = _django(check, "old_host", tmp_path)
+    old = django_process(check, "old_host", cwd=tmp_path, path=(tmp_path,))
     assert old.returncode != 0
     assert "bullpen.E014" in old.stderr
     assert (
         'Replace "dashboard" with "dashboard.console" in INSTALLED_APPS' in old.stderr
     )
-    new = _django(check, "tests.hostproject.settings", tmp_path)
+    new = django_process(check, "tests.hostproject.settings", cwd=tmp_path)
     assert new.returncode == 0, new.stderr
 
 
@@ -95,22 +73,22 @@ def test_websocket_urls_alone_still_sets_the_server_up_with_a_warning(
         "from dashboard import routing\n"
         "{body}\n"
     )
-    old = _django(
+    old = django_process(
         code.format(body="routing.websocket_urls('ops/queues/')"),
         "tests.hostproject.settings",
-        tmp_path,
+        cwd=tmp_path,
     )
     assert old.returncode != 0
     assert (
         "DeprecationWarning" in old.stderr
         and "dashboard.routing.prepare()" in old.stderr
     )
-    routes = _django(
+    routes = django_process(
         code.format(
             body="routing._prepared.set()\n"
             "print(len(routing.websocket_urls('ops/queues/')))"
         ),
         "tests.hostproject.settings",
-        tmp_path,
+        cwd=tmp_path,
     )
     assert routes.returncode == 0 and routes.stdout.strip() == "1", routes.stderr
