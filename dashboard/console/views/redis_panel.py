@@ -37,7 +37,7 @@ def _redis_context(request: HttpRequest) -> dict[str, Any]:
         "warn_pct": round(redis_panel.MEMORY_WARN_RATIO * 100),
         "show_args": may_operate and not hook,
         "args_hidden_why": (
-            "a redaction hook is set"
+            "a redaction hook (BULLPEN_REDACT) is set"
             if hook
             else "they may hold job data: operators only"
         ),
