@@ -15,7 +15,11 @@ from queues.worker.threads import ThreadRunner
 def test_results_and_errors_come_back_on_the_loop_batched() -> None:
     """Calls run on the runner's named threads, as many at once as it has
     threads; values and exceptions reach the awaiting coroutines; calls that
-    finish together are handed back with fewer loop wake-ups than calls."""
+    finish together are handed back with fewer loop wake-ups than calls.
+
+    Nothing here depends on the machine's speed: the first four calls meet
+    at a barrier (so four run at once), and the loop is kept busy until all
+    forty have finished, so that they finish "together" by construction."""
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
@@ -24,6 +28,7 @@ def test_results_and_errors_come_back_on_the_loop_batched() -> None:
         most = 0
         lock = threading.Lock()
         names: set[str] = set()
+        first_four = threading.Barrier(4, timeout=60)
 
         def work(n: int) -> int:
             nonlocal running, most
@@ -31,7 +36,8 @@ def test_results_and_errors_come_back_on_the_loop_batched() -> None:
                 running += 1
                 most = max(most, running)
                 names.add(threading.current_thread().name)
-            time.sleep(0.02)
+            if n < 4:
+                first_four.wait()
             with lock:
                 running -= 1
             if n == 7:
@@ -47,15 +53,23 @@ def test_results_and_errors_come_back_on_the_loop_batched() -> None:
             hand_back()
 
         runner._hand_back = counted  # type: ignore[method-assign]
-        results = await asyncio.gather(
-            *(runner.submit(work, n) for n in range(40)), return_exceptions=True
-        )
+        futures = [runner.submit(work, n) for n in range(40)]
+        # Keep the loop busy (it cannot run a hand-back) until every call has
+        # finished and been queued for it.
+        deadline = time.monotonic() + 60
+        while True:
+            with runner._lock:
+                finished = len(runner._done)
+            if finished == 40 or time.monotonic() > deadline:
+                break
+            time.sleep(0.002)
+        results = await asyncio.gather(*futures, return_exceptions=True)
         assert [r for i, r in enumerate(results) if i != 7] == [
             n * 2 for n in range(40) if n != 7
         ]
         assert isinstance(results[7], ValueError) and str(results[7]) == "seven"
         assert most == 4 and names <= {f"worker-q_{i}" for i in range(4)}
-        assert wakeups < 40
+        assert wakeups < 40 and wakeups == 1
         runner.shutdown()
 
     asyncio.run(main())
