@@ -22,12 +22,12 @@ from typing import Any
 from django.conf import settings
 from django.core.signals import setting_changed
 
-from gpu_workers.settings import BY_ATTR, BY_NAME, Setting, named
+from gpu_workers.settings import BY_ATTR, Setting, named
 
 #: A network the webhooks may reach although not public (the SSRF policy).
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
-__all__ = ["DEFAULTS", "Conf", "get", "named", "read", "setting", "setting_name"]
+__all__ = ["DEFAULTS", "Conf", "get", "named", "read", "setting_name"]
 
 
 @dataclass(frozen=True)
@@ -151,11 +151,6 @@ def read(attr: str) -> Any:
 def setting_name(attr: str) -> str:
     """The Django setting (and environment variable) behind the field `attr`."""
     return named(attr)
-
-
-def setting(name: str) -> Any:
-    """The Django setting `name`, else its default in the table."""
-    return getattr(settings, name, BY_NAME[name].default)
 
 
 def build(values: dict[str, Any]) -> Conf:

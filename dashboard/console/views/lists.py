@@ -13,6 +13,7 @@ from django.urls import reverse
 
 from dashboard.shared.discovery import QueueRef
 from dashboard.shared.verbs import VERBS, Verb
+from dashboard.shared.verbs import offered as offered_to
 
 from ..bulk import records, runner
 
@@ -63,10 +64,7 @@ def verbs(tab: str, states: Sequence[str]) -> dict[str, Any]:
     sort_by, newest, oldest = SORTS.get(single, MIXED)
     return {
         "bulk_verbs": offered,
-        "row_verbs": {
-            state: [_shown(v) for v in VERBS.values() if v.applies_to(state)]
-            for state in states
-        },
+        "row_verbs": {s: [_shown(v) for v in offered_to(s)] for s in states},
         "sort_by": sort_by,
         "newest_label": newest,
         "oldest_label": oldest,
