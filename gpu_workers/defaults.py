@@ -116,3 +116,18 @@ SERIES_LEVELS = (
 SERIES_RANGES = {"1h": "1m", "24h": "10m", "7d": "1h"}
 #: Lifetime of a minute's claim (long past the minutes a sampler tries).
 SERIES_CLAIM_TTL_S = 3_600
+
+# --- models resident on GPUs (models.py, residency.py, placement.py) ---
+#: Bounds (seconds) of the model-load histogram; +Inf is implied.
+MODEL_LOAD_BUCKETS_S = (1.0, 2.5, 5.0, 10.0, 20.0, 40.0, 60.0, 120.0, 300.0)
+#: Weight of the newest load in a model's expected load time (EWMA).
+MODEL_LOAD_EWMA = 0.3
+#: A model whose load raised is not retried on that GPU for this long,
+#: doubling per failure up to the max.
+MODEL_LOAD_BACKOFF_S = 5.0
+MODEL_LOAD_BACKOFF_MAX_S = 300.0
+#: The model events stream keeps about this many entries.
+MODEL_EVENTS_MAXLEN = 10_000
+#: After an unload, the probe must show at least this share of the weights
+#: given back, else the shortfall stays committed until a reading shows it.
+MODEL_RECLAIM_SHARE = 0.9

@@ -33,8 +33,9 @@ from queues import Job, UnrecoverableError
 from queues.outages import recoverable
 
 from . import defaults
+from .device import Device
 from .exceptions import ConfigError, HandlerNotFound, UnitError
-from .probe import SimulatedMemory
+from .models import MODELS, ModelRegistry, ModelSpec, model_of
 from .units import format_bytes, parse_bytes
 
 log = logging.getLogger("gpu_workers.handlers")
@@ -44,11 +45,14 @@ VramSpec = int | str | Callable[[Any], int | str]
 
 @dataclass(frozen=True)
 class Handler:
-    """A registered handler: its job name, function and declared VRAM."""
+    """A registered handler: its job name, function and declared VRAM (with
+    a model: the per-job working memory beside the model's weights)."""
 
     name: str
     fn: Callable[[JobContext], Any]
     vram: VramSpec = 0
+    #: The model its jobs use (models.py): a name, from_data(key), a callable.
+    model: ModelSpec = None
 
     @property
     def is_async(self) -> bool:
@@ -69,11 +73,17 @@ class Handler:
 class HandlerRegistry:
     """Job name -> Handler."""
 
-    def __init__(self) -> None:
+    def __init__(self, models: ModelRegistry = MODELS) -> None:
         self._handlers: dict[str, Handler] = {}
+        #: The models its handlers name.
+        self.models = models
 
     def register(
-        self, name: str, fn: Callable[[JobContext], Any], vram: VramSpec = 0
+        self,
+        name: str,
+        fn: Callable[[JobContext], Any],
+        vram: VramSpec = 0,
+        model: ModelSpec = None,
     ) -> Handler:
         """Add a handler; a name taken by another function is a ConfigError."""
         if not isinstance(name, str) or not name:
@@ -88,20 +98,41 @@ class HandlerRegistry:
                 f"job name {name!r} already has handler "
                 f"{_qualname(old.fn)}; cannot also register {_qualname(fn)}"
             )
-        entry = Handler(name, fn, vram)
+        if model is not None and not callable(model) and not isinstance(model, str):
+            raise ConfigError(f"handler {name!r}: model must be a name or callable")
+        entry = Handler(name, fn, vram, model)
         self._handlers[name] = entry
         return entry
 
     def handler(
-        self, name: str, vram: VramSpec = 0
+        self, name: str, vram: VramSpec = 0, model: ModelSpec = None
     ) -> Callable[[Callable[[JobContext], Any]], Callable[[JobContext], Any]]:
         """Decorator form of register()."""
 
         def decorate(fn: Callable[[JobContext], Any]) -> Callable[[JobContext], Any]:
-            self.register(name, fn, vram)
+            self.register(name, fn, vram, model)
             return fn
 
         return decorate
+
+    def model_of(self, entry: Handler, data: Any) -> str | None:
+        """The model a job of `entry` uses (UnrecoverableError when bad)."""
+        return model_of(entry.model, data, self.models)
+
+    def model_for(self, name: str, data: Any) -> str | None:
+        """The model a job would use, never raising: None for an unknown job
+        name, a handler without a model, or data naming no valid model."""
+        entry = self._handlers.get(name)
+        if entry is None or entry.model is None:
+            return None
+        try:
+            return model_of(entry.model, data, self.models)
+        except Exception:  # noqa: BLE001 - placement only prefers; the run decides
+            return None
+
+    def uses_models(self) -> bool:
+        """Whether any handler declares a model (placement is then worth it)."""
+        return any(h.model is not None for h in self._handlers.values())
 
     def get(self, name: str) -> Handler:
         """The handler of a job name, or HandlerNotFound (fails the job at once)."""
@@ -149,21 +180,6 @@ def load_handler_modules(modules: Iterable[str]) -> None:
             raise ConfigError(
                 f"cannot import handler module {name!r}: {exc!r}"
             ) from exc
-
-
-@dataclass
-class Device:
-    """The GPU a worker process is pinned to. With CUDA_VISIBLE_DEVICES=<uuid>
-    the process sees it as CUDA device 0 (`torch_device`)."""
-
-    uuid: str
-    index: int
-    name: str
-    memory_total_bytes: int
-    simulated: bool
-    #: This process's simulated memory (simulated devices only).
-    memory: SimulatedMemory | None = None
-    torch_device: str = "cuda:0"
 
 
 @dataclass

@@ -23,6 +23,16 @@ BullMQ clients ignore it. With the default namespace `bullpen`:
   (hash): running totals. Fields `s|`, `v|`, `n|`, `sim|` + key; at most
   `max_keys` keys each, the rest in `(other)` (see gputime.py). The hash tag
   puts them all in one cluster slot, so one script call updates them.
+- `bullpen:models:warm:{model}` / `bullpen:models:open:{model}` (zset): GPU
+  uuid -> expiry (ms): GPUs where the model is resident / resident with a
+  free slot (placement.py reads them; the worker refreshes its own)
+- `bullpen:models:stats` (hash): model -> JSON {loads, load_s_sum,
+  ewma_load_s, weights_bytes, ts_ms}: measured loads, fleet-wide
+- `bullpen:models:events` (stream, capped): model loads, evictions, failures
+- `bullpen:models:pins` (hash): GPU uuid -> JSON list of models operators pinned
+- `bullpen:models:pool` (hash): GPU uuid -> JSON {models, ts_ms, why}: the
+  warm pools the supervisors decided; `bullpen:models:planner` (string,
+  SET NX PX): the supervisor planning them this tick
 - `bullpen:stream:workers` (stream, capped): heartbeats and state changes
 - `bullpen:series:{prefix}:{queue}:{level}` (zset, level 1m / 10m / 1h):
   the queue's sampled points (JSON, score = the point's start in ms), trimmed
@@ -85,6 +95,34 @@ class BullpenKeys:
     def gpu_counters(self, uuid: str) -> str:
         """Counters of one GPU (oom_total)."""
         return f"{self.ns}:gpu:{uuid}:counters"
+
+    def model_warm(self, model: str) -> str:
+        """GPUs where a model is resident: uuid -> expiry (ms)."""
+        return f"{self.ns}:models:warm:{model}"
+
+    def model_open(self, model: str) -> str:
+        """GPUs where a model is resident and a slot is free: uuid -> expiry (ms)."""
+        return f"{self.ns}:models:open:{model}"
+
+    def model_stats(self) -> str:
+        """Measured loads per model (JSON per field)."""
+        return f"{self.ns}:models:stats"
+
+    def model_events(self) -> str:
+        """Model loads, evictions and failures (a capped stream)."""
+        return f"{self.ns}:models:events"
+
+    def model_pins(self) -> str:
+        """Operators' pins: GPU uuid -> JSON list of models."""
+        return f"{self.ns}:models:pins"
+
+    def model_pool(self) -> str:
+        """The supervisors' warm pools: GPU uuid -> JSON {models, ts_ms, why}."""
+        return f"{self.ns}:models:pool"
+
+    def model_planner(self) -> str:
+        """Who plans the warm pools this tick (SET NX PX)."""
+        return f"{self.ns}:models:planner"
 
     def series(self, prefix: str, queue: str, level: str) -> str:
         """A queue's sampled points at one level (series/)."""

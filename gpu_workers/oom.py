@@ -6,8 +6,8 @@ from __future__ import annotations
 import logging
 import sys
 
+from .device import Device
 from .exceptions import SimulatedOutOfMemory
-from .handlers import Device
 
 log = logging.getLogger("gpu_workers.worker")
 

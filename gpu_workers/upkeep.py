@@ -25,7 +25,8 @@ from .admission import VramAdmission
 from .clock import now_ms
 from .config import WorkerSpec
 from .desired import parse_desired
-from .handlers import Device, JobMeter
+from .device import Device
+from .handlers import JobMeter
 from .heartbeat import queue_heartbeat, queue_removal
 from .keys import BullpenKeys
 from .probe import GpuProbe

@@ -45,9 +45,10 @@ from . import defaults
 from .admission import VramAdmission
 from .clock import now_ms
 from .config import WorkerSpec
+from .device import Device
 from .exceptions import CudaOutOfMemory, JobCancelled, JobTooLarge, ProbeError
 from .gputime import GpuTimeRecorder, Retention, Usage, job_name_key, tenant_of
-from .handlers import REGISTRY, Device, HandlerRegistry, JobContext, JobMeter
+from .handlers import REGISTRY, HandlerRegistry, JobContext, JobMeter
 from .keys import BullpenKeys
 from .oom import cuda_self_check, is_cuda_oom
 from .probe import GpuProbe, SimulatedProbe

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 import gpu_workers.torch_handlers  # noqa: F401 - registers torch.matmul
+from gpu_workers.device import Device
 from gpu_workers.exceptions import OOM_REASON
-from gpu_workers.handlers import Device
 from gpu_workers.oom import cuda_self_check, is_cuda_oom
 from gpu_workers.probe import NvmlProbe
 from queues import Queue
