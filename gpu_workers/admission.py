@@ -1,10 +1,14 @@
 """VRAM admission: a worker process's budget and what its running jobs commit.
 
-The invariant: the sum of the declared needs of admitted jobs never exceeds
-the budget. Claims are gated one at a time: a job is claimed only with a free
-slot and some uncommitted budget, and while a claimed job waits for budget
-(holding its slot) nothing else is claimed, so a large job cannot be starved
-by a stream of small ones.
+The invariant: the declared needs of admitted jobs (with a model: their
+working memory) plus what resident models hold (`held`: weights, loading or
+unloading ones included, and any VRAM an unload did not give back) never
+exceed the budget. residency.py decides what models hold.
+
+Claims are gated one at a time: a job is claimed only with a free slot and
+some uncommitted budget, and while a claimed job waits for budget (holding
+its slot) nothing else is claimed, so a large job cannot be starved by a
+stream of small ones.
 
 `VramAdmission` is the GPU worker's claim policy (queues.worker.ClaimPolicy):
 its queue worker asks it before each claim, and it wakes the worker when
@@ -64,15 +68,28 @@ class VramAdmission:
         self.gpu = gpu
         #: job id -> declared bytes of admitted (running) jobs.
         self.admitted: dict[str, int] = {}
+        #: What models hold (residency.py): weights by model, and the bytes an
+        #: unload did not give back, counted until a reading shows them free.
+        self.held: dict[str, int] = {}
         self._changed: asyncio.Condition | None = None
         self.max_committed_bytes = 0
         #: The bound worker's wake (see bind()).
         self._wake: Callable[[], None] = _nothing
 
     @property
-    def committed_bytes(self) -> int:
-        """Declared needs of the admitted jobs."""
+    def working_bytes(self) -> int:
+        """Declared needs of the admitted jobs (their working memory)."""
         return sum(self.admitted.values())
+
+    @property
+    def held_bytes(self) -> int:
+        """What resident models hold."""
+        return sum(self.held.values())
+
+    @property
+    def committed_bytes(self) -> int:
+        """Admitted jobs' needs plus what models hold."""
+        return self.working_bytes + self.held_bytes
 
     @property
     def free_bytes(self) -> int:
@@ -82,6 +99,10 @@ class VramAdmission:
     def bind(self, wake: Callable[[], None]) -> None:
         """The claim policy's side: `wake` makes the worker re-ask capacity()."""
         self._wake = wake
+
+    def wake(self) -> None:
+        """Make the bound worker re-ask capacity() (room grew)."""
+        self._wake()
 
     def capacity(self, claimed: int) -> int:
         """The claim policy's side: claim_capacity() for a worker running
@@ -100,6 +121,23 @@ class VramAdmission:
             return 0
         return 1
 
+    def condition(self) -> asyncio.Condition:
+        """What admit() and residency.py wait on; notified on every change."""
+        if self._changed is None:
+            self._changed = asyncio.Condition()
+        return self._changed
+
+    def committed(self) -> None:
+        """After a commitment (under condition()): check the invariant, keep
+        the peak, and let the worker claim the next job."""
+        committed = self.committed_bytes
+        if committed > self.budget_bytes:
+            raise AdmissionInvariantError(
+                f"{committed} bytes committed of a {self.budget_bytes}-byte budget"
+            )
+        self.max_committed_bytes = max(self.max_committed_bytes, committed)
+        self._wake()
+
     def check_fits_at_all(self, need: int) -> None:
         """JobTooLarge (unrecoverable) when the job exceeds the whole budget."""
         if need > self.budget_bytes:
@@ -112,10 +150,9 @@ class VramAdmission:
         return True; return False without committing if `abort()` turns true
         first (re-checked on release() and poke())."""
         self.check_fits_at_all(need)
-        if self._changed is None:
-            self._changed = asyncio.Condition()
-        async with self._changed:
-            await self._changed.wait_for(lambda: abort() or need <= self.free_bytes)
+        changed = self.condition()
+        async with changed:
+            await changed.wait_for(lambda: abort() or need <= self.free_bytes)
             if abort():
                 return False
             self.admitted[job_id] = need

@@ -71,3 +71,8 @@ class SimulatedOutOfMemory(GpuWorkerError):
 
 class AdmissionInvariantError(GpuWorkerError):
     """Raised if committed VRAM would exceed the budget (a bug, never expected)."""
+
+
+class ModelLoadError(GpuWorkerError):
+    """A model's load raised (or still backs off on this GPU after one):
+    fails the job with that error; attempts and backoff apply."""

@@ -189,6 +189,8 @@ class JobMeter:
     job_id: str
     name: str
     declared_bytes: int = 0
+    #: The model it runs on (None: it declares none).
+    model: str | None = None
     admitted: bool = False
     claimed_ms: int = field(default_factory=lambda: int(time.time() * 1000))
     started_ms: int | None = None
@@ -221,6 +223,8 @@ class JobMeter:
             "id": self.job_id,
             "name": self.name,
             "declared_bytes": self.declared_bytes,
+            "model": self.model,
+            "working_bytes": self.declared_bytes if self.model else None,
             "admitted": self.admitted,
             "state": "running" if self.admitted else "waiting-for-vram",
             "progress": self.progress,
@@ -239,6 +243,8 @@ class JobContext:
         self.device = device
         self.meter = meter
         self._loop = loop
+        #: The job's resident model (what its load returned), or None.
+        self.model: Any = None
 
     @property
     def declared_bytes(self) -> int:

@@ -29,6 +29,7 @@ from .device import Device
 from .handlers import JobMeter
 from .heartbeat import queue_heartbeat, queue_removal
 from .keys import BullpenKeys
+from .model_upkeep import ModelUpkeep
 from .probe import GpuProbe
 
 log = logging.getLogger("gpu_workers.worker")
@@ -50,6 +51,7 @@ class WorkerUpkeep:
         meters: dict[str, JobMeter],
         counters: dict[str, int],
         state: Callable[[], str],
+        models: ModelUpkeep | None = None,
     ) -> None:
         #: The queue worker: closed when the supervisor is gone; its
         #: background reports this side's Redis errors too.
@@ -66,6 +68,8 @@ class WorkerUpkeep:
         #: The GPU worker's job counters and state, for its heartbeats.
         self._counters = counters
         self._state = state
+        #: Its resident models' side (model_upkeep.py), or None.
+        self.models = models
         self.started_ms = now_ms()
         self._ppid = os.getppid()
         self._stop = asyncio.Event()
@@ -88,6 +92,11 @@ class WorkerUpkeep:
             asyncio.create_task(self._control_loop()),
             asyncio.create_task(self._peak_loop()),
         ]
+        if self.models is not None:
+            every = self.spec.control_interval_s
+            self._tasks.append(
+                asyncio.create_task(self.models.loop(self._pause, every))
+            )
 
     async def stop(self) -> None:
         """Stop the loops."""
@@ -120,7 +129,7 @@ class WorkerUpkeep:
                 "error": str(exc),
             }
         adm = self.admission
-        return {
+        record = {
             "id": self.spec.worker_id,
             "host": self.spec.host,
             "pid": os.getpid(),
@@ -134,7 +143,7 @@ class WorkerUpkeep:
             "committed_bytes": adm.committed_bytes,
             "free_bytes": adm.free_bytes,
             "max_committed_bytes": adm.max_committed_bytes,
-            "running": [m.summary() for m in self.meters.values()],
+            "running": [self._running(m) for m in self.meters.values()],
             "counters": dict(self._counters),
             "telemetry": dict(self.worker.telemetry.counters),
             "restarts": self.spec.restarts,
@@ -142,6 +151,24 @@ class WorkerUpkeep:
             "started_ms": self.started_ms,
             "ts_ms": now_ms(),
         }
+        if self.models is not None:
+            res = self.models.residency
+            record["models"] = res.summary()
+            record["model_counters"] = res.counters_summary()
+            record["weights_bytes"] = adm.held_bytes
+            record["working_bytes"] = adm.working_bytes
+        return record
+
+    def _running(self, meter: JobMeter) -> dict[str, Any]:
+        """A running job as the heartbeat lists it; one whose model is still
+        loading reads `loading_model`."""
+        summary = meter.summary()
+        if self.models is not None and meter.model and not meter.admitted:
+            loading = self.models.residency.loading_of(meter.model)
+            if loading is not None and meter.job_id in self.admission.admitted:
+                summary["state"] = "loading_model"
+                summary["loading"] = loading
+        return summary
 
     async def _heartbeat(self) -> None:
         pipe = self._bp.pipeline(transaction=False)

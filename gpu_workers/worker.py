@@ -7,20 +7,26 @@ a claimed job still waits for budget (it holds its slot until running jobs
 release enough). A job larger than the whole budget fails at once
 (JobTooLarge, unrecoverable).
 
+A job whose handler names a model (models.py) commits its working memory
+and runs once its model is resident: residency.py loads it (or finds it
+loaded), evicting idle models by least recent use; model_upkeep.py reports
+loads and evictions and keeps pins, warm pools and measured weights fresh.
+
 The heartbeat, control and peak loops are in upkeep.py; telling an OOM
 apart and checking CUDA after one, in oom.py.
 
-Each job's declared need and measured peak are written, before the job
-finishes, to the hash `bullpen:job:{prefix}:{queue}:{id}` (see keys.py and
-Fleet.job_vram) and as a line of the job's log: declared_bytes, peak_bytes
-and peak_source (handler | simulated | nvml-process), process_peak_bytes
-(NVML's reading of this whole process by pid while the job ran; an upper
-bound when jobs overlap), gpu, host, worker, outcome, timestamps. The
-outcome is the processor's; when Redis then refuses the finish (the lock was
-lost) it becomes "lost (finish refused, code N)" with the attempt record
-(queues/attempts.py), to which the worker adds its GPU, host and VRAM. Each
-attempt that ran on the GPU is also counted by GPU-time accounting
-(gputime.py: GPU-seconds and VRAM-GiB-seconds per queue, job name, tenant).
+Each job's declared need and measured peak are written (job_record.py),
+before the job finishes, to the hash `bullpen:job:{prefix}:{queue}:{id}`
+(see keys.py and Fleet.job_vram) and as a line of the job's log:
+declared_bytes, peak_bytes and peak_source (handler | simulated | nvml-
+process), process_peak_bytes (NVML's reading of this whole process by pid
+while the job ran; an upper bound when jobs overlap), gpu, host, worker,
+outcome, timestamps. The outcome is the processor's; when Redis then refuses
+the finish (the lock was lost) it becomes "lost (finish refused, code N)"
+with the attempt record (queues/attempts.py), to which the worker adds its
+GPU, host and VRAM. Each attempt that ran on the GPU is also counted by GPU-
+time accounting (gputime.py: GPU-seconds and VRAM-GiB-seconds per queue, job
+name, tenant).
 
 A CUDA OOM becomes the retryable reason "CUDA out of memory", counts
 against the GPU, empties the cache and runs a tiny self-check; if CUDA is
@@ -32,27 +38,26 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from queues import AsyncWorker, AttemptHistory, Job, MetricsOptions
 from queues.connection import async_from_url
-from queues.names import qualified_name
 
 from . import defaults
 from .admission import VramAdmission
-from .clock import now_ms
 from .config import WorkerSpec
 from .device import Device
 from .exceptions import CudaOutOfMemory, JobCancelled, JobTooLarge, ProbeError
-from .gputime import GpuTimeRecorder, Retention, Usage, job_name_key, tenant_of
+from .gputime import GpuTimeRecorder, Retention
 from .handlers import REGISTRY, HandlerRegistry, JobContext, JobMeter
+from .job_record import JobRecorder
 from .keys import BullpenKeys
+from .model_upkeep import ModelUpkeep
 from .oom import cuda_self_check, is_cuda_oom
 from .probe import GpuProbe, SimulatedProbe
-from .units import format_bytes
+from .residency import Residency
 from .upkeep import WorkerUpkeep
 
 log = logging.getLogger("gpu_workers.worker")
@@ -104,7 +109,7 @@ class GpuWorker:
         )
         self.worker.on("closing", self._draining)
         if self.worker.reports.attempts is not None:
-            self.worker.reports.attempts.on_lost = self._correct_vram_outcome
+            self.worker.reports.attempts.on_lost = self._correct_outcome
         #: The running jobs' meters, by job id.
         self.meters: dict[str, JobMeter] = {}
         self.counters = {
@@ -129,6 +134,31 @@ class GpuWorker:
                 spec.gpu_time_max_keys,
             ),
         )
+        self.recorder = JobRecorder(
+            self.worker,
+            spec,
+            self.device,
+            self.admission,
+            self.bkeys,
+            self._bp,
+            self.gpu_time,
+        )
+        #: The models resident on the GPU (residency.py) and their reports.
+        self.residency = Residency(self.admission, self.device, probe, registry.models)
+        self.models = ModelUpkeep(
+            self.residency,
+            self._bp,
+            self.bkeys,
+            gpu=spec.gpu_uuid,
+            host=spec.host,
+            worker_id=spec.worker_id,
+            queue=spec.queue,
+            prefix=spec.prefix,
+            context_bytes=spec.context_bytes,
+            gpu_time=self.gpu_time,
+            failed=self.worker.background.failed,
+            waiting=lambda: any(not m.admitted for m in self.meters.values()),
+        )
         self.upkeep = WorkerUpkeep(
             self.worker,
             spec,
@@ -140,6 +170,7 @@ class GpuWorker:
             self.meters,
             self.counters,
             lambda: self.state,
+            self.models,
         )
 
     @property
@@ -183,6 +214,7 @@ class GpuWorker:
         finally:
             await self.upkeep.stop()
             self._pool.shutdown(wait=False, cancel_futures=True)
+            self.residency.close()
             await self.upkeep.unpublish()
             await self._bp.aclose()
 
@@ -199,11 +231,10 @@ class GpuWorker:
                 meter.cancel.set()
                 raise JobCancelled()
             entry = self.registry.get(job.name)
+            meter.model = self.registry.model_of(entry, job.data)
             meter.declared_bytes = entry.declared_bytes(job.data)
             try:
-                admitted = await self.admission.admit(
-                    job.id, meter.declared_bytes, abort=meter.cancel.is_set
-                )
+                admitted = await self._admit(job, meter, ctx)
             except JobTooLarge:
                 self.counters["too_big"] += 1
                 raise
@@ -243,12 +274,32 @@ class GpuWorker:
                 self.upkeep.sample_peaks()
             if meter.sim_held_bytes:
                 ctx.sim_free()
+            if meter.model is not None:
+                await self.residency.leave(job.id, meter.model)
+            await self.admission.release(job.id)  # no-op unless committed
             if admitted:
                 meter.released_us = time.time_ns() // 1000
-                await self.admission.release(job.id)
+                if meter.model is not None and meter.admitted_us is not None:
+                    seconds = (meter.released_us - meter.admitted_us) / 1e6
+                    await self.models.job_done(meter.model, seconds)
             self.meters.pop(job.id, None)
             self.upkeep.beat_soon()
-            await self._record_job(job, meter, outcome)
+            await self.recorder.record(job, meter, outcome)
+
+    async def _admit(self, job: Job, meter: JobMeter, ctx: JobContext) -> bool:
+        """Wait for VRAM (with a model: for it to be resident too); False:
+        cancelled first. A job whose model's load failed raises its error."""
+        if meter.model is None:
+            return await self.admission.admit(
+                job.id, meter.declared_bytes, abort=meter.cancel.is_set
+            )
+        resident = await self.residency.admit(
+            job.id, meter.model, meter.declared_bytes, abort=meter.cancel.is_set
+        )
+        if resident is None:
+            return False
+        ctx.model = resident.obj
+        return True
 
     async def _cancel_requested(self, job_id: str) -> bool:
         """Whether an operator asked to cancel the job (False if Redis is down;
@@ -288,103 +339,5 @@ class GpuWorker:
             self.worker.close_timeout = defaults.BROKEN_CLOSE_TIMEOUT_S
             self.close()
 
-    async def _record_job(self, job: Job, meter: JobMeter, outcome: str) -> None:
-        """Store declared vs measured VRAM beside the job, before it finishes."""
-        peak, source = meter.best_peak()
-        fields: dict[str, Any] = {
-            "declared_bytes": meter.declared_bytes,
-            "outcome": outcome,
-            "gpu": self.device.uuid,
-            "simulated": int(self.device.simulated),
-            "host": self.spec.host,
-            "worker": self.spec.worker_id,
-            "pid": os.getpid(),
-            "claimed_ms": meter.claimed_ms,
-            "finished_ms": now_ms(),
-            "budget_bytes": self.admission.budget_bytes,
-        }
-        if meter.started_ms is not None:
-            fields["started_ms"] = meter.started_ms
-        if meter.admitted_us is not None and meter.released_us is not None:
-            fields["admitted_us"] = meter.admitted_us
-            fields["released_us"] = meter.released_us
-        if peak is not None:
-            fields["peak_bytes"] = peak
-            fields["peak_source"] = source
-        if meter.process_peak_bytes is not None:
-            fields["process_peak_bytes"] = meter.process_peak_bytes
-        usage = self._usage(job, meter, peak)
-        self._annotate_attempt(job, fields, peak, usage)
-        if usage is not None:
-            try:
-                await self.gpu_time.record(usage)
-            except Exception as exc:  # noqa: BLE001 - accounting must not fail the job
-                self.worker.background.failed(
-                    f"counting the GPU time of job {job.id}", exc
-                )
-        key = self.bkeys.job(self.spec.prefix, self.name, job.id)
-        try:
-            pipe = self._bp.pipeline(transaction=False)
-            pipe.delete(key)
-            pipe.hset(key, mapping=fields)
-            pipe.expire(key, defaults.JOB_RECORD_TTL_S)
-            await pipe.execute()
-            if meter.declared_bytes or peak is not None:
-                await job.log(
-                    f"vram: declared {format_bytes(meter.declared_bytes)}, "
-                    f"peak {format_bytes(peak) if peak is not None else 'n/a'}"
-                    f" ({source or 'not measured'}) on {self.device.uuid}"
-                )
-        except Exception as exc:  # noqa: BLE001 - bookkeeping must not fail the job
-            self.worker.background.failed(
-                f"recording the VRAM use of job {job.id}", exc
-            )
-
-    def _usage(self, job: Job, meter: JobMeter, peak: int | None) -> Usage | None:
-        """What the attempt used of the GPU (None: it never ran on it)."""
-        if meter.admitted_us is None or meter.released_us is None:
-            return None
-        return Usage(
-            queue=qualified_name(self.spec.prefix, self.name),
-            name=job_name_key(job.name),
-            tenant=tenant_of(job.opts),
-            started_s=meter.admitted_us / 1e6,
-            ended_s=meter.released_us / 1e6,
-            vram_bytes=max(meter.declared_bytes, peak or 0),
-            simulated=bool(self.device.simulated),
-        )
-
-    def _annotate_attempt(
-        self, job: Job, fields: dict[str, Any], peak: int | None, usage: Usage | None
-    ) -> None:
-        """Add the GPU's side of this attempt to its attempt record."""
-        attempts = self.worker.reports.attempts
-        if attempts is None:
-            return
-        attempts.annotate(
-            job,
-            gpu=self.device.uuid,
-            gpu_index=self.device.index,
-            simulated=bool(self.device.simulated),
-            host=self.spec.host,
-            worker=self.spec.worker_id,
-            declared_bytes=fields["declared_bytes"],
-            peak_bytes=peak,
-            run_started_ms=fields.get("started_ms"),
-        )
-        if usage is not None:
-            attempts.annotate(
-                job,
-                gpu_seconds=round(usage.gpu_seconds, 3),
-                vram_gib_seconds=round(usage.vram_gib_seconds, 3),
-                tenant=usage.tenant,
-            )
-
-    async def _correct_vram_outcome(self, job_id: str, code: int) -> None:
-        """An end Redis refused to save: the VRAM record said what the
-        processor hoped (written before the end); make it say what happened."""
-        key = self.bkeys.job(self.spec.prefix, self.name, job_id)
-        pipe = self._bp.pipeline(transaction=False)
-        pipe.hset(key, "outcome", f"lost (finish refused, code {code})")
-        pipe.expire(key, defaults.JOB_RECORD_TTL_S)
-        await pipe.execute()
+    async def _correct_outcome(self, job_id: str, code: int) -> None:
+        await self.recorder.correct_outcome(job_id, code)

@@ -6,7 +6,9 @@ import asyncio
 import time
 from typing import Any
 
+from gpu_workers.exceptions import SimulatedOutOfMemory
 from gpu_workers.handlers import JobContext, handler
+from gpu_workers.models import LoadContext, from_data, model, sim_model
 from gpu_workers.units import parse_bytes
 
 
@@ -61,3 +63,50 @@ def env_handler(ctx: JobContext) -> dict[str, Any]:
         "device": ctx.device.uuid,
         "torch_device": ctx.device.torch_device,
     }
+
+
+# --- models (tests/gpu_workers/test_residency.py) ----------------------------------
+_oom_once = {"left": 1}
+
+
+def _fail_once() -> BaseException | None:
+    if _oom_once["left"] > 0:
+        _oom_once["left"] -= 1
+        return SimulatedOutOfMemory("CUDA out of memory. Tried to allocate 6.0 GiB.")
+    return None
+
+
+sim_model("t-small", "2GiB", 0.05)
+sim_model("t-mid", "6GiB", 0.05)
+sim_model("t-big", "12GiB", 0.05)
+sim_model("t-slow", "4GiB", 2.0)
+sim_model("t-broken", "1GiB", 0.01, fail=lambda: RuntimeError("weights file missing"))
+sim_model("t-oom-once", "6GiB", 0.01, fail=_fail_once)
+sim_model(
+    "t-oom-always",
+    "6GiB",
+    0.01,
+    fail=lambda: SimulatedOutOfMemory("CUDA out of memory. Tried to allocate 6 GiB."),
+)
+
+
+def _free_unknown(obj: dict[str, Any]) -> None:
+    obj["device"].memory.free(obj["sim_bytes"])
+
+
+@model("t-unknown", unload=_free_unknown)  # weights measured after the first load
+def _load_unknown(ctx: LoadContext) -> dict[str, Any]:
+    ctx.sim_allocate(3 << 30)
+    return {"model": "t-unknown", "sim_bytes": 3 << 30, "device": ctx.device}
+
+
+@handler(
+    "test.model",
+    vram=lambda data: data.get("working", "1GiB"),
+    model=from_data("model"),
+)
+async def model_handler(ctx: JobContext) -> dict[str, Any]:
+    """Hold the working memory `s` seconds on the job's resident model."""
+    ctx.sim_allocate(ctx.declared_bytes)
+    await asyncio.sleep(float(ctx.data.get("s", 0.05)))
+    return {"model": ctx.model["model"] if ctx.model else None}

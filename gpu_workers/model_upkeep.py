@@ -1,0 +1,203 @@
+"""A GPU worker's side of its resident models that talks to Redis.
+
+- Reports each load, eviction and failed load: the `bullpen:models:events`
+  stream, the GPU's counters, the model's fleet-wide stats (measured weights,
+  expected load time, jobs and their seconds; `lua/model_stats.lua`) and
+  GPU-time accounting (a load is billed to its queue under the job name
+  `load:<model>`, with no tenant: cold starts are the platform's cost).
+- Every control interval: reads the stats (measured weights, expected load
+  times), this GPU's operator pins and warm-pool share, preloads a wanted
+  model when the worker has nothing waiting, frees unreclaimed VRAM a
+  reading shows given back, and publishes where models are warm
+  (placement.py) through `publish`.
+
+Nothing here may take the worker down: a Redis error is reported to the
+worker's background (logged, outage-aware) and the loop goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from queues.names import qualified_name
+from queues.scripts import LuaDir
+
+from . import defaults
+from .clock import now_ms
+from .gputime import NO_TENANT, GpuTimeRecorder, Usage
+from .keys import BullpenKeys
+from .models import MODEL_NAME
+from .residency import Residency
+
+log = logging.getLogger("gpu_workers.models")
+
+LUA = LuaDir(Path(__file__).with_name("lua"), ("model_stats",))
+
+#: Called with the worker's background-failure reporter's arguments.
+Failed = Callable[[str, BaseException], None]
+#: Publishes where this GPU's models are warm (placement.py), or nothing.
+Publish = Callable[[], Awaitable[None]]
+
+
+def _names(raw: Any) -> frozenset[str]:
+    """A JSON list of model names from Redis (anything else: none)."""
+    try:
+        value = json.loads(raw) if raw else []
+    except (TypeError, ValueError):
+        return frozenset()
+    if isinstance(value, dict):
+        value = value.get("models", [])
+    if not isinstance(value, list):
+        return frozenset()
+    return frozenset(v for v in value if isinstance(v, str) and MODEL_NAME.fullmatch(v))
+
+
+class ModelUpkeep:
+    """Reports and refreshes one worker's resident models."""
+
+    def __init__(
+        self,
+        residency: Residency,
+        bp: Any,
+        bkeys: BullpenKeys,
+        *,
+        gpu: str,
+        host: str,
+        worker_id: str,
+        queue: str,
+        prefix: str,
+        context_bytes: int,
+        gpu_time: GpuTimeRecorder,
+        failed: Failed,
+        waiting: Callable[[], bool],
+    ) -> None:
+        self.residency = residency
+        self._bp = bp
+        self.bkeys = bkeys
+        self.gpu = gpu
+        self.host = host
+        self.worker_id = worker_id
+        self.queue = queue
+        self.prefix = prefix
+        self.context_bytes = context_bytes
+        self.gpu_time = gpu_time
+        self._failed = failed
+        #: Whether a claimed job waits for VRAM (then nothing is preloaded).
+        self._waiting = waiting
+        self.publish: Publish | None = None
+        self._stats_script = LUA.script(bp, "model_stats")
+        residency.report = self.report
+
+    async def report(self, kind: str, model: str, seconds: float, nbytes: int) -> None:
+        """Record one load, eviction or failure (never raises)."""
+        try:
+            pipe = self._bp.pipeline(transaction=False)
+            pipe.xadd(
+                self.bkeys.model_events(),
+                {
+                    "gpu": self.gpu,
+                    "host": self.host,
+                    "worker": self.worker_id,
+                    "model": model,
+                    "kind": kind,
+                    "seconds": f"{seconds:.3f}",
+                    "bytes": nbytes,
+                    "ts_ms": now_ms(),
+                },
+                maxlen=defaults.MODEL_EVENTS_MAXLEN,
+                approximate=True,
+            )
+            field = {
+                "load": "model_loads",
+                "evict": "model_evictions",
+                "load_failed": "model_load_failures",
+                "load_oom": "model_load_ooms",
+            }[kind]
+            pipe.hincrby(self.bkeys.gpu_counters(self.gpu), field, 1)
+            await pipe.execute()
+            if kind == "load":
+                await self._stat(model, "load", seconds, nbytes)
+                end = time.time()
+                await self.gpu_time.record(
+                    Usage(
+                        queue=qualified_name(self.prefix, self.queue),
+                        name=f"load:{model}",
+                        tenant=NO_TENANT,
+                        started_s=end - seconds,
+                        ended_s=end,
+                        vram_bytes=nbytes,
+                        simulated=bool(self.residency.device.simulated),
+                    )
+                )
+            if self.publish is not None:
+                await self.publish()
+        except Exception as exc:  # noqa: BLE001 - reporting must not fail a load
+            self._failed(f"reporting a model {kind} of {model}", exc)
+
+    async def job_done(self, model: str, seconds: float) -> None:
+        """Count one job that ran on `model` (the pools weigh backlogs by it)."""
+        self.residency.count(model).jobs += 1
+        try:
+            await self._stat(model, "job", seconds, 0)
+        except Exception as exc:  # noqa: BLE001 - stats must not fail the job
+            self._failed(f"counting a job of model {model}", exc)
+
+    async def _stat(self, model: str, kind: str, seconds: float, nbytes: int) -> None:
+        await self._stats_script(
+            keys=[self.bkeys.model_stats()],
+            args=[
+                model,
+                kind,
+                f"{seconds:.4f}",
+                nbytes,
+                defaults.MODEL_LOAD_EWMA,
+                now_ms(),
+            ],
+        )
+
+    async def refresh(self) -> None:
+        """Read stats, pins and the pool; preload; reclaim; publish."""
+        res = self.residency
+        pipe = self._bp.pipeline(transaction=False)
+        pipe.hgetall(self.bkeys.model_stats())
+        pipe.hget(self.bkeys.model_pins(), self.gpu)
+        pipe.hget(self.bkeys.model_pool(), self.gpu)
+        stats, pins, pool = await pipe.execute()
+        for name, raw in (stats or {}).items():
+            try:
+                entry = json.loads(raw)
+                weights = int(entry.get("weights_bytes") or 0)
+                ewma = float(entry.get("ewma_load_s") or 0)
+            except (TypeError, ValueError, AttributeError):
+                continue
+            if weights > 0:
+                res.known_weights[name] = weights
+            if ewma > 0:
+                res.expected_s[name] = ewma
+        res.pinned = frozenset(n for n in _names(pins) if n in res.registry)
+        res.pool = frozenset(n for n in _names(pool) if n in res.registry)
+        if not self._waiting() and not res.admission.admitted:
+            for name in sorted(res.wanted() - res.resident()):
+                if await res.preload(name):
+                    break  # one load per interval: jobs may be waiting
+        await res.reclaim_check(self.context_bytes)
+        if self.publish is not None:
+            await self.publish()
+
+    async def loop(
+        self, pause: Callable[[float], Awaitable[bool]], every: float
+    ) -> None:
+        """refresh() every `every` seconds until `pause` says stop."""
+        while await pause(every):
+            try:
+                await self.refresh()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - keep going after Redis blips
+                self._failed("model upkeep", exc)

@@ -1,0 +1,263 @@
+"""Models resident on a (simulated) GPU: loaded once and kept across jobs,
+evicted by least recent use and never while a job runs on them, weights +
+working memory under the budget at every moment, failed loads, and what the
+worker reports (heartbeat, events stream, stats, GPU-time)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+
+from gpu_workers.fleet import Fleet
+from gpu_workers.gputime import read_totals
+from gpu_workers.keys import BullpenKeys
+from queues import Queue
+from tests.gpu_workers import handlers_for_tests  # noqa: F401 - registers models
+from tests.gpu_workers.helpers import WorkerThread, make_spec
+from tests.helpers import wait_until
+
+GiB = 2**30
+KEYS = BullpenKeys()
+
+
+@pytest.fixture
+def workers() -> Iterator[list[WorkerThread]]:
+    """GpuWorkers in threads, drained at teardown."""
+    started: list[WorkerThread] = []
+    yield started
+    for w in started:
+        if w.alive:
+            w.stop()
+
+
+def done(q: Queue, *ids: str) -> list[Any] | None:
+    """The jobs once all finished, else None."""
+    jobs = [q.get_job(i) for i in ids]
+    if all(j is not None and j.finished_on for j in jobs):
+        return jobs
+    return None
+
+
+def events(r: redis.Redis, gpu: str = "SIM-t-0") -> list[tuple[str, str]]:
+    """(kind, model) of the GPU's model events, oldest first."""
+    out = []
+    for _id, fields in r.xrange(KEYS.model_events()):
+        if fields["gpu"] == gpu:
+            out.append((fields["kind"], fields["model"]))
+    return out
+
+
+def add(
+    q: Queue, model: str, working: str = "1GiB", s: float = 0.05, **opts: Any
+) -> str:
+    return q.add("test.model", {"model": model, "working": working, "s": s}, **opts).id
+
+
+def test_a_model_stays_resident_across_jobs(
+    redis_url: str, qname: str, q: Queue, r: redis.Redis, workers: list[WorkerThread]
+) -> None:
+    """Five jobs of one model: one load; each job commits only its working
+    memory beside the weights; the heartbeat lists the model resident."""
+    w = WorkerThread(make_spec(redis_url, qname, slots=1))
+    workers.append(w)
+    ids = [add(q, "t-mid", "2GiB") for _ in range(5)]
+    jobs = wait_until(lambda: done(q, *ids), what="five jobs")
+    assert [j.returnvalue for j in jobs] == [{"model": "t-mid"}] * 5
+    assert events(r) == [("load", "t-mid")]
+    worker = w.worker
+    assert worker is not None
+    assert worker.admission.max_committed_bytes == 6 * GiB + 2 * GiB
+    assert worker.admission.held == {"t-mid": 6 * GiB}
+    key = KEYS.worker(worker.spec.worker_id)
+
+    def idle_record() -> dict[str, Any] | None:
+        record: dict[str, Any] = json.loads(r.get(key) or "{}")
+        return record if not record.get("running") else None
+
+    record = wait_until(idle_record, what="an idle heartbeat")
+    (entry,) = record["models"]
+    assert entry["name"] == "t-mid" and entry["state"] == "resident"
+    assert entry["weights_bytes"] == 6 * GiB and entry["users"] == 0
+    assert record["model_counters"]["t-mid"]["loads"] == 1
+    assert record["model_counters"]["t-mid"]["jobs"] == 5
+    stats = json.loads(r.hget(KEYS.model_stats(), "t-mid"))
+    assert stats["loads"] == 1 and stats["jobs"] == 5
+
+
+def test_lru_eviction_keeps_weights_and_working_under_budget(
+    redis_url: str, qname: str, q: Queue, r: redis.Redis, workers: list[WorkerThread]
+) -> None:
+    """Budget 20 GiB: big (12) and mid (6) stay resident together; small (2)
+    then needs room for 2 + 1 working: the least recently used (big) goes."""
+    w = WorkerThread(make_spec(redis_url, qname, slots=1, budget_bytes=20 * GiB))
+    workers.append(w)
+    order = ["t-big", "t-mid", "t-mid", "t-small"]
+    ids = []
+    for name in order:
+        ids.append(add(q, name, "1GiB"))
+        wait_until(lambda: done(q, ids[-1]), what=f"a {name} job")
+    assert events(r) == [
+        ("load", "t-big"),
+        ("load", "t-mid"),
+        ("evict", "t-big"),
+        ("load", "t-small"),
+    ]
+    worker = w.worker
+    assert worker is not None
+    assert worker.admission.max_committed_bytes <= 20 * GiB
+    assert set(worker.residency.resident()) == {"t-mid", "t-small"}
+    assert worker.device.memory is not None
+    # the simulated device holds exactly the resident weights again
+    assert worker.device.memory.allocated_bytes == 8 * GiB
+
+
+def test_a_model_with_a_running_job_is_never_evicted(
+    redis_url: str, qname: str, q: Queue, r: redis.Redis, workers: list[WorkerThread]
+) -> None:
+    """Budget 16 GiB: a 12 GiB model runs a long job; a job of a 6 GiB model
+    (7 with its working memory) waits for it to end instead of evicting it."""
+    w = WorkerThread(make_spec(redis_url, qname, slots=2, budget_bytes=16 * GiB))
+    workers.append(w)
+    long = add(q, "t-big", "1GiB", s=1.0)
+    wait_until(lambda: ("load", "t-big") in events(r), what="the big load")
+    other = add(q, "t-mid", "1GiB")
+    jobs = wait_until(lambda: done(q, long, other), what="both jobs")
+    assert [j.returnvalue for j in jobs] == [{"model": "t-big"}, {"model": "t-mid"}]
+    assert events(r) == [("load", "t-big"), ("evict", "t-big"), ("load", "t-mid")]
+    evicted = [
+        int(f["ts_ms"])
+        for _i, f in r.xrange(KEYS.model_events())
+        if f["kind"] == "evict" and f["model"] == "t-big"
+    ]
+    assert evicted[0] >= jobs[0].finished_on - 50  # after the job, not during it
+    # claimed at once, it ran only once the big model was gone
+    started = int(r.hget(KEYS.job("bull", qname, other), "started_ms"))
+    assert started >= evicted[0]
+    worker = w.worker
+    assert worker is not None and worker.admission.max_committed_bytes <= 16 * GiB
+
+
+def test_unknown_weights_are_measured_after_the_first_load(
+    redis_url: str, qname: str, q: Queue, r: redis.Redis, workers: list[WorkerThread]
+) -> None:
+    """A model declared without weights reserves what is uncommitted while
+    it loads, then holds what the load measurably took, remembered
+    fleet-wide for the next load."""
+    w = WorkerThread(make_spec(redis_url, qname, slots=1))
+    workers.append(w)
+    job_id = add(q, "t-unknown")
+    wait_until(lambda: done(q, job_id), what="the job")
+    stats = json.loads(r.hget(KEYS.model_stats(), "t-unknown"))
+    assert stats["weights_bytes"] == 3 * GiB
+    worker = w.worker
+    assert worker is not None and worker.admission.held == {"t-unknown": 3 * GiB}
+    assert worker.residency.known_weights["t-unknown"] == 3 * GiB
+
+
+def test_a_failed_load_fails_the_job_and_backs_the_model_off(
+    redis_url: str, qname: str, q: Queue, r: redis.Redis, workers: list[WorkerThread]
+) -> None:
+    """A load that raises fails its job with that error (attempts apply);
+    the model is not tried again on this GPU until its backoff passes, and
+    other models go on."""
+    w = WorkerThread(make_spec(redis_url, qname, slots=1))
+    workers.append(w)
+    first = add(q, "t-broken", attempts=2)
+    (job,) = wait_until(lambda: done(q, first), what="the broken job")
+    assert job.failed_reason.startswith("model t-broken is not loaded") or (
+        "weights file missing" in job.failed_reason
+    )
+    assert job.attempts_made == 2
+    reasons = [e for e in job.stacktrace] if job.stacktrace else []
+    assert reasons  # both attempts left a trace
+    assert ("load_failed", "t-broken") in events(r)
+    assert events(r).count(("load_failed", "t-broken")) == 1  # backed off
+    ok = add(q, "t-small")
+    (fine,) = wait_until(lambda: done(q, ok), what="a job of another model")
+    assert fine.returnvalue == {"model": "t-small"}
+    worker = w.worker
+    assert worker is not None and "t-broken" not in worker.residency.resident()
+    assert worker.admission.held == {"t-small": 2 * GiB}
+    counters = r.hgetall(KEYS.gpu_counters("SIM-t-0"))
+    assert counters["model_load_failures"] == "1"
+
+
+def test_an_oom_while_loading_evicts_and_retries_once(
+    redis_url: str, qname: str, q: Queue, r: redis.Redis, workers: list[WorkerThread]
+) -> None:
+    """An OOM during a load evicts idle models and retries once: the job
+    runs. A model that OOMs again fails its job as CUDA out of memory
+    (retryable elsewhere), never crash-looping the worker."""
+    w = WorkerThread(make_spec(redis_url, qname, slots=1))
+    workers.append(w)
+    warm = add(q, "t-small")
+    wait_until(lambda: done(q, warm), what="a small job")
+    once = add(q, "t-oom-once")
+    (job,) = wait_until(lambda: done(q, once), what="the oom-once job")
+    assert job.returnvalue == {"model": "t-oom-once"}
+    assert events(r)[1:] == [
+        ("load_oom", "t-oom-once"),
+        ("evict", "t-small"),
+        ("load", "t-oom-once"),
+    ]
+    always = add(q, "t-oom-always")
+    (bad,) = wait_until(lambda: done(q, always), what="the oom-always job")
+    assert bad.failed_reason == "CUDA out of memory"
+    assert ("load_failed", "t-oom-always") in events(r)
+    assert w.alive
+    worker = w.worker
+    assert worker is not None and worker.residency.backing_off("t-oom-always")
+
+
+def test_cold_start_reads_loading_model_and_load_time_is_billed_apart(
+    redis_url: str, qname: str, q: Queue, r: redis.Redis, workers: list[WorkerThread]
+) -> None:
+    """While a 2 s load runs, the heartbeat lists the job as loading_model
+    (model, since); the load's GPU time is kept apart (name load:<model>,
+    no tenant) from the job's own."""
+    w = WorkerThread(make_spec(redis_url, qname, slots=1))
+    workers.append(w)
+    job_id = add(q, "t-slow", s=0.05)
+    worker = w.worker
+    assert worker is not None
+
+    def loading() -> dict[str, Any] | None:
+        raw = r.get(KEYS.worker(worker.spec.worker_id))
+        record = json.loads(raw) if raw else {}
+        for job in record.get("running", []):
+            if job["state"] == "loading_model":
+                return job
+        return None
+
+    seen = wait_until(loading, what="a loading_model heartbeat")
+    assert seen["id"] == job_id and seen["model"] == "t-slow"
+    assert seen["loading"]["model"] == "t-slow" and seen["loading"]["since_ms"] > 0
+    assert seen["loading"]["expected_s"] == 2.0  # the model's declared hint
+    (job,) = wait_until(lambda: done(q, job_id), what="the slow job")
+    assert job.returnvalue == {"model": "t-slow"}
+    totals = read_totals(r, KEYS)
+    names = totals["name"]
+    assert names["load:t-slow"].gpu_seconds >= 1.9
+    assert names["test.model"].gpu_seconds < names["load:t-slow"].gpu_seconds
+    assert "-" in totals["tenant"]
+    stats = json.loads(r.hget(KEYS.model_stats(), "t-slow"))
+    assert stats["ewma_load_s"] >= 1.9
+
+
+def test_fleet_reads_the_model_fields(
+    redis_url: str, qname: str, q: Queue, fleet: Fleet, workers: list[WorkerThread]
+) -> None:
+    """The fleet's worker records carry models, weights and working bytes."""
+    w = WorkerThread(make_spec(redis_url, qname, slots=1))
+    workers.append(w)
+    job_id = add(q, "t-small", "1GiB", s=0.01)
+    wait_until(lambda: done(q, job_id), what="a job")
+    wait_until(
+        lambda: [x for x in fleet.list_workers() if x.get("models")], what="a record"
+    )
+    (rec,) = [x for x in fleet.list_workers() if x.get("models")]
+    assert rec["weights_bytes"] == 2 * GiB and rec["working_bytes"] == 0
