@@ -6,7 +6,9 @@ worker reports (heartbeat, events stream, stats, GPU-time)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import os
+import signal
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -17,10 +19,11 @@ from gpu_workers.gputime import read_totals
 from gpu_workers.keys import BullpenKeys
 from queues import Queue
 from tests.gpu_workers import handlers_for_tests  # noqa: F401 - registers models
-from tests.gpu_workers.helpers import WorkerThread, make_spec
+from tests.gpu_workers.helpers import SupervisorProcess, WorkerThread, make_spec
 from tests.helpers import wait_until
 
 GiB = 2**30
+Supervise = Callable[..., SupervisorProcess]
 KEYS = BullpenKeys()
 
 
@@ -261,3 +264,46 @@ def test_fleet_reads_the_model_fields(
     )
     (rec,) = [x for x in fleet.list_workers() if x.get("models")]
     assert rec["weights_bytes"] == 2 * GiB and rec["working_bytes"] == 0
+
+
+def test_a_worker_killed_while_loading_leaves_no_ghost_model(
+    supervise: Supervise, q: Queue, fleet: Fleet, r: redis.Redis
+) -> None:
+    """SIGKILL a worker in the middle of a 2 s model load: the stalled check
+    returns the job, the restarted worker loads the model again from
+    nothing (its record never lists the dead process's model), and the job
+    completes there."""
+    supervise(queue={"lock_duration_ms": 1000, "stalled_interval_ms": 300})
+    job_id = add(q, "t-slow")
+
+    def loading() -> dict[str, Any] | None:
+        for w in fleet.list_workers():
+            if any(j.get("state") == "loading_model" for j in w.get("running", [])):
+                return w
+        return None
+
+    dying = wait_until(loading, what="a worker loading t-slow")
+    os.kill(dying["pid"], signal.SIGKILL)
+
+    def restarted() -> dict[str, Any] | None:
+        for w in fleet.list_workers():
+            if w["pid"] not in (None, dying["pid"]) and w.get("models") is not None:
+                return w
+        return None
+
+    fresh = wait_until(restarted, timeout=10, what="the restarted worker")
+    assert all(m["state"] != "resident" for m in fresh["models"])
+    wait_until(
+        lambda: q.get_job_state(job_id).value == "completed",
+        timeout=30,
+        what="the job to be recovered and completed",
+    )
+    done = q.get_job(job_id)
+    assert done.stalled_counter == 1 and done.returnvalue == {"model": "t-slow"}
+    assert fleet.job_vram(q.name, job_id)["pid"] != dying["pid"]
+    kinds = [(f["kind"], f["model"]) for _i, f in r.xrange(KEYS.model_events())]
+    assert kinds == [("load", "t-slow")]  # only the new process's load finished
+    final = wait_until(
+        lambda: [w for w in fleet.list_workers() if w.get("models")], what="a record"
+    )
+    assert [m["name"] for m in final[0]["models"]] == ["t-slow"]
