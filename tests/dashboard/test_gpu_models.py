@@ -23,6 +23,7 @@ from gpu_workers.fleet import PINS_PER_GPU
 from queues import Queue
 from tests.dashboard.conftest import client_for, user_in
 from tests.dashboard.helpers import HX, SIM_GPU, GiB, beat, job_url, make_active
+from tests.dashboard.test_metrics import samples, scrape, value
 
 pytestmark = pytest.mark.django_db
 
@@ -387,3 +388,91 @@ def test_job_page_and_row_say_loading_model(
     url = reverse("bullpen:queue-jobs", args=["bull", "gpu"]) + "?state=active"
     rows = viewer_client.get(url, **HX).content.decode()
     assert "loading llama" in rows
+
+
+# --- /metrics -------------------------------------------------------------------------
+def test_metrics_per_gpu_and_model(dashboard_redis: str, r: redis.Redis) -> None:
+    """Loads, evictions, failures, the load-time histogram (buckets, sum,
+    loads as count), resident count and bytes, parsed by prometheus_client;
+    two workers on one GPU are summed; an odd record and an old one add
+    nothing and break nothing."""
+    host(r)
+    model_worker(r)
+    second = model_worker(
+        r,
+        id="h1:bull:other:SIM-h1-0",
+        queue="other",
+        models=[{"name": "flux", "state": "resident", "weights_bytes": 6 * GiB}],
+        model_counters={
+            "flux": {
+                "loads": 1,
+                "load_seconds_sum": 4.0,
+                "load_seconds_buckets": [0, 0, 1, 1, 1, 1, 1, 1, 1, 1],
+                "evictions": 1,
+            }
+        },
+    )
+    assert second["gpu"]["uuid"] == UUID
+    model_worker(r, id="odd", gpu={"uuid": "GPU-odd"}, models=[{"name": 3}])
+    model_worker(r, id="old", gpu={"uuid": "GPU-old"}, models=None)
+    r.set(
+        "bullpen:worker:old",
+        json.dumps({"id": "old", "gpu": {"uuid": "GPU-old"}, "ts_ms": now_ms()}),
+    )
+    families = scrape()
+    flux = {"gpu": UUID, "model": "flux"}
+    assert value(families["bullpen_model_loads"], **flux) == 4
+    assert value(families["bullpen_model_evictions"], **flux) == 3
+    assert value(families["bullpen_model_load_failures"], **flux) == 1
+    assert value(families["bullpen_model_load_ooms"], gpu=UUID, model="sdxl") == 1
+    hist = families["bullpen_model_load_seconds"]
+    buckets = {
+        s.labels["le"]: s.value
+        for s in samples(hist, **flux)
+        if s.name.endswith("_bucket")
+    }
+    assert buckets == {
+        "1.0": 0,
+        "2.5": 0,
+        "5.0": 1,
+        "10.0": 2,
+        "20.0": 4,
+        "40.0": 4,
+        "60.0": 4,
+        "120.0": 4,
+        "300.0": 4,
+        "+Inf": 4,
+    }
+    assert value(hist, "bullpen_model_load_seconds_count", **flux) == 4
+    assert value(hist, "bullpen_model_load_seconds_sum", **flux) == 40.0
+    assert value(families["bullpen_models_resident"], gpu=UUID) == 4
+    held = families["bullpen_model_resident_bytes"]
+    assert value(held, **flux) == 12 * GiB
+    assert value(held, gpu=UUID, model="llama") == 3 * GiB
+    gpus = {
+        s.labels["gpu"]
+        for f in families.values()
+        for s in f.samples
+        if f.name.startswith("bullpen_model") and "gpu" in s.labels
+    }
+    assert gpus == {UUID}
+
+
+def test_metrics_cap_models_per_gpu(dashboard_redis: str, r: redis.Redis) -> None:
+    """20 models on a GPU: 16 labels by name, the other 4 summed as (other)."""
+    host(r)
+    models = [
+        {"name": f"m{i:02d}", "state": "resident", "weights_bytes": 2**20}
+        for i in range(20)
+    ]
+    counters = {f"m{i:02d}": {"loads": 1, "load_seconds_sum": 1.0} for i in range(20)}
+    model_worker(r, models=models, model_counters=counters)
+    families = scrape()
+    loads = families["bullpen_model_loads"]
+    names = sorted(
+        s.labels["model"] for s in loads.samples if s.name.endswith("_total")
+    )
+    assert names == sorted([*(f"m{i:02d}" for i in range(16)), "(other)"])
+    assert value(loads, "bullpen_model_loads_total", gpu=UUID, model="(other)") == 4
+    held = families["bullpen_model_resident_bytes"]
+    assert value(held, gpu=UUID, model="(other)") == 4 * 2**20

@@ -165,7 +165,9 @@ class ModelPanel:
         return max(self.weights_bytes + self.working_bytes - self.budget_bytes, 0)
 
 
-def _entries(record: dict[str, Any]) -> list[dict[str, Any]]:
+def entries(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """A record's `models`, checked: name, state, bytes, users, pinned,
+    wanted of each (BadRecord when one is odd)."""
     models = record.get("models")
     if not isinstance(models, list):
         raise BadRecord("models is not a list")
@@ -189,7 +191,8 @@ def _entries(record: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _counters(record: dict[str, Any]) -> dict[str, ModelCounts]:
+def counters(record: dict[str, Any]) -> dict[str, ModelCounts]:
+    """A record's `model_counters`, checked (BadRecord when one is odd)."""
     raw = record.get("model_counters", {})
     if not isinstance(raw, dict):
         raise BadRecord("model_counters is not an object")
@@ -212,12 +215,12 @@ def _add_record(
     panel: ModelPanel, record: dict[str, Any], merged: dict[str, Any]
 ) -> None:
     """One worker record's models into its GPU's panel (BadRecord: none of it)."""
-    entries = _entries(record)
+    listed = entries(record)
     working = _count(record.get("working_bytes", 0), "working_bytes")
-    counters = _counters(record)
+    counted = counters(record)
     panel.has_models = True
     panel.working_bytes += working
-    for e in entries:
+    for e in listed:
         seen = merged.setdefault(e["name"], {**e, "bytes": 0, "users": 0})
         seen["bytes"] += e["bytes"]
         seen["users"] += e["users"]
@@ -225,7 +228,7 @@ def _add_record(
         seen["wanted"] = seen["wanted"] or e["wanted"]
         if e["state"] != "resident":  # loading or unloading is what to show
             seen["state"] = e["state"]
-    for name, c in counters.items():
+    for name, c in counted.items():
         total = next((x for x in panel.counts if x.model == name), None)
         if total is None:
             panel.counts.append(c)
