@@ -21,7 +21,6 @@ from prometheus_client.core import (
     HistogramMetricFamily,
     Metric,
 )
-from prometheus_client.utils import floatToGoString
 
 from gpu_workers.defaults import MODEL_LOAD_BUCKETS_S
 
@@ -29,7 +28,7 @@ from .reads.models import OTHER, BadRecord, counters, entries
 
 #: Model labels per GPU; the rest are one "(other)".
 MODELS_PER_GPU = 16
-_LE = [*(floatToGoString(b) for b in MODEL_LOAD_BUCKETS_S), "+Inf"]
+_LE = [*(str(float(b)) for b in MODEL_LOAD_BUCKETS_S), "+Inf"]
 _COUNTS = ("loads", "evictions", "load_failures", "load_ooms")
 
 
