@@ -8,6 +8,7 @@ write API the dashboard calls.
     fleet.set_desired("host-a", "txt2img", workers=2, slots=3)
     fleet.request_cancel("txt2img", job_id)
     fleet.job_vram("txt2img", job_id)   # declared vs measured peak
+    fleet.pin_model("GPU-1234", "sdxl")  # operators' pins (models:pins)
 
 Reading never writes: a listing takes the index entries that have not
 expired yet (the writers trim the rest), so a read-only Redis user or
@@ -36,6 +37,34 @@ from .config import check_safe_queue_name, check_segment_name
 from .desired import parse_desired
 from .exceptions import ConfigError, ValidationError
 from .keys import BullpenKeys
+from .models import MODEL_NAME, check_model_name
+
+#: Models an operator may pin on one GPU.
+PINS_PER_GPU = 16
+_PIN_TRIES = 5
+#: HSET (or HDEL for "") a field only while it holds ARGV[2] ("" = absent).
+_SET_IF_SAME = """
+local now = redis.call('HGET', KEYS[1], ARGV[1]) or ''
+if now ~= ARGV[2] then return 0 end
+if ARGV[3] == '' then redis.call('HDEL', KEYS[1], ARGV[1])
+else redis.call('HSET', KEYS[1], ARGV[1], ARGV[3]) end
+return 1
+"""
+
+
+def parse_pins(raw: dict[str, str]) -> dict[str, list[str]]:
+    """`models:pins` as read (uuid -> JSON list): the valid model names of
+    each GPU, in order; a field another client wrote oddly reads as none."""
+    found: dict[str, list[str]] = {}
+    for gpu, value in raw.items():
+        try:
+            names = codec.loads(value)
+        except (codec.JSONDecodeError, TypeError, ValueError):
+            continue
+        if isinstance(names, list):
+            good = [n for n in names if isinstance(n, str) and MODEL_NAME.fullmatch(n)]
+            found[gpu] = list(dict.fromkeys(good))[:PINS_PER_GPU]
+    return found
 
 
 def _simulated_reading(
@@ -208,6 +237,47 @@ class Fleet:
             current["slots"] = slots
         self.client.hset(key, field, codec.dumps(current))
         return current
+
+    def pins(self) -> dict[str, list[str]]:
+        """Operators' pins: GPU uuid -> the models pinned there."""
+        return parse_pins(self.client.hgetall(self.keys.model_pins()))
+
+    def pin_model(self, gpu: str, model: str) -> list[str]:
+        """Keep `model` resident on GPU `gpu` (its worker loads it and never
+        evicts it for another); the GPU's pins after. A model no worker
+        declares may be pinned (it is shown as such)."""
+        return self._change_pins(gpu, model, add=True)
+
+    def unpin_model(self, gpu: str, model: str) -> list[str]:
+        """Drop an operator's pin; the GPU's pins after."""
+        return self._change_pins(gpu, model, add=False)
+
+    def _change_pins(self, gpu: str, model: str, add: bool) -> list[str]:
+        try:
+            check_segment_name(gpu, "a GPU uuid")
+            check_model_name(model)
+        except ConfigError as exc:
+            raise ValidationError(str(exc)) from None
+        key = self.keys.model_pins()
+        for _ in range(_PIN_TRIES):
+            raw = self.client.hget(key, gpu)
+            current = parse_pins({gpu: raw}).get(gpu, []) if raw else []
+            if add and model not in current:
+                if len(current) >= PINS_PER_GPU:
+                    raise ValidationError(
+                        f"GPU {gpu} has {PINS_PER_GPU} pins already: unpin one first"
+                    )
+                current.append(model)
+            elif not add:
+                if model not in current:
+                    raise ValidationError(f"{model} is not pinned on GPU {gpu}")
+                current.remove(model)
+            new = codec.dumps(current) if current else ""
+            # Compare and set (a cluster has no WATCH across its nodes):
+            # written only if the field is still what was read.
+            if self.client.eval(_SET_IF_SAME, 1, key, gpu, raw or "", new):
+                return current
+        raise ValidationError(f"the pins of GPU {gpu} kept changing: try again")
 
     def request_cancel(
         self, queue: str, job_id: str, prefix: str = defaults.QUEUE_PREFIX

@@ -54,12 +54,18 @@ _REASON_PROPERTIES: dict[str, Any] = {
     "attempts": {"type": "integer"},
     "last_error": {"type": ["string", "null"]},
     "error": {"type": "string"},
+    "model": {"type": "string"},
+    "gpu": {"type": "string"},
+    "host": {"type": "string"},
+    "since_ms": _NULLABLE_INT,
+    "expected_s": {"type": ["number", "null"]},
 }
 
 WAITING_REASON: dict[str, Any] = {
     "type": "object",
     "description": "Why a waiting, prioritized, delayed or waiting-children job "
-    "is not running yet: the primary reason, and in `also` the others that hold "
+    "is not running yet (or an active one whose GPU worker still loads its "
+    "model: loading_model): the primary reason, and in `also` the others that hold "
     "too. Codes: " + ", ".join(WAITING_CODES) + " (docs/http-api.md).",
     "required": ["code", "message", "also"],
     "properties": {

@@ -28,6 +28,12 @@ GPUs (labels host, gpu = UUID, index, name, simulated)
   bullpen_gpu_memory_{total,used,committed,free,budget}_bytes
   bullpen_gpu_utilization_ratio, bullpen_gpu_temperature_celsius,
   bullpen_gpu_power_watts, bullpen_gpu_oom_total
+Models (labels gpu = UUID, model; at most 16 models a GPU, then "(other)";
+dashboard/console/metrics_models.py)
+  bullpen_model_loads_total, bullpen_model_evictions_total,
+  bullpen_model_load_failures_total, bullpen_model_load_ooms_total,
+  bullpen_model_load_seconds (histogram), bullpen_model_resident_bytes,
+  bullpen_models_resident{gpu}
 Redis (label `node`: the server, each primary of a cluster): memory used and
 max, maxmemory policy, evicted keys, clients (dashboard/console/metrics_redis.py)
 And bullpen_redis_up, bullpen_scrape_duration_seconds: these two describe the
@@ -72,6 +78,7 @@ from queues.names import qualified_name
 from queues.ops import DEFAULT_STATES
 
 from .metrics_gpus import gpu_families
+from .metrics_models import model_families
 from .metrics_redis import redis_families
 from .reads.overview import worker_census
 
@@ -346,3 +353,4 @@ class BullpenCollector(Collector):
         yield from (state, beat, restarts, outcomes, slots, running)
         yield from (attempts, limit_hits, stalled)
         yield from gpu_families(gpus)
+        yield from model_families(workers)

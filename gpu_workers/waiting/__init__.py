@@ -5,6 +5,12 @@ Redis with a bounded number of round trips whatever the queue's length:
 - one pipeline for the queue's facts and every job's own (reads.py)
 - one CLIENT LIST per primary for the connected workers (or a census given)
 - the fleet's heartbeats (`Fleet.list_workers`: two round trips)
+- for a model loading with no expected time of its own, one HMGET of the
+  measured loads (`models:stats`)
+
+An active job gets a reason only while its worker loads its model
+(`loading_model`, loading.py); only active jobs cost no queue reads, just the
+heartbeats.
 
     reasons = explain(conn, "bull", "render", [(job, "waiting")])
     reasons[job.id].code, reasons[job.id].message
@@ -28,11 +34,31 @@ from queues.keys import QueueKeys
 
 from .. import defaults
 from ..fleet import Fleet
-from .needs import declared_need
+from .loading import (
+    Loading,
+    expected,
+    loading_jobs,
+    loading_models,
+    loading_reason,
+    with_past_loads,
+)
+from .needs import declared_need, job_model
 from .reads import QueueFacts, census, connected_workers, facts_op
-from .reasons import CODES, WAITING_STATES, WaitingReason, explain_one, unknown
+from .reasons import (
+    CODES,
+    READY,
+    WAITING_STATES,
+    WaitingReason,
+    explain_one,
+    unknown,
+)
 
-__all__ = ["CODES", "WAITING_STATES", "WaitingReason", "explain"]
+__all__ = ["CODES", "EXPLAINED_STATES", "WAITING_STATES", "WaitingReason", "explain"]
+
+ACTIVE = "active"
+#: States a reason may be given for: the waiting ones, and active jobs whose
+#: worker is still loading their model (`loading_model`).
+EXPLAINED_STATES = WAITING_STATES | {ACTIVE}
 
 _NO_CENSUS: Any = object()
 
@@ -50,36 +76,105 @@ def explain(
     now_ms: int | None = None,
 ) -> dict[str, WaitingReason]:
     """The waiting reason of each (job, state) whose state is a waiting one,
-    by job id. `workers`: a CLIENT LIST census already taken (else one is);
-    `handler_modules`: where to find a job's declared VRAM when no GPU worker
-    recorded it yet; `shown`: how a last error may be shown (redaction).
-    Odd data never raises: it reads as `unknown`."""
+    and of each active job whose worker is loading its model
+    (`loading_model`), by job id. `workers`: a CLIENT LIST census already
+    taken (else one is); `handler_modules`: where to find a job's declared
+    VRAM and model when no GPU worker recorded it yet; `shown`: how a last
+    error may be shown (redaction). Odd data never raises: it reads as
+    `unknown`."""
     waiting = [(job, state) for job, state in jobs if state in WAITING_STATES]
-    if not waiting:
+    active = [job for job, state in jobs if state == ACTIVE]
+    if not waiting and not active:
         return {}
     now_ms = now_ms or ops.now_ms()
     fleet = Fleet(conn, namespace)
-    keys = QueueKeys(queue, prefix)
-    wanted = [(job.id, state, _priority(job)) for job, state in waiting]
-    try:
-        q, per_job = run_sync(facts_op(keys, fleet.keys, wanted, now_ms), conn)
-    except redis.ResponseError as exc:
-        return {job.id: unknown(f"Redis refused a read: {exc}") for job, _ in waiting}
-    _add_workers(q, conn, fleet, keys, workers)
     modules = tuple(handler_modules)
-    found = {}
-    for (job, state), j in zip(waiting, per_job):
+    found: dict[str, WaitingReason] = {}
+    records: list[dict[str, Any]] | None = None
+    if waiting:
+        keys = QueueKeys(queue, prefix)
+        wanted = [(job.id, state, _priority(job)) for job, state in waiting]
         try:
-            need = j.declared_bytes
-            if need is None and "data" not in job.left_out:
-                need = declared_need(job.name, job.data, modules)
-            error = shown(job.failed_reason) if job.failed_reason else None
-            reason = explain_one(job, state, q, j, need, prefix, now_ms, error)
-        except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
-            reason = unknown(f"unreadable job fields ({exc})")
-        if reason is not None:
-            found[job.id] = reason
+            q, per_job = run_sync(facts_op(keys, fleet.keys, wanted, now_ms), conn)
+        except redis.ResponseError as exc:
+            why = f"Redis refused a read: {exc}"
+            return {job.id: unknown(why) for job, _ in waiting}
+        _add_workers(q, conn, fleet, keys, workers)
+        records = q.gpu_all
+        for (job, state), j in zip(waiting, per_job):
+            try:
+                need = j.declared_bytes
+                if need is None and "data" not in job.left_out:
+                    need = declared_need(job.name, job.data, modules)
+                error = shown(job.failed_reason) if job.failed_reason else None
+                reason = explain_one(job, state, q, j, need, prefix, now_ms, error)
+            except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
+                reason = unknown(f"unreadable job fields ({exc})")
+            if reason is not None:
+                found[job.id] = reason
+        _add_loading_models(fleet, q, waiting, found, modules, now_ms)
+    if active:
+        if records is None:
+            records = _records(fleet)
+        _add_loading_jobs(fleet, records, prefix, queue, active, found, now_ms)
     return found
+
+
+def _records(fleet: Fleet) -> list[dict[str, Any]]:
+    try:
+        return fleet.list_workers()
+    except redis.ResponseError:
+        return []
+
+
+def _add_loading_jobs(
+    fleet: Fleet,
+    records: list[dict[str, Any]],
+    prefix: str,
+    queue: str,
+    active: list[Job],
+    found: dict[str, WaitingReason],
+    now_ms: int,
+) -> None:
+    """`loading_model` for the active jobs a worker is loading the model of."""
+    loads = loading_jobs(records, prefix, queue)
+    mine = {job.id: loads[job.id] for job in active if job.id in loads}
+    past = _past_loads(fleet, mine.values())
+    for job_id, load in mine.items():
+        found[job_id] = loading_reason(expected(load, past), now_ms)
+
+
+def _add_loading_models(
+    fleet: Fleet,
+    q: QueueFacts,
+    waiting: list[tuple[Job, str]],
+    found: dict[str, WaitingReason],
+    modules: tuple[str, ...],
+    now_ms: int,
+) -> None:
+    """In `also`: a ready job's model loading on a GPU serving its queue."""
+    loads = loading_models(q.gpu_serving)
+    if not loads:
+        return
+    mine: dict[str, Loading] = {}
+    for job, state in waiting:
+        reason = found.get(job.id)
+        if reason is None or state not in READY or "data" in job.left_out:
+            continue
+        name = job_model(job.name, job.data, modules)
+        if name is not None and name in loads:
+            mine[job.id] = loads[name]
+    past = _past_loads(fleet, mine.values())
+    for job_id, load in mine.items():
+        also = loading_reason(expected(load, past), now_ms, waiting=True)
+        found[job_id].also.append(also)
+
+
+def _past_loads(fleet: Fleet, loads: Iterable[Loading]) -> dict[str, float]:
+    try:
+        return with_past_loads(fleet.client, fleet.keys, loads)
+    except redis.ResponseError:
+        return {}
 
 
 def _priority(job: Job) -> int:

@@ -16,9 +16,7 @@ log = logging.getLogger("gpu_workers.waiting")
 _loaded: set[tuple[str, ...]] = set()
 
 
-def declared_need(name: str, data: Any, modules: Sequence[str]) -> int | None:
-    """The bytes the handler of job `name` declares for `data`, or None when
-    no handler is known here or its declaration fails for this data."""
+def _load(modules: Sequence[str]) -> None:
     key = tuple(modules)
     if key not in _loaded:
         _loaded.add(key)
@@ -26,6 +24,19 @@ def declared_need(name: str, data: Any, modules: Sequence[str]) -> int | None:
             load_handler_modules(key)
         except ConfigError as exc:
             log.warning("waiting reasons: %s", exc)
+
+
+def job_model(name: str, data: Any, modules: Sequence[str]) -> str | None:
+    """The model a job of `name` would use for `data` (HandlerRegistry.model_for:
+    None for no handler here, no model, or data naming no valid model)."""
+    _load(modules)
+    return REGISTRY.model_for(name, data)
+
+
+def declared_need(name: str, data: Any, modules: Sequence[str]) -> int | None:
+    """The bytes the handler of job `name` declares for `data`, or None when
+    no handler is known here or its declaration fails for this data."""
+    _load(modules)
     try:
         entry = REGISTRY.get(name)
     except HandlerNotFound:

@@ -17,6 +17,10 @@ The codes (stable; docs/http-api.md lists them):
 - `waiting_for_children`: k of n children still pending
 - `queued`: its place in line (exact, or a range far from both ends of a
   long line), with an ETA (or an ETA range) at the measured throughput
+- `loading_model`: a claimed (active) job whose worker is loading its
+  model onto the GPU, a cold start (loading.py): the model, GPU, host, since
+  when and about how long; a waiting job whose model is loading on a GPU
+  serving its queue carries it in `also`
 - `unknown`: what Redis holds could not be read (the message says why)
 """
 
@@ -44,13 +48,15 @@ CODES = (
     "retry_backoff",
     "waiting_for_children",
     "queued",
+    "loading_model",
     "unknown",
 )
 #: Job states a waiting reason is given for (`paused`: BullMQ 5's list).
 WAITING_STATES = frozenset(
     {"waiting", "prioritized", "delayed", "waiting-children", "paused"}
 )
-_READY = frozenset({"waiting", "prioritized", "paused"})
+#: Ready states: a worker takes such a job once it is at the front.
+READY = frozenset({"waiting", "prioritized", "paused"})
 
 
 @dataclass
@@ -312,7 +318,7 @@ def explain_one(
     vram = _vram(q, need)
     if vram is not None and vram.code == "vram_never_fits":
         found.append(vram)
-    if state in _READY:
+    if state in READY:
         limits = _limits(q, now_ms)
         found.extend(limits)
         # After the queue's limits: a job waits for VRAM once it is claimed.

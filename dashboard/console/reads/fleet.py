@@ -20,6 +20,7 @@ from queues.ops import DEFAULT_STATES
 
 from ..display import progress_parts
 from . import gpu_fleet, run
+from .models import ModelPanel, panels
 from .overview import metrics_minutes_op
 
 #: Minutes of finished jobs the capacity view's throughput is measured over.
@@ -92,6 +93,8 @@ class GpuView:
     oom_total: int
     error: str | None
     workers: list[WorkerView] = field(default_factory=list)
+    #: Its models: the stacked bar, loads, events, pins (reads/models.py).
+    models: ModelPanel | None = None
 
     @property
     def used_pct(self) -> float:
@@ -311,6 +314,15 @@ def hosts(now_ms: int | None = None) -> list[HostView]:
                 stray=[w for w in mine if w.id not in placed],
             )
         )
+    every = [g for v in views for g in v.gpus]
+    found = panels(
+        [(g.uuid, g.budget_bytes) for g in every],
+        records,
+        registry.client,
+        registry.keys,
+    )
+    for gpu in every:
+        gpu.models = found.get(gpu.uuid)
     return views
 
 

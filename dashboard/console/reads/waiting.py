@@ -14,7 +14,7 @@ from dashboard.shared.discovery import QueueRef
 from dashboard.shared.redaction import redact_text
 from dashboard.shared.redis import REDIS_DOWN, client
 from gpu_workers.units import format_bytes
-from gpu_workers.waiting import WAITING_STATES, WaitingReason, explain
+from gpu_workers.waiting import EXPLAINED_STATES, WaitingReason, explain
 from queues import Job
 
 from .overview import known_census
@@ -22,16 +22,17 @@ from .overview import known_census
 #: Codes of reasons that hold a job until an operator acts (shown in red).
 STUCK = frozenset({"queue_paused", "no_worker", "vram_never_fits", "unknown"})
 #: Codes of reasons about VRAM (the job page links the GPU page).
-GPU = frozenset({"waiting_for_vram", "vram_never_fits"})
+GPU = frozenset({"waiting_for_vram", "vram_never_fits", "loading_model"})
 
 
 def reasons(
     ref: QueueRef, pairs: Sequence[tuple[Job, str]]
 ) -> dict[str, WaitingReason]:
-    """The waiting reason of each waiting job of `pairs` (job, state), by id:
+    """The waiting reason of each waiting job of `pairs` (job, state), and of
+    each active one whose worker still loads its model, by id:
     the queue's facts read once for them all. A Redis that refuses (not one
     that is down: pages answer 503 for that) gives none rather than an error."""
-    if not any(state in WAITING_STATES for _, state in pairs):
+    if not any(state in EXPLAINED_STATES for _, state in pairs):
         return {}
     conn = client()
     c = conf.get()
@@ -73,6 +74,8 @@ def tag(reason: WaitingReason | None) -> str:
         return f"concurrency {n.get('active')}/{n.get('concurrency')}"
     if reason.code == "waiting_for_children":
         return f"children {n.get('pending', '?')}/{n.get('total', '?')}"
+    if reason.code == "loading_model":
+        return f"loading {n.get('model', 'model')}"
     if reason.code == "waiting_for_vram":
         return f"needs {format_bytes(n['need_bytes'])} VRAM"
     return _TAGS.get(reason.code, reason.code)

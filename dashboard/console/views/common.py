@@ -259,6 +259,44 @@ def action(name: str, perm: str, must_exist: bool = True) -> Callable[[Action], 
     return decorate
 
 
+def gpu_action(name: str, perm: str) -> Callable[[Action], View]:
+    """`action` for what belongs to a GPU, not a queue (pins): POST only,
+    login, `perm`, one audit entry (target `gpu:<uuid>`) whatever happens.
+    The wrapped function gets (request, gpu) and returns Done or raises
+    BadInput / ActionError / a worker error."""
+
+    def decorate(func: Action) -> View:
+        @wraps(func)
+        def view(request: HttpRequest) -> HttpResponse:
+            if request.method != "POST":
+                return HttpResponse(status=405, headers={"Allow": "POST"})
+            if not request.user.is_authenticated:
+                return to_login(request)
+            gpu = request.POST.get("gpu", "").strip()
+            target = f"gpu:{gpu[:200]}"
+            if not request.user.has_perm(perm):
+                audit.record(request, target, name, "denied", f"missing {perm}")
+                return forbidden(request, f"You need the {perm} permission.")
+            try:
+                done = func(request, gpu)
+            except BadInput as exc:
+                return _failed(request, target, name, str(exc), 400)
+            except Exception as exc:
+                if recoverable(exc):
+                    detail = f"Redis unavailable: {describe(exc)}"
+                    audit.record(request, target, name, "error", detail)
+                    return redis_unavailable(request, exc, acted=True)
+                if isinstance(exc, (ActionError, GpuWorkerError)):
+                    return _failed(request, target, name, str(exc), 409)
+                raise
+            audit.record(request, target, name, "ok", done.detail or done.message)
+            return _succeeded(request, done)
+
+        return view
+
+    return decorate
+
+
 def _failed(
     request: HttpRequest, target: str, name: str, message: str, status: int
 ) -> HttpResponse:

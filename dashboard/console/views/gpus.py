@@ -1,6 +1,7 @@
 """GPU workers page: per host and GPU a VRAM gauge (used, committed by admission,
-budget, total), readings, each worker with its running jobs (live progress),
-scaling controls for users with the scale permission, and a capacity view."""
+budget, total), readings, the models resident on it (a stacked bar, loads,
+evictions, pins), each worker with its running jobs (live progress), scaling
+and pin controls for users with the scale permission, and a capacity view."""
 
 from __future__ import annotations
 
@@ -15,7 +16,16 @@ from gpu_workers.exceptions import ValidationError
 
 from .. import reads
 from ..reads import fleet
-from .common import SCALE, VIEW, BadInput, Done, action, live_json, perm_required
+from .common import (
+    SCALE,
+    VIEW,
+    BadInput,
+    Done,
+    action,
+    gpu_action,
+    live_json,
+    perm_required,
+)
 
 
 def _context(request: HttpRequest) -> dict[str, Any]:
@@ -92,3 +102,36 @@ def scale(request: HttpRequest) -> HttpResponse:
     for one host and queue (Fleet.set_desired), audited; scale permission."""
     prefix, _, name = request.POST.get("queue", "").rpartition(":")
     return _scale(request, prefix, name)
+
+
+def _pin_model(request: HttpRequest) -> str:
+    model = request.POST.get("model", "").strip()
+    if not model:
+        raise BadInput("give a model name")
+    return model
+
+
+# Pins write only Bullpen's `models:pins` hash (Fleet validates both names);
+# the GPU's worker loads a pinned model and keeps it (residency.py).
+@gpu_action("models.pin", SCALE)
+def pin(request: HttpRequest, gpu: str) -> Done:
+    """POST gpu (uuid) and model: pin the model on the GPU, audited; the
+    scale permission, like scaling."""
+    model = _pin_model(request)
+    try:
+        pins = reads.gpu_fleet().pin_model(gpu, model)
+    except ValidationError as exc:
+        raise BadInput(str(exc)) from None
+    return Done(f"{model} pinned on GPU {gpu} (pins: {', '.join(pins)})")
+
+
+@gpu_action("models.unpin", SCALE)
+def unpin(request: HttpRequest, gpu: str) -> Done:
+    """POST gpu (uuid) and model: drop the pin, audited; scale permission."""
+    model = _pin_model(request)
+    try:
+        pins = reads.gpu_fleet().unpin_model(gpu, model)
+    except ValidationError as exc:
+        raise BadInput(str(exc)) from None
+    left = ", ".join(pins) or "none"
+    return Done(f"{model} unpinned from GPU {gpu} (pins left: {left})")

@@ -49,6 +49,8 @@ urlpatterns = [
     path("gpus/fragments/hosts/", gpus.hosts_fragment, name="gpus-hosts"),
     path("gpus/fragments/capacity/", gpus.capacity_fragment, name="gpus-capacity"),
     path("gpus/actions/scale/", gpus.scale, name="gpus-scale"),
+    path("gpus/actions/pin/", gpus.pin, name="gpus-pin"),
+    path("gpus/actions/unpin/", gpus.unpin, name="gpus-unpin"),
     path("gpu-time/", gputime.gpu_time_page, name="gpu-time"),
     path("gpu-time.csv", gputime.gpu_time_csv, name="gpu-time-csv"),
     # The Redis page and the workers page (issue 15).
