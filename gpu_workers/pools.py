@@ -257,13 +257,14 @@ class PoolPlanner:
             if isinstance(budget, int) and not isinstance(budget, bool):
                 gpu["budget"] = max(gpu["budget"], budget)
             gpu["queues"].add(ref)
-            for entry in w.get("models") or ():
-                if isinstance(entry, dict) and entry.get("state") in (
-                    "loading",
-                    "resident",
+            models = w.get("models")
+            for entry in models if isinstance(models, list) else ():
+                if (
+                    isinstance(entry, dict)
+                    and entry.get("state") in ("loading", "resident")
+                    and isinstance(entry.get("name"), str)
                 ):
-                    if isinstance(entry.get("name"), str):
-                        gpu["resident"].add(entry["name"])
+                    gpu["resident"].add(entry["name"])
         for gpu in gpus.values():
             gpu["resident"] = frozenset(gpu["resident"])
         return gpus

@@ -182,6 +182,7 @@ class Fleet4:
         # Tolerated: a failed worker's record, odd "models" entries.
         self.publish("GPU-dead", state="failed")
         self.publish("GPU-2", models=[{"name": "b", "state": "resident"}, "x", {}])
+        self.publish("GPU-1", models=5, gpu_note="x")
         config = SupervisorConfig(
             "redis://unused", [QueueConfig(n) for n in self.queues], host="h1"
         )
