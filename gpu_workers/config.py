@@ -137,6 +137,8 @@ class SupervisorConfig:
     gpu_time_hours_kept: int = defaults.GPU_TIME_HOURS_KEPT
     gpu_time_days_kept: int = defaults.GPU_TIME_DAYS_KEPT
     gpu_time_max_keys: int = defaults.GPU_TIME_MAX_KEYS
+    #: Plan warm pools from the backlog (pools.py; the handler modules load).
+    model_pools: bool = default("model_pools")
     reconcile_interval_s: float = defaults.RECONCILE_INTERVAL_S
     control_interval_s: float = defaults.CONTROL_INTERVAL_S
     python: str = sys.executable

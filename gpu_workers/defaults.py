@@ -131,3 +131,23 @@ MODEL_EVENTS_MAXLEN = 10_000
 #: After an unload, the probe must show at least this share of the weights
 #: given back, else the shortfall stays committed until a reading shows it.
 MODEL_RECLAIM_SHARE = 0.9
+
+# --- warm pools: which models GPUs keep resident (pools.py) ---
+#: How often the planning supervisor redraws the pools (the others skip).
+POOL_TICK_S = 10.0
+#: Waiting jobs read per queue (wait list and prioritized each) for a backlog
+#: estimate, and the longest job data read for its model (longer: no model).
+POOL_BACKLOG_SAMPLE = 200
+POOL_DATA_MAX_BYTES = 64 * 1024
+#: Hysteresis: a GPU changes model once the plan has wanted the same change
+#: for POOL_HOLD_TICKS ticks in a row and POOL_HOLD_S seconds, and it has
+#: kept its model POOL_MIN_DWELL_S; a model's GPUs change only when its share
+#: moved by at least POOL_DEAD_BAND_GPUS GPUs and POOL_DEAD_BAND_SHARE of
+#: what it has.
+POOL_HOLD_TICKS = 3
+POOL_HOLD_S = 30.0
+POOL_MIN_DWELL_S = 60.0
+POOL_DEAD_BAND_GPUS = 1.0
+POOL_DEAD_BAND_SHARE = 0.25
+#: Most models an operator may pin to one GPU.
+POOL_MAX_PINS = 8

@@ -33,6 +33,7 @@ from .heartbeat import queue_heartbeat, queue_removal
 from .keys import BullpenKeys
 from .liveness import LIVENESS_INTERVAL_S, LivenessFile
 from .planning import plan_gpus, queue_limits
+from .pools import pool_planner
 from .probe import GpuInfo, GpuProbe, make_probe
 from .series import SeriesSampler
 
@@ -70,6 +71,7 @@ class Supervisor:
             self.redis, self.keys.desired(config.host), config.queues, self._plan
         )
         self.sampler = SeriesSampler(self.redis, config.namespace)
+        self.pools = pool_planner(self.redis, self.keys, config)  # None: off
 
     def limits(self) -> dict[str, dict[str, Any]]:
         """What set_desired() validates against, per queue."""
@@ -114,6 +116,8 @@ class Supervisor:
                         (q.prefix, q.queue) for q in self.config.queues
                     )
                     next_sample = now + defaults.SERIES_TICK_S
+                if self.pools is not None:  # warm pools, every POOL_TICK_S
+                    self.pools.tick_quietly(time.time())
                 if self.liveness:
                     self.liveness.beat(now)
                 time.sleep(interval)
