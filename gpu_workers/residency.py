@@ -133,47 +133,52 @@ class Residency:
             )
 
     async def admit(
-        self, job_id: str, name: str, working: int, abort: Callable[[], bool]
-    ) -> Resident | None:
-        """Commit `working` for the job and make `name` resident for it:
-        wait for room (evicting idle models), load it if needed. Returns the
-        resident model (None: aborted first)."""
-        self.check_fits_at_all(name, working)
-        self.backoff.check(name)
+        self, job_id: str, name: str | None, working: int, abort: Callable[[], bool]
+    ) -> Resident | None | bool:
+        """Commit `working` for the job, evicting idle models when the
+        budget lacks room, and with a model (`name`) make it resident for
+        the job, loading it if needed. Returns the resident model (True for a
+        job without one; None: aborted first)."""
+        if name is None:
+            self.admission.check_fits_at_all(working)
+        else:
+            self.check_fits_at_all(name, working)
+            self.backoff.check(name)
         adm = self.admission
         changed = adm.condition()
         while True:
             victims: list[Resident] = []
             load: Resident | None = None
+            resident: Resident | None = None
             async with changed:
                 await changed.wait_for(lambda: abort() or self._room(name, working))
                 if abort():
                     return None
-                present = self.models.get(name)
-                if present is not None and present.state != "unloading":
-                    adm.admitted[job_id] = working
-                    present.users.add(job_id)
-                    adm.committed()
-                    resident = present
+                present = self.models.get(name) if name is not None else None
+                if name is None or present is not None:
+                    need = working
                 else:
-                    weights = self._reserve_for(name, working)
-                    if weights + working <= adm.free_bytes:
-                        load = self._begin_load(name, weights)
-                        adm.admitted[job_id] = working
-                        load.users.add(job_id)
-                        adm.committed()
-                        resident = load
-                    else:
-                        victims = self._pick_victims(weights + working, name)
-            if victims:
-                await self._evict_all(victims)
-                continue
-            break
+                    need = self._reserve_for(name, working) + working
+                if need > adm.free_bytes:
+                    victims = self._pick_victims(need, name)
+                else:
+                    if name is not None and present is None:
+                        load = self._begin_load(name, need - working)
+                    resident = load or present
+                    adm.admitted[job_id] = working
+                    if resident is not None:
+                        resident.users.add(job_id)
+                    adm.committed()
+            if not victims:
+                break
+            await self._evict_all(victims)
+        if resident is None:
+            return True
         if load is not None:
             await self._load(load)
         await resident.loaded.wait()
         if resident.error is not None:
-            await self.leave(job_id, name)
+            await self.leave(job_id, resident.model.name)
             await self.admission.release(job_id)
             raise resident.error
         resident.last_used = time.monotonic()
@@ -190,17 +195,18 @@ class Residency:
             resident.last_used_ms = now_ms()
         await self.admission.poke()
 
-    def _room(self, name: str, working: int) -> bool:
-        """Whether the job can go on now (commit, or evict to make room)."""
+    def _room(self, name: str | None, working: int) -> bool:
+        """Whether the job can go on now: commit, or evict idle models (never
+        the job's own) to make room."""
         adm = self.admission
-        present = self.models.get(name)
-        if present is not None and present.state != "unloading":
-            return working <= adm.free_bytes
-        if present is not None:  # being unloaded: wait until it is gone
-            return False
-        weights = self._reserve_for(name, working)
+        present = self.models.get(name) if name is not None else None
+        if present is not None and present.state == "unloading":
+            return False  # wait until it is gone, then load it again
+        need = working
+        if name is not None and present is None:
+            need += self._reserve_for(name, working)
         reclaimable = sum(r.weights_bytes for r in self.evictable(keep=name))
-        return weights + working <= adm.free_bytes + reclaimable
+        return need <= adm.free_bytes + reclaimable
 
     def _reserve_for(self, name: str, working: int) -> int:
         """Bytes to hold while `name` loads: its weights, or (unknown) every
@@ -214,7 +220,7 @@ class Residency:
         )
         return max(adm.budget_bytes - others - working, 0)
 
-    def _pick_victims(self, need: int, keep: str) -> list[Resident]:
+    def _pick_victims(self, need: int, keep: str | None) -> list[Resident]:
         """Idle models to evict, LRU first, until `need` fits; marked unloading."""
         victims: list[Resident] = []
         free = self.admission.free_bytes

@@ -58,6 +58,7 @@ from .model_upkeep import ModelUpkeep
 from .oom import cuda_self_check, is_cuda_oom
 from .probe import GpuProbe, SimulatedProbe
 from .residency import Residency
+from .resident import Resident
 from .upkeep import WorkerUpkeep
 
 log = logging.getLogger("gpu_workers.worker")
@@ -288,8 +289,10 @@ class GpuWorker:
 
     async def _admit(self, job: Job, meter: JobMeter, ctx: JobContext) -> bool:
         """Wait for VRAM (with a model: for it to be resident too); False:
-        cancelled first. A job whose model's load failed raises its error."""
-        if meter.model is None:
+        cancelled first. A job whose model's load failed raises its error.
+        Where models may be resident, every job goes through the residency,
+        so idle models are evicted for a job without one too."""
+        if not self.registry.uses_models():
             return await self.admission.admit(
                 job.id, meter.declared_bytes, abort=meter.cancel.is_set
             )
@@ -298,7 +301,8 @@ class GpuWorker:
         )
         if resident is None:
             return False
-        ctx.model = resident.obj
+        if isinstance(resident, Resident):
+            ctx.model = resident.obj
         return True
 
     async def _cancel_requested(self, job_id: str) -> bool:
