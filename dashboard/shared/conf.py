@@ -61,6 +61,10 @@ class Conf:
     gpu_time_hours_kept: int
     gpu_time_days_kept: int
     gpu_time_max_keys: int
+    placement: bool
+    placement_age_bound_s: float
+    placement_cold_hold_s: float
+    placement_scan: int
     # --- operator pages, live updates, /metrics ---
     read_only_queues: tuple[str, ...]
     page_size: int
