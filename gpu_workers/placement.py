@@ -27,7 +27,7 @@ not the head the fronting script (the claim itself as before).
 
 Placement never takes a worker down: any error deciding logs and answers 0
 (the plain claim). `publish` / `withdraw` keep this GPU's members of the warm
-and open zsets (docs/protocol.md "Model placement").
+and open zsets (docs/protocol.md §6.1).
 """
 
 from __future__ import annotations
