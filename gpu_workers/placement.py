@@ -21,9 +21,12 @@ plain claim. Rules per candidate, in claim order (`choose`):
     take; waited >= cold hold -> take; else skip.
 
 No candidate taken: hold (claim nothing) until the earliest candidate's
-next threshold, 50 ms..1 s. Round trips per claim: the peek, and only when a
+next threshold, 50 ms..1 s, and re-add the queue's base marker (BullMQ's
+`ZADD marker 0 "0"`): this worker's blocking wait may have taken it, and the
+GPU the jobs suit may be idle, blocked on it. Round trips per claim: the peek, and only when a
 candidate's model is cold here the open read, and only when the job taken is
-not the head the fronting script (the claim itself as before).
+not the head the fronting script; a hold adds the marker (the claim itself
+as before).
 
 Placement never takes a worker down: any error deciding logs and answers 0
 (the plain claim). `publish` / `withdraw` keep this GPU's members of the warm
@@ -286,6 +289,7 @@ class Placement:
             if choice.job_id is None:
                 if choice.hold_s > 0:
                     self.stats.holds += 1
+                    await self.client.zadd(self.keys.marker, {"0": 0})
                 return choice.hold_s
             if choice.index == 0 or await self.front(choice.job_id):
                 return 0.0

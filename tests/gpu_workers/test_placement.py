@@ -184,8 +184,10 @@ def test_holds_when_no_job_suits_and_leaves_wait_alone(
         async def main() -> None:
             client = await client_for(redis_url)
             p = placement(client, q.keys, View(room=F({"m1"})))
+            r.delete(q.keys.marker)
             hold = await p.before_claim()
             assert HOLD_MIN_S <= hold <= HOLD_MAX_S and p.last is not None
+            assert r.zscore(q.keys.marker, "0") == 0  # wakes an idle GPU
             assert "1 open elsewhere" in p.last.reason
             assert "1 cold hold" in p.last.reason
             assert p.stats.fronts == 0 and p.stats.holds == 1

@@ -102,3 +102,53 @@ def test_a_worker_takes_warm_jobs_first_and_the_others_when_they_suit(
 
     asyncio.run(main())
     assert runs == ["m2", "plain", "m2", "m3", "m1", "m1"]
+
+
+def test_a_hold_wakes_the_idle_gpu_the_job_suits(redis_url: str, qname: str) -> None:
+    """Two idle workers block on the queue's marker (30 s drain delay); an m1
+    job arrives, resident on GPU B only. If A's wait takes the marker, A
+    holds and re-adds it, so B wakes and runs the job long before its own
+    wait would have ended."""
+    keys = BullpenKeys()
+    ran_on: list[str] = []
+
+    async def main() -> None:
+        client = await client_for(redis_url)
+        with Queue(qname, redis_url) as q:
+            workers = []
+            for gpu, here in (("GPU-A", frozenset()), ("GPU-B", frozenset({"m1"}))):
+                gate = Gated(
+                    client,
+                    q.keys,
+                    keys,
+                    gpu,
+                    View(here=here),
+                    registry().model_for,
+                    age_bound_s=BOUND_S,
+                    cold_hold_s=BOUND_S,
+                    scan=16,
+                )
+
+                async def process(job: Job, gpu: str = gpu) -> Any:
+                    ran_on.append(gpu)
+
+                workers.append(
+                    AsyncWorker(
+                        qname,
+                        process,
+                        connection=redis_url,
+                        claim_policy=gate,
+                        drain_delay=30,
+                    )
+                )
+            runs = [asyncio.create_task(w.run(install_signals=False)) for w in workers]
+            await asyncio.sleep(0.5)  # both blocked on the marker
+            q.add("m1", {})
+            await settle(q, 1, timeout=10)
+            for w in workers:
+                w.close()
+            await asyncio.wait_for(asyncio.gather(*runs), 10)
+        await client.aclose()
+
+    asyncio.run(main())
+    assert ran_on == ["GPU-B"]
