@@ -23,10 +23,11 @@ plain claim. Rules per candidate, in claim order (`choose`):
 No candidate taken: hold (claim nothing) until the earliest candidate's
 next threshold, 50 ms..1 s, and re-add the queue's base marker (BullMQ's
 `ZADD marker 0 "0"`): this worker's blocking wait may have taken it, and the
-GPU the jobs suit may be idle, blocked on it. Round trips per claim: the peek, and only when a
-candidate's model is cold here the open read, and only when the job taken is
-not the head the fronting script; a hold adds the marker (the claim itself
-as before).
+GPU the jobs suit may be idle, blocked on it.
+
+Round trips per claim: the peek; the open read only when a candidate ahead
+of the one taken has a model cold here; the fronting script only when the
+job taken is not the head; the marker on a hold (the claim as before).
 
 Placement never takes a worker down: any error deciding logs and answers 0
 (the plain claim). `publish` / `withdraw` keep this GPU's members of the warm
