@@ -76,11 +76,10 @@ class Child:
         return worker_id(host, self.queue.prefix, self.queue.queue, self.gpu.uuid)
 
 
-def spawn(child: Child, cfg: SupervisorConfig, slots: int) -> None:
-    """Start the worker process of a (queue, GPU), pinned with
-    CUDA_VISIBLE_DEVICES=<uuid>; `child` becomes RUNNING."""
+def worker_spec(child: Child, cfg: SupervisorConfig, slots: int) -> WorkerSpec:
+    """What the worker process of a (queue, GPU) is handed."""
     q = child.queue
-    spec = WorkerSpec(
+    return WorkerSpec(
         redis_url=cfg.redis_url,
         host=cfg.host,
         queue=q.queue,
@@ -104,10 +103,20 @@ def spawn(child: Child, cfg: SupervisorConfig, slots: int) -> None:
         gpu_time_hours_kept=cfg.gpu_time_hours_kept,
         gpu_time_days_kept=cfg.gpu_time_days_kept,
         gpu_time_max_keys=cfg.gpu_time_max_keys,
+        placement=cfg.placement,
+        placement_age_bound_s=cfg.placement_age_bound_s,
+        placement_cold_hold_s=cfg.placement_cold_hold_s,
+        placement_scan=cfg.placement_scan,
         restarts=child.restarts,
         log_level=cfg.log_level,
         log_format=cfg.log_format,
     )
+
+
+def spawn(child: Child, cfg: SupervisorConfig, slots: int) -> None:
+    """Start the worker process of a (queue, GPU), pinned with
+    CUDA_VISIBLE_DEVICES=<uuid>; `child` becomes RUNNING."""
+    spec = worker_spec(child, cfg, slots)
     env = dict(os.environ, **cfg.child_env)
     env["CUDA_VISIBLE_DEVICES"] = child.gpu.uuid
     env["PYTHONPATH"] = child_pythonpath(env.get("PYTHONPATH", ""))

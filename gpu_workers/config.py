@@ -65,6 +65,32 @@ def check_safe_queue_name(value: Any) -> str:
     return str(value)
 
 
+#: The most waiting jobs placement may look at before a claim.
+PLACEMENT_SCAN_MAX = 1000
+
+
+def check_placement(on: Any, age_bound_s: Any, cold_hold_s: Any, scan: Any) -> None:
+    """Placement's settings, or a ConfigError naming the one that is wrong:
+    a bool; an age bound > 0; a cold hold 0..the age bound; a scan of
+    1..PLACEMENT_SCAN_MAX jobs."""
+    if not isinstance(on, bool):
+        raise ConfigError(f"{named('placement')} must be on or off, not {on!r}")
+    bound, hold = age_bound_s, cold_hold_s
+    if isinstance(bound, bool) or not isinstance(bound, int | float) or bound <= 0:
+        raise ConfigError(f"{named('placement_age_bound_s')} must be > 0")
+    if (
+        isinstance(hold, bool)
+        or not isinstance(hold, int | float)
+        or not 0 <= hold <= bound
+    ):
+        bound_name = named("placement_age_bound_s")
+        raise ConfigError(f"{named('placement_cold_hold_s')} must be 0..{bound_name}")
+    if isinstance(scan, bool) or not isinstance(scan, int):
+        raise ConfigError(f"{named('placement_scan')} must be an int")
+    if not 1 <= scan <= PLACEMENT_SCAN_MAX:
+        raise ConfigError(f"{named('placement_scan')} must be 1..{PLACEMENT_SCAN_MAX}")
+
+
 @dataclass
 class QueueConfig:
     """How one queue is worked on this host: one process per GPU it may use."""
@@ -139,6 +165,11 @@ class SupervisorConfig:
     gpu_time_max_keys: int = defaults.GPU_TIME_MAX_KEYS
     #: Plan warm pools from the backlog (pools.py; the handler modules load).
     model_pools: bool = default("model_pools")
+    #: Claim-time placement of model jobs (placement.py), and its bounds.
+    placement: bool = default("placement")
+    placement_age_bound_s: float = default("placement_age_bound_s")
+    placement_cold_hold_s: float = default("placement_cold_hold_s")
+    placement_scan: int = default("placement_scan")
     reconcile_interval_s: float = defaults.RECONCILE_INTERVAL_S
     control_interval_s: float = defaults.CONTROL_INTERVAL_S
     python: str = sys.executable
@@ -187,6 +218,12 @@ class SupervisorConfig:
             value = getattr(self, f"gpu_time_{name}")
             if not isinstance(value, int) or value < 1:
                 raise ConfigError(f"gpu_time_{name} must be an int >= 1")
+        check_placement(
+            self.placement,
+            self.placement_age_bound_s,
+            self.placement_cold_hold_s,
+            self.placement_scan,
+        )
         if self.heartbeat_ttl_s <= self.heartbeat_interval_s:
             raise ConfigError(
                 "heartbeat_ttl_s must be longer than heartbeat_interval_s"
@@ -220,6 +257,10 @@ class WorkerSpec:
     gpu_time_hours_kept: int = defaults.GPU_TIME_HOURS_KEPT
     gpu_time_days_kept: int = defaults.GPU_TIME_DAYS_KEPT
     gpu_time_max_keys: int = defaults.GPU_TIME_MAX_KEYS
+    placement: bool = default("placement")
+    placement_age_bound_s: float = default("placement_age_bound_s")
+    placement_cold_hold_s: float = default("placement_cold_hold_s")
+    placement_scan: int = default("placement_scan")
     restarts: int = 0
     log_level: str = "INFO"
     log_format: str = "text"

@@ -37,13 +37,15 @@ def unless_zero(value: str) -> bool:
     return value != "0"
 
 
+_ON, _OFF = ("on", "1", "true", "yes"), ("off", "0", "false", "no")
+
+
 def on_off(value: str) -> bool:
-    """`on` or `off` (also 1/0, true/false, yes/no); anything else is a ValueError."""
+    """`on` or `off` (also 1/0, true/false, yes/no; any case); anything else
+    is a ValueError, so a typo is refused rather than read as either."""
     text = value.strip().lower()
-    if text in ("on", "1", "true", "yes"):
-        return True
-    if text in ("off", "0", "false", "no"):
-        return False
+    if text in _ON or text in _OFF:
+        return text in _ON
     raise ValueError(f"expected on or off, not {value!r}")
 
 
@@ -201,6 +203,10 @@ ROWS: tuple[Setting, ...] = (
     _G("BULLPEN_GPU_TIME_DAYS_KEPT", 400, int, "days a day bucket is kept"),
     _G("BULLPEN_GPU_TIME_MAX_KEYS", 100, int, "keys a bucket holds before (other)"),
     _G("BULLPEN_MODEL_POOLS", True, on_off, "supervisors plan warm pools"),
+    _G("BULLPEN_PLACEMENT", True, on_off, "prefer jobs whose model is resident"),
+    _G("BULLPEN_PLACEMENT_AGE_BOUND_S", 60.0, float, "longest a job is passed over"),
+    _G("BULLPEN_PLACEMENT_COLD_HOLD_S", 2.0, float, "a cold job waits for a warm GPU"),
+    _G("BULLPEN_PLACEMENT_SCAN", 16, int, "waiting jobs placement looks at"),
     # --- operator pages ---
     _S("BULLPEN_READ_ONLY_QUEUES", (), names, "queues (or *) where no action runs"),
     _S("BULLPEN_PAGE_SIZE", 25, int, "jobs per page of a job list"),

@@ -62,6 +62,10 @@ class Conf:
     gpu_time_days_kept: int
     gpu_time_max_keys: int
     model_pools: bool
+    placement: bool
+    placement_age_bound_s: float
+    placement_cold_hold_s: float
+    placement_scan: int
     # --- operator pages, live updates, /metrics ---
     read_only_queues: tuple[str, ...]
     page_size: int

@@ -37,7 +37,7 @@ from .closing import Closer
 from .finishing import Finisher
 from .hooks import Listener, WorkerHooks
 from .locks import LockRenewer
-from .policy import ClaimPolicy, Concurrency
+from .policy import ClaimGate, ClaimPolicy, Concurrency
 from .processing import JobRunner
 from .reporting import DEFAULT_HISTORY, WorkerReports, attempt_recorder
 from .stalled import StalledChecker
@@ -91,6 +91,10 @@ class AsyncWorker:
         self.metrics = metrics
         #: How many jobs it claims: `concurrency` unless a policy was given.
         self.claim_policy = claim_policy or Concurrency(concurrency)
+        #: A policy's hook run before each claim (policy.ClaimGate), or None.
+        self._gate = (
+            self.claim_policy if isinstance(self.claim_policy, ClaimGate) else None
+        )
         self.id = uuid.uuid4().hex
         pool_size = concurrency + defaults.WORKER_POOL_SPARE
         self.queue = AsyncQueue(name, worker_client(connection, pool_size), prefix)
@@ -288,17 +292,28 @@ class AsyncWorker:
             pass
 
     def _batch(self) -> int:
-        """How many jobs to claim in one call."""
-        return min(self.claim_capacity(), defaults.FETCH_BATCH_MAX)
+        """How many jobs to claim in one call (one where a gate picks each)."""
+        most = 1 if self._gate is not None else defaults.FETCH_BATCH_MAX
+        return min(self.claim_capacity(), most)
 
     async def _claim(self) -> None:
+        """Claim, unless the policy's gate holds (then wait out its hold)."""
+        if self._gate is not None:
+            hold = await self._gate.before_claim()
+            if hold > 0:
+                await self._sleep_or_wake(hold)
+                return
         await self._claimer.claim(self._batch())
 
     async def _save_finished(self) -> None:
         """Save what finished, claiming the next jobs in the same call unless
-        closing or rate limited."""
+        closing, rate limited, or the policy's gate picks each claim."""
         fetch = 0
-        if not self._closer.asked and self._claimer.limited_for() <= 0:
+        if (
+            self._gate is None
+            and not self._closer.asked
+            and self._claimer.limited_for() <= 0
+        ):
             fetch = max(self._batch(), 0)
         claimed = await self._finisher.save(self._claimer.opts(fetch))
         if fetch:

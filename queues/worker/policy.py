@@ -8,6 +8,17 @@ a worker (gpu_workers/admission.py admits by VRAM budget).
 The worker re-asks whenever one of its jobs ends. A policy whose capacity
 grows otherwise (budget freed while jobs still run, a new slot count) calls
 the wake it was bound to, and the worker re-asks at once.
+
+A policy may also choose WHICH job comes next (`ClaimGate`): it defines
+`async def before_claim(self) -> float`, which the worker awaits right
+before each claim of new jobs. 0: claim now (the policy may have moved the
+job it wants to the head of the wait list); more than 0: claim nothing, wait
+that many seconds or until woken, then ask again. Such a worker claims one
+job per claim and none in the finish script, so every job it takes went
+through the hook (gpu_workers/placement.py prefers jobs whose model is
+resident on the worker's GPU this way). A hook that raises a recoverable
+(connection) error is retried as a failed claim is; it should rather log
+and answer 0, so that it never stops a worker claiming.
 """
 
 from __future__ import annotations
@@ -30,6 +41,16 @@ class ClaimPolicy(Protocol):
 
     def bind(self, wake: Wake) -> None:
         """Take the worker's wake, to call once capacity may have grown."""
+        ...
+
+
+@runtime_checkable
+class ClaimGate(Protocol):
+    """A claim policy that also picks the next job (optional)."""
+
+    async def before_claim(self) -> float:
+        """Called right before each claim: 0 = claim now; > 0 = claim
+        nothing, wait that many seconds (or until woken), ask again."""
         ...
 
 

@@ -1,0 +1,393 @@
+"""Claim-time placement: a GPU worker prefers the waiting jobs whose model is
+resident on its GPU, leaves to another GPU a job whose model is open there
+(resident with a free slot), and takes a cold job when loading it here is
+cheap or it has waited long enough; no job waits past an age bound.
+
+Before each claim (queues.worker.ClaimGate) `Placement.before_claim` peeks
+at the first `scan` jobs of the queue's wait list in claim order
+(`lua/peek_wait.lua`: ids, names, timestamps, data up to `DATA_CAP_BYTES`),
+works out each one's model (`HandlerRegistry.model_for`), reads for the
+models it needs whether they are open on another GPU (the
+`bullpen:models:open:{model}` zsets, one pipeline), and `choose`s. A chosen
+job that is not at the head is moved there (`lua/front_of_wait.lua`: LREM +
+RPUSH in one script, only if still waiting); then the worker's ordinary
+BullMQ claim runs. The queue's layout stays BullMQ's: jobs only change places
+inside `wait`. Prioritized jobs (not in `wait`) and paused queues get the
+plain claim. Rules per candidate, in claim order (`choose`):
+
+    no model -> take; resident or loading here -> take; waited >= age bound
+    -> take; load backing off here -> skip; open on another GPU -> skip;
+    wanted here (warm pool, pins) -> take; loadable without evicting ->
+    take; waited >= cold hold -> take; else skip.
+
+No candidate taken: hold (claim nothing) until the earliest candidate's
+next threshold, 50 ms..1 s, and re-add the queue's base marker (BullMQ's
+`ZADD marker 0 "0"`): this worker's blocking wait may have taken it, and the
+GPU the jobs suit may be idle, blocked on it.
+
+Round trips per claim: the peek; the open read only when a candidate ahead
+of the one taken has a model cold here; the fronting script only when the
+job taken is not the head; the marker on a hold (the claim as before).
+
+Placement never takes a worker down: any error deciding logs and answers 0
+(the plain claim). `publish` / `withdraw` keep this GPU's members of the warm
+and open zsets (docs/protocol.md §6.1).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from redis.asyncio.client import Pipeline
+from redis.asyncio.cluster import ClusterPipeline
+
+from queues.keys import QueueKeys
+from queues.scripts import LuaDir
+
+from .clock import now_ms
+from .keys import BullpenKeys
+
+log = logging.getLogger("gpu_workers.placement")
+
+LUA = LuaDir(Path(__file__).with_name("lua"), ("peek_wait", "front_of_wait"))
+#: A job's data longer than this is not read (its model is then what its
+#: handler names without data).
+DATA_CAP_BYTES = 64 * 1024
+#: Bounds of a hold (seconds).
+HOLD_MIN_S, HOLD_MAX_S = 0.05, 1.0
+#: Tries when the job chosen was claimed by another worker before fronting.
+FRONT_TRIES = 3
+#: The most jobs one peek may look at.
+SCAN_MAX = 1000
+
+#: The job name and data -> its model (None: no model), never raising.
+ModelFor = Callable[[str, Any], "str | None"]
+
+
+class LocalView(Protocol):
+    """What this GPU's residency tells placement (GpuWorker.residency)."""
+
+    def resident(self) -> frozenset[str]:
+        """Models resident or loading here."""
+        ...
+
+    def loadable_without_eviction(self, model: str) -> bool:
+        """Whether `model` fits here now without evicting another."""
+        ...
+
+    def backing_off(self, model: str) -> bool:
+        """Whether a load of `model` failed here and its backoff runs."""
+        ...
+
+    def wanted(self) -> frozenset[str]:
+        """Models the warm pool or operators' pins want on this GPU."""
+        ...
+
+    def has_free_slot(self) -> bool:
+        """Whether the worker may take another job now."""
+        ...
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A waiting job as placement sees it."""
+
+    job_id: str
+    model: str | None
+    #: When it became ready to run (timestamp + delay, ms); None: unknown,
+    #: which counts as waited past every bound.
+    ready_ms: int | None
+
+
+@dataclass(frozen=True)
+class Choice:
+    """`job_id` to take (at `index` in claim order), or None: claim nothing
+    for `hold_s` (0 with no job: nothing to choose, the plain claim)."""
+
+    job_id: str | None
+    hold_s: float
+    reason: str
+    index: int = -1
+
+
+def choose(
+    candidates: Sequence[Candidate],
+    view: LocalView,
+    open_elsewhere: Callable[[str], bool],
+    now_ms: int,
+    age_bound_ms: int,
+    cold_hold_ms: int,
+) -> Choice:
+    """The first candidate that suits this GPU (the module's rules), else a
+    hold until the earliest candidate's next threshold (50 ms..1 s)."""
+    if not candidates:
+        return Choice(None, 0.0, "nothing waiting")
+    resident, wanted = view.resident(), view.wanted()
+    next_ms = math.inf
+    skipped: dict[str, int] = {}
+    for i, c in enumerate(candidates):
+        age = math.inf if c.ready_ms is None else max(now_ms - c.ready_ms, 0)
+        model = c.model
+        why = ""
+        if model is None:
+            why = "no model"
+        elif model in resident:
+            why = f"{model} resident here"
+        elif age >= age_bound_ms:
+            why = f"waited past the age bound ({model})"
+        elif view.backing_off(model):
+            next_ms = min(next_ms, age_bound_ms - age)
+            skipped["backing off"] = skipped.get("backing off", 0) + 1
+            continue
+        elif open_elsewhere(model):
+            next_ms = min(next_ms, age_bound_ms - age)
+            skipped["open elsewhere"] = skipped.get("open elsewhere", 0) + 1
+            continue
+        elif model in wanted:
+            why = f"{model} wanted here"
+        elif view.loadable_without_eviction(model):
+            why = f"{model} loads without eviction"
+        elif age >= cold_hold_ms:
+            why = f"waited past the cold hold ({model})"
+        else:
+            next_ms = min(next_ms, cold_hold_ms - age, age_bound_ms - age)
+            skipped["cold hold"] = skipped.get("cold hold", 0) + 1
+            continue
+        return Choice(c.job_id, 0.0, why, i)
+    hold = min(max(next_ms / 1000, HOLD_MIN_S), HOLD_MAX_S)
+    told = ", ".join(f"{n} {k}" for k, n in sorted(skipped.items()))
+    return Choice(None, hold, f"hold: {told}")
+
+
+def models_to_ask(
+    candidates: Sequence[Candidate], view: LocalView, now_ms: int, age_bound_ms: int
+) -> list[str]:
+    """The models whose open zsets `choose` may ask about: those of the
+    candidates before the first one taken without asking (no model,
+    resident here, aged), less those backing off here; each once."""
+    resident = view.resident()
+    found: list[str] = []
+    for c in candidates:
+        model = c.model
+        if model is None or model in resident:
+            break
+        if c.ready_ms is None or now_ms - c.ready_ms >= age_bound_ms:
+            break
+        if model not in found and not view.backing_off(model):
+            found.append(model)
+    return found
+
+
+def _number(value: Any) -> float | None:
+    """A finite number from a job hash field, else None."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def candidate(fields: Sequence[Any], model_for: ModelFor) -> Candidate:
+    """A peeked job (id, name, timestamp, delay, data: peek_wait.lua's five
+    fields) as a Candidate: its model from its name and data (None
+    when its data is not JSON, or the resolver fails; data over the cap, not
+    read, resolves as None data), ready at timestamp + delay."""
+    job_id, name, timestamp, delay, data = fields
+    model = None
+    if isinstance(name, str):
+        try:
+            parsed = None if data is None else json.loads(data)
+            model = model_for(name, parsed)
+        except Exception:  # noqa: BLE001 - malformed data: no model; the run decides
+            model = None
+    stamp, wait = _number(timestamp), _number(delay)
+    ready = None if stamp is None else int(stamp + max(wait or 0.0, 0.0))
+    return Candidate(str(job_id), model if isinstance(model, str) else None, ready)
+
+
+@dataclass
+class PlacementStats:
+    """Counts since start (what placement costs and decides)."""
+
+    decisions: int = 0
+    peeks: int = 0
+    open_reads: int = 0
+    fronts: int = 0
+    front_misses: int = 0
+    holds: int = 0
+    errors: int = 0
+    reasons: dict[str, int] = field(default_factory=dict)
+
+
+class Placement:
+    """Claim-time placement for one GPU worker (a ClaimGate's before_claim),
+    and its GPU's members of the warm and open zsets."""
+
+    def __init__(
+        self,
+        client: Any,
+        queue_keys: QueueKeys,
+        bkeys: BullpenKeys,
+        gpu_uuid: str,
+        view: LocalView,
+        model_for: ModelFor,
+        age_bound_s: float,
+        cold_hold_s: float,
+        scan: int,
+    ) -> None:
+        self.client = client
+        self.keys = queue_keys
+        self.bkeys = bkeys
+        self.gpu_uuid = gpu_uuid
+        self.view = view
+        self.model_for = model_for
+        self.age_bound_ms = int(age_bound_s * 1000)
+        self.cold_hold_ms = int(cold_hold_s * 1000)
+        self.scan = min(max(int(scan), 1), SCAN_MAX)
+        self.stats = PlacementStats()
+        #: The last decision (for logs and the heartbeat).
+        self.last: Choice | None = None
+        self._warm: frozenset[str] = frozenset()
+        self._open: frozenset[str] = frozenset()
+        #: Every model this GPU was published under (withdraw removes them all).
+        self._ever: set[str] = set()
+
+    # --- before each claim ------------------------------------------------------
+    async def before_claim(self) -> float:
+        """0: claim now (the job chosen is at the head); > 0: hold that long.
+        Any error: logged, 0 (the plain claim)."""
+        try:
+            return await self._decide()
+        except Exception as exc:  # noqa: BLE001 - placement only prefers
+            self.stats.errors += 1
+            log.warning("placement failed, claiming in BullMQ's order: %r", exc)
+            return 0.0
+
+    async def _decide(self) -> float:
+        for _ in range(FRONT_TRIES):
+            paused, candidates = await self.peek()
+            if paused or not candidates:
+                return 0.0
+            now = now_ms()
+            opened = await self.open_elsewhere(
+                models_to_ask(candidates, self.view, now, self.age_bound_ms), now
+            )
+            choice = choose(
+                candidates,
+                self.view,
+                opened.__contains__,
+                now,
+                self.age_bound_ms,
+                self.cold_hold_ms,
+            )
+            self._count(choice)
+            if choice.job_id is None:
+                if choice.hold_s > 0:
+                    self.stats.holds += 1
+                    await self.client.zadd(self.keys.marker, {"0": 0})
+                return choice.hold_s
+            if choice.index == 0 or await self.front(choice.job_id):
+                return 0.0
+            self.stats.front_misses += 1
+        return 0.0
+
+    def _count(self, choice: Choice) -> None:
+        self.last = choice
+        self.stats.decisions += 1
+        key = choice.reason.split(" (")[0] if choice.job_id else "hold"
+        self.stats.reasons[key] = self.stats.reasons.get(key, 0) + 1
+        log.debug("placement: %s -> %s", choice.job_id, choice.reason)
+
+    async def peek(self) -> tuple[bool, list[Candidate]]:
+        """Whether the queue is paused, and its first `scan` waiting jobs in
+        claim order."""
+        self.stats.peeks += 1
+        script = LUA.script(self.client, "peek_wait")
+        paused, _length, flat = await script(
+            keys=[self.keys.wait, self.keys.meta],
+            args=[self.keys.base, self.scan, DATA_CAP_BYTES],
+        )
+        found = [
+            candidate(flat[i : i + 5], self.model_for)
+            for i in range(0, len(flat) - 4, 5)
+        ]
+        return bool(int(paused)), found
+
+    async def open_elsewhere(self, models: Iterable[str], now: int) -> set[str]:
+        """Of `models`, those open (resident with a free slot) on another GPU
+        now: one pipeline of ZRANGEBYSCORE now +inf, none when no models."""
+        asked = list(models)
+        if not asked:
+            return set()
+        self.stats.open_reads += 1
+        pipe = self.client.pipeline(transaction=False)
+        for model in asked:
+            pipe.zrangebyscore(self.bkeys.model_open(model), now, "+inf")
+        answers = await pipe.execute()
+        return {
+            model
+            for model, gpus in zip(asked, answers, strict=True)
+            if any(g != self.gpu_uuid for g in gpus or ())
+        }
+
+    async def front(self, job_id: str) -> bool:
+        """Move a waiting job to the head of wait; False if no longer waiting."""
+        self.stats.fronts += 1
+        script = LUA.script(self.client, "front_of_wait")
+        return bool(int(await script(keys=[self.keys.wait], args=[job_id])))
+
+    # --- this GPU in the warm and open zsets --------------------------------------
+    async def publish(
+        self,
+        target: Any,
+        resident: Iterable[str],
+        open_models: Iterable[str],
+        ttl_s: float,
+    ) -> None:
+        """Put this GPU in the warm zset of each `resident` model and the open
+        zset of each `open_models` one (only resident ones count), expiring
+        `ttl_s` from now, and out of those it left since the last publish.
+        `target`: a pipeline (the caller executes it) or a client."""
+        warm = frozenset(resident)
+        opened = frozenset(open_models) & warm
+        now = now_ms()
+        expiry = now + int(ttl_s * 1000)
+        own = not isinstance(target, Pipeline | ClusterPipeline)
+        pipe = target.pipeline(transaction=False) if own else target
+        for zset, now_in, was_in in (
+            (self.bkeys.model_warm, warm, self._warm),
+            (self.bkeys.model_open, opened, self._open),
+        ):
+            for model in sorted(now_in):
+                pipe.zadd(zset(model), {self.gpu_uuid: expiry})
+                # Members of GPUs gone silent are dropped by whoever writes.
+                pipe.zremrangebyscore(zset(model), "-inf", f"({now}")
+            for model in sorted(was_in - now_in):
+                pipe.zrem(zset(model), self.gpu_uuid)
+        self._ever |= warm
+        if own:
+            await pipe.execute()
+        self._warm, self._open = warm, opened
+
+    async def withdraw(self) -> bool:
+        """Take this GPU out of every zset it was published in (the worker
+        stops); False (logged) when Redis failed: the members expire anyway."""
+        pipe = self.client.pipeline(transaction=False)
+        for model in sorted(self._ever):
+            pipe.zrem(self.bkeys.model_warm(model), self.gpu_uuid)
+            pipe.zrem(self.bkeys.model_open(model), self.gpu_uuid)
+        try:
+            if self._ever:
+                await pipe.execute()
+        except Exception as exc:  # noqa: BLE001 - shutting down; they expire
+            log.warning("placement: could not withdraw GPU %s: %r", self.gpu_uuid, exc)
+            return False
+        self._warm = self._open = frozenset()
+        self._ever.clear()
+        return True
