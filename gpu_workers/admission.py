@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from .exceptions import AdmissionInvariantError, ConfigError, JobTooLarge
 from .units import format_bytes
@@ -179,3 +179,26 @@ class VramAdmission:
             return
         async with self._changed:
             self._changed.notify_all()
+
+
+class PlacedAdmission:
+    """A GPU worker's claim policy with placement: the admission's capacity,
+    and before each claim the placement's choice of job (queues.ClaimGate)."""
+
+    def __init__(
+        self, admission: VramAdmission, before_claim: Callable[[], Awaitable[float]]
+    ) -> None:
+        self.admission = admission
+        self._before_claim = before_claim
+
+    def capacity(self, claimed: int) -> int:
+        """The admission's answer."""
+        return self.admission.capacity(claimed)
+
+    def bind(self, wake: Callable[[], None]) -> None:
+        """The admission wakes the worker."""
+        self.admission.bind(wake)
+
+    async def before_claim(self) -> float:
+        """0: claim now; > 0: hold that long (placement.py)."""
+        return await self._before_claim()

@@ -33,6 +33,7 @@ from .clock import now_ms
 from .gputime import NO_TENANT, GpuTimeRecorder, Usage
 from .keys import BullpenKeys
 from .models import MODEL_NAME
+from .placement import Placement
 from .residency import Residency
 
 log = logging.getLogger("gpu_workers.models")
@@ -41,8 +42,6 @@ LUA = LuaDir(Path(__file__).with_name("lua"), ("model_stats",))
 
 #: Called with the worker's background-failure reporter's arguments.
 Failed = Callable[[str, BaseException], None]
-#: Publishes where this GPU's models are warm (placement.py), or nothing.
-Publish = Callable[[], Awaitable[None]]
 
 
 def _names(raw: Any) -> frozenset[str]:
@@ -76,6 +75,8 @@ class ModelUpkeep:
         gpu_time: GpuTimeRecorder,
         failed: Failed,
         waiting: Callable[[], bool],
+        placement: Placement | None = None,
+        ttl_s: float = defaults.HEARTBEAT_TTL_S,
     ) -> None:
         self.residency = residency
         self._bp = bp
@@ -90,7 +91,9 @@ class ModelUpkeep:
         self._failed = failed
         #: Whether a claimed job waits for VRAM (then nothing is preloaded).
         self._waiting = waiting
-        self.publish: Publish | None = None
+        self.placement = placement
+        self.ttl_s = ttl_s
+        self._published: tuple[frozenset[str], frozenset[str]] | None = None
         self._stats_script = LUA.script(bp, "model_stats")
         residency.report = self.report
 
@@ -135,8 +138,7 @@ class ModelUpkeep:
                         simulated=bool(self.residency.device.simulated),
                     )
                 )
-            if self.publish is not None:
-                await self.publish()
+            await self.publish()
         except Exception as exc:  # noqa: BLE001 - reporting must not fail a load
             self._failed(f"reporting a model {kind} of {model}", exc)
 
@@ -187,8 +189,32 @@ class ModelUpkeep:
                 if await res.preload(name):
                     break  # one load per interval: jobs may be waiting
         await res.reclaim_check(self.context_bytes)
-        if self.publish is not None:
+        await self.publish()
+
+    def _warm_open(self) -> tuple[frozenset[str], frozenset[str]]:
+        res = self.residency
+        warm = res.resident()
+        loaded = frozenset(n for n in warm if res.models[n].state == "resident")
+        return warm, loaded if res.has_free_slot() else frozenset()
+
+    async def publish(self) -> None:
+        """This worker's members of the warm and open zsets (placement.py),
+        their expiry renewed."""
+        if self.placement is None:
+            return
+        warm, opened = self._warm_open()
+        await self.placement.publish(self._bp, warm, opened, self.ttl_s)
+        self._published = (warm, opened)
+
+    async def publish_if_changed(self) -> None:
+        """publish() when what is warm or open changed (a job started or
+        ended); never raises."""
+        if self.placement is None or self._warm_open() == self._published:
+            return
+        try:
             await self.publish()
+        except Exception as exc:  # noqa: BLE001 - the next refresh publishes
+            self._failed("publishing warm models", exc)
 
     async def loop(
         self, pause: Callable[[float], Awaitable[bool]], every: float

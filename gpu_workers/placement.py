@@ -240,8 +240,14 @@ class Placement:
         age_bound_s: float,
         cold_hold_s: float,
         scan: int,
+        queue_key: str = "",
     ) -> None:
         self.client = client
+        #: This worker in the warm and open zsets: its GPU and its queue
+        #: (`prefix:queue`), so a model open on a GPU counts only for the
+        #: queues that GPU's workers serve.
+        self.queue_key = queue_key or queue_keys.base.rstrip(":")
+        self.member = f"{gpu_uuid}|{self.queue_key}"
         self.keys = queue_keys
         self.bkeys = bkeys
         self.gpu_uuid = gpu_uuid
@@ -332,9 +338,14 @@ class Placement:
         answers = await pipe.execute()
         return {
             model
-            for model, gpus in zip(asked, answers, strict=True)
-            if any(g != self.gpu_uuid for g in gpus or ())
+            for model, members in zip(asked, answers, strict=True)
+            if any(self._other_for_this_queue(m) for m in members or ())
         }
+
+    def _other_for_this_queue(self, member: str) -> bool:
+        """A member of another GPU serving this queue."""
+        gpu, _, queue = member.partition("|")
+        return gpu != self.gpu_uuid and queue == self.queue_key
 
     async def front(self, job_id: str) -> bool:
         """Move a waiting job to the head of wait; False if no longer waiting."""
@@ -365,11 +376,11 @@ class Placement:
             (self.bkeys.model_open, opened, self._open),
         ):
             for model in sorted(now_in):
-                pipe.zadd(zset(model), {self.gpu_uuid: expiry})
+                pipe.zadd(zset(model), {self.member: expiry})
                 # Members of GPUs gone silent are dropped by whoever writes.
                 pipe.zremrangebyscore(zset(model), "-inf", f"({now}")
             for model in sorted(was_in - now_in):
-                pipe.zrem(zset(model), self.gpu_uuid)
+                pipe.zrem(zset(model), self.member)
         self._ever |= warm
         if own:
             await pipe.execute()
@@ -380,8 +391,8 @@ class Placement:
         stops); False (logged) when Redis failed: the members expire anyway."""
         pipe = self.client.pipeline(transaction=False)
         for model in sorted(self._ever):
-            pipe.zrem(self.bkeys.model_warm(model), self.gpu_uuid)
-            pipe.zrem(self.bkeys.model_open(model), self.gpu_uuid)
+            pipe.zrem(self.bkeys.model_warm(model), self.member)
+            pipe.zrem(self.bkeys.model_open(model), self.member)
         try:
             if self._ever:
                 await pipe.execute()

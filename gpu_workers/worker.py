@@ -44,9 +44,11 @@ from typing import Any
 
 from queues import AsyncWorker, AttemptHistory, Job, MetricsOptions
 from queues.connection import async_from_url
+from queues.keys import QueueKeys
+from queues.names import qualified_name
 
 from . import defaults
-from .admission import VramAdmission
+from .admission import PlacedAdmission, VramAdmission
 from .config import WorkerSpec
 from .device import Device
 from .exceptions import CudaOutOfMemory, JobCancelled, JobTooLarge, ProbeError
@@ -56,6 +58,7 @@ from .job_record import JobRecorder
 from .keys import BullpenKeys
 from .model_upkeep import ModelUpkeep
 from .oom import cuda_self_check, is_cuda_oom
+from .placement import Placement
 from .probe import GpuProbe, SimulatedProbe
 from .residency import Residency
 from .resident import Resident
@@ -89,6 +92,27 @@ class GpuWorker:
         )
         self.admission = VramAdmission(spec.budget_bytes, spec.slots, spec.gpu_uuid)
         self.bkeys = BullpenKeys(spec.namespace)
+        #: The models resident on the GPU (residency.py).
+        self.residency = Residency(self.admission, self.device, probe, registry.models)
+        # Bullpen's own keys; decode_responses, so replies are str.
+        self._bp: Any = async_from_url(spec.redis_url, decode_responses=True)
+        #: Claim-time placement (placement.py), where handlers name models.
+        self.placement: Placement | None = None
+        policy: Any = self.admission
+        if spec.placement and registry.uses_models():
+            self.placement = Placement(
+                self._bp,
+                QueueKeys(spec.queue, spec.prefix),
+                self.bkeys,
+                spec.gpu_uuid,
+                self.residency,
+                registry.model_for,
+                spec.placement_age_bound_s,
+                spec.placement_cold_hold_s,
+                spec.placement_scan,
+                queue_key=qualified_name(spec.prefix, spec.queue),
+            )
+            policy = PlacedAdmission(self.admission, self.placement.before_claim)
         self.worker = AsyncWorker(
             spec.queue,
             self._process_job,
@@ -106,7 +130,7 @@ class GpuWorker:
                 else None
             ),
             attempt_history=AttemptHistory(namespace=spec.namespace),
-            claim_policy=self.admission,
+            claim_policy=policy,
         )
         self.worker.on("closing", self._draining)
         if self.worker.reports.attempts is not None:
@@ -124,8 +148,6 @@ class GpuWorker:
         #: "starting" until run() has sent the first heartbeat, then "running".
         self._state = "starting"
         self._pool = ThreadPoolExecutor(spec.max_slots, thread_name_prefix="handler")
-        # Bullpen's own keys; decode_responses, so replies are str.
-        self._bp: Any = async_from_url(spec.redis_url, decode_responses=True)
         self.gpu_time = GpuTimeRecorder(
             self._bp,
             self.bkeys,
@@ -144,8 +166,7 @@ class GpuWorker:
             self._bp,
             self.gpu_time,
         )
-        #: The models resident on the GPU (residency.py) and their reports.
-        self.residency = Residency(self.admission, self.device, probe, registry.models)
+        #: The resident models' reports, refreshes and warm/open publishing.
         self.models = ModelUpkeep(
             self.residency,
             self._bp,
@@ -159,6 +180,8 @@ class GpuWorker:
             gpu_time=self.gpu_time,
             failed=self.worker.background.failed,
             waiting=lambda: any(not m.admitted for m in self.meters.values()),
+            placement=self.placement,
+            ttl_s=spec.heartbeat_ttl_s,
         )
         self.upkeep = WorkerUpkeep(
             self.worker,
@@ -216,6 +239,8 @@ class GpuWorker:
             await self.upkeep.stop()
             self._pool.shutdown(wait=False, cancel_futures=True)
             self.residency.close()
+            if self.placement is not None:
+                await self.placement.withdraw()
             await self.upkeep.unpublish()
             await self._bp.aclose()
 
@@ -243,6 +268,7 @@ class GpuWorker:
                 raise JobCancelled()
             meter.admitted = True
             self.upkeep.beat_soon()
+            await self.models.publish_if_changed()
             self.upkeep.sample_peaks()
             meter.admitted_us = time.time_ns() // 1000
             meter.started_ms = meter.admitted_us // 1000
@@ -285,6 +311,7 @@ class GpuWorker:
                     await self.models.job_done(meter.model, seconds)
             self.meters.pop(job.id, None)
             self.upkeep.beat_soon()
+            await self.models.publish_if_changed()
             await self.recorder.record(job, meter, outcome)
 
     async def _admit(self, job: Job, meter: JobMeter, ctx: JobContext) -> bool:

@@ -179,7 +179,10 @@ def test_holds_when_no_job_suits_and_leaves_wait_alone(
         a = q.add("m1", {}).id
         b = q.add("m2", {}).id
         order = wait_ids(r, q)
-        r.zadd(keys.model_open("m1"), {OTHER: now + 60_000, GPU: now + 60_000})
+        there, here = f"{OTHER}|bull:{qname}", f"{GPU}|bull:{qname}"
+        r.zadd(keys.model_open("m1"), {there: now + 60_000, here: now + 60_000})
+        # open on a third GPU for ANOTHER queue only: not a reason to skip m2
+        r.zadd(keys.model_open("m2"), {f"GPU-far|bull:{qname}x": now + 60_000})
 
         async def main() -> None:
             client = await client_for(redis_url)
@@ -191,14 +194,14 @@ def test_holds_when_no_job_suits_and_leaves_wait_alone(
             assert "1 open elsewhere" in p.last.reason
             assert "1 cold hold" in p.last.reason
             assert p.stats.fronts == 0 and p.stats.holds == 1
-            r.zadd(keys.model_open("m1"), {OTHER: now - 1})  # expired there
+            r.zadd(keys.model_open("m1"), {there: now - 1})  # expired there
             assert await p.before_claim() == 0
             assert p.last is not None and p.last.job_id == a
             await client.aclose()
 
         asyncio.run(main())
         assert wait_ids(r, q) == order
-        r.zadd(keys.model_open("m1"), {OTHER: now + 60_000})
+        r.zadd(keys.model_open("m1"), {there: now + 60_000})
         old = q.add("m1", {}, timestamp=now - BOUND - 1).id
 
         async def aged() -> None:
@@ -302,12 +305,12 @@ def test_publish_and_withdraw(redis_url: str, r: redis.Redis) -> None:
     warm, opened = keys.model_warm, keys.model_open
 
     def score(key: str) -> float | None:
-        return r.zscore(key, GPU)
+        return r.zscore(key, f"{GPU}|bull:q")
 
     async def main() -> None:
         client = await client_for(redis_url)
         p = placement(client, QueueKeys("q"), View())
-        r.zadd(warm("m1"), {OTHER: 1})  # a GPU long silent
+        r.zadd(warm("m1"), {f"{OTHER}|bull:q": 1})  # a GPU long silent
         before = int(time.time() * 1000)
         await p.publish(client, ["m1", "m2"], ["m1", "m3"], 6)
         after = int(time.time() * 1000)
@@ -315,7 +318,7 @@ def test_publish_and_withdraw(redis_url: str, r: redis.Redis) -> None:
             s = score(key)
             assert s is not None and before + 6000 <= s <= after + 6000, key
         assert score(opened("m2")) is None and score(opened("m3")) is None
-        assert r.zscore(warm("m1"), OTHER) is None
+        assert r.zscore(warm("m1"), f"{OTHER}|bull:q") is None
         pipe = client.pipeline(transaction=False)
         await p.publish(pipe, ["m2"], [], 6)
         assert score(warm("m1")) is not None  # not executed yet

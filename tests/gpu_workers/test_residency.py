@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import redis
 
+from gpu_workers import defaults
 from gpu_workers.fleet import Fleet
 from gpu_workers.gputime import read_totals
 from gpu_workers.keys import BullpenKeys
@@ -161,32 +162,48 @@ def test_unknown_weights_are_measured_after_the_first_load(
     assert worker.residency.known_weights["t-unknown"] == 3 * GiB
 
 
+@pytest.mark.parametrize("placement", [False, True])
 def test_a_failed_load_fails_the_job_and_backs_the_model_off(
-    redis_url: str, qname: str, q: Queue, r: redis.Redis, workers: list[WorkerThread]
+    redis_url: str,
+    qname: str,
+    q: Queue,
+    r: redis.Redis,
+    workers: list[WorkerThread],
+    placement: bool,
 ) -> None:
     """A load that raises fails its job with that error (attempts apply);
-    the model is not tried again on this GPU until its backoff passes, and
-    other models go on."""
-    w = WorkerThread(make_spec(redis_url, qname, slots=1))
+    the model is not loaded again on this GPU until its backoff passes:
+    without placement the retry fails at once saying so; with placement the
+    retry is passed over here until the backoff has passed, then loads
+    again. Other models go on meanwhile."""
+    w = WorkerThread(make_spec(redis_url, qname, slots=1, placement=placement))
     workers.append(w)
     first = add(q, "t-broken", attempts=2)
-    (job,) = wait_until(lambda: done(q, first), what="the broken job")
-    assert job.failed_reason.startswith("model t-broken is not loaded") or (
-        "weights file missing" in job.failed_reason
-    )
-    assert job.attempts_made == 2
-    reasons = [e for e in job.stacktrace] if job.stacktrace else []
-    assert reasons  # both attempts left a trace
-    assert ("load_failed", "t-broken") in events(r)
-    assert events(r).count(("load_failed", "t-broken")) == 1  # backed off
     ok = add(q, "t-small")
     (fine,) = wait_until(lambda: done(q, ok), what="a job of another model")
     assert fine.returnvalue == {"model": "t-small"}
+    (job,) = wait_until(lambda: done(q, first), timeout=20, what="the broken job")
+    assert job.attempts_made == 2 and len(job.stacktrace) == 2
+    assert "loading model t-broken failed: weights file missing" in job.stacktrace[0]
+    failures = [
+        int(f["ts_ms"])
+        for _i, f in r.xrange(KEYS.model_events())
+        if f["kind"] == "load_failed"
+    ]
+    if placement:
+        assert (
+            job.failed_reason == "loading model t-broken failed: weights file missing"
+        )
+        assert len(failures) == 2
+        assert failures[1] - failures[0] >= defaults.MODEL_LOAD_BACKOFF_S * 1000
+    else:
+        assert job.failed_reason.startswith("model t-broken is not loaded on GPU")
+        assert len(failures) == 1
     worker = w.worker
     assert worker is not None and "t-broken" not in worker.residency.resident()
     assert worker.admission.held == {"t-small": 2 * GiB}
     counters = r.hgetall(KEYS.gpu_counters("SIM-t-0"))
-    assert counters["model_load_failures"] == "1"
+    assert counters["model_load_failures"] == str(len(failures))
 
 
 def test_an_oom_while_loading_evicts_and_retries_once(
