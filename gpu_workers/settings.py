@@ -37,6 +37,16 @@ def unless_zero(value: str) -> bool:
     return value != "0"
 
 
+def on_off(value: str) -> bool:
+    """on | off (also 1 | 0, true | false); anything else is a ValueError."""
+    text = value.strip().lower()
+    if text in ("on", "1", "true"):
+        return True
+    if text in ("off", "0", "false"):
+        return False
+    raise ValueError(f"expected on or off, not {value!r}")
+
+
 @dataclass(frozen=True)
 class Setting:
     """One row: the name (environment variable = Django setting), its
@@ -190,6 +200,7 @@ ROWS: tuple[Setting, ...] = (
     _G("BULLPEN_GPU_TIME_HOURS_KEPT", 8 * 24, int, "hours an hour bucket is kept"),
     _G("BULLPEN_GPU_TIME_DAYS_KEPT", 400, int, "days a day bucket is kept"),
     _G("BULLPEN_GPU_TIME_MAX_KEYS", 100, int, "keys a bucket holds before (other)"),
+    _G("BULLPEN_PROCESS_PER_GPU", True, on_off, "one worker process per GPU"),
     # --- operator pages ---
     _S("BULLPEN_READ_ONLY_QUEUES", (), names, "queues (or *) where no action runs"),
     _S("BULLPEN_PAGE_SIZE", 25, int, "jobs per page of a job list"),

@@ -40,53 +40,66 @@ import asyncio
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from queues import AsyncWorker, AttemptHistory, Job, MetricsOptions
 from queues.connection import async_from_url
 
 from . import defaults
-from .admission import VramAdmission
+from .admission import QueueClaims, VramAdmission
 from .config import WorkerSpec
-from .device import Device
-from .exceptions import CudaOutOfMemory, JobCancelled, JobTooLarge, ProbeError
+from .device import Device, open_device
+from .exceptions import CudaOutOfMemory, JobCancelled, JobTooLarge
 from .gputime import GpuTimeRecorder, Retention
 from .handlers import REGISTRY, HandlerRegistry, JobContext, JobMeter
 from .job_record import JobRecorder
 from .keys import BullpenKeys
 from .model_upkeep import ModelUpkeep
 from .oom import cuda_self_check, is_cuda_oom
-from .probe import GpuProbe, SimulatedProbe
+from .probe import GpuProbe
 from .residency import Residency
 from .upkeep import WorkerUpkeep
 
 log = logging.getLogger("gpu_workers.worker")
 
 
+@dataclass
+class SharedGpu:
+    """What the queue workers of one GPU process share (gpu_process.py): one
+    device, one admission (the whole budget), one residency and its upkeep,
+    and the process as its heartbeats name it ({"pid", "queues"})."""
+
+    device: Device
+    admission: VramAdmission
+    residency: Residency
+    models: ModelUpkeep
+    process: dict[str, Any]
+
+
 class GpuWorker:
     """A worker process's queue worker pinned to one GPU with a VRAM budget."""
 
     def __init__(
-        self, spec: WorkerSpec, probe: GpuProbe, registry: HandlerRegistry = REGISTRY
+        self,
+        spec: WorkerSpec,
+        probe: GpuProbe,
+        registry: HandlerRegistry = REGISTRY,
+        shared: SharedGpu | None = None,
     ) -> None:
-        info = next((d for d in probe.devices() if d.uuid == spec.gpu_uuid), None)
-        if info is None:
-            raise ProbeError(f"GPU {spec.gpu_uuid} is not visible to the probe")
-        memory = None
-        if isinstance(probe, SimulatedProbe):
-            memory = probe.open(spec.gpu_uuid, spec.context_bytes)
         self.spec = spec
         self.probe = probe
         self.registry = registry
-        self.device = Device(
-            uuid=info.uuid,
-            index=info.index,
-            name=info.name,
-            memory_total_bytes=info.memory_total_bytes,
-            simulated=info.simulated,
-            memory=memory,
-        )
-        self.admission = VramAdmission(spec.budget_bytes, spec.slots, spec.gpu_uuid)
+        #: What it shares with the other queues' workers of its GPU process.
+        self.shared = shared
+        if shared is None:
+            self.device = open_device(probe, spec.gpu_uuid, spec.context_bytes)
+            self.admission = VramAdmission(spec.budget_bytes, spec.slots, spec.gpu_uuid)
+            self.claims: VramAdmission | QueueClaims = self.admission
+        else:
+            self.device = shared.device
+            self.admission = shared.admission
+            self.claims = shared.admission.view(spec.slots)
         self.bkeys = BullpenKeys(spec.namespace)
         self.worker = AsyncWorker(
             spec.queue,
@@ -97,7 +110,7 @@ class GpuWorker:
             lock_duration=spec.lock_duration_ms,
             stalled_interval=spec.stalled_interval_ms,
             max_stalled_count=spec.max_stalled_count,
-            worker_name=f"{spec.host}.{spec.queue}.gpu{info.index}",
+            worker_name=f"{spec.host}.{spec.queue}.gpu{self.device.index}",
             close_timeout=spec.drain_timeout_s,
             metrics=(
                 MetricsOptions(spec.metrics_data_points)
@@ -105,8 +118,10 @@ class GpuWorker:
                 else None
             ),
             attempt_history=AttemptHistory(namespace=spec.namespace),
-            claim_policy=self.admission,
+            claim_policy=self.claims,
         )
+        if isinstance(self.claims, QueueClaims):
+            self.claims.claimed = lambda: len(self.worker.running_jobs)
         self.worker.on("closing", self._draining)
         if self.worker.reports.attempts is not None:
             self.worker.reports.attempts.on_lost = self._correct_outcome
@@ -144,21 +159,26 @@ class GpuWorker:
             self.gpu_time,
         )
         #: The models resident on the GPU (residency.py) and their reports.
-        self.residency = Residency(self.admission, self.device, probe, registry.models)
-        self.models = ModelUpkeep(
-            self.residency,
-            self._bp,
-            self.bkeys,
-            gpu=spec.gpu_uuid,
-            host=spec.host,
-            worker_id=spec.worker_id,
-            queue=spec.queue,
-            prefix=spec.prefix,
-            context_bytes=spec.context_bytes,
-            gpu_time=self.gpu_time,
-            failed=self.worker.background.failed,
-            waiting=lambda: any(not m.admitted for m in self.meters.values()),
-        )
+        if shared is not None:
+            self.residency, self.models = shared.residency, shared.models
+        else:
+            self.residency = Residency(
+                self.admission, self.device, probe, registry.models
+            )
+            self.models = ModelUpkeep(
+                self.residency,
+                self._bp,
+                self.bkeys,
+                gpu=spec.gpu_uuid,
+                host=spec.host,
+                worker_id=spec.worker_id,
+                queue=spec.queue,
+                prefix=spec.prefix,
+                context_bytes=spec.context_bytes,
+                gpu_time=self.gpu_time,
+                failed=self.worker.background.failed,
+                waiting=lambda: any(not m.admitted for m in self.meters.values()),
+            )
         self.upkeep = WorkerUpkeep(
             self.worker,
             spec,
@@ -171,6 +191,8 @@ class GpuWorker:
             self.counters,
             lambda: self.state,
             self.models,
+            self.claims,
+            shared.process if shared is not None else None,
         )
 
     @property
@@ -214,7 +236,8 @@ class GpuWorker:
         finally:
             await self.upkeep.stop()
             self._pool.shutdown(wait=False, cancel_futures=True)
-            self.residency.close()
+            if self.shared is None:  # a shared one closes with its process
+                self.residency.close()
             await self.upkeep.unpublish()
             await self._bp.aclose()
 
@@ -226,6 +249,7 @@ class GpuWorker:
         ctx = JobContext(job, self.device, meter, loop)
         admitted = False
         outcome = "failed"
+        key = self.claims.key(job.id)  # unique among the process's queues
         try:
             if await self._cancel_requested(job.id):
                 meter.cancel.set()
@@ -234,7 +258,7 @@ class GpuWorker:
             meter.model = self.registry.model_of(entry, job.data)
             meter.declared_bytes = entry.declared_bytes(job.data)
             try:
-                admitted = await self._admit(job, meter, ctx)
+                admitted = await self._admit(key, meter, ctx)
             except JobTooLarge:
                 self.counters["too_big"] += 1
                 raise
@@ -275,8 +299,8 @@ class GpuWorker:
             if meter.sim_held_bytes:
                 ctx.sim_free()
             if meter.model is not None:
-                await self.residency.leave(job.id, meter.model)
-            await self.admission.release(job.id)  # no-op unless committed
+                await self.residency.leave(key, meter.model)
+            await self.admission.release(key)  # no-op unless committed
             if admitted:
                 meter.released_us = time.time_ns() // 1000
                 if meter.model is not None and meter.admitted_us is not None:
@@ -286,15 +310,15 @@ class GpuWorker:
             self.upkeep.beat_soon()
             await self.recorder.record(job, meter, outcome)
 
-    async def _admit(self, job: Job, meter: JobMeter, ctx: JobContext) -> bool:
+    async def _admit(self, key: str, meter: JobMeter, ctx: JobContext) -> bool:
         """Wait for VRAM (with a model: for it to be resident too); False:
         cancelled first. A job whose model's load failed raises its error."""
         if meter.model is None:
             return await self.admission.admit(
-                job.id, meter.declared_bytes, abort=meter.cancel.is_set
+                key, meter.declared_bytes, abort=meter.cancel.is_set
             )
         resident = await self.residency.admit(
-            job.id, meter.model, meter.declared_bytes, abort=meter.cancel.is_set
+            key, meter.model, meter.declared_bytes, abort=meter.cancel.is_set
         )
         if resident is None:
             return False

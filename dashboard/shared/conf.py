@@ -61,6 +61,7 @@ class Conf:
     gpu_time_hours_kept: int
     gpu_time_days_kept: int
     gpu_time_max_keys: int
+    process_per_gpu: bool
     # --- operator pages, live updates, /metrics ---
     read_only_queues: tuple[str, ...]
     page_size: int
