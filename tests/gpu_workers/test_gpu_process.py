@@ -225,3 +225,38 @@ def test_the_supervisor_runs_one_process_per_gpu_and_restarts_it_on_a_new_set(
     finally:
         sup.close()
         print(sup.log())
+
+
+def test_process_per_gpu_off_runs_a_process_per_queue_with_shares(
+    redis_url: str,
+    queues: tuple[Queue, Queue],
+    fleet: Fleet,
+    tmp_path: Path,
+) -> None:
+    """With process_per_gpu off, today's behaviour: each (queue, GPU) its own
+    process, with its vram_share of the GPU's budget (one context each)."""
+    qa, qb = queues
+    config = supervisor_config(
+        redis_url,
+        [{"queue": qa.name}, {"queue": qb.name, "vram_share": 0.25}],
+        "h1",
+        process_per_gpu=False,
+        log_dir=str(tmp_path / "logs"),
+    )
+    sup = SupervisorProcess(config, tmp_path / "supervisor.log")
+    try:
+
+        def two() -> list[dict[str, Any]] | None:
+            ws = fleet.list_workers()
+            return ws if len(ws) == 2 and all(w["pid"] for w in ws) else None
+
+        workers = wait_until(two, what="two worker records")
+        assert workers is not None
+        assert len({w["pid"] for w in workers}) == 2
+        assert all("process" not in w for w in workers)
+        usable = 24 * GiB - GiB - GiB - 2 * (GiB // 2)  # two CUDA contexts
+        budgets = {w["queue"]: w["budget_bytes"] for w in workers}
+        assert budgets == {qa.name: int(usable * 0.75), qb.name: int(usable * 0.25)}
+        assert sup.terminate() == 0
+    finally:
+        sup.close()
