@@ -14,6 +14,12 @@ stream of small ones.
 its queue worker asks it before each claim, and it wakes the worker when
 capacity grows while jobs still run (a job admitted, budget released, more
 slots).
+
+One process serving several queues on one GPU (gpu_process.py) shares one
+admission: each queue's worker claims through its own `QueueClaims`
+(`view(slots)`), which keeps that queue's slots and holds every queue's
+claims while a claimed job of ANY of them still waits for budget. Job ids
+are keyed per view (`key()`), since two queues may both have a job "1".
 """
 
 from __future__ import annotations
@@ -75,6 +81,8 @@ class VramAdmission:
         self.max_committed_bytes = 0
         #: The bound worker's wake (see bind()).
         self._wake: Callable[[], None] = _nothing
+        #: The queues' claim policies of a process shared by several queues.
+        self.views: list[QueueClaims] = []
 
     @property
     def working_bytes(self) -> int:
@@ -101,8 +109,26 @@ class VramAdmission:
         self._wake = wake
 
     def wake(self) -> None:
-        """Make the bound worker re-ask capacity() (room grew)."""
+        """Make the bound worker (or every bound view's) re-ask capacity()."""
         self._wake()
+        for view in self.views:
+            view.wake()
+
+    def key(self, job_id: str) -> str:
+        """A job's key in `admitted` (here: its id)."""
+        return job_id
+
+    def view(self, slots: int) -> QueueClaims:
+        """A queue's claim policy on this shared admission; `slots` becomes
+        the sum of the views' slots (what has_free_slot() weighs)."""
+        view = QueueClaims(self, slots, f"{len(self.views)}/")
+        self.views.append(view)
+        self.slots = sum(v.slots for v in self.views)
+        return view
+
+    def waiting(self) -> int:
+        """Claimed jobs not admitted yet, over every view (0 without views)."""
+        return sum(v.unadmitted() for v in self.views)
 
     def capacity(self, claimed: int) -> int:
         """The claim policy's side: claim_capacity() for a worker running
@@ -112,7 +138,7 @@ class VramAdmission:
     def resize(self, slots: int) -> None:
         """A new slot count (the scale target): the worker re-checks."""
         self.slots = slots
-        self._wake()
+        self.wake()
 
     def claim_capacity(self, claimed: int, waiting: int) -> int:
         """How many jobs to claim now: one, given a free slot, some free budget
@@ -136,7 +162,7 @@ class VramAdmission:
                 f"{committed} bytes committed of a {self.budget_bytes}-byte budget"
             )
         self.max_committed_bytes = max(self.max_committed_bytes, committed)
-        self._wake()
+        self.wake()
 
     def check_fits_at_all(self, need: int) -> None:
         """JobTooLarge (unrecoverable) when the job exceeds the whole budget."""
@@ -164,13 +190,13 @@ class VramAdmission:
                     f"{self.budget_bytes}"
                 )
             self.max_committed_bytes = max(self.max_committed_bytes, committed)
-            self._wake()  # no longer waiting: the next job may be claimed
+            self.wake()  # no longer waiting: the next job may be claimed
             return True
 
     async def release(self, job_id: str) -> None:
         """Uncommit a finished job's need; a waiting job and the worker re-check."""
         if self.admitted.pop(job_id, None) is not None:
-            self._wake()
+            self.wake()
             await self.poke()
 
     async def poke(self) -> None:
@@ -186,19 +212,71 @@ class PlacedAdmission:
     and before each claim the placement's choice of job (queues.ClaimGate)."""
 
     def __init__(
-        self, admission: VramAdmission, before_claim: Callable[[], Awaitable[float]]
+        self,
+        claims: VramAdmission | QueueClaims,
+        before_claim: Callable[[], Awaitable[float]],
     ) -> None:
-        self.admission = admission
+        self.claims = claims
         self._before_claim = before_claim
 
     def capacity(self, claimed: int) -> int:
-        """The admission's answer."""
-        return self.admission.capacity(claimed)
+        """The admission's answer (or its queue's view's)."""
+        return self.claims.capacity(claimed)
 
     def bind(self, wake: Callable[[], None]) -> None:
-        """The admission wakes the worker."""
-        self.admission.bind(wake)
+        """The admission (or its view) wakes the worker."""
+        self.claims.bind(wake)
 
     async def before_claim(self) -> float:
         """0: claim now; > 0: hold that long (placement.py)."""
         return await self._before_claim()
+
+
+class QueueClaims:
+    """One queue's claim policy (queues.worker.ClaimPolicy) in a process
+    whose queues share one `VramAdmission` (one budget on one GPU)."""
+
+    def __init__(self, admission: VramAdmission, slots: int, tag: str) -> None:
+        self.admission = admission
+        self.slots = slots
+        #: What this view's job keys start with (`key()`).
+        self.tag = tag
+        self._wake: Callable[[], None] = _nothing
+        #: How many jobs the queue's worker holds now (set by its GpuWorker).
+        self.claimed: Callable[[], int] = lambda: 0
+
+    def key(self, job_id: str) -> str:
+        """A job's key in the shared `admitted` (unique across the queues)."""
+        return self.tag + job_id
+
+    def bind(self, wake: Callable[[], None]) -> None:
+        """The claim policy's side: `wake` makes the worker re-ask capacity()."""
+        self._wake = wake
+
+    def wake(self) -> None:
+        """Make the bound worker re-ask capacity()."""
+        self._wake()
+
+    def admitted_count(self) -> int:
+        """This queue's admitted (running) jobs."""
+        return sum(1 for k in self.admission.admitted if k.startswith(self.tag))
+
+    def unadmitted(self) -> int:
+        """This queue's claimed jobs not admitted yet."""
+        return max(self.claimed() - self.admitted_count(), 0)
+
+    def capacity(self, claimed: int) -> int:
+        """One, given a free slot of this queue, some free budget and no
+        claimed job of any queue of the process waiting for budget; else 0."""
+        adm = self.admission
+        own = claimed - self.admitted_count()
+        others = sum(v.unadmitted() for v in adm.views if v is not self)
+        if own > 0 or others or claimed >= self.slots or adm.free_bytes <= 0:
+            return 0
+        return 1
+
+    def resize(self, slots: int) -> None:
+        """A new slot count for this queue (the scale target)."""
+        self.slots = slots
+        self.admission.slots = sum(v.slots for v in self.admission.views)
+        self._wake()

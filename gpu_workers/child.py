@@ -1,6 +1,9 @@
 """A worker process: `python -m gpu_workers.child`, its WorkerSpec JSON on
 stdin (it holds the Redis URL and password, which argv would show to `ps`).
 
+The spec is one object (one queue on one GPU: a `GpuWorker`) or a list of
+them (every queue of one GPU: a `GpuProcess`, gpu_process.py).
+
 The supervisor starts it with CUDA_VISIBLE_DEVICES=<uuid>; its exit status
 says what happened: 0 drained, EXIT_CUDA_BROKEN after a broken CUDA state,
 EXIT_CONFIG when it could not start (bad spec, handler import, no GPU).
@@ -9,12 +12,14 @@ EXIT_CONFIG when it could not start (bad spec, handler import, no GPU).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import sys
 
 from . import defaults, logs
 from .config import WorkerSpec
 from .exceptions import GpuWorkerError
+from .gpu_process import GpuProcess
 from .handlers import load_handler_modules
 from .probe import make_probe
 from .units import format_bytes
@@ -22,40 +27,52 @@ from .worker import GpuWorker
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one GpuWorker until it drains; return the exit status. The spec
-    is read from stdin unless given as the first argument (tests)."""
+    """Run one GpuWorker (or one GpuProcess) until it drains; return the exit
+    status. The spec is read from stdin unless given as the first argument
+    (tests)."""
     argv = sys.argv[1:] if argv is None else argv
     try:
-        spec = WorkerSpec.from_json(argv[0] if argv else sys.stdin.read())
-    except (ValueError, TypeError) as exc:
+        text = argv[0] if argv else sys.stdin.read()
+        many = isinstance(json.loads(text), list)
+        specs = WorkerSpec.list_from_json(text)
+    except (ValueError, TypeError, GpuWorkerError) as exc:
         print(f"gpu_workers.child: bad worker spec: {exc}", file=sys.stderr)
         return defaults.EXIT_CONFIG
+    if not specs:
+        print("gpu_workers.child: an empty list of worker specs", file=sys.stderr)
+        return defaults.EXIT_CONFIG
+    spec = specs[0]
+    name = f"{spec.host}:{spec.gpu_uuid}" if many else spec.worker_id
     logs.configure(
         spec.log_level,
         spec.log_format,
-        f"%(asctime)s %(levelname)s [{spec.worker_id} pid %(process)d] "
-        "%(name)s: %(message)s",
+        f"%(asctime)s %(levelname)s [{name} pid %(process)d] %(name)s: %(message)s",
     )
     log = logging.getLogger("gpu_workers.child")
     try:
         load_handler_modules(spec.handler_modules)
         probe = make_probe(spec.gpus, host=spec.host)
-        worker = GpuWorker(spec, probe)
+        runner: GpuWorker | GpuProcess = (
+            GpuProcess(specs, probe) if many else GpuWorker(spec, probe)
+        )
     except GpuWorkerError as exc:
         log.error("cannot start: %s", exc)
         return defaults.EXIT_CONFIG
-    log.info(
-        "serving %s:%s on %s with a %s VRAM budget (%d bytes), %d slot(s)",
-        spec.prefix,
-        spec.queue,
-        spec.gpu_uuid,
-        format_bytes(worker.admission.budget_bytes),
-        worker.admission.budget_bytes,
-        spec.slots,
-    )
-    asyncio.run(worker.run())
-    log.info("stopped (exit %d)", worker.exit_code)
-    return worker.exit_code
+    budget = runner.admission.budget_bytes
+    for s in specs:
+        log.info(
+            "serving %s:%s on %s with a %s VRAM budget (%d bytes)%s, %d slot(s)",
+            s.prefix,
+            s.queue,
+            s.gpu_uuid,
+            format_bytes(budget),
+            budget,
+            " shared by the process's queues" if many else "",
+            s.slots,
+        )
+    asyncio.run(runner.run())
+    log.info("stopped (exit %d)", runner.exit_code)
+    return runner.exit_code
 
 
 if __name__ == "__main__":

@@ -1,13 +1,20 @@
 """One managed worker process of a supervisor: its state, restart history,
-how it is started, and the record shown while it has no live process."""
+how it is started, and the record shown while it has no live process.
+
+A child is the process of one (queue, GPU), or with process_per_gpu the one
+process of a GPU serving several queues (`queues`; gpu_process.py). Either
+way the host record and the worker records list one entry per (queue, GPU).
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from collections import deque
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -31,6 +38,9 @@ def child_pythonpath(existing: str, root: Path = REPO_ROOT) -> str:
     return os.pathsep.join(p for p in (own, existing) if p)
 
 
+#: The first part of a GPU process's key in the supervisor's children.
+GPU_PROCESS = "*"
+
 #: Names of the folders installed packages live in.
 SITE_DIRS = ("site-packages", "dist-packages")
 
@@ -47,7 +57,8 @@ class ChildState(str, Enum):  # noqa: UP042 - house style (JobState)
 
 @dataclass
 class Child:
-    """One (queue, GPU) worker process and its restart history."""
+    """One (queue, GPU) worker process, or one GPU's process serving
+    `queues` (then `queue` is the first of them), and its restart history."""
 
     queue: QueueConfig
     gpu: GpuInfo
@@ -60,11 +71,23 @@ class Child:
     drain_deadline: float = 0.0
     last_exit: int | None = None
     reason: str = ""
+    #: A GPU process's queues (empty: a process of `queue` alone).
+    queues: tuple[QueueConfig, ...] = ()
+
+    @property
+    def per_gpu(self) -> bool:
+        """Whether it is one GPU's process serving `queues`."""
+        return bool(self.queues)
+
+    @property
+    def served(self) -> tuple[QueueConfig, ...]:
+        """The queues its process serves."""
+        return self.queues or (self.queue,)
 
     @property
     def slot(self) -> tuple[str, str]:
-        """(prefix:queue, GPU uuid)."""
-        return (self.queue.key, self.gpu.uuid)
+        """(prefix:queue, GPU uuid), or (GPU_PROCESS, GPU uuid)."""
+        return (GPU_PROCESS if self.per_gpu else self.queue.key, self.gpu.uuid)
 
     @property
     def pid(self) -> int | None:
@@ -72,13 +95,77 @@ class Child:
         return self.proc.pid if self.proc is not None else None
 
     def worker_id(self, host: str) -> str:
-        """The id its heartbeats are published under."""
+        """The id its (first queue's) heartbeats are published under; for a
+        GPU process, its name in logs."""
+        if self.per_gpu:
+            return f"{host}:{GPU_PROCESS}:{self.gpu.uuid}"
         return worker_id(host, self.queue.prefix, self.queue.queue, self.gpu.uuid)
 
+    def crashed(self, code: int, now: float, cfg: SupervisorConfig) -> bool:
+        """Its process exited with `code` unasked: BACKOFF with a growing
+        delay, or FAILED (returns True) after more than `max_restarts`
+        crashes within `restart_window_s` (an OTP-style restart intensity)."""
+        self.crashes.append(now)
+        while self.crashes and self.crashes[0] < now - cfg.restart_window_s:
+            self.crashes.popleft()
+        if len(self.crashes) > cfg.max_restarts:
+            self.state = ChildState.FAILED
+            self.reason = (
+                f"gave up: {len(self.crashes)} crashes within "
+                f"{cfg.restart_window_s:g}s (limit {cfg.max_restarts} "
+                f"restarts); last exit status {code}"
+            )
+            return True
+        delay = min(
+            cfg.backoff_initial_s * 2 ** (len(self.crashes) - 1), cfg.backoff_max_s
+        )
+        self.state = ChildState.BACKOFF
+        self.restart_at = now + delay
+        self.reason = f"exited with status {code}; restarting in {delay:.1f}s"
+        return False
 
-def worker_spec(child: Child, cfg: SupervisorConfig, slots: int) -> WorkerSpec:
-    """What the worker process of a (queue, GPU) is handed."""
-    q = child.queue
+    def worker_ids(self, host: str) -> list[str]:
+        """The ids of its queues' worker records."""
+        return [worker_id(host, q.prefix, q.queue, self.gpu.uuid) for q in self.served]
+
+
+def spawn(child: Child, cfg: SupervisorConfig, slots: Mapping[str, int]) -> None:
+    """Start the worker process of a (queue, GPU), or of a GPU with all its
+    queues, pinned with CUDA_VISIBLE_DEVICES=<uuid>; `slots` by queue key;
+    `child` becomes RUNNING."""
+    specs = [spec_of(child, cfg, q, slots[q.key]) for q in child.served]
+    text = (
+        json.dumps([asdict(s) for s in specs]) if child.per_gpu else specs[0].to_json()
+    )
+    env = dict(os.environ, **cfg.child_env)
+    env["CUDA_VISIBLE_DEVICES"] = child.gpu.uuid
+    env["PYTHONPATH"] = child_pythonpath(env.get("PYTHONPATH", ""))
+    out: Any = None
+    if cfg.log_dir:
+        Path(cfg.log_dir).mkdir(parents=True, exist_ok=True)
+        name = child.worker_id(cfg.host).replace(":", "_").replace("*", "gpu") + ".log"
+        out = open(Path(cfg.log_dir) / name, "ab")  # noqa: SIM115 - child owns it
+    try:
+        # The spec (Redis URL and password included) goes through a pipe,
+        # never argv: a command line is readable by anyone on the host (ps).
+        child.proc = subprocess.Popen(
+            [cfg.python, "-m", "gpu_workers.child"],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=out,
+            stderr=subprocess.STDOUT if out is not None else None,
+        )
+    finally:
+        if out is not None:
+            out.close()
+    send_on_stdin(child.proc, text)
+    child.state = ChildState.RUNNING
+
+
+def spec_of(
+    child: Child, cfg: SupervisorConfig, q: QueueConfig, slots: int
+) -> WorkerSpec:
+    """The spec of one queue's worker in a child's process."""
     return WorkerSpec(
         redis_url=cfg.redis_url,
         host=cfg.host,
@@ -113,35 +200,6 @@ def worker_spec(child: Child, cfg: SupervisorConfig, slots: int) -> WorkerSpec:
     )
 
 
-def spawn(child: Child, cfg: SupervisorConfig, slots: int) -> None:
-    """Start the worker process of a (queue, GPU), pinned with
-    CUDA_VISIBLE_DEVICES=<uuid>; `child` becomes RUNNING."""
-    spec = worker_spec(child, cfg, slots)
-    env = dict(os.environ, **cfg.child_env)
-    env["CUDA_VISIBLE_DEVICES"] = child.gpu.uuid
-    env["PYTHONPATH"] = child_pythonpath(env.get("PYTHONPATH", ""))
-    out: Any = None
-    if cfg.log_dir:
-        Path(cfg.log_dir).mkdir(parents=True, exist_ok=True)
-        name = spec.worker_id.replace(":", "_") + ".log"
-        out = open(Path(cfg.log_dir) / name, "ab")  # noqa: SIM115 - child owns it
-    try:
-        # The spec (Redis URL and password included) goes through a pipe,
-        # never argv: a command line is readable by anyone on the host (ps).
-        child.proc = subprocess.Popen(
-            [cfg.python, "-m", "gpu_workers.child"],
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=out,
-            stderr=subprocess.STDOUT if out is not None else None,
-        )
-    finally:
-        if out is not None:
-            out.close()
-    send_on_stdin(child.proc, spec.to_json())
-    child.state = ChildState.RUNNING
-
-
 def send_on_stdin(proc: subprocess.Popen[bytes], text: str) -> None:
     """Write `text` to a process's stdin pipe and close it (a process that
     died at once is left for the reap loop to see)."""
@@ -153,16 +211,44 @@ def send_on_stdin(proc: subprocess.Popen[bytes], text: str) -> None:
         pass
 
 
-def child_record(child: Child, host: str) -> dict[str, Any]:
+def child_entries(child: Child, host: str) -> list[dict[str, Any]]:
+    """Its entries in the host record's `children`: one per queue it serves,
+    all with the same pid and state."""
+    return [
+        {
+            "id": wid,
+            "state": child.state.value,
+            "pid": child.pid,
+            "restarts": child.restarts,
+            "last_exit": child.last_exit,
+            "reason": child.reason,
+        }
+        for wid in child.worker_ids(host)
+    ]
+
+
+def child_records(child: Child, host: str) -> list[tuple[str, dict[str, Any]]]:
+    """(worker id, record) per queue it serves, for a child without a live
+    process (restarting or failed)."""
+    return [
+        (wid, child_record(child, host, q))
+        for wid, q in zip(child.worker_ids(host), child.served, strict=True)
+    ]
+
+
+def child_record(
+    child: Child, host: str, q: QueueConfig | None = None
+) -> dict[str, Any]:
     """The record published for a child without a live process (restarting
-    or failed), shaped like a worker heartbeat."""
+    or failed), shaped like a worker heartbeat; `q`: which of its queues."""
+    q = q or child.queue
     state = "failed" if child.state is ChildState.FAILED else "starting"
-    return {
-        "id": child.worker_id(host),
+    record: dict[str, Any] = {
+        "id": worker_id(host, q.prefix, q.queue, child.gpu.uuid),
         "host": host,
         "pid": None,
-        "queue": child.queue.queue,
-        "prefix": child.queue.prefix,
+        "queue": q.queue,
+        "prefix": q.prefix,
         "gpu": {
             "uuid": child.gpu.uuid,
             "index": child.gpu.index,
@@ -182,3 +268,6 @@ def child_record(child: Child, host: str) -> dict[str, Any]:
         "last_exit": child.last_exit,
         "ts_ms": now_ms(),
     }
+    if child.per_gpu:
+        record["process"] = {"pid": None, "queues": [c.key for c in child.served]}
+    return record

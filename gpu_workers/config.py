@@ -170,6 +170,9 @@ class SupervisorConfig:
     placement_age_bound_s: float = default("placement_age_bound_s")
     placement_cold_hold_s: float = default("placement_cold_hold_s")
     placement_scan: int = default("placement_scan")
+    #: One worker process per GPU serving all its queues (gpu_process.py);
+    #: off: one per (queue, GPU), each with a share of the GPU's budget.
+    process_per_gpu: bool = default("process_per_gpu")
     reconcile_interval_s: float = defaults.RECONCILE_INTERVAL_S
     control_interval_s: float = defaults.CONTROL_INTERVAL_S
     python: str = sys.executable
@@ -283,6 +286,15 @@ class WorkerSpec:
         if unknown:
             raise ConfigError(f"unknown worker spec keys: {sorted(unknown)}")
         return cls(**data)
+
+    @classmethod
+    def list_from_json(cls, text: str) -> list[WorkerSpec]:
+        """One spec, or a JSON list of them (a GPU process's queues)."""
+        data = json.loads(text)
+        items = data if isinstance(data, list) else [data]
+        if not all(isinstance(item, dict) for item in items):
+            raise ConfigError("a worker spec is a JSON object or a list of them")
+        return [cls.from_json(json.dumps(item)) for item in items]
 
 
 def worker_id(host: str, prefix: str, queue: str, gpu_uuid: str) -> str:

@@ -67,6 +67,23 @@ def parse_pins(raw: dict[str, str]) -> dict[str, list[str]]:
     return found
 
 
+def one_per_process(workers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records with one per worker process: the queues of one GPU process
+    (a record with `process`) share its budget, committed VRAM and reading,
+    so a sum over them counts the process once (by host and pid)."""
+    seen: set[tuple[Any, Any]] = set()
+    out = []
+    for w in workers:
+        process = w.get("process")
+        if isinstance(process, dict) and w.get("pid") is not None:
+            key = (w.get("host"), w.get("pid"))
+            if key in seen:
+                continue
+            seen.add(key)
+        out.append(w)
+    return out
+
+
 def _simulated_reading(
     gpu: dict[str, Any], workers: list[dict[str, Any]]
 ) -> dict[str, Any]:
@@ -152,10 +169,11 @@ class Fleet:
                 row = dict(gpu)
                 row["host"] = host["host"]
                 row["workers"] = [w["id"] for w in on_it]
-                row["budget_bytes"] = sum(w.get("budget_bytes", 0) for w in on_it)
-                row["committed_bytes"] = sum(w.get("committed_bytes", 0) for w in on_it)
+                procs = one_per_process(on_it)
+                row["budget_bytes"] = sum(w.get("budget_bytes", 0) for w in procs)
+                row["committed_bytes"] = sum(w.get("committed_bytes", 0) for w in procs)
                 if gpu.get("simulated"):
-                    row.update(_simulated_reading(gpu, on_it))
+                    row.update(_simulated_reading(gpu, procs))
                 counters = self.client.hgetall(self.keys.gpu_counters(gpu["uuid"]))
                 row["oom_total"] = int(counters.get("oom_total", 0))
                 gpus.append(row)

@@ -75,7 +75,6 @@ class ModelUpkeep:
         gpu_time: GpuTimeRecorder,
         failed: Failed,
         waiting: Callable[[], bool],
-        placement: Placement | None = None,
         ttl_s: float = defaults.HEARTBEAT_TTL_S,
     ) -> None:
         self.residency = residency
@@ -91,7 +90,9 @@ class ModelUpkeep:
         self._failed = failed
         #: Whether a claimed job waits for VRAM (then nothing is preloaded).
         self._waiting = waiting
-        self.placement = placement
+        #: Each queue worker's placement (its members of the warm and open
+        #: zsets): one, or one per queue where queues share the process.
+        self.placements: list[Placement] = []
         self.ttl_s = ttl_s
         self._published: tuple[frozenset[str], frozenset[str]] | None = None
         self._stats_script = LUA.script(bp, "model_stats")
@@ -200,16 +201,17 @@ class ModelUpkeep:
     async def publish(self) -> None:
         """This worker's members of the warm and open zsets (placement.py),
         their expiry renewed."""
-        if self.placement is None:
+        if not self.placements:
             return
         warm, opened = self._warm_open()
-        await self.placement.publish(self._bp, warm, opened, self.ttl_s)
+        for placement in self.placements:
+            await placement.publish(self._bp, warm, opened, self.ttl_s)
         self._published = (warm, opened)
 
     async def publish_if_changed(self) -> None:
         """publish() when what is warm or open changed (a job started or
         ended); never raises."""
-        if self.placement is None or self._warm_open() == self._published:
+        if not self.placements or self._warm_open() == self._published:
             return
         try:
             await self.publish()

@@ -25,10 +25,6 @@ next threshold, 50 ms..1 s, and re-add the queue's base marker (BullMQ's
 `ZADD marker 0 "0"`): this worker's blocking wait may have taken it, and the
 GPU the jobs suit may be idle, blocked on it.
 
-Round trips per claim: the peek; the open read only when a candidate ahead
-of the one taken has a model cold here; the fronting script only when the
-job taken is not the head; the marker on a hold (the claim as before).
-
 Placement never takes a worker down: any error deciding logs and answers 0
 (the plain claim). `publish` / `withdraw` keep this GPU's members of the warm
 and open zsets (docs/protocol.md §6.1).
@@ -243,9 +239,7 @@ class Placement:
         queue_key: str = "",
     ) -> None:
         self.client = client
-        #: This worker in the warm and open zsets: its GPU and its queue
-        #: (`prefix:queue`), so a model open on a GPU counts only for the
-        #: queues that GPU's workers serve.
+        #: Its member of the warm and open zsets: GPU and `prefix:queue`.
         self.queue_key = queue_key or queue_keys.base.rstrip(":")
         self.member = f"{gpu_uuid}|{self.queue_key}"
         self.keys = queue_keys

@@ -6,6 +6,11 @@ reserve (the larger of the setting and what NVML v2 reports) - safety margin
 - one CUDA context per process, then a queue's `vram_share` of that (or an
 equal split among the queues that set none), so the budgets on one GPU never
 add up to more than the GPU has.
+
+With `process_per_gpu` (the default) one process serves every queue of a
+GPU: each of its queues gets the GPU's whole budget of one process, which
+that process's queues share (gpu_process.py), and `vram_share` is ignored
+(one warning at start names the queues that set it).
 """
 
 from __future__ import annotations
@@ -59,6 +64,24 @@ def plan_gpus(config: SupervisorConfig, gpus: list[GpuInfo], probe: GpuProbe) ->
             users[g.uuid].append(q)
     reserved = reported_reserve(gpus, probe)
     plan: Plan = {q.key: [] for q in config.queues}
+    if config.process_per_gpu:
+        shares = [q.key for q in config.queues if q.vram_share is not None]
+        if shares:
+            log.warning(
+                "vram_share is ignored with one worker process per GPU "
+                "(the queues of a GPU share its whole budget): set by %s",
+                ", ".join(shares),
+            )
+        for g in gpus:
+            whole = compute_budget(
+                g.memory_total_bytes,
+                max(config.reserve_bytes, reserved.get(g.uuid, 0)),
+                config.context_bytes,
+                config.margin_bytes,
+            )
+            for q in users[g.uuid]:
+                plan[q.key].append((g, whole))
+        return plan
     for g in gpus:
         sharing = users[g.uuid]
         fixed = sum(q.vram_share for q in sharing if q.vram_share is not None)

@@ -207,6 +207,7 @@ ROWS: tuple[Setting, ...] = (
     _G("BULLPEN_PLACEMENT_AGE_BOUND_S", 60.0, float, "longest a job is passed over"),
     _G("BULLPEN_PLACEMENT_COLD_HOLD_S", 2.0, float, "a cold job waits for a warm GPU"),
     _G("BULLPEN_PLACEMENT_SCAN", 16, int, "waiting jobs placement looks at"),
+    _G("BULLPEN_PROCESS_PER_GPU", True, on_off, "one worker process per GPU"),
     # --- operator pages ---
     _S("BULLPEN_READ_ONLY_QUEUES", (), names, "queues (or *) where no action runs"),
     _S("BULLPEN_PAGE_SIZE", 25, int, "jobs per page of a job list"),

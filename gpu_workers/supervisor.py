@@ -1,4 +1,5 @@
-"""The supervisor of one host: worker processes per GPU and queue, restarted
+"""The supervisor of one host: worker processes per GPU (or per GPU and
+queue, process_per_gpu off; reconcile.py says which are wanted), restarted
 with backoff, scaled to the desired counts in Redis, drained on SIGTERM.
 
 It is a plain loop (rq's worker pool is the model): one place installs
@@ -25,16 +26,17 @@ import redis
 from queues.connection import sync_from_url
 
 from . import defaults
-from .children import Child, ChildState, child_record, spawn
+from .children import Child, ChildState, child_entries, child_records, spawn
 from .clock import now_ms
-from .config import QueueConfig, SupervisorConfig
+from .config import SupervisorConfig
 from .desired import DesiredCounts
 from .heartbeat import queue_heartbeat, queue_removal
 from .keys import BullpenKeys
 from .liveness import LIVENESS_INTERVAL_S, LivenessFile
 from .planning import plan_gpus, queue_limits
 from .pools import pool_planner
-from .probe import GpuInfo, GpuProbe, make_probe
+from .probe import GpuProbe, make_probe
+from .reconcile import Want, child_keys, wanted_processes
 from .series import SeriesSampler
 
 log = logging.getLogger("gpu_workers.supervisor")
@@ -146,7 +148,7 @@ class Supervisor:
         self._publish()
 
     # --- children ---------------------------------------------------------------------
-    def _spawn(self, child: Child, slots: int) -> None:
+    def _spawn(self, child: Child, slots: dict[str, int]) -> None:
         spawn(child, self.config, slots)
         log.info(
             "started %s (pid %s, %d restart(s))",
@@ -171,56 +173,37 @@ class Supervisor:
                 self._on_crash(child, code, now)
 
     def _on_crash(self, child: Child, code: int, now: float) -> None:
-        cfg = self.config
-        child.crashes.append(now)
-        while child.crashes and child.crashes[0] < now - cfg.restart_window_s:
-            child.crashes.popleft()
-        if len(child.crashes) > cfg.max_restarts:
-            child.state = ChildState.FAILED
-            child.reason = (
-                f"gave up: {len(child.crashes)} crashes within "
-                f"{cfg.restart_window_s:g}s (limit {cfg.max_restarts} "
-                f"restarts); last exit status {code}"
-            )
+        if child.crashed(code, now, self.config):
             log.error("%s: %s", self._id(child), child.reason)
-            self._publish_child(child)
-            return
-        delay = min(
-            cfg.backoff_initial_s * 2 ** (len(child.crashes) - 1), cfg.backoff_max_s
-        )
-        child.state = ChildState.BACKOFF
-        child.restart_at = now + delay
-        child.reason = f"exited with status {code}; restarting in {delay:.1f}s"
-        log.warning("%s %s", self._id(child), child.reason)
+        else:
+            log.warning("%s %s", self._id(child), child.reason)
         self._publish_child(child)
 
     def _restart_due(self, now: float) -> None:
         for child in self.children.values():
             if child.state is ChildState.BACKOFF and now >= child.restart_at:
                 child.restarts += 1
-                self._spawn(child, self.desired.slots(child.queue))
+                slots = {q.key: self.desired.slots(q) for q in child.served}
+                self._spawn(child, slots)
                 self._publish_child(child)
 
     def _reconcile(self, now: float) -> None:
-        """Start wanted (queue, GPU) workers; drain the ones no longer wanted."""
+        """Start wanted processes; drain the ones no longer wanted, and a GPU
+        process whose set of queues changed (it restarts with the new set)."""
         desired = self.desired.read()
         if desired is None:
             return
-        wanted: dict[tuple[str, str], tuple[QueueConfig, GpuInfo, int, int]] = {}
-        for q in self.config.queues:
-            d = desired.get(q.key, {})
-            count = min(d.get("workers", 0), len(self._plan[q.key]))
-            slots = d.get("slots") or q.slots
-            for gpu, budget in self._plan[q.key][:count]:
-                wanted[(q.key, gpu.uuid)] = (q, gpu, budget, slots)
-        for slot, (q, gpu, budget, slots) in wanted.items():
+        wanted = wanted_processes(self.config, self._plan, desired)
+        for slot, want in wanted.items():
             child = self.children.get(slot)
             if child is None:
-                child = self.children[slot] = Child(q, gpu, budget)
+                child = self.children[slot] = want.child()
+            elif child_keys(child) != want.keys:
+                self._regroup(child, want, now)
             if child.state is ChildState.STOPPED:
                 child.crashes.clear()
                 child.restarts = 0
-                self._spawn(child, slots)
+                self._spawn(child, want.slots)
         for slot, child in list(self.children.items()):
             if slot in wanted:
                 continue
@@ -235,6 +218,16 @@ class Supervisor:
                 self._remove_record(child)
         for child in self.children.values():
             self._kill_if_overdue(child, now)
+
+    def _regroup(self, child: Child, want: Want, now: float) -> None:
+        """A GPU's wanted queues changed: drain a running process (restarted
+        with the new set once it stopped); one without a process starts anew."""
+        if child.state is ChildState.RUNNING:
+            self._terminate(child, now)
+        elif child.state in (ChildState.BACKOFF, ChildState.FAILED):
+            self._remove_record(child)
+            child.state = ChildState.STOPPED
+        want.regroup(child)
 
     def _terminate(self, child: Child, now: float) -> None:
         """SIGTERM: the worker stops claiming and finishes its running jobs."""
@@ -288,7 +281,8 @@ class Supervisor:
         try:
             pipe = self.redis.pipeline(transaction=False)
             for child in self.children.values():
-                queue_removal(pipe, self.keys, "worker", self._id(child))
+                for wid in child.worker_ids(self.config.host):
+                    queue_removal(pipe, self.keys, "worker", wid)
             queue_removal(pipe, self.keys, "host", self.config.host)
             pipe.execute()
         except redis.RedisError as exc:
@@ -330,15 +324,9 @@ class Supervisor:
             "gpus": gpus,
             "queues": self.limits(),
             "children": [
-                {
-                    "id": self._id(c),
-                    "state": c.state.value,
-                    "pid": c.pid,
-                    "restarts": c.restarts,
-                    "last_exit": c.last_exit,
-                    "reason": c.reason,
-                }
+                entry
                 for c in self.children.values()
+                for entry in child_entries(c, self.config.host)
             ],
             "ts_ms": now_ms(),
         }
@@ -348,14 +336,10 @@ class Supervisor:
             return
         try:
             pipe = self.redis.pipeline(transaction=False)
-            queue_heartbeat(
-                pipe,
-                self.keys,
-                "worker",
-                self._id(child),
-                child_record(child, self.config.host),
-                self.config.heartbeat_ttl_s,
-            )
+            for wid, record in child_records(child, self.config.host):
+                queue_heartbeat(
+                    pipe, self.keys, "worker", wid, record, self.config.heartbeat_ttl_s
+                )
             pipe.execute()
         except redis.RedisError as exc:
             log.warning("could not publish %s: %r", self._id(child), exc)
@@ -363,7 +347,8 @@ class Supervisor:
     def _remove_record(self, child: Child) -> None:
         try:
             pipe = self.redis.pipeline(transaction=False)
-            queue_removal(pipe, self.keys, "worker", self._id(child))
+            for wid in child.worker_ids(self.config.host):
+                queue_removal(pipe, self.keys, "worker", wid)
             pipe.execute()
         except redis.RedisError:
             pass
@@ -380,13 +365,15 @@ class Supervisor:
                 self.config.heartbeat_ttl_s,
             )
             for child in self.children.values():
-                if child.state in (ChildState.BACKOFF, ChildState.FAILED):
+                if child.state not in (ChildState.BACKOFF, ChildState.FAILED):
+                    continue
+                for wid, record in child_records(child, self.config.host):
                     queue_heartbeat(
                         pipe,
                         self.keys,
                         "worker",
-                        self._id(child),
-                        child_record(child, self.config.host),
+                        wid,
+                        record,
                         self.config.heartbeat_ttl_s,
                         stream=False,
                     )

@@ -21,7 +21,7 @@ from queues.names import qualified_name
 from queues.worker import AsyncWorker
 
 from . import defaults
-from .admission import VramAdmission
+from .admission import QueueClaims, VramAdmission
 from .clock import now_ms
 from .config import WorkerSpec
 from .desired import parse_desired
@@ -52,6 +52,8 @@ class WorkerUpkeep:
         counters: dict[str, int],
         state: Callable[[], str],
         models: ModelUpkeep | None = None,
+        claims: VramAdmission | QueueClaims | None = None,
+        process: dict[str, Any] | None = None,
     ) -> None:
         #: The queue worker: closed when the supervisor is gone; its
         #: background reports this side's Redis errors too.
@@ -70,6 +72,11 @@ class WorkerUpkeep:
         self._state = state
         #: Its resident models' side (model_upkeep.py), or None.
         self.models = models
+        #: Its queue's claim policy: the admission, or its view of a shared one.
+        self.claims = claims if claims is not None else admission
+        #: The GPU process it is one queue of ({"pid", "queues"}), or None:
+        #: then that process runs the model upkeep loop, once for all queues.
+        self.process = process
         self.started_ms = now_ms()
         self._ppid = os.getppid()
         self._stop = asyncio.Event()
@@ -92,7 +99,7 @@ class WorkerUpkeep:
             asyncio.create_task(self._control_loop()),
             asyncio.create_task(self._peak_loop()),
         ]
-        if self.models is not None:
+        if self.models is not None and self.process is None:
             every = self.spec.control_interval_s
             self._tasks.append(
                 asyncio.create_task(self.models.loop(self._pause, every))
@@ -137,7 +144,7 @@ class WorkerUpkeep:
             "prefix": self.spec.prefix,
             "gpu": gpu,
             "simulated": self.device.simulated,
-            "slots": adm.slots,
+            "slots": self.claims.slots,
             "max_slots": self.spec.max_slots,
             "budget_bytes": adm.budget_bytes,
             "committed_bytes": adm.committed_bytes,
@@ -157,6 +164,8 @@ class WorkerUpkeep:
             record["model_counters"] = res.counters_summary()
             record["weights_bytes"] = adm.held_bytes
             record["working_bytes"] = adm.working_bytes
+        if self.process is not None:
+            record["process"] = dict(self.process)
         return record
 
     def _running(self, meter: JobMeter) -> dict[str, Any]:
@@ -165,7 +174,8 @@ class WorkerUpkeep:
         summary = meter.summary()
         if self.models is not None and meter.model and not meter.admitted:
             loading = self.models.residency.loading_of(meter.model)
-            if loading is not None and meter.job_id in self.admission.admitted:
+            key = self.claims.key(meter.job_id)
+            if loading is not None and key in self.admission.admitted:
                 summary["state"] = "loading_model"
                 summary["loading"] = loading
         return summary
@@ -252,8 +262,8 @@ class WorkerUpkeep:
                 slots = parse_desired(await self._bp.hget(desired_key, field)).get(
                     "slots"
                 )
-                if slots and slots != self.admission.slots:
-                    self.admission.resize(min(slots, self.spec.max_slots))
+                if slots and slots != self.claims.slots:
+                    self.claims.resize(min(slots, self.spec.max_slots))
             except Exception as exc:  # noqa: BLE001 - keep watching after Redis blips
                 self.worker.background.failed("control loop", exc)
 

@@ -48,10 +48,10 @@ from queues.keys import QueueKeys
 from queues.names import qualified_name
 
 from . import defaults
-from .admission import PlacedAdmission, VramAdmission
+from .admission import PlacedAdmission, QueueClaims, VramAdmission
 from .config import WorkerSpec
-from .device import Device
-from .exceptions import CudaOutOfMemory, JobCancelled, JobTooLarge, ProbeError
+from .device import open_device
+from .exceptions import CudaOutOfMemory, JobCancelled, JobTooLarge
 from .gputime import GpuTimeRecorder, Retention
 from .handlers import REGISTRY, HandlerRegistry, JobContext, JobMeter
 from .job_record import JobRecorder
@@ -59,9 +59,10 @@ from .keys import BullpenKeys
 from .model_upkeep import ModelUpkeep
 from .oom import cuda_self_check, is_cuda_oom
 from .placement import Placement
-from .probe import GpuProbe, SimulatedProbe
+from .probe import GpuProbe
 from .residency import Residency
 from .resident import Resident
+from .shared_gpu import SharedGpu
 from .upkeep import WorkerUpkeep
 
 log = logging.getLogger("gpu_workers.worker")
@@ -71,34 +72,37 @@ class GpuWorker:
     """A worker process's queue worker pinned to one GPU with a VRAM budget."""
 
     def __init__(
-        self, spec: WorkerSpec, probe: GpuProbe, registry: HandlerRegistry = REGISTRY
+        self,
+        spec: WorkerSpec,
+        probe: GpuProbe,
+        registry: HandlerRegistry = REGISTRY,
+        shared: SharedGpu | None = None,
     ) -> None:
-        info = next((d for d in probe.devices() if d.uuid == spec.gpu_uuid), None)
-        if info is None:
-            raise ProbeError(f"GPU {spec.gpu_uuid} is not visible to the probe")
-        memory = None
-        if isinstance(probe, SimulatedProbe):
-            memory = probe.open(spec.gpu_uuid, spec.context_bytes)
         self.spec = spec
         self.probe = probe
         self.registry = registry
-        self.device = Device(
-            uuid=info.uuid,
-            index=info.index,
-            name=info.name,
-            memory_total_bytes=info.memory_total_bytes,
-            simulated=info.simulated,
-            memory=memory,
-        )
-        self.admission = VramAdmission(spec.budget_bytes, spec.slots, spec.gpu_uuid)
+        #: What it shares with the other queues' workers of its GPU process.
+        self.shared = shared
+        if shared is None:
+            self.device = open_device(probe, spec.gpu_uuid, spec.context_bytes)
+            self.admission = VramAdmission(spec.budget_bytes, spec.slots, spec.gpu_uuid)
+            self.claims: VramAdmission | QueueClaims = self.admission
+        else:
+            self.device = shared.device
+            self.admission = shared.admission
+            self.claims = shared.admission.view(spec.slots)
         self.bkeys = BullpenKeys(spec.namespace)
-        #: The models resident on the GPU (residency.py).
-        self.residency = Residency(self.admission, self.device, probe, registry.models)
+        #: The models resident on the GPU (residency.py): its process's.
+        self.residency = (
+            shared.residency
+            if shared is not None
+            else Residency(self.admission, self.device, probe, registry.models)
+        )
         # Bullpen's own keys; decode_responses, so replies are str.
         self._bp: Any = async_from_url(spec.redis_url, decode_responses=True)
         #: Claim-time placement (placement.py), where handlers name models.
         self.placement: Placement | None = None
-        policy: Any = self.admission
+        policy: Any = self.claims
         if spec.placement and registry.uses_models():
             self.placement = Placement(
                 self._bp,
@@ -112,7 +116,7 @@ class GpuWorker:
                 spec.placement_scan,
                 queue_key=qualified_name(spec.prefix, spec.queue),
             )
-            policy = PlacedAdmission(self.admission, self.placement.before_claim)
+            policy = PlacedAdmission(self.claims, self.placement.before_claim)
         self.worker = AsyncWorker(
             spec.queue,
             self._process_job,
@@ -122,7 +126,7 @@ class GpuWorker:
             lock_duration=spec.lock_duration_ms,
             stalled_interval=spec.stalled_interval_ms,
             max_stalled_count=spec.max_stalled_count,
-            worker_name=f"{spec.host}.{spec.queue}.gpu{info.index}",
+            worker_name=f"{spec.host}.{spec.queue}.gpu{self.device.index}",
             close_timeout=spec.drain_timeout_s,
             metrics=(
                 MetricsOptions(spec.metrics_data_points)
@@ -132,6 +136,8 @@ class GpuWorker:
             attempt_history=AttemptHistory(namespace=spec.namespace),
             claim_policy=policy,
         )
+        if isinstance(self.claims, QueueClaims):
+            self.claims.claimed = lambda: len(self.worker.running_jobs)
         self.worker.on("closing", self._draining)
         if self.worker.reports.attempts is not None:
             self.worker.reports.attempts.on_lost = self._correct_outcome
@@ -166,23 +172,28 @@ class GpuWorker:
             self._bp,
             self.gpu_time,
         )
-        #: The resident models' reports, refreshes and warm/open publishing.
-        self.models = ModelUpkeep(
-            self.residency,
-            self._bp,
-            self.bkeys,
-            gpu=spec.gpu_uuid,
-            host=spec.host,
-            worker_id=spec.worker_id,
-            queue=spec.queue,
-            prefix=spec.prefix,
-            context_bytes=spec.context_bytes,
-            gpu_time=self.gpu_time,
-            failed=self.worker.background.failed,
-            waiting=lambda: any(not m.admitted for m in self.meters.values()),
-            placement=self.placement,
-            ttl_s=spec.heartbeat_ttl_s,
-        )
+        #: The resident models' reports, refreshes and warm/open publishing
+        #: (its process's, where queues share the GPU).
+        if shared is not None:
+            self.models = shared.models
+        else:
+            self.models = ModelUpkeep(
+                self.residency,
+                self._bp,
+                self.bkeys,
+                gpu=spec.gpu_uuid,
+                host=spec.host,
+                worker_id=spec.worker_id,
+                queue=spec.queue,
+                prefix=spec.prefix,
+                context_bytes=spec.context_bytes,
+                gpu_time=self.gpu_time,
+                failed=self.worker.background.failed,
+                waiting=lambda: any(not m.admitted for m in self.meters.values()),
+                ttl_s=spec.heartbeat_ttl_s,
+            )
+        if self.placement is not None:
+            self.models.placements.append(self.placement)
         self.upkeep = WorkerUpkeep(
             self.worker,
             spec,
@@ -195,6 +206,8 @@ class GpuWorker:
             self.counters,
             lambda: self.state,
             self.models,
+            self.claims,
+            shared.process if shared is not None else None,
         )
 
     @property
@@ -238,7 +251,8 @@ class GpuWorker:
         finally:
             await self.upkeep.stop()
             self._pool.shutdown(wait=False, cancel_futures=True)
-            self.residency.close()
+            if self.shared is None:  # a shared one closes with its process
+                self.residency.close()
             if self.placement is not None:
                 await self.placement.withdraw()
             await self.upkeep.unpublish()
@@ -252,6 +266,7 @@ class GpuWorker:
         ctx = JobContext(job, self.device, meter, loop)
         admitted = False
         outcome = "failed"
+        key = self.claims.key(job.id)  # unique among the process's queues
         try:
             if await self._cancel_requested(job.id):
                 meter.cancel.set()
@@ -260,7 +275,7 @@ class GpuWorker:
             meter.model = self.registry.model_of(entry, job.data)
             meter.declared_bytes = entry.declared_bytes(job.data)
             try:
-                admitted = await self._admit(job, meter, ctx)
+                admitted = await self._admit(key, meter, ctx)
             except JobTooLarge:
                 self.counters["too_big"] += 1
                 raise
@@ -302,8 +317,8 @@ class GpuWorker:
             if meter.sim_held_bytes:
                 ctx.sim_free()
             if meter.model is not None:
-                await self.residency.leave(job.id, meter.model)
-            await self.admission.release(job.id)  # no-op unless committed
+                await self.residency.leave(key, meter.model)
+            await self.admission.release(key)  # no-op unless committed
             if admitted:
                 meter.released_us = time.time_ns() // 1000
                 if meter.model is not None and meter.admitted_us is not None:
@@ -314,17 +329,17 @@ class GpuWorker:
             await self.models.publish_if_changed()
             await self.recorder.record(job, meter, outcome)
 
-    async def _admit(self, job: Job, meter: JobMeter, ctx: JobContext) -> bool:
+    async def _admit(self, key: str, meter: JobMeter, ctx: JobContext) -> bool:
         """Wait for VRAM (with a model: for it to be resident too); False:
         cancelled first. A job whose model's load failed raises its error.
         Where models may be resident, every job goes through the residency,
         so idle models are evicted for a job without one too."""
         if not self.registry.uses_models():
             return await self.admission.admit(
-                job.id, meter.declared_bytes, abort=meter.cancel.is_set
+                key, meter.declared_bytes, abort=meter.cancel.is_set
             )
         resident = await self.residency.admit(
-            job.id, meter.model, meter.declared_bytes, abort=meter.cancel.is_set
+            key, meter.model, meter.declared_bytes, abort=meter.cancel.is_set
         )
         if resident is None:
             return False

@@ -66,6 +66,7 @@ class Conf:
     placement_age_bound_s: float
     placement_cold_hold_s: float
     placement_scan: int
+    process_per_gpu: bool
     # --- operator pages, live updates, /metrics ---
     read_only_queues: tuple[str, ...]
     page_size: int

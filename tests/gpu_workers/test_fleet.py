@@ -135,6 +135,34 @@ def test_list_gpus_merges_host_readings_with_workers(
     assert row["utilization_memory_pct"] == 20
 
 
+def test_list_gpus_counts_a_gpu_process_serving_two_queues_once(
+    r: redis.Redis, fleet: Fleet
+) -> None:
+    """Two queues' records of one GPU process (same host and pid, each with
+    `process`) carry the process's shared budget, committed VRAM and reading:
+    the GPU row counts them once, and lists both workers."""
+    gpu = {"uuid": "SIM-a-0", "index": 0, "simulated": True}
+    gpu["memory_total_bytes"] = 24 * GiB
+    beat(r, "host", "a", {"host": "a", "gpus": [gpu]}, 5)
+    for queue in ("q1", "q2"):
+        wid = f"a:bull:{queue}:SIM-a-0"
+        record = {
+            "id": wid,
+            "host": "a",
+            "pid": 4242,
+            "process": {"pid": 4242, "queues": ["bull:q1", "bull:q2"]},
+            "state": "busy",
+            "gpu": {"uuid": "SIM-a-0", "memory_used_bytes": 9 * GiB},
+            "budget_bytes": 21 * GiB,
+            "committed_bytes": 8 * GiB,
+        }
+        beat(r, "worker", wid, record, 5)
+    [row] = fleet.list_gpus()
+    assert len(row["workers"]) == 2
+    assert (row["budget_bytes"], row["committed_bytes"]) == (21 * GiB, 8 * GiB)
+    assert row["memory_used_bytes"] == 9 * GiB
+
+
 def test_bullpen_keys_never_live_inside_queue_keys(
     redis_url: str, qname: str, q: Queue, r: redis.Redis
 ) -> None:

@@ -7,8 +7,8 @@ import argparse
 
 import pytest
 
+from gpu_workers import children
 from gpu_workers.__main__ import build_config
-from gpu_workers.children import Child, worker_spec
 from gpu_workers.config import QueueConfig, SupervisorConfig, WorkerSpec
 from gpu_workers.exceptions import ConfigError
 from gpu_workers.probe.base import GpuInfo
@@ -27,7 +27,8 @@ ENV = {"REDIS_URL": "redis://h", "BULLPEN_WORKERS": "render:2"}
 
 def spec_of(config: SupervisorConfig) -> WorkerSpec:
     gpu = GpuInfo(0, "GPU-1", "sim", "0", 24 << 30, simulated=True)
-    return worker_spec(Child(config.queues[0], gpu, 20 << 30), config, 2)
+    q = config.queues[0]
+    return children.spec_of(children.Child(q, gpu, 20 << 30), config, q, 2)
 
 
 def test_defaults_reach_the_worker_spec() -> None:
