@@ -261,8 +261,9 @@ class Fleet:
         return parse_pins(self.client.hgetall(self.keys.model_pins()))
 
     def pin_model(self, gpu: str, model: str) -> list[str]:
-        """Keep `model` resident on GPU `gpu` (its worker loads it and never
-        evicts it for another); the GPU's pins after. A model no worker
+        """Keep `model` resident on GPU `gpu`: its worker loads it when idle
+        and evicts it last, only when a job could not run otherwise, then
+        loads it back once idle; the GPU's pins after. A model no worker
         declares may be pinned (it is shown as such)."""
         return self._change_pins(gpu, model, add=True)
 

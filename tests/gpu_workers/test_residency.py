@@ -324,3 +324,36 @@ def test_a_worker_killed_while_loading_leaves_no_ghost_model(
         lambda: [w for w in fleet.list_workers() if w.get("models")], what="a record"
     )
     assert [m["name"] for m in final[0]["models"]] == ["t-slow"]
+
+
+def test_an_idle_worker_preloads_its_pool_and_pins(
+    redis_url: str,
+    qname: str,
+    r: redis.Redis,
+    fleet: Fleet,
+    workers: list[WorkerThread],
+) -> None:
+    """The warm pool the supervisors planned for this GPU, and an operator's
+    pin, are loaded while the worker is idle; a pinned model is marked, and
+    a model no longer wanted stays until room is needed (nothing thrashes)."""
+    w = WorkerThread(make_spec(redis_url, qname, slots=1))
+    workers.append(w)
+    worker = w.worker
+    assert worker is not None
+    r.hset(KEYS.model_pool(), "SIM-t-0", json.dumps({"models": ["t-mid"], "ts_ms": 1}))
+    wait_until(lambda: ("load", "t-mid") in events(r), what="the pool's model loaded")
+    fleet.pin_model("SIM-t-0", "t-small")
+    wait_until(lambda: ("load", "t-small") in events(r), what="the pinned model loaded")
+
+    def listed() -> dict[str, Any] | None:
+        record = json.loads(r.get(KEYS.worker(worker.spec.worker_id)) or "{}")
+        models = {m["name"]: m for m in record.get("models", [])}
+        return models if {"t-mid", "t-small"} <= set(models) else None
+
+    models = wait_until(listed, what="both models in the heartbeat")
+    assert models["t-small"]["pinned"] and models["t-small"]["wanted"]
+    assert models["t-mid"]["wanted"] and not models["t-mid"]["pinned"]
+    r.hset(KEYS.model_pool(), "SIM-t-0", json.dumps({"models": [], "ts_ms": 2}))
+    wait_until(lambda: "t-mid" not in worker.residency.wanted(), what="the new pool")
+    assert set(worker.residency.resident()) == {"t-mid", "t-small"}  # kept, idle
+    assert [k for k, _m in events(r)].count("evict") == 0
