@@ -151,3 +151,5 @@ POOL_DEAD_BAND_GPUS = 1.0
 POOL_DEAD_BAND_SHARE = 0.25
 #: Most models an operator may pin to one GPU.
 POOL_MAX_PINS = 8
+#: A worker ignores a pool record older than this (no supervisor plans).
+POOL_STALE_S = 3 * POOL_TICK_S

@@ -44,13 +44,18 @@ LUA = LuaDir(Path(__file__).with_name("lua"), ("model_stats",))
 Failed = Callable[[str, BaseException], None]
 
 
-def _names(raw: Any) -> frozenset[str]:
-    """A JSON list of model names from Redis (anything else: none)."""
+def _names(raw: Any, fresh_after_ms: int = 0) -> frozenset[str]:
+    """A JSON list of model names from Redis, or a pool record's `models`
+    (none when its `ts_ms` is older than `fresh_after_ms`: no supervisor
+    plans any more); anything else: none."""
     try:
         value = json.loads(raw) if raw else []
     except (TypeError, ValueError):
         return frozenset()
     if isinstance(value, dict):
+        written = value.get("ts_ms")
+        if not isinstance(written, int) or written < fresh_after_ms:
+            return frozenset()
         value = value.get("models", [])
     if not isinstance(value, list):
         return frozenset()
@@ -184,7 +189,8 @@ class ModelUpkeep:
             if ewma > 0:
                 res.expected_s[name] = ewma
         res.pinned = frozenset(n for n in _names(pins) if n in res.registry)
-        res.pool = frozenset(n for n in _names(pool) if n in res.registry)
+        fresh = now_ms() - int(defaults.POOL_STALE_S * 1000)
+        res.pool = frozenset(n for n in _names(pool, fresh) if n in res.registry)
         if not self._waiting() and not res.admission.admitted:
             for name in sorted(res.wanted() - res.resident()):
                 if await res.preload(name):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -340,10 +341,15 @@ def test_an_idle_worker_preloads_its_pool_and_pins(
     workers.append(w)
     worker = w.worker
     assert worker is not None
-    r.hset(KEYS.model_pool(), "SIM-t-0", json.dumps({"models": ["t-mid"], "ts_ms": 1}))
-    wait_until(lambda: ("load", "t-mid") in events(r), what="the pool's model loaded")
+    pool = KEYS.model_pool()
+    stale = {"models": ["t-big"], "ts_ms": 1}  # no supervisor plans any more
+    r.hset(pool, "SIM-t-0", json.dumps(stale))
     fleet.pin_model("SIM-t-0", "t-small")
     wait_until(lambda: ("load", "t-small") in events(r), what="the pinned model loaded")
+    now = int(time.time() * 1000)
+    r.hset(pool, "SIM-t-0", json.dumps({"models": ["t-mid"], "ts_ms": now}))
+    wait_until(lambda: ("load", "t-mid") in events(r), what="the pool's model loaded")
+    assert ("load", "t-big") not in events(r)  # the stale record was ignored
 
     def listed() -> dict[str, Any] | None:
         record = json.loads(r.get(KEYS.worker(worker.spec.worker_id)) or "{}")
@@ -353,7 +359,8 @@ def test_an_idle_worker_preloads_its_pool_and_pins(
     models = wait_until(listed, what="both models in the heartbeat")
     assert models["t-small"]["pinned"] and models["t-small"]["wanted"]
     assert models["t-mid"]["wanted"] and not models["t-mid"]["pinned"]
-    r.hset(KEYS.model_pool(), "SIM-t-0", json.dumps({"models": [], "ts_ms": 2}))
+    now = int(time.time() * 1000)
+    r.hset(pool, "SIM-t-0", json.dumps({"models": [], "ts_ms": now}))
     wait_until(lambda: "t-mid" not in worker.residency.wanted(), what="the new pool")
     assert set(worker.residency.resident()) == {"t-mid", "t-small"}  # kept, idle
     assert [k for k, _m in events(r)].count("evict") == 0
