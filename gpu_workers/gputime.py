@@ -33,14 +33,13 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from queues.options import TENANT_MAX_CHARS
-from queues.scripts import LuaDir
 
 from . import defaults
 from .keys import BullpenKeys
+from .scripts import LUA  # gputime_add counts an attempt, gputime_sum sums
 
 HOUR, DAY, TOTAL = "hour", "day", "total"
 PERIOD_S = {HOUR: 3600, DAY: 86400}
@@ -60,9 +59,6 @@ NO_TENANT = "-"
 TENANT_OPTION = "tenant"
 NAME_MAX_CHARS = 200
 GIB = float(1 << 30)
-#: The scripts (`lua/`): `gputime_add` counts one attempt in its hashes,
-#: `gputime_sum` sums buckets in Redis (their KEYS and ARGV are in each file).
-LUA = LuaDir(Path(__file__).with_name("lua"), ("gputime_add", "gputime_sum"))
 
 
 @dataclass(frozen=True)

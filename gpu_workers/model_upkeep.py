@@ -22,11 +22,9 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 from queues.names import qualified_name
-from queues.scripts import LuaDir
 
 from . import defaults
 from .clock import now_ms
@@ -35,10 +33,10 @@ from .keys import BullpenKeys
 from .models import MODEL_NAME
 from .placement import Placement
 from .residency import Residency
+from .scripts import LUA
 
 log = logging.getLogger("gpu_workers.models")
 
-LUA = LuaDir(Path(__file__).with_name("lua"), ("model_stats",))
 
 #: Called with the worker's background-failure reporter's arguments.
 Failed = Callable[[str, BaseException], None]

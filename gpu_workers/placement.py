@@ -37,21 +37,20 @@ import logging
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
 
 from redis.asyncio.client import Pipeline
 from redis.asyncio.cluster import ClusterPipeline
 
 from queues.keys import QueueKeys
-from queues.scripts import LuaDir
 
 from .clock import now_ms
 from .keys import BullpenKeys
+from .scripts import LUA
 
 log = logging.getLogger("gpu_workers.placement")
 
-LUA = LuaDir(Path(__file__).with_name("lua"), ("peek_wait", "front_of_wait"))
+
 #: A job's data longer than this is not read (its model is then what its
 #: handler names without data).
 DATA_CAP_BYTES = 64 * 1024

@@ -1,0 +1,15 @@
+"""The GPU side's Lua scripts (`lua/`), loaded by one `queues.scripts.LuaDir`:
+GPU-time accounting (`gputime_add`, `gputime_sum`: gputime.py), a model's
+fleet-wide stats (`model_stats`: model_upkeep.py) and claim-time placement
+(`peek_wait`, `front_of_wait`: placement.py). Each file says its KEYS and ARGV."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from queues.scripts import LuaDir
+
+LUA = LuaDir(
+    Path(__file__).with_name("lua"),
+    ("gputime_add", "gputime_sum", "model_stats", "peek_wait", "front_of_wait"),
+)
