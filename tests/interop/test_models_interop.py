@@ -30,15 +30,8 @@ from .helpers import BULL, Process, call, node, node_worker, redis_arg
 
 MODELS = ("t-small", "t-mid", "t-big")
 #: Node's getJobCounts() keys (BullMQ 6.7.0).
-STATES = (
-    "active",
-    "completed",
-    "delayed",
-    "failed",
-    "prioritized",
-    "waiting",
-    "waiting-children",
-)
+STATES = tuple("active completed delayed failed prioritized waiting".split())
+STATES += ("waiting-children",)
 #: Job slots per GPU worker (so at most 2 x SLOTS jobs are active at once).
 SLOTS = 3
 #: The index of model_jobs' long job.
@@ -49,17 +42,13 @@ Start = Callable[..., SupervisorProcess]
 @pytest.fixture
 def supervise(redis_url: str, qname: str, tmp_path: Path) -> Iterator[Start]:
     """Start a supervisor on two simulated 24 GiB GPUs serving the test queue
-    (one process per GPU, placement on: the defaults); SIGKILLed with its
-    workers at teardown, its logs printed on failure."""
+    and any `more` (one process per GPU, placement on: the defaults);
+    SIGKILLed with its workers at teardown, its logs printed on failure."""
     started: list[SupervisorProcess] = []
 
-    def start(**queue: Any) -> SupervisorProcess:
-        config = supervisor_config(
-            redis_url,
-            [{"queue": qname, "slots": SLOTS, **queue}],
-            "h1",
-            "sim:2x24GiB",
-        )
+    def start(*more: str) -> SupervisorProcess:
+        queues = [{"queue": name, "slots": SLOTS} for name in (qname, *more)]
+        config = supervisor_config(redis_url, queues, "h1", "sim:2x24GiB")
         config["log_dir"] = str(tmp_path / "logs")
         proc = SupervisorProcess(config, tmp_path / "supervisor.log")
         started.append(proc)
@@ -162,17 +151,21 @@ def test_node_model_jobs_run_on_bullpen_gpus(
 ) -> None:
     """30 test.model jobs from a Node producer (three models, some
     prioritized, some delayed, one with attempts 2) on a supervisor with two
-    simulated GPUs: Node's getWorkers() lists one named worker per GPU; with
+    simulated GPUs, each GPU's process serving a second queue too: Node's
+    getWorkers() lists one named worker per GPU on each queue; with
     the queue paused Node and Bullpen count the same known layout; while the
     jobs run every Node count accounts for all 30 jobs; at the end all 30
     completed once, and Node reads each one's return value {model}, who ran
     it, its timestamps and attempts, as bull-board would."""
-    total = 30
+    total, other = 30, qname + "-b"
     queue = Queue(qname, redis_url)
-    supervise()
+    supervise(other)
     listed = node_workers(redis_url, qname, 2)
     assert sorted(w["rawname"] for w in listed) == raw_names(qname, gpu_names(qname))
     assert {w["name"] for w in listed} == {qname}
+    listed_b = node_workers(redis_url, other, 2)
+    assert sorted(w["rawname"] for w in listed_b) == raw_names(other, gpu_names(other))
+    assert len({w["id"] for w in listed + listed_b}) == 4, "one connection each"
 
     call(redis_url, qname, "pause")
     specs = model_jobs(total)
@@ -247,6 +240,17 @@ def test_node_model_jobs_run_on_bullpen_gpus(
     assert call(redis_url, qname, "getJobs", others, 0, -1) == []
     again = node_workers(redis_url, qname, 2)
     assert sorted(w["id"] for w in again) == sorted(w["id"] for w in listed)
+    # the second queue's workers run a job on the models of the same processes
+    b = call(redis_url, other, "add", "test.model", {"model": "t-mid", "s": 0.05})
+    wait_until(
+        lambda: node(redis_url, "read", other, [b["id"]])[0].get("finishedOn"),
+        30,
+        interval=0.2,
+        what="the second queue's job",
+    )
+    (job,) = node(redis_url, "read", other, [b["id"]])
+    assert job["returnvalue"] == {"model": "t-mid"} and job["attemptsMade"] == 1
+    assert job["processedBy"] in gpu_names(other), job
     queue.close()
 
 
