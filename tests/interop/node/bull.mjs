@@ -6,6 +6,8 @@
 //   node bull.mjs <redis> flow <flowJson>                    FlowProducer.add
 //   node bull.mjs <redis> worker <queue> <optsJson>          a worker, JSON lines out
 //   node bull.mjs <redis> events <queue>                     QueueEvents, JSON lines out
+//   node bull.mjs <redis> watch <queue> <everyMs>            getJobCounts() and the active
+//                                                           jobs, a JSON line each time
 //   node bull.mjs <redis> raw <commandsJson>                 plain ioredis commands
 //   node bull.mjs <redis> cron <casesJson>                   BullMQ's next run of
 //                                                           [pattern, afterMs, tz] cases
@@ -124,6 +126,24 @@ async function events(queueName) {
   out({ closed: true });
 }
 
+async function watch(queueName, everyMs) {
+  const queue = new Queue(queueName, { connection });
+  await queue.waitUntilReady();
+  let stopped = false;
+  process.once('SIGTERM', () => { stopped = true; });
+  out({ ready: true });
+  while (!stopped) {
+    const counts = await queue.getJobCounts();
+    const active = (await queue.getJobs(['active'])).map(job => job && {
+      id: job.id, name: job.name, processedOn: job.processedOn ?? null,
+      processedBy: job.processedBy ?? null });
+    out({ counts, active, at: Date.now() });
+    await sleep(everyMs);
+  }
+  await queue.close();
+  out({ closed: true });
+}
+
 async function raw(commands) {
   const client = newClient();
   const replies = [];
@@ -138,6 +158,7 @@ const modes = {
   flow: () => flow(json(rest[0])),
   worker: () => worker(rest[0], json(rest[1], {})),
   events: () => events(rest[0]),
+  watch: () => watch(rest[0], Number(rest[1] || 20)),
   raw: () => raw(json(rest[0])),
   cron: async () => out(json(rest[0]).map(([pattern, millis, tz]) =>
     getNextMillis(millis, { pattern, ...(tz ? { tz } : {}) }))),
