@@ -169,7 +169,13 @@ class from_data:  # noqa: N801 - reads as a declaration: model=from_data("model"
         self.allowed = None if allowed is None else frozenset(allowed)
 
     def __call__(self, data: Any) -> Any:
-        value = data.get(self.key, self.default) if isinstance(data, dict) else None
+        if not isinstance(data, dict):
+            if self.default is None:
+                raise UnrecoverableError(
+                    f"job data must be an object naming its model in {self.key!r}"
+                )
+            return self.default
+        value = data.get(self.key, self.default)
         if self.allowed is not None and value not in self.allowed:
             raise UnrecoverableError(
                 f"{self.key} must be one of {sorted(self.allowed)}, not {value!r}"

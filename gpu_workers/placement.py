@@ -32,12 +32,11 @@ and open zsets (docs/protocol.md §6.1).
 
 from __future__ import annotations
 
-import json
+import functools
 import logging
-import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from redis.asyncio.client import Pipeline
 from redis.asyncio.cluster import ClusterPipeline
@@ -46,7 +45,33 @@ from queues.keys import QueueKeys
 
 from .clock import now_ms
 from .keys import BullpenKeys
+from .placement_rules import (
+    HOLD_MAX_S,
+    HOLD_MIN_S,
+    OPEN,
+    WARM,
+    Candidate,
+    Choice,
+    LocalView,
+    ModelFor,
+    candidate,
+    choose,
+    models_to_ask,
+)
 from .scripts import LUA
+
+__all__ = [
+    "DATA_CAP_BYTES",
+    "HOLD_MAX_S",
+    "HOLD_MIN_S",
+    "OPEN",
+    "WARM",
+    "Candidate",
+    "Choice",
+    "LocalView",
+    "Placement",
+    "choose",
+]
 
 log = logging.getLogger("gpu_workers.placement")
 
@@ -54,156 +79,10 @@ log = logging.getLogger("gpu_workers.placement")
 #: A job's data longer than this is not read (its model is then what its
 #: handler names without data).
 DATA_CAP_BYTES = 64 * 1024
-#: Bounds of a hold (seconds).
-HOLD_MIN_S, HOLD_MAX_S = 0.05, 1.0
 #: Tries when the job chosen was claimed by another worker before fronting.
 FRONT_TRIES = 3
 #: The most jobs one peek may look at.
 SCAN_MAX = 1000
-
-#: The job name and data -> its model (None: no model), never raising.
-ModelFor = Callable[[str, Any], "str | None"]
-
-
-class LocalView(Protocol):
-    """What this GPU's residency tells placement (GpuWorker.residency)."""
-
-    def resident(self) -> frozenset[str]:
-        """Models resident or loading here."""
-        ...
-
-    def loadable_without_eviction(self, model: str) -> bool:
-        """Whether `model` fits here now without evicting another."""
-        ...
-
-    def backing_off(self, model: str) -> bool:
-        """Whether a load of `model` failed here and its backoff runs."""
-        ...
-
-    def wanted(self) -> frozenset[str]:
-        """Models the warm pool or operators' pins want on this GPU."""
-        ...
-
-    def has_free_slot(self) -> bool:
-        """Whether the worker may take another job now."""
-        ...
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """A waiting job as placement sees it."""
-
-    job_id: str
-    model: str | None
-    #: When it became ready to run (timestamp + delay, ms); None: unknown,
-    #: which counts as waited past every bound.
-    ready_ms: int | None
-
-
-@dataclass(frozen=True)
-class Choice:
-    """`job_id` to take (at `index` in claim order), or None: claim nothing
-    for `hold_s` (0 with no job: nothing to choose, the plain claim)."""
-
-    job_id: str | None
-    hold_s: float
-    reason: str
-    index: int = -1
-
-
-def choose(
-    candidates: Sequence[Candidate],
-    view: LocalView,
-    open_elsewhere: Callable[[str], bool],
-    now_ms: int,
-    age_bound_ms: int,
-    cold_hold_ms: int,
-) -> Choice:
-    """The first candidate that suits this GPU (the module's rules), else a
-    hold until the earliest candidate's next threshold (50 ms..1 s)."""
-    if not candidates:
-        return Choice(None, 0.0, "nothing waiting")
-    resident, wanted = view.resident(), view.wanted()
-    next_ms = math.inf
-    skipped: dict[str, int] = {}
-    for i, c in enumerate(candidates):
-        age = math.inf if c.ready_ms is None else max(now_ms - c.ready_ms, 0)
-        model = c.model
-        why = ""
-        if model is None:
-            why = "no model"
-        elif model in resident:
-            why = f"{model} resident here"
-        elif age >= age_bound_ms:
-            why = f"waited past the age bound ({model})"
-        elif view.backing_off(model):
-            next_ms = min(next_ms, age_bound_ms - age)
-            skipped["backing off"] = skipped.get("backing off", 0) + 1
-            continue
-        elif open_elsewhere(model):
-            next_ms = min(next_ms, age_bound_ms - age)
-            skipped["open elsewhere"] = skipped.get("open elsewhere", 0) + 1
-            continue
-        elif model in wanted:
-            why = f"{model} wanted here"
-        elif view.loadable_without_eviction(model):
-            why = f"{model} loads without eviction"
-        elif age >= cold_hold_ms:
-            why = f"waited past the cold hold ({model})"
-        else:
-            next_ms = min(next_ms, cold_hold_ms - age, age_bound_ms - age)
-            skipped["cold hold"] = skipped.get("cold hold", 0) + 1
-            continue
-        return Choice(c.job_id, 0.0, why, i)
-    hold = min(max(next_ms / 1000, HOLD_MIN_S), HOLD_MAX_S)
-    told = ", ".join(f"{n} {k}" for k, n in sorted(skipped.items()))
-    return Choice(None, hold, f"hold: {told}")
-
-
-def models_to_ask(
-    candidates: Sequence[Candidate], view: LocalView, now_ms: int, age_bound_ms: int
-) -> list[str]:
-    """The models whose open zsets `choose` may ask about: those of the
-    candidates before the first one taken without asking (no model,
-    resident here, aged), less those backing off here; each once."""
-    resident = view.resident()
-    found: list[str] = []
-    for c in candidates:
-        model = c.model
-        if model is None or model in resident:
-            break
-        if c.ready_ms is None or now_ms - c.ready_ms >= age_bound_ms:
-            break
-        if model not in found and not view.backing_off(model):
-            found.append(model)
-    return found
-
-
-def _number(value: Any) -> float | None:
-    """A finite number from a job hash field, else None."""
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
-
-
-def candidate(fields: Sequence[Any], model_for: ModelFor) -> Candidate:
-    """A peeked job (id, name, timestamp, delay, data: peek_wait.lua's five
-    fields) as a Candidate: its model from its name and data (None
-    when its data is not JSON, or the resolver fails; data over the cap, not
-    read, resolves as None data), ready at timestamp + delay."""
-    job_id, name, timestamp, delay, data = fields
-    model = None
-    if isinstance(name, str):
-        try:
-            parsed = None if data is None else json.loads(data)
-            model = model_for(name, parsed)
-        except Exception:  # noqa: BLE001 - malformed data: no model; the run decides
-            model = None
-    stamp, wait = _number(timestamp), _number(delay)
-    ready = None if stamp is None else int(stamp + max(wait or 0.0, 0.0))
-    return Candidate(str(job_id), model if isinstance(model, str) else None, ready)
 
 
 @dataclass
@@ -218,6 +97,11 @@ class PlacementStats:
     holds: int = 0
     errors: int = 0
     reasons: dict[str, int] = field(default_factory=dict)
+
+
+def _where(found: dict[str, str], model: str) -> str:
+    """Where else `model` is, from Placement.elsewhere's answer."""
+    return found.get(model, "")
 
 
 class Placement:
@@ -274,13 +158,13 @@ class Placement:
             if paused or not candidates:
                 return 0.0
             now = now_ms()
-            opened = await self.open_elsewhere(
+            where = await self.elsewhere(
                 models_to_ask(candidates, self.view, now, self.age_bound_ms), now
             )
             choice = choose(
                 candidates,
                 self.view,
-                opened.__contains__,
+                functools.partial(_where, where),
                 now,
                 self.age_bound_ms,
                 self.cold_hold_ms,
@@ -318,22 +202,27 @@ class Placement:
         ]
         return bool(int(paused)), found
 
-    async def open_elsewhere(self, models: Iterable[str], now: int) -> set[str]:
-        """Of `models`, those open (resident with a free slot) on another GPU
-        now: one pipeline of ZRANGEBYSCORE now +inf, none when no models."""
+    async def elsewhere(self, models: Iterable[str], now: int) -> dict[str, str]:
+        """Of `models`, those resident on another GPU serving this queue now:
+        OPEN (a free slot there) or WARM (busy). One pipeline of
+        ZRANGEBYSCORE now +inf on their open and warm zsets."""
         asked = list(models)
         if not asked:
-            return set()
+            return {}
         self.stats.open_reads += 1
         pipe = self.client.pipeline(transaction=False)
         for model in asked:
             pipe.zrangebyscore(self.bkeys.model_open(model), now, "+inf")
+            pipe.zrangebyscore(self.bkeys.model_warm(model), now, "+inf")
         answers = await pipe.execute()
-        return {
-            model
-            for model, members in zip(asked, answers, strict=True)
-            if any(self._other_for_this_queue(m) for m in members or ())
-        }
+        found: dict[str, str] = {}
+        for i, model in enumerate(asked):
+            opened, warm = answers[2 * i], answers[2 * i + 1]
+            if any(self._other_for_this_queue(m) for m in opened or ()):
+                found[model] = OPEN
+            elif any(self._other_for_this_queue(m) for m in warm or ()):
+                found[model] = WARM
+        return found
 
     def _other_for_this_queue(self, member: str) -> bool:
         """A member of another GPU serving this queue."""

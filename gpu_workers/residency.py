@@ -7,22 +7,18 @@ weights when the model is not resident yet (the weights then stay held, in
 resident weights (loading and unloading ones included) + running jobs'
 working memory <= the budget.
 
-- A model with a job on it is never evicted. When a model must be loaded and
-  the budget lacks room, idle models are evicted oldest use first; each
-  eviction runs the model's unload (torch: drop references, empty_cache) and
-  the probe's reading of this process then confirms what came back: a
+- A model with a job on it is never evicted; idle ones are, least recently
+  used first, when a job lacks room. The unload (torch: drop references,
+  empty_cache) is confirmed by the probe's reading of this process; a
   shortfall stays held (`unreclaimed`) until an idle reading shows it free.
 - A model of unknown weights reserves every byte its job does not need
-  while it loads; what the load measurably took is then kept, and remembered
-  fleet-wide (`bullpen:models:stats`) for the next load.
+  while it loads, then holds what the load measurably took.
 - A CUDA OOM during a load evicts every idle model and retries once; a second
-  one fails the job (retryable, so another GPU may take it) and backs the
-  model off here. Any other load error fails the job with that error and
-  backs the model off on this GPU (doubling, up to a cap); placement skips a
-  model backing off.
+  one fails the job (retryable) and backs the model off here; any other load
+  error fails the job with it and backs the model off (resident.LoadBackoff).
 
-Loads run one at a time, in their own thread. The event loop is the only
-writer of this state.
+Loads run one at a time in their own thread (model_loader.py); the event
+loop is the only writer of this state. docs/models.md tells the whole story.
 """
 
 from __future__ import annotations
@@ -83,7 +79,6 @@ class Residency:
         self.pool: frozenset[str] = frozenset()
         self.loader = ModelLoader(device, probe)
 
-    # --- the placement's local view ---------------------------------------------------
     def resident(self) -> frozenset[str]:
         """Models resident or loading here."""
         return frozenset(n for n, r in self.models.items() if r.state != "unloading")
@@ -116,6 +111,13 @@ class Residency:
         """Whether `name` would load here now with no model evicted."""
         weights = self.weights_of(name)
         return weights is not None and weights < self.admission.free_bytes
+
+    def expected_load_s(self, name: str) -> float:
+        """Seconds a load of `name` takes: past loads, else its declaration."""
+        known = self.expected_s.get(name)
+        if known is not None:
+            return known
+        return self.registry.get(name).load_seconds or 0.0
 
     def has_free_slot(self) -> bool:
         """Whether the worker could take one more job."""
@@ -373,7 +375,6 @@ class Residency:
         """Stop the loader thread (loaded objects go with the process)."""
         self.loader.close()
 
-    # --- reporting ---------------------------------------------------------------
     def summary(self) -> list[dict[str, Any]]:
         """The heartbeat's `models`."""
         wanted = self.wanted()

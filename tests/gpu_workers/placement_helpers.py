@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import redis
@@ -27,6 +27,7 @@ class View:
     room: frozenset[str] = frozenset()
     backoff: frozenset[str] = frozenset()
     want: frozenset[str] = frozenset()
+    load_s: dict[str, float] = field(default_factory=dict)
 
     def resident(self) -> frozenset[str]:
         return self.here
@@ -42,6 +43,9 @@ class View:
 
     def has_free_slot(self) -> bool:
         return True
+
+    def expected_load_s(self, model: str) -> float:
+        return self.load_s.get(model, 0.0)
 
 
 def registry() -> HandlerRegistry:

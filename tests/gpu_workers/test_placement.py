@@ -21,6 +21,8 @@ from gpu_workers.placement import (
     DATA_CAP_BYTES,
     HOLD_MAX_S,
     HOLD_MIN_S,
+    OPEN,
+    WARM,
     Candidate,
     Choice,
     Placement,
@@ -48,9 +50,15 @@ def job(job_id: str, model: str | None, waited_ms: int | None = 0) -> Candidate:
 
 
 def decide(
-    jobs: list[Candidate], view: View, open_there: frozenset[str] = frozenset()
+    jobs: list[Candidate],
+    view: View,
+    open_there: frozenset[str] = frozenset(),
+    warm_there: frozenset[str] = frozenset(),
 ) -> Choice:
-    return choose(jobs, view, open_there.__contains__, NOW, BOUND, COLD)
+    def elsewhere(model: str) -> str:
+        return OPEN if model in open_there else WARM if model in warm_there else ""
+
+    return choose(jobs, view, elsewhere, NOW, BOUND, COLD)
 
 
 F = frozenset
@@ -87,6 +95,25 @@ def test_choose_rules(
         assert HOLD_MIN_S <= choice.hold_s <= HOLD_MAX_S and choice.index == -1
     else:
         assert choice.hold_s == 0 and jobs[choice.index].job_id == taken
+
+
+def test_a_model_warm_on_a_busy_gpu_waits_a_load_time_for_it() -> None:
+    """A job whose model is resident on another GPU with every slot busy is
+    left to it until it has waited as long as loading the model here takes
+    (at least the cold hold), even with room here; then taken here. A
+    model warm nowhere loads here at once where there is room."""
+    view = View(room=F({"m", "n"}), load_s={"m": 5.0})
+    young = decide([job("a", "m", 4_900)], view, warm_there=F({"m"}))
+    assert young.job_id is None and "1 warm elsewhere" in young.reason
+    assert young.hold_s == pytest.approx(0.1)
+    aged = decide([job("a", "m", 5_000)], view, warm_there=F({"m"}))
+    assert aged.job_id == "a" and "waited a load time" in aged.reason
+    quick = View(room=F({"m"}), load_s={"m": 0.5})  # shorter than the cold hold
+    assert decide([job("a", "m", COLD - 1)], quick, warm_there=F({"m"})).job_id is None
+    assert decide([job("a", "m", COLD)], quick, warm_there=F({"m"})).job_id == "a"
+    assert decide([job("a", "n")], view).job_id == "a"  # warm nowhere, room here
+    wanted = View(want=F({"m"}), load_s={"m": 5.0})
+    assert decide([job("a", "m")], wanted, warm_there=F({"m"})).job_id == "a"
 
 
 def test_holds_last_until_the_earliest_threshold_within_bounds() -> None:
