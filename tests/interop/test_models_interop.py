@@ -325,9 +325,9 @@ def test_malformed_model_jobs_from_node_fail_cleanly(
     supervise()
     before = node_workers(redis_url, qname, 2)
     bad: list[tuple[Any, str]] = [
-        ("just a string", "cannot work out the VRAM need"),
-        ([1, 2, 3], "cannot work out the VRAM need"),
-        (None, "cannot work out the VRAM need"),
+        ("just a string", "job data must be an object naming its model in 'model'"),
+        ([1, 2, 3], "job data must be an object naming its model in 'model'"),
+        (None, "job data must be an object naming its model in 'model'"),
         ({"model": "t-nope", "working": "1GiB"}, "unknown model 't-nope'"),
         ({"model": "../t-small", "working": "1GiB"}, "bad model name '../t-small'"),
         ({"model": "t small\n", "working": "1GiB"}, "bad model name 't small\\n'"),
