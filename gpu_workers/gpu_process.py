@@ -103,6 +103,7 @@ class GpuProcess:
             gpu_time=gpu_time,
             failed=self._failed,
             waiting=lambda: admission.waiting() > 0,
+            ttl_s=first.heartbeat_ttl_s,
         )
         process = {
             "pid": os.getpid(),
