@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -141,29 +142,31 @@ def make_spec(
     return WorkerSpec(**fields)
 
 
-class WorkerThread:
-    """A GpuWorker built and run on an event loop in a daemon thread."""
+class LoopThread:
+    """Something with `run(install_signals=False)` and `close()` (a GpuWorker,
+    a GpuProcess), built by `build` and run on an event loop in a daemon
+    thread; stop() closes it (a drain) and joins."""
 
-    def __init__(self, spec: WorkerSpec, probe: GpuProbe | None = None) -> None:
-        self.spec = spec
-        self.probe = probe or SimulatedProbe(spec.gpus, host=spec.host)
-        self.worker: GpuWorker | None = None
+    def __init__(self, build: Callable[[], Any], what: str = "worker") -> None:
+        self._build = build
+        self._what = what
+        self.target: Any = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.error: BaseException | None = None
         self._ready = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
         if not self._ready.wait(10):
-            raise AssertionError("worker thread did not start")
+            raise AssertionError(f"{what} thread did not start")
         if self.error:
             raise self.error
 
     def _run(self) -> None:
         async def main() -> None:
             self.loop = asyncio.get_running_loop()
-            self.worker = GpuWorker(self.spec, self.probe)
+            self.target = self._build()
             self._ready.set()
-            await self.worker.run(install_signals=False)
+            await self.target.run(install_signals=False)
 
         try:
             asyncio.run(main())
@@ -176,7 +179,7 @@ class WorkerThread:
         return self.thread.is_alive()
 
     def _dump_tasks(self) -> None:
-        """Print where the worker's tasks are stuck (for a failing stop())."""
+        """Print where the tasks are stuck (for a failing stop())."""
         loop = self.loop
         if loop is None:
             return
@@ -189,15 +192,30 @@ class WorkerThread:
         time.sleep(0.5)
 
     def stop(self, timeout: float = 15.0) -> None:
-        """close() the worker (a drain) and join the thread."""
-        if self.loop is not None and self.worker is not None and self.alive:
-            self.loop.call_soon_threadsafe(self.worker.close)
+        """close() it (a drain) and join the thread."""
+        if self.loop is not None and self.target is not None and self.alive:
+            self.loop.call_soon_threadsafe(self.target.close)
         self.thread.join(timeout)
         if self.thread.is_alive():
             self._dump_tasks()
-            raise AssertionError(f"worker did not stop within {timeout}s")
+            raise AssertionError(f"{self._what} did not stop within {timeout}s")
         if self.error:
             raise self.error
+
+
+class WorkerThread(LoopThread):
+    """A GpuWorker built and run on an event loop in a daemon thread."""
+
+    def __init__(self, spec: WorkerSpec, probe: GpuProbe | None = None) -> None:
+        self.spec = spec
+        self.probe = probe or SimulatedProbe(spec.gpus, host=spec.host)
+        super().__init__(lambda: GpuWorker(self.spec, self.probe))
+
+    @property
+    def worker(self) -> GpuWorker | None:
+        """The GpuWorker (None until built)."""
+        worker: GpuWorker | None = self.target
+        return worker
 
 
 def read_stream(

@@ -4,8 +4,6 @@ slots, and the supervisor restarting a GPU's process when its queues change."""
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ from gpu_workers.probe import SimulatedProbe
 from queues import Queue
 from tests.gpu_workers import handlers_for_tests  # noqa: F401 - registers models
 from tests.gpu_workers.helpers import (
+    LoopThread,
     SupervisorProcess,
     make_spec,
     read_stream,
@@ -32,43 +31,19 @@ GiB = 2**30
 KEYS = BullpenKeys("bullpen")
 
 
-class ProcessThread:
+class ProcessThread(LoopThread):
     """A GpuProcess built and run on an event loop in a daemon thread."""
 
     def __init__(self, specs: list[Any]) -> None:
-        self.probe = SimulatedProbe(specs[0].gpus, host=specs[0].host)
         self.specs = specs
-        self.process: GpuProcess | None = None
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self.error: BaseException | None = None
-        self._ready = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-        if not self._ready.wait(10):
-            raise AssertionError("process thread did not start")
-        if self.error:
-            raise self.error
+        self.probe = SimulatedProbe(specs[0].gpus, host=specs[0].host)
+        super().__init__(lambda: GpuProcess(self.specs, self.probe), "process")
 
-    def _run(self) -> None:
-        async def main() -> None:
-            self.loop = asyncio.get_running_loop()
-            self.process = GpuProcess(self.specs, self.probe)
-            self._ready.set()
-            await self.process.run(install_signals=False)
-
-        try:
-            asyncio.run(main())
-        except BaseException as exc:  # noqa: BLE001 - surfaced by stop()
-            self.error = exc
-            self._ready.set()
-
-    def stop(self, timeout: float = 15.0) -> None:
-        if self.loop is not None and self.process is not None:
-            self.loop.call_soon_threadsafe(self.process.close)
-        self.thread.join(timeout)
-        assert not self.thread.is_alive(), "process did not stop"
-        if self.error:
-            raise self.error
+    @property
+    def process(self) -> GpuProcess | None:
+        """The GpuProcess (None until built)."""
+        process: GpuProcess | None = self.target
+        return process
 
 
 @pytest.fixture
