@@ -183,6 +183,7 @@ def test_models_load_and_evict_on_the_gpu_page(
             ).count()
             == 1
         )  # the striped class the CSS draws
+        assert abs(_drawn(gpu_page, "t-slow") - 100 * 4 / 18) < 0.01
         _card(gpu_page).screenshot(path=str(tmp_path / "gpu-models-loading.png"))
         # Counted when a load ends: none yet, and no load event.
         assert loading["counts"].get("t-slow", {"loads": 0})["loads"] == 0
