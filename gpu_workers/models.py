@@ -224,8 +224,8 @@ def sim_model(
     def load(ctx: LoadContext) -> dict[str, Any]:
         if fail is not None and (err := fail()) is not None:
             raise err
+        ctx.sim_allocate(nbytes)  # the weights arrive as the load goes
         time.sleep(max(load_s * SIM_TIME_SCALE["factor"], 0.0))
-        ctx.sim_allocate(nbytes)
         return {"model": name, "sim_bytes": nbytes, "device": ctx.device}
 
     load.__qualname__ = f"sim_model.{name}"

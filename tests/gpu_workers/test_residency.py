@@ -277,10 +277,11 @@ def test_fleet_reads_the_model_fields(
     workers.append(w)
     job_id = add(q, "t-small", "1GiB", s=0.01)
     wait_until(lambda: done(q, job_id), what="a job")
-    wait_until(
-        lambda: [x for x in fleet.list_workers() if x.get("models")], what="a record"
-    )
-    (rec,) = [x for x in fleet.list_workers() if x.get("models")]
+
+    def idle_with_models() -> list[dict[str, Any]]:
+        return [x for x in fleet.list_workers() if x.get("models") and not x["running"]]
+
+    (rec,) = wait_until(idle_with_models, what="an idle record listing models")
     assert rec["weights_bytes"] == 2 * GiB and rec["working_bytes"] == 0
 
 
