@@ -23,6 +23,7 @@ from prometheus_client.core import (
 )
 
 from gpu_workers.defaults import MODEL_LOAD_BUCKETS_S
+from gpu_workers.fleet import one_per_process
 
 from .reads.models import OTHER, BadRecord, counters, entries
 
@@ -86,7 +87,7 @@ class _Gpu:
 def model_families(workers: Iterable[dict[str, Any]]) -> Iterable[Metric]:
     """The model families, per GPU and model label."""
     gpus: dict[str, _Gpu] = {}
-    for w in workers:
+    for w in one_per_process(list(workers)):  # a GPU process's queues: once
         snap = w.get("gpu")
         uuid = snap.get("uuid") if isinstance(snap, dict) else None
         if not isinstance(uuid, str) or not uuid:

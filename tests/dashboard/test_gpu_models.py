@@ -476,3 +476,30 @@ def test_metrics_cap_models_per_gpu(dashboard_redis: str, r: redis.Redis) -> Non
     assert value(loads, "bullpen_model_loads_total", gpu=UUID, model="(other)") == 4
     held = families["bullpen_model_resident_bytes"]
     assert value(held, gpu=UUID, model="(other)") == 4 * 2**20
+
+
+def test_a_gpu_process_serving_two_queues_counts_once(
+    dashboard_redis: str, r: redis.Redis, viewer_client: Client
+) -> None:
+    """With one process per GPU, each queue's record carries the process's
+    models and counters: the bar and /metrics count that process once."""
+    host(r)
+    process = {"pid": 4242, "queues": ["bull:gpu", "bull:other"]}
+    model_worker(r, pid=4242, process=process)
+    model_worker(
+        r, id="h1:bull:other:SIM-h1-0", queue="other", pid=4242, process=process
+    )
+    body = page(viewer_client)
+    working = 2 * GiB + 3 * GiB // 2
+    assert segments(body) == [
+        ("model", "sdxl", 7 * GiB),
+        ("model", "flux", 6 * GiB),
+        ("model", "llama", 3 * GiB),
+        ("working", "", working),
+        ("free", "", 20 * GiB - 16 * GiB - working),
+    ]
+    families = scrape()
+    flux = {"gpu": UUID, "model": "flux"}
+    assert value(families["bullpen_model_loads"], **flux) == 3  # not 6
+    assert value(families["bullpen_models_resident"], gpu=UUID) == 3
+    assert value(families["bullpen_model_resident_bytes"], **flux) == 6 * GiB

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpu_workers.fleet import parse_pins
+from gpu_workers.fleet import one_per_process, parse_pins
 from gpu_workers.models import MODEL_NAME, MODELS
 from gpu_workers.units import format_bytes
 
@@ -349,7 +349,7 @@ def panels(
     for uuid, budget in gpus:
         panel = ModelPanel(uuid, budget_bytes=budget)
         merged: dict[str, Any] = {}
-        for record in records:
+        for record in one_per_process(records):  # a GPU process's queues: once
             snap = record.get("gpu")
             if not isinstance(snap, dict) or snap.get("uuid") != uuid:
                 continue
