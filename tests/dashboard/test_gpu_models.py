@@ -144,6 +144,17 @@ def model_worker(r: redis.Redis, **fields: Any) -> dict[str, Any]:
     return record
 
 
+#: The bar of model_worker()'s record: a segment per model (largest first),
+#: working memory, free to the budget.
+MODEL_WORKER_SEGMENTS = [
+    ("model", "sdxl", 7 * GiB),
+    ("model", "flux", 6 * GiB),
+    ("model", "llama", 3 * GiB),
+    ("working", "", 2 * GiB + 3 * GiB // 2),
+    ("free", "", 20 * GiB - 16 * GiB - 2 * GiB - 3 * GiB // 2),
+]
+
+
 def page(client: Client) -> str:
     response = client.get("/gpus/")
     assert response.status_code == 200
@@ -174,13 +185,7 @@ def test_bar_segments_have_the_right_bytes(
     model_worker(r)
     body = page(viewer_client)
     working = 2 * GiB + 3 * GiB // 2
-    assert segments(body) == [
-        ("model", "sdxl", 7 * GiB),
-        ("model", "flux", 6 * GiB),
-        ("model", "llama", 3 * GiB),
-        ("working", "", working),
-        ("free", "", 20 * GiB - 16 * GiB - working),
-    ]
+    assert segments(body) == MODEL_WORKER_SEGMENTS
     assert 'data-model="llama" data-model-state="loading"' in body
     assert re.search(r'class="seg model m\d loading"', body)
     assert re.search(r'data-model="sdxl" data-model-state="resident" data-pinned', body)
@@ -489,15 +494,7 @@ def test_a_gpu_process_serving_two_queues_counts_once(
     model_worker(
         r, id="h1:bull:other:SIM-h1-0", queue="other", pid=4242, process=process
     )
-    body = page(viewer_client)
-    working = 2 * GiB + 3 * GiB // 2
-    assert segments(body) == [
-        ("model", "sdxl", 7 * GiB),
-        ("model", "flux", 6 * GiB),
-        ("model", "llama", 3 * GiB),
-        ("working", "", working),
-        ("free", "", 20 * GiB - 16 * GiB - working),
-    ]
+    assert segments(page(viewer_client)) == MODEL_WORKER_SEGMENTS
     families = scrape()
     flux = {"gpu": UUID, "model": "flux"}
     assert value(families["bullpen_model_loads"], **flux) == 3  # not 6
