@@ -156,7 +156,7 @@ class GpuProcess:
         if install_signals:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, self.close)
-        every = self.specs[0].control_interval_s
+        every = self.specs[0].heartbeat_interval_s
         upkeep = asyncio.create_task(self.shared.models.loop(self._pause, every))
         tasks = {
             asyncio.create_task(w.run(install_signals=False)): w for w in self.workers

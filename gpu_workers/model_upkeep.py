@@ -5,7 +5,7 @@
   expected load time, jobs and their seconds; `lua/model_stats.lua`) and
   GPU-time accounting (a load is billed to its queue under the job name
   `load:<model>`, with no tenant: cold starts are the platform's cost).
-- Every control interval: reads the stats (measured weights, expected load
+- Every heartbeat interval: reads the stats (measured weights, expected load
   times), this GPU's operator pins and warm-pool share, preloads a wanted
   model when the worker has nothing waiting, frees unreclaimed VRAM a
   reading shows given back, and publishes where models are warm
@@ -225,7 +225,11 @@ class ModelUpkeep:
     async def loop(
         self, pause: Callable[[float], Awaitable[bool]], every: float
     ) -> None:
-        """refresh() every `every` seconds until `pause` says stop."""
+        """refresh() every `every` seconds (the heartbeat's interval: the
+        warm/open members it renews expire with the heartbeat) until `pause`
+        says stop; nothing at all where no model is declared."""
+        if not self.residency.registry.names():
+            return
         while await pause(every):
             try:
                 await self.refresh()

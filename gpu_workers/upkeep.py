@@ -100,7 +100,7 @@ class WorkerUpkeep:
             asyncio.create_task(self._peak_loop()),
         ]
         if self.models is not None and self.process is None:
-            every = self.spec.control_interval_s
+            every = self.spec.heartbeat_interval_s
             self._tasks.append(
                 asyncio.create_task(self.models.loop(self._pause, every))
             )
