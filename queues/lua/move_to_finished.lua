@@ -173,7 +173,8 @@ local meta = rcall("HMGET", q.meta, "paused", "concurrency")
 local concurrency = meta[2]
 if concurrency and not meta[1] then
   if rcall("LLEN", q.active) < tonumber(concurrency) and
-     (rcall("LLEN", q.wait) > 0 or rcall("ZCARD", q.prioritized) > 0) then
+     (rcall("LLEN", q.wait) > 0 or rcall("ZCARD", q.prioritized) > 0 or
+      (tonumber(rcall("HGET", prefix .. "groups:meta", "waiting")) or 0) > 0) then
     addBaseMarkerIfNeeded(q.marker, false)
   end
 end

@@ -118,6 +118,28 @@ local function enqueueGrouped(prefix, jobKey, jobId, gid, priority, lifo, front)
   makeGroupReady(prefix, gid)
 end
 
+-- A group with nothing waiting or running, out of the rotation and with
+-- nothing set is forgotten (its hash and index entry; a new job makes it
+-- again), so the groups of passing customers do not pile up. Its rate
+-- window key expires by itself.
+local function forgetIdleGroup(prefix, gid)
+  local key = groupKey(prefix, gid)
+  local g = rcall("HMGET", key, "a", "r", "weight", "concurrency", "max", "duration",
+    "paused", "hold")
+  if (tonumber(g[1]) or 0) > 0 or g[2] == "1" then
+    return
+  end
+  for i = 3, 8 do
+    if g[i] then
+      return
+    end
+  end
+  if rcall("ZCARD", key .. ":wait") == 0 then
+    rcall("DEL", key)
+    rcall("ZREM", prefix .. "groups:index", gid)
+  end
+end
+
 -- A grouped job left `active` (finished, retried, delayed, stalled): one
 -- slot of its group is free again, so the group may take turns again.
 local function groupJobLeft(prefix, jobId, gid)
@@ -128,6 +150,8 @@ local function groupJobLeft(prefix, jobId, gid)
   end
   if rcall("ZCARD", key .. ":wait") > 0 then
     makeGroupReady(prefix, gid)
+  else
+    forgetIdleGroup(prefix, gid)
   end
 end
 
@@ -222,12 +246,14 @@ end
 
 -- Drop the head of the rotation (it is `gid`); a timed reason parks it in
 -- `groups:timed` and sets the delay marker.
-local function dropHeadGroup(prefix, gid, untilMs)
+local function dropHeadGroup(prefix, gid, untilMs, empty)
   rcall("LPOP", prefix .. "groups:ready")
   rcall("HSET", groupKey(prefix, gid), "r", "0", "t", 0)
   if untilMs then
     rcall("ZADD", prefix .. "groups:timed", untilMs, gid)
     addGroupTimeMarker(prefix, untilMs)
+  elseif empty then
+    forgetIdleGroup(prefix, gid)
   end
 end
 
@@ -268,7 +294,7 @@ local function nextGroupedJob(q, prefix, now)
       local s = groupState(prefix, gid)
       local blocked, untilMs = groupBlocked(prefix, gid, s, now)
       if blocked then
-        dropHeadGroup(prefix, gid, untilMs)
+        dropHeadGroup(prefix, gid, untilMs, blocked == "empty")
       else
         local key = groupKey(prefix, gid)
         local popped = rcall("ZPOPMIN", key .. ":wait")
@@ -287,7 +313,7 @@ local function nextGroupedJob(q, prefix, now)
           -- The turn ends: to the back of the rotation, or out of it.
           local blockedNow, untilNow = groupBlocked(prefix, gid, s, now)
           if blockedNow then
-            dropHeadGroup(prefix, gid, untilNow)
+            dropHeadGroup(prefix, gid, untilNow, blockedNow == "empty")
           else
             rcall("HSET", key, "t", 0)
             rcall("LMOVE", readyKey, readyKey, "LEFT", "RIGHT")

@@ -14,9 +14,11 @@ from tests.queues.transitions.helpers import (
     LOCK_MS,
     NOW,
     claimed,
+    entry,
     move_stalled,
     move_to_active,
     move_to_delayed,
+    move_to_finished,
     retry_job,
 )
 
@@ -134,3 +136,20 @@ def test_groups_page_turn_and_summary(q: Queue) -> None:
     assert [j.id for j in q.get_group_jobs("b")] == [
         j.id for j in q.get_group_jobs("b", 0, -1)
     ]
+
+
+def test_idle_groups_without_settings_are_forgotten(q: Queue, r: redis.Redis) -> None:
+    """Once a group has nothing waiting or running it leaves the index and
+    its hash goes, unless it has settings (a paused group stays)."""
+    for g in ("a", "b", "c"):
+        q.add("j", {}, group=g)
+    q.set_group("b", weight=2)
+    q.pause_group("c")
+    for _ in range(2):
+        [(jid, token, _h)] = claimed(move_to_active(q))
+        assert move_to_finished(q, [entry(jid, token=token)])[0] == [0]
+    assert claimed(move_to_active(q)) == []
+    assert q.count_groups() == 2
+    assert [g.id for g in q.get_groups()] == ["c", "b"]
+    assert r.exists(q.keys.base + "group:a") == 0
+    assert q.get_group("a") is None
