@@ -153,3 +153,15 @@ def test_idle_groups_without_settings_are_forgotten(q: Queue, r: redis.Redis) ->
     assert [g.id for g in q.get_groups()] == ["c", "b"]
     assert r.exists(q.keys.base + "group:a") == 0
     assert q.get_group("a") is None
+
+
+def test_resuming_the_queue_wakes_a_worker_for_grouped_jobs(
+    q: Queue, r: redis.Redis
+) -> None:
+    """Only grouped jobs wait: resume still leaves the base marker a blocked
+    worker wakes on (BullMQ's resume looks at `wait` and `prioritized`)."""
+    q.pause()
+    q.add("j", {}, group="a")
+    r.delete(q.keys.marker)
+    q.resume()
+    assert r.zscore(q.keys.marker, "0") == 0
