@@ -49,7 +49,7 @@ end
 local function popNext(q, prefix, now, st)
   for _ = 1, GROUP_STEP_LIMIT do
     if st.grouped then
-      local jobId, gid = nextGroupedJob(q, prefix, now)
+      local jobId, gid = nextGroupedJob(q, prefix, now, st)
       if gid then
         return jobId, gid
       end
@@ -59,13 +59,14 @@ local function popNext(q, prefix, now, st)
       return nil
     end
     local jobKey = prefix .. jobId
-    local fields = rcall("HMGET", jobKey, "gid", "opts", "priority")
-    local gid = validGroupId(fields[1]) or optsGroup(fields[2])
+    -- Bullpen writes opts.group on every grouped job, so opts alone tells.
+    local gid = optsGroup(rcall("HGET", jobKey, "opts"))
     if not gid then
       return jobId
     end
     rcall("LREM", q.active, 1, jobId)
-    enqueueGrouped(prefix, jobKey, jobId, gid, tonumber(fields[3]) or 0, false, false)
+    enqueueGrouped(prefix, jobKey, jobId, gid,
+      tonumber(rcall("HGET", jobKey, "priority")) or 0, false, false)
     st.grouped = true
     seatUngrouped(prefix, q)
   end

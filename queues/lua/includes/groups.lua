@@ -65,17 +65,21 @@ local function limitOrNil(value)
 end
 
 -- The group's state and effective settings (its own over the defaults).
-local function groupState(prefix, gid)
+local function groupState(prefix, gid, d)
   local g = rcall("HMGET", groupKey(prefix, gid), "a", "r", "t", "weight",
     "concurrency", "max", "duration", "paused", "hold", "holdUntil")
-  local d = rcall("HMGET", prefix .. "groups:meta", "weight", "concurrency", "max",
-    "duration")
   return {
     active = tonumber(g[1]) or 0, ready = g[2] == "1", turns = tonumber(g[3]) or 0,
     weight = limitOrNil(g[4] or d[1]) or 1, concurrency = limitOrNil(g[5] or d[2]),
     max = limitOrNil(g[6] or d[3]), duration = limitOrNil(g[7] or d[4]),
     paused = g[8] == "1", hold = g[9], holdUntil = tonumber(g[10]),
   }
+end
+
+-- The defaults of every group (`groups:meta`), as groupState takes them.
+local function groupDefaults(prefix)
+  return rcall("HMGET", prefix .. "groups:meta", "weight", "concurrency", "max",
+    "duration")
 end
 
 -- Wake a blocked worker at `at` ms (the delay marker keeps the earliest).
@@ -89,10 +93,13 @@ local function makeGroupReady(prefix, gid)
   if rcall("HGET", key, "r") ~= "1" then
     rcall("HSET", key, "r", "1", "t", 0)
     rcall("RPUSH", prefix .. "groups:ready", gid)
+    if rcall("HEXISTS", prefix .. "meta", "paused") == 0 then
+      rcall("ZADD", prefix .. "marker", 0, "0")
+    end
   end
-  if rcall("HEXISTS", prefix .. "meta", "paused") == 0 then
-    rcall("ZADD", prefix .. "marker", 0, "0")
-  end
+  -- Already in the rotation: a claim will meet it (every claim that finds
+  -- nothing to run has dropped the groups it met, and each return to the
+  -- rotation wakes a worker).
 end
 
 -- Put a stored job in its group's zset: priority order, then `seq` (lifo:
@@ -110,12 +117,20 @@ local function enqueueGrouped(prefix, jobKey, jobId, gid, priority, lifo, front)
       score = priority * GROUP_SPAN + seq % GROUP_SPAN
     end
   end
-  if rcall("ZADD", groupKey(prefix, gid) .. ":wait", score, jobId) == 1 then
+  local key = groupKey(prefix, gid)
+  if rcall("ZADD", key .. ":wait", score, jobId) == 1 then
     rcall("HINCRBY", prefix .. "groups:meta", "waiting", 1)
-    rcall("ZINCRBY", prefix .. "groups:index", 1, gid)
+    rcall("ZADD", prefix .. "groups:index", rcall("ZCARD", key .. ":wait"), gid)
   end
   rcall("HSET", jobKey, "gid", gid)
-  makeGroupReady(prefix, gid)
+  if rcall("HGET", key, "r") ~= "1" then
+    rcall("HSET", key, "r", "1", "t", 0)
+    rcall("RPUSH", prefix .. "groups:ready", gid)
+  end
+  -- Every add wakes a worker, as BullMQ's adds do.
+  if rcall("HEXISTS", prefix .. "meta", "paused") == 0 then
+    rcall("ZADD", prefix .. "marker", 0, "0")
+  end
 end
 
 -- A group with nothing waiting or running, out of the rotation and with
@@ -157,9 +172,10 @@ end
 
 -- Take a waiting grouped job out of its group (removed, promoted elsewhere).
 local function unqueueGrouped(prefix, jobId, gid)
-  if rcall("ZREM", groupKey(prefix, gid) .. ":wait", jobId) == 1 then
+  local key = groupKey(prefix, gid)
+  if rcall("ZREM", key .. ":wait", jobId) == 1 then
     rcall("HINCRBY", prefix .. "groups:meta", "waiting", -1)
-    rcall("ZINCRBY", prefix .. "groups:index", -1, gid)
+    rcall("ZADD", prefix .. "groups:index", "XX", rcall("ZCARD", key .. ":wait"), gid)
     return true
   end
   return false
@@ -211,8 +227,8 @@ local function promoteGroups(prefix, now, eventsKey, maxEvents)
   return nextAt
 end
 
--- Why the group cannot take a turn now: nil when it can, else a word and,
--- for a timed reason, the ms when it may again.
+-- Why the group cannot take a turn now (empty aside: the pop tells): nil
+-- when it can, else a word and, for a timed reason, the ms when it may again.
 local function groupBlocked(prefix, gid, s, now)
   local key = groupKey(prefix, gid)
   if s.paused then
@@ -237,9 +253,6 @@ local function groupBlocked(prefix, gid, s, now)
       end
       rcall("DEL", key .. ":limiter")
     end
-  end
-  if rcall("ZCARD", key .. ":wait") == 0 then
-    return "empty"
   end
   return nil
 end
@@ -276,8 +289,11 @@ end
   to `active` (its group's counters taken), or "*" when it is the ungrouped
   jobs' turn (or nothing else can run), or nil when no group can run now.
 ]]
-local function nextGroupedJob(q, prefix, now)
+local function nextGroupedJob(q, prefix, now, st)
   local readyKey = prefix .. "groups:ready"
+  if not st.defaults then
+    st.defaults = groupDefaults(prefix)
+  end
   for _ = 1, GROUP_STEP_LIMIT do
     local gid = rcall("LINDEX", readyKey, 0)
     if not gid then
@@ -291,33 +307,32 @@ local function nextGroupedJob(q, prefix, now)
       rcall("LPOP", readyKey)
       rcall("HSET", prefix .. "groups:meta", "u", "0")
     else
-      local s = groupState(prefix, gid)
+      local s = groupState(prefix, gid, st.defaults)
       local blocked, untilMs = groupBlocked(prefix, gid, s, now)
-      if blocked then
-        dropHeadGroup(prefix, gid, untilMs, blocked == "empty")
+      local key = groupKey(prefix, gid)
+      local jobId
+      if not blocked then
+        jobId = rcall("ZPOPMIN", key .. ":wait")[1]
+      end
+      if not jobId then
+        dropHeadGroup(prefix, gid, untilMs, not blocked)
       else
-        local key = groupKey(prefix, gid)
-        local popped = rcall("ZPOPMIN", key .. ":wait")
-        local jobId = popped[1]
         rcall("HINCRBY", prefix .. "groups:meta", "waiting", -1)
-        rcall("ZINCRBY", prefix .. "groups:index", -1, gid)
+        rcall("ZADD", prefix .. "groups:index", "XX", rcall("ZCARD", key .. ":wait"), gid)
         rcall("HINCRBY", key, "a", 1)
         if s.max then
           if rcall("INCR", key .. ":limiter") == 1 then
             rcall("PEXPIRE", key .. ":limiter", s.duration or 1000)
           end
         end
+        -- Its turn ends after `weight` jobs: to the back of the rotation. A
+        -- group now empty or at a limit is dropped when next at the head.
         local turns = s.turns + 1
-        s.active = s.active + 1
         if turns >= s.weight then
-          -- The turn ends: to the back of the rotation, or out of it.
-          local blockedNow, untilNow = groupBlocked(prefix, gid, s, now)
-          if blockedNow then
-            dropHeadGroup(prefix, gid, untilNow, blockedNow == "empty")
-          else
+          if s.turns > 0 then
             rcall("HSET", key, "t", 0)
-            rcall("LMOVE", readyKey, readyKey, "LEFT", "RIGHT")
           end
+          rcall("LMOVE", readyKey, readyKey, "LEFT", "RIGHT")
         else
           rcall("HSET", key, "t", turns)
         end
