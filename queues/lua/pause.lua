@@ -44,7 +44,12 @@ if rcall("EXISTS", KEYS[2]) == 1 then
     remaining = rcall("LLEN", KEYS[2])
   end
 end
-if rcall("LLEN", KEYS[1]) > 0 or rcall("ZCARD", KEYS[4]) > 0 then
+local prefix = string.sub(KEYS[1], 1, #KEYS[1] - #"wait")
+if rcall("LLEN", KEYS[1]) > 0 or rcall("ZCARD", KEYS[4]) > 0 or
+   (tonumber(rcall("HGET", prefix .. "groups:meta", "waiting")) or 0) > 0 or
+   rcall("ZCARD", prefix .. "groups:delayed") > 0 or
+   rcall("ZCARD", prefix .. "groups:timed") > 0 then
+  -- Grouped jobs too (docs/groups.md): a woken worker finds their next time.
   rcall("ZADD", KEYS[7], 0, "0")
 else
   addDelayMarkerIfNeeded(KEYS[7], KEYS[6])
