@@ -1,6 +1,7 @@
 """What a GPU worker writes beside each job it ran: declared vs measured VRAM
 (the hash `bullpen:job:{prefix}:{queue}:{id}` and a job log line), the GPU's
-side of the attempt record, and the attempt's GPU time (gputime.py)."""
+side of the attempt record, the attempt's GPU time (gputime.py) and, for a
+grouped job, its group's GPU-seconds today against its quota (quota.py)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from .device import Device
 from .gputime import GpuTimeRecorder, Usage, job_name_key, tenant_of
 from .handlers import JobMeter
 from .keys import BullpenKeys
+from .quota import QuotaKeeper, group_of
 from .units import format_bytes
 
 
@@ -41,6 +43,8 @@ class JobRecorder:
         self.bkeys = bkeys
         self._bp = bp
         self.gpu_time = gpu_time
+        #: Grouped attempts' GPU-seconds per day, and the quota holds.
+        self.quota = QuotaKeeper(bp, bkeys, worker.queue)
 
     async def record(self, job: Job, meter: JobMeter, outcome: str) -> None:
         """Store declared vs measured VRAM beside the job, before it finishes."""
@@ -76,6 +80,7 @@ class JobRecorder:
                 self.worker.background.failed(
                     f"counting the GPU time of job {job.id}", exc
                 )
+            await self._count_group(job, usage)
         key = self.bkeys.job(self.spec.prefix, self.spec.queue, job.id)
         try:
             pipe = self._bp.pipeline(transaction=False)
@@ -92,6 +97,20 @@ class JobRecorder:
         except Exception as exc:  # noqa: BLE001 - bookkeeping must not fail the job
             self.worker.background.failed(
                 f"recording the VRAM use of job {job.id}", exc
+            )
+
+    async def _count_group(self, job: Job, usage: Usage) -> None:
+        """Add a grouped attempt to its group's day; past its budget the
+        group is held (quota.py). Jobs without a group cost nothing here."""
+        group = group_of(job)
+        if group is None:
+            return
+        try:
+            await self.quota.record(usage, group)
+        except Exception as exc:  # noqa: BLE001 - a quota must not fail the job
+            self.worker.background.failed(
+                f"counting job {job.id}'s GPU time against group {group}'s quota",
+                exc,
             )
 
     def _usage(self, job: Job, meter: JobMeter, peak: int | None) -> Usage | None:

@@ -23,6 +23,11 @@ BullMQ clients ignore it. With the default namespace `bullpen`:
   (hash): running totals. Fields `s|`, `v|`, `n|`, `sim|` + key; at most
   `max_keys` keys each, the rest in `(other)` (see gputime.py). The hash tag
   puts them all in one cluster slot, so one script call updates them.
+- `bullpen:{gputime}:group:{stamp}:{prefix}:{queue}` (hash, TTL 8 days after
+  the day): GPU-seconds per group of the queue in one UTC day (YYYYMMDD), at
+  most 10,000 groups, the rest in `(other)` (a group with a budget always
+  counts as itself); `bullpen:{gputime}:budget:{prefix}:{queue}` (hash):
+  group -> GPU-seconds it may use a UTC day (see quota.py)
 - `bullpen:models:warm:{model}` / `bullpen:models:open:{model}` (zset): GPU
   uuid -> expiry (ms): GPUs where the model is resident / resident with a
   free slot (placement.py reads them; the worker refreshes its own)
@@ -163,3 +168,11 @@ class BullpenKeys:
     def gputime_total(self, dim: str) -> str:
         """Running GPU-time totals by one dimension (for /metrics)."""
         return f"{self.ns}:{{gputime}}:total:{dim}"
+
+    def group_usage(self, qualified: str, stamp: str) -> str:
+        """GPU-seconds per group of one queue (`prefix:name`) in one UTC day."""
+        return f"{self.ns}:{{gputime}}:group:{stamp}:{qualified}"
+
+    def group_budgets(self, qualified: str) -> str:
+        """GPU-seconds per UTC day each group of one queue may use (quota.py)."""
+        return f"{self.ns}:{{gputime}}:budget:{qualified}"

@@ -59,6 +59,14 @@ _REASON_PROPERTIES: dict[str, Any] = {
     "host": {"type": "string"},
     "since_ms": _NULLABLE_INT,
     "expected_s": {"type": ["number", "null"]},
+    "group": {"type": "string"},
+    "groups_ahead": _NULLABLE_INT,
+    "ahead_in_group": _NULLABLE_INT,
+    "hold": {"type": "string"},
+    "used_s": {"type": ["number", "null"]},
+    "budget_s": {"type": ["number", "null"]},
+    "day": {"type": ["string", "null"]},
+    "duration_ms": _NULLABLE_INT,
 }
 
 WAITING_REASON: dict[str, Any] = {

@@ -3,6 +3,7 @@ sentence and its numbers) with the other facts that also hold, computed from
 Redis with a bounded number of round trips whatever the queue's length:
 
 - one pipeline for the queue's facts and every job's own (reads.py)
+- one more for the groups of the grouped jobs among them (groups.py)
 - one CLIENT LIST per primary for the connected workers (or a census given)
 - the fleet's heartbeats (`Fleet.list_workers`: two round trips)
 - for a model loading with no expected time of its own, one HMGET of the
@@ -34,6 +35,7 @@ from queues.keys import QueueKeys
 
 from .. import defaults
 from ..fleet import Fleet
+from .groups import GROUPED, group_facts_op, group_reasons, job_group
 from .loading import (
     Loading,
     expected,
@@ -43,7 +45,7 @@ from .loading import (
     with_past_loads,
 )
 from .needs import declared_need, job_model
-from .reads import QueueFacts, census, connected_workers, facts_op
+from .reads import GROUPED_DELAYED, QueueFacts, census, connected_workers, facts_op
 from .reasons import (
     CODES,
     READY,
@@ -93,9 +95,20 @@ def explain(
     records: list[dict[str, Any]] | None = None
     if waiting:
         keys = QueueKeys(queue, prefix)
-        wanted = [(job.id, state, _priority(job)) for job, state in waiting]
+        groups = {
+            job.id: gid
+            for job, state in waiting
+            if state in READY and (gid := job_group(job)) is not None
+        }
+        wanted = [
+            (job.id, _read_as(job, state, groups), _priority(job))
+            for job, state in waiting
+        ]
         try:
             q, per_job = run_sync(facts_op(keys, fleet.keys, wanted, now_ms), conn)
+            in_groups = run_sync(
+                group_facts_op(keys, list(groups.items()), now_ms), conn
+            )
         except redis.ResponseError as exc:
             why = f"Redis refused a read: {exc}"
             return {job.id: unknown(why) for job, _ in waiting}
@@ -107,7 +120,11 @@ def explain(
                 if need is None and "data" not in job.left_out:
                     need = declared_need(job.name, job.data, modules)
                 error = shown(job.failed_reason) if job.failed_reason else None
-                reason = explain_one(job, state, q, j, need, prefix, now_ms, error)
+                g = in_groups.get(job.id)
+                grouped = group_reasons(g, now_ms) if g is not None else None
+                reason = explain_one(
+                    job, state, q, j, need, prefix, now_ms, error, grouped
+                )
             except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
                 reason = unknown(f"unreadable job fields ({exc})")
             if reason is not None:
@@ -175,6 +192,16 @@ def _past_loads(fleet: Fleet, loads: Iterable[Loading]) -> dict[str, float]:
         return with_past_loads(fleet.client, fleet.keys, loads)
     except redis.ResponseError:
         return {}
+
+
+def _read_as(job: Job, state: str, groups: dict[str, str]) -> str:
+    """The state a job's own reads go by: a grouped job is in none of the
+    lists BullMQ's states name (docs/groups.md)."""
+    if job.id in groups:
+        return GROUPED
+    if state == "delayed" and job_group(job) is not None:
+        return GROUPED_DELAYED
+    return state
 
 
 def _priority(job: Job) -> int:

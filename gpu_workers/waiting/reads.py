@@ -37,6 +37,9 @@ PRIORITY_SCORE = 1 << 32
 NOT_TAKING = frozenset({"failed", "draining"})
 #: A delayed score is the due time in ms times this, plus a counter.
 DELAYED_SCORE_PER_MS = 4096
+#: The state a grouped delayed job's reads go by: it waits in `groups:delayed`
+#: (docs/groups.md), scored by its due time in ms.
+GROUPED_DELAYED = "grouped-delayed"
 
 
 def as_int(value: Any) -> int | None:
@@ -160,7 +163,9 @@ def _job_cmds(
     cmds = [Cmd(("HGET", record, "declared_bytes"))]
     if state == "delayed":
         cmds.append(Cmd(("ZSCORE", keys.delayed, job_id)))
-    elif state == "waiting":
+    elif state == GROUPED_DELAYED:  # scored by its due time in ms
+        cmds.append(Cmd(("ZSCORE", keys.base + "groups:delayed", job_id)))
+    elif state == "waiting":  # a grouped job's state is `grouped` here: no scans
         # Its own LLEN right before the scans (place.py): the queue's, read at
         # the head of a long pipeline, may be further from them in time.
         scan = defaults.WAITING_POSITION_SCAN
@@ -187,6 +192,8 @@ def _job_facts(state: str, replies: list[Any], wait_len: int | None) -> JobFacts
     if state == "delayed":
         score = as_int(rest[0])
         facts.due_ms = None if score is None else score // DELAYED_SCORE_PER_MS
+    elif state == GROUPED_DELAYED:
+        facts.due_ms = as_int(rest[0])
     elif state == "waiting":
         length, front, back = (as_int(v) for v in rest[:3])
         scan = defaults.WAITING_POSITION_SCAN

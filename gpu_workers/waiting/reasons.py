@@ -15,6 +15,9 @@ The codes (stable; docs/http-api.md lists them):
 - `delayed`: delayed until a time
 - `retry_backoff`: a failed attempt's backoff, until a time (attempt k of n)
 - `waiting_for_children`: k of n children still pending
+- `group_paused`, `quota_exhausted`, `group_concurrency`,
+  `group_rate_limited`, `group_turn`: a grouped job's group (groups.py),
+  in place of `queued`
 - `queued`: its place in line (exact, or a range far from both ends of a
   long line), with an ETA (or an ETA range) at the measured throughput
 - `loading_model`: a claimed (active) job whose worker is loading its
@@ -47,6 +50,11 @@ CODES = (
     "delayed",
     "retry_backoff",
     "waiting_for_children",
+    "group_paused",
+    "quota_exhausted",
+    "group_concurrency",
+    "group_rate_limited",
+    "group_turn",
     "queued",
     "loading_model",
     "unknown",
@@ -299,10 +307,12 @@ def explain_one(
     prefix: str,
     now_ms: int,
     error: str | None = None,
+    grouped: list[WaitingReason] | None = None,
 ) -> WaitingReason | None:
     """The reason a job in `state` is not running, or None for a job that is
     not waiting (active, finished, unknown); `error`: its last error as it may
-    be shown (redacted)."""
+    be shown (redacted); `grouped`: a grouped job's group reasons
+    (groups.py), which stand in for its place in the queue's line."""
     if state not in WAITING_STATES:
         return None
     found: list[WaitingReason] = []
@@ -324,8 +334,11 @@ def explain_one(
         # After the queue's limits: a job waits for VRAM once it is claimed.
         if vram is not None and vram.code == "waiting_for_vram":
             found.append(vram)
-        floor = max((r.numbers.get("in_ms", 0) for r in limits), default=0)
-        found.append(_line(job, state, q, j, floor))
+        if grouped:
+            found.extend(grouped)
+        else:
+            floor = max((r.numbers.get("in_ms", 0) for r in limits), default=0)
+            found.append(_line(job, state, q, j, floor))
     primary, *also = found
     primary.also = also
     return primary

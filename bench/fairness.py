@@ -1,0 +1,329 @@
+"""Fair turns between groups (docs/groups.md), measured on real Bullpen workers.
+
+    .venv/bin/python bench/fairness.py [--burst 5000] [--small 50] [--jobs 10000]
+        [--weighted 2000] [--concurrency 50] [--rounds 1] [--output FILE]
+
+One throwaway redis-server (a free port, no persistence); the jobs are no-op
+jobs processed by ONE Bullpen worker in its own OS process
+(bench/bullpen_worker.py, an AsyncWorker at --concurrency). Every figure is
+read back from Redis (each job's timestamp, processedOn and finishedOn).
+
+  (a) burst     group A adds --burst jobs, then groups B-E add --small each,
+                then the worker starts: the p95 wait of B-E's jobs (their
+                start, from the worker's first start or their add, whichever
+                is later) with groups, against the same adds without groups
+                (today's FIFO) in the same run. No goal: the ratio is shown
+                beside its ideal, B-E's turns against every job before them.
+  (b) fairness  in that grouped run, while every group still has jobs to
+                start: Jain's index of jobs per group over sliding windows
+                of 10 jobs per group (step 2 per group), in the order they
+                started (no-op jobs: started and finished are the same order).
+                Goal: the mean over the windows >= 0.95 (the minimum shown).
+  (c) weights   groups H (weight 3) and L (weight 1), --weighted jobs each,
+                both backlogged: H's finished jobs / L's while both have work.
+                Goal: within 5 % of 3.
+  (d) overhead  --jobs no-op jobs added first, then processed at
+                --concurrency: jobs/s (first processedOn to last finishedOn)
+                spread over 1, 100 and 10,000 groups against ungrouped jobs.
+                Goal: every grouped figure >= 0.9x the ungrouped one.
+
+It prints a table of ratios with PASS/FAIL per goal and writes the figures to
+bench/results/fairness-<timestamp>.json (git-ignored). The default run takes
+about a minute on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+RESULTS = BENCH / "results"
+sys.path.insert(0, str(ROOT))
+
+import redis  # noqa: E402
+
+from queues import Queue  # noqa: E402
+from tests.redis_server import RedisServer  # noqa: E402
+
+#: The longest any one phase may take before the bench gives up on it.
+PHASE_TIMEOUT_S = 120.0
+ADD_BATCH = 1000
+
+
+class BenchError(RuntimeError):
+    """Raised when a phase does not finish in time or a worker misbehaves."""
+
+
+@contextmanager
+def worker(
+    url: str, queue: str, concurrency: int, processor: str = "noop"
+) -> Iterator[None]:
+    """bench/bullpen_worker.py on `queue`, started (GO) on entry, stopped on
+    exit; a `stamp` processor returns when it started (ms, sub-ms precision)."""
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(BENCH / "bullpen_worker.py"),
+            "--url",
+            url,
+            "--queue",
+            queue,
+            "--concurrency",
+            str(concurrency),
+            "--processor",
+            processor,
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        if '"ready"' not in proc.stdout.readline():
+            raise BenchError("the worker did not start")
+        proc.stdin.write("GO\n")
+        proc.stdin.flush()
+        yield
+        proc.stdin.write("STOP\n")
+        proc.stdin.flush()
+        proc.stdout.readline()
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+
+
+def add(q: Queue, count: int, group: str | None, name: str = "noop") -> list[str]:
+    """`count` no-op jobs of `group` (None: ungrouped), in bulk; their ids."""
+    ids: list[str] = []
+    opts = {"group": group} if group is not None else {}
+    for start in range(0, count, ADD_BATCH):
+        n = min(ADD_BATCH, count - start)
+        jobs = q.add_bulk([{"name": name, "data": None, "opts": opts}] * n)
+        ids.extend(str(j.id) for j in jobs)
+    return ids
+
+
+def wait_done(q: Queue, total: int) -> None:
+    """Until `total` jobs of `q` completed (bounded by PHASE_TIMEOUT_S)."""
+    deadline = time.monotonic() + PHASE_TIMEOUT_S
+    while q.get_counts("completed")["completed"] < total:
+        if time.monotonic() > deadline:
+            raise BenchError(f"{q.name}: {total} jobs not done in {PHASE_TIMEOUT_S} s")
+        time.sleep(0.05)
+
+
+def times(r: redis.Redis, q: Queue, ids: Sequence[str]) -> list[tuple[float, ...]]:
+    """(timestamp, processedOn, finishedOn, returnvalue) of each job, in
+    `ids`' order (returnvalue: a stamp processor's start, else 0)."""
+    out: list[tuple[float, ...]] = []
+    fields = ("timestamp", "processedOn", "finishedOn", "returnvalue")
+    for start in range(0, len(ids), 5000):
+        pipe = r.pipeline(transaction=False)
+        for i in ids[start : start + 5000]:
+            pipe.hmget(q.keys.job(i), *fields)
+        for row in pipe.execute():
+            out.append(tuple(float(v) if v not in (None, "null") else 0.0 for v in row))
+    return out
+
+
+def p95(values: Sequence[float]) -> float:
+    """The 95th percentile (nearest rank)."""
+    ordered = sorted(values)
+    return ordered[max(0, int(round(0.95 * len(ordered))) - 1)]
+
+
+def jain(counts: Sequence[int]) -> float:
+    """Jain's fairness index: 1 when every count is equal, 1/n at worst."""
+    total = sum(counts)
+    squares = sum(c * c for c in counts)
+    return total * total / (len(counts) * squares) if squares else 1.0
+
+
+def while_all_have_work(by_group: dict[str, list[tuple[float, ...]]]) -> list[str]:
+    """The groups of the jobs started while every group still had a job not
+    started yet, in the order they started (the stamp processor's sub-ms
+    start: Redis' processedOn has 1 ms, a tie of dozens of no-op jobs)."""
+    start = max(min(t[3] for t in ts) for ts in by_group.values())
+    end = min(max(t[3] for t in ts) for ts in by_group.values())
+    rows = sorted((t[3], g) for g, ts in by_group.items() for t in ts)
+    return [g for at, g in rows if start <= at < end]
+
+
+def sliding_jain(order: Sequence[str], groups: Sequence[str], per: int) -> list[float]:
+    """Jain's index over windows of `per` jobs per group, sliding by a fifth."""
+    size = per * len(groups)
+    step = max(1, size // 5)
+    out = []
+    for at in range(0, len(order) - size + 1, step):
+        window = order[at : at + size]
+        out.append(jain([window.count(g) for g in groups]))
+    return out
+
+
+def burst(url: str, r: redis.Redis, args: argparse.Namespace) -> dict[str, Any]:
+    """(a) and (b): a burst of group A, then B-E's few, grouped and not."""
+    found: dict[str, Any] = {}
+    small = ["B", "C", "D", "E"]
+    for grouped in (False, True):
+        q = Queue(f"fair-burst-{int(grouped)}", connection=url)
+        by_group: dict[str, list[str]] = {
+            "A": add(q, args.burst, "A" if grouped else None)
+        }
+        for g in small:
+            by_group[g] = add(q, args.small, g if grouped else None)
+        with worker(url, q.name, args.concurrency, "stamp"):
+            wait_done(q, args.burst + args.small * len(small))
+        stamps = {g: times(r, q, ids) for g, ids in by_group.items()}
+        # Waits count from when the worker began: its start-up is no queue's.
+        began = min(t[3] for ts in stamps.values() for t in ts)
+        waits = [t[3] - max(t[0], began) for g in small for t in stamps[g]]
+        key = "grouped" if grouped else "fifo"
+        found[f"{key}_p95_wait_ms"] = p95(waits)
+        turns = (len(small) + 1) * args.small
+        found["ideal_ratio"] = turns / (args.burst + len(small) * args.small)
+        if grouped:
+            order = while_all_have_work(stamps)
+            index = sliding_jain(order, ["A", *small], 10)
+            found["jain_jobs"] = len(order)
+            found["jain_windows"] = len(index)
+            found["jain_mean"] = statistics.fmean(index) if index else None
+            found["jain_min"] = min(index) if index else None
+        q.obliterate(force=True)
+        q.close()
+    return found
+
+
+def weighted(url: str, r: redis.Redis, args: argparse.Namespace) -> dict[str, Any]:
+    """(c): H (weight 3) and L (weight 1), both backlogged."""
+    q = Queue("fair-weights", connection=url)
+    ids = {"H": add(q, args.weighted, "H"), "L": add(q, args.weighted, "L")}
+    q.set_group("H", weight=3)
+    q.set_group("L", weight=1)
+    with worker(url, q.name, args.concurrency, "stamp"):
+        wait_done(q, 2 * args.weighted)
+    stamps = {g: times(r, q, i) for g, i in ids.items()}
+    order = while_all_have_work(stamps)
+    h, low = order.count("H"), order.count("L")
+    q.obliterate(force=True)
+    q.close()
+    return {"jobs": len(order), "H": h, "L": low, "ratio": h / low if low else None}
+
+
+def overhead(url: str, r: redis.Redis, args: argparse.Namespace) -> dict[str, Any]:
+    """(d): jobs/s ungrouped and spread over 1, 100 and 10,000 groups."""
+    found: dict[str, list[float]] = {}
+    for _ in range(args.rounds):
+        for groups in (0, 1, 100, 10_000):
+            q = Queue(f"fair-overhead-{groups}", connection=url)
+            ids: list[str] = []
+            if groups == 0:
+                ids = add(q, args.jobs, None)
+            else:
+                per = max(1, args.jobs // groups)
+                jobs = [
+                    {"name": "noop", "data": None, "opts": {"group": f"g{i % groups}"}}
+                    for i in range(per * groups)
+                ]
+                for start in range(0, len(jobs), ADD_BATCH):
+                    added = q.add_bulk(jobs[start : start + ADD_BATCH])
+                    ids.extend(str(j.id) for j in added)
+            with worker(url, q.name, args.concurrency):
+                wait_done(q, len(ids))
+            stamps = times(r, q, ids)
+            span_ms = max(t[2] for t in stamps) - min(t[1] for t in stamps)
+            found.setdefault(str(groups), []).append(len(ids) / max(span_ms, 1) * 1000)
+            q.obliterate(force=True)
+            q.close()
+    return {k: max(v) for k, v in found.items()}
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
+def report(a: dict[str, Any], c: dict[str, Any], d: dict[str, Any]) -> list[str]:
+    """The table's lines, one per figure, with PASS/FAIL per goal."""
+    fifo, grouped = a["fifo_p95_wait_ms"], a["grouped_p95_wait_ms"]
+    lines = [
+        f"(a) B-E p95 wait: FIFO {fifo:,.0f} ms, groups {grouped:,.0f} ms, "
+        f"ratio {grouped / max(fifo, 1):.3f} (no goal; the ideal is about "
+        f"{a['ideal_ratio']:.3f}: B-E's turns against every job before them)",
+    ]
+    mean, low = a["jain_mean"], a["jain_min"]
+    if mean is None:
+        lines.append("(b) Jain's index: too few jobs while all groups had work  FAIL")
+    else:
+        lines.append(
+            f"(b) Jain's index over {a['jain_windows']} windows "
+            f"({a['jain_jobs']} jobs): mean {mean:.3f}, min {low:.3f} "
+            f"(goal mean >= 0.95)  {verdict(mean >= 0.95)}"
+        )
+    ratio = c["ratio"]
+    ok = ratio is not None and abs(ratio / 3 - 1) <= 0.05
+    lines.append(
+        f"(c) weights 3:1: H {c['H']} / L {c['L']} jobs = "
+        f"{ratio if ratio is None else round(ratio, 3)} (goal 3 +/- 5 %)  {verdict(ok)}"
+    )
+    base = d["0"]
+    for groups in ("1", "100", "10000"):
+        x = d[groups] / base
+        lines.append(
+            f"(d) {int(groups):>6,} groups: {d[groups]:,.0f} jobs/s vs ungrouped "
+            f"{base:,.0f} jobs/s = {x:.2f}x (goal >= 0.9x)  {verdict(x >= 0.9)}"
+        )
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--burst", type=int, default=5000, help="group A's jobs")
+    parser.add_argument("--small", type=int, default=50, help="jobs of each of B-E")
+    parser.add_argument("--weighted", type=int, default=2000, help="jobs of H and L")
+    parser.add_argument("--jobs", type=int, default=10_000, help="jobs per (d) run")
+    parser.add_argument("--concurrency", type=int, default=50)
+    parser.add_argument("--rounds", type=int, default=1, help="(d) rounds, best kept")
+    parser.add_argument("--output", help="the JSON file (default bench/results/)")
+    args = parser.parse_args()
+    began = time.monotonic()
+    server = RedisServer().start()
+    try:
+        r = redis.Redis.from_url(server.url, decode_responses=True)
+        a = burst(server.url, r, args)
+        c = weighted(server.url, r, args)
+        d = overhead(server.url, r, args)
+    finally:
+        server.stop()
+    lines = report(a, c, d)
+    print("\n".join(lines))
+    print(f"({time.monotonic() - began:.0f} s)")
+    out = Path(args.output) if args.output else None
+    if out is None:
+        RESULTS.mkdir(exist_ok=True)
+        stamp = datetime.now(UTC).strftime("%Y%m%d%H%M%S")
+        out = RESULTS / f"fairness-{stamp}.json"
+    out.write_text(
+        json.dumps(
+            {"args": vars(args), "burst": a, "weights": c, "overhead": d}, indent=1
+        )
+    )
+    goals = [line for line in lines if line.endswith(("PASS", "FAIL"))]
+    return 0 if all(line.endswith("PASS") for line in goals) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
