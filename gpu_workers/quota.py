@@ -24,7 +24,6 @@ holds the group never leaves a hold behind.
 from __future__ import annotations
 
 import math
-import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -32,7 +31,7 @@ from typing import Any
 
 from queues import AsyncQueue, Queue
 from queues.keys import QueueKeys
-from queues.names import qualified_name
+from queues.names import is_group_id, qualified_name
 
 from . import defaults
 from .gputime import DAY, OTHER, PERIOD_S, Usage, bucket_stamp, split
@@ -47,8 +46,6 @@ USAGE_MAX_GROUPS = 10_000
 USAGE_DAYS_KEPT = 8
 #: The largest budget accepted: 1,000 GPUs for a whole day.
 BUDGET_MAX_S = 1000.0 * 86400
-#: A group id as docs/groups.md allows it.
-GROUP_ID = re.compile(r"[A-Za-z0-9_.@+\-/]{1,100}")
 
 
 class QuotaError(ValueError):
@@ -67,7 +64,7 @@ def next_midnight_ms(now_s: float) -> int:
 
 def check_group(group: Any) -> str:
     """A valid group id, or QuotaError."""
-    if not isinstance(group, str) or not GROUP_ID.fullmatch(group):
+    if not is_group_id(group):
         raise QuotaError(
             f"group must be 1-100 characters of A-Z a-z 0-9 _ . @ + - /, not {group!r}"
         )
@@ -116,7 +113,7 @@ def group_of(job: Any) -> str | None:
     opts = getattr(job, "opts", None)
     group = opts.get("group") if isinstance(opts, Mapping) else None
     value = group.get("id") if isinstance(group, Mapping) else None
-    return value if isinstance(value, str) and GROUP_ID.fullmatch(value) else None
+    return value if is_group_id(value) else None
 
 
 @dataclass(frozen=True)
