@@ -199,7 +199,9 @@ def admin(keys: QueueKeys, action: str, group: str, args: Mapping[str, Any]) -> 
     if action != "defaults":
         validate_group_id(group)
     reply: int = yield Eval(
-        "group_admin", (), (keys.base, action, group, codec.dumps(dict(args)))
+        "group_admin",
+        (keys.base + "groups:meta",),  # routes the call to the queue's slot
+        (keys.base, action, group, codec.dumps(dict(args))),
     )
     return int(reply)
 

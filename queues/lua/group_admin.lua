@@ -7,6 +7,8 @@
   let the group run again puts it back in the rotation when it has jobs
   waiting; the claim drops it again if it still cannot run.
 
+  KEYS[1] groups:meta (every other key derives from the prefix)
+
   ARGV[1] key prefix
   ARGV[2] action
   ARGV[3] group id ("" for `defaults`)
