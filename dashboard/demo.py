@@ -1,7 +1,7 @@
 """The demo producer that `make run` starts: a realistic mix of GPU jobs on the
 `gpu` queue for the demo handler (gpu_workers/demo_handlers.py), with some
-prioritised, some delayed, some failing and retried, and the odd job too big
-for any GPU.
+prioritised, some delayed, some failing and retried, the odd job too big
+for any GPU, and most of them in one of three customers' groups.
 
     python -m dashboard.demo [queue]    (Redis: the REDIS_URL setting)
 
@@ -39,6 +39,10 @@ def next_job(n: int) -> tuple[str, dict[str, object], dict[str, object]]:
         opts["priority"] = random.choice([1, 2, 5])
     elif roll < 0.35:
         opts["delay"] = random.randint(3000, 20000)
+    # Most jobs belong to a customer (docs/groups.md), acme with the biggest
+    # share; the rest are ungrouped and take their own turn.
+    if random.random() < 0.8:
+        opts["group"] = random.choice(["acme", "acme", "acme", "globex", "initech"])
     return "demo", data, opts
 
 
