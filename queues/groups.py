@@ -146,7 +146,7 @@ def _hold_info(text: str | None) -> dict[str, Any]:
 
 def group_key(keys: QueueKeys, group: str) -> str:
     """The group's hash (its wait set and limiter add `:wait`, `:limiter`)."""
-    return f"{keys.base}group:{group}"
+    return keys.group(group)
 
 
 def _group_reads(keys: QueueKeys, group: str) -> list[Cmd]:
@@ -156,7 +156,7 @@ def _group_reads(keys: QueueKeys, group: str) -> list[Cmd]:
         Cmd(("ZCARD", key + ":wait")),
         Cmd(("PTTL", key + ":limiter")),
         Cmd(("GET", key + ":limiter")),
-        Cmd(("ZSCORE", keys.base + "groups:timed", group)),
+        Cmd(("ZSCORE", keys.groups_timed, group)),
     ]
 
 
@@ -200,7 +200,7 @@ def admin(keys: QueueKeys, action: str, group: str, args: Mapping[str, Any]) -> 
         validate_group_id(group)
     reply: int = yield Eval(
         "group_admin",
-        (keys.base + "groups:meta",),  # routes the call to the queue's slot
+        (keys.groups_meta,),  # routes the call to the queue's slot
         (keys.base, action, group, codec.dumps(dict(args))),
     )
     return int(reply)
@@ -208,10 +208,10 @@ def admin(keys: QueueKeys, action: str, group: str, args: Mapping[str, Any]) -> 
 
 def read_groups(keys: QueueKeys, groups: list[str], now: int) -> Op[list[GroupInfo]]:
     """GroupInfo of each id that names a known group, in order (one pipeline)."""
-    batch: list[Cmd | Eval] = [Cmd(("HGETALL", keys.base + "groups:meta"))]
+    batch: list[Cmd | Eval] = [Cmd(("HGETALL", keys.groups_meta))]
     for g in groups:
         batch += _group_reads(keys, g)
-        batch.append(Cmd(("ZSCORE", keys.base + "groups:index", g)))
+        batch.append(Cmd(("ZSCORE", keys.groups_index, g)))
     replies = yield batch
     defaults = {k: v for k, v in replies[0].items() if k in SETTING_FIELDS.values()}
     out = []
@@ -225,7 +225,7 @@ def read_groups(keys: QueueKeys, groups: list[str], now: int) -> Op[list[GroupIn
 
 def page_groups(keys: QueueKeys, start: int, end: int, now: int) -> Op[list[GroupInfo]]:
     """A page of the queue's groups, largest backlog first."""
-    ids = yield Cmd(("ZREVRANGE", keys.base + "groups:index", start, end))
+    ids = yield Cmd(("ZREVRANGE", keys.groups_index, start, end))
     if not ids:
         return []
     return (yield from read_groups(keys, list(ids), now))
@@ -233,17 +233,16 @@ def page_groups(keys: QueueKeys, start: int, end: int, now: int) -> Op[list[Grou
 
 def summary(keys: QueueKeys) -> Op[GroupSummary]:
     """Totals over the queue's groups, in O(1) reads."""
-    b = keys.base
     groups, meta, active, paused, held = yield [
-        Cmd(("ZCARD", b + "groups:index")),
-        Cmd(("HGET", b + "groups:meta", "waiting")),
-        Cmd(("ZCARD", b + "groups:leases")),
-        Cmd(("SCARD", b + "groups:paused")),
-        Cmd(("SCARD", b + "groups:held")),
+        Cmd(("ZCARD", keys.groups_index)),
+        Cmd(("ZCARD", keys.groups_waiting)),
+        Cmd(("ZCARD", keys.groups_leases)),
+        Cmd(("SCARD", keys.groups_paused)),
+        Cmd(("SCARD", keys.groups_held)),
     ]
     return GroupSummary(
         groups=int(groups),
-        waiting=max(0, _int(meta) or 0),
+        waiting=int(meta),
         active=int(active),
         paused=int(paused),
         held=int(held),
@@ -298,7 +297,7 @@ class GroupMethods(MakesJobs[Q]):
     @op_method
     def get_group_defaults(self) -> Op[GroupSettings]:
         """The defaults as stored."""
-        return _settings(Cmd(("HGETALL", self.keys.base + "groups:meta")))
+        return _settings(Cmd(("HGETALL", self.keys.groups_meta)))
 
     @op_method
     def pause_group(self, group: str) -> Op[int]:
@@ -344,7 +343,7 @@ class GroupMethods(MakesJobs[Q]):
     @op_method
     def count_groups(self) -> Op[int]:
         """How many groups the queue knows."""
-        return _reply_int(Cmd(("ZCARD", self.keys.base + "groups:index")))
+        return _reply_int(Cmd(("ZCARD", self.keys.groups_index)))
 
     @op_method
     def get_group_summary(self) -> Op[GroupSummary]:
@@ -393,5 +392,5 @@ def _reply_int(request: Cmd) -> Op[int]:
 
 
 def _turn(keys: QueueKeys, group: str) -> Op[int | None]:
-    pos = yield Cmd(("LPOS", keys.base + "groups:ready", group))
+    pos = yield Cmd(("LPOS", keys.groups_ready, group))
     return None if pos is None else int(pos)

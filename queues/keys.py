@@ -26,9 +26,11 @@ SUFFIXES = (
 )
 
 #: First segments of the queue's multi-part keys: `metrics:completed:data`,
-#: `de:<dedup id>`, `dn:<dedup id>` (scheduler hashes, `repeat:<id>`, are the
-#: two-part `repeat` ids; three-part `repeat:<id>:<millis>` are its jobs).
-_KEY_FAMILIES = ("metrics", "de", "dn")
+#: `de:<dedup id>`, `dn:<dedup id>`, the groups' `groups:<part>` and
+#: `group:<id>[:wait|:limiter]` (docs/groups.md). Scheduler hashes,
+#: `repeat:<id>`, are the two-part `repeat` ids; three-part
+#: `repeat:<id>:<millis>` are its jobs.
+_KEY_FAMILIES = ("metrics", "de", "dn", "group", "groups")
 
 
 def names_queue_key(job_id: str) -> bool:
@@ -67,6 +69,15 @@ class QueueKeys:
         "pc",
         "marker",
         "waiting_children",
+        "groups_meta",
+        "groups_ready",
+        "groups_index",
+        "groups_waiting",
+        "groups_delayed",
+        "groups_timed",
+        "groups_leases",
+        "groups_paused",
+        "groups_held",
     )
 
     def __init__(self, name: str, prefix: str = "bull") -> None:
@@ -90,11 +101,25 @@ class QueueKeys:
         self.pc = base + "pc"
         self.marker = base + "marker"
         self.waiting_children = base + "waiting-children"
+        # Groups (docs/groups.md): Bullpen's own keys, no BullMQ client reads them.
+        self.groups_meta = base + "groups:meta"
+        self.groups_ready = base + "groups:ready"
+        self.groups_index = base + "groups:index"
+        self.groups_waiting = base + "groups:waiting"
+        self.groups_delayed = base + "groups:delayed"
+        self.groups_timed = base + "groups:timed"
+        self.groups_leases = base + "groups:leases"
+        self.groups_paused = base + "groups:paused"
+        self.groups_held = base + "groups:held"
 
     @property
     def qualified_name(self) -> str:
         """`{prefix}:{name}`, as BullMQ stores it in a child's `parent.queueKey`."""
         return qualified_name(self.prefix, self.name)
+
+    def group(self, group: str) -> str:
+        """A group's hash (`:wait` and `:limiter` are its other keys)."""
+        return f"{self.base}group:{group}"
 
     def job(self, job_id: str) -> str:
         """The job hash."""

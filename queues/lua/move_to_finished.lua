@@ -174,7 +174,7 @@ local concurrency = meta[2]
 if concurrency and not meta[1] then
   if rcall("LLEN", q.active) < tonumber(concurrency) and
      (rcall("LLEN", q.wait) > 0 or rcall("ZCARD", q.prioritized) > 0 or
-      (tonumber(rcall("HGET", prefix .. "groups:meta", "waiting")) or 0) > 0) then
+      rcall("ZCARD", prefix .. "groups:waiting") > 0) then
     addBaseMarkerIfNeeded(q.marker, false)
   end
 end
@@ -190,7 +190,7 @@ if fetchCount > 0 and not (concurrency and contended) then
 end
 if rcall("LLEN", q.wait) == 0 and rcall("LLEN", q.active) == 0 and
    rcall("ZCARD", q.prioritized) == 0 and
-   (tonumber(rcall("HGET", prefix .. "groups:meta", "waiting")) or 0) <= 0 then
+   rcall("ZCARD", prefix .. "groups:waiting") == 0 then
   rcall("XADD", q.events, "*", "event", "drained")
 end
 return {codes, {}, 0, getNextDelayedTimestamp(q.delayed) or 0}

@@ -89,6 +89,7 @@ if budget <= 0 then
   return 1
 end
 rcall("DEL", base .. "groups:meta", base .. "groups:ready", base .. "groups:timed",
+  base .. "groups:waiting",
   base .. "groups:leases", base .. "groups:paused", base .. "groups:held")
 rcall("DEL", base .. "events", base .. "delay", base .. "priority", base .. "stalled-check",
   base .. "stalled", base .. "id", base .. "pc", base .. "marker", base .. "limiter",

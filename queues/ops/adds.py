@@ -51,7 +51,7 @@ def add_call(
         args["gid"] = group["id"]
         return Eval(
             "add_grouped_job",
-            (keys.meta, keys.id, keys.events, keys.marker, keys.base + "groups:meta"),
+            (keys.meta, keys.id, keys.events, keys.marker, keys.groups_meta),
             (keys.base, codec.dumps(args), data_json),
         )
     packed = (keys.base, codec.dumps(args), data_json)

@@ -96,11 +96,11 @@ def get_counts(keys: QueueKeys, states: Iterable[str | JobState]) -> Op[dict[str
         names.append(state.key_suffix)
         if state is JobState.WAITING:
             # BullMQ 5's `paused` list, and the grouped jobs (docs/groups.md).
-            script_keys += [keys.paused, keys.base + "groups:meta"]
-            names += ["paused", "grouped"]
+            script_keys += [keys.paused, keys.groups_waiting]
+            names += ["paused", "groups:waiting"]
         elif state is JobState.DELAYED:
-            script_keys.append(keys.base + "groups:delayed")
-            names.append("delayed")
+            script_keys.append(keys.groups_delayed)
+            names.append("groups:delayed")
     counts = yield Eval("get_counts", script_keys, names)
     result: dict[str, int] = {}
     i = 0
@@ -126,17 +126,19 @@ def page_ids(
     """Ids of one page across states in order, reading O(page) entries.
 
     Lists are newest-first at the head (`asc` reads from the tail); sorted
-    sets are oldest-first by score.
+    sets are oldest-first by score. Waiting and delayed include the grouped
+    jobs (`groups:waiting`, by when they became ready; `groups:delayed`).
     """
     wanted = [parse_state(s) for s in states] or list(DEFAULT_STATES)
-    sources: list[tuple[JobState, str]] = []
+    # (is a list, key); grouped jobs (docs/groups.md) after the state's own.
+    sources: list[tuple[bool, str]] = []
     for state in wanted:
-        sources.append((state, keys.state(state)))
+        sources.append((state in LIST_STATES, keys.state(state)))
         if state is JobState.WAITING:
-            sources.append((JobState.PAUSED, keys.paused))
-    sizes = yield [
-        Cmd(("LLEN" if st in LIST_STATES else "ZCARD", key)) for st, key in sources
-    ]
+            sources += [(True, keys.paused), (False, keys.groups_waiting)]
+        elif state is JobState.DELAYED:
+            sources.append((False, keys.groups_delayed))
+    sizes = yield [Cmd(("LLEN" if listed else "ZCARD", key)) for listed, key in sources]
     total = sum(int(n) for n in sizes)
     if end < 0:
         end = total + end
@@ -145,13 +147,13 @@ def page_ids(
         return []
     requests: list[Cmd | Eval] = []
     offset = 0
-    for (state, key), size in zip(sources, sizes):
+    for (listed, key), size in zip(sources, sizes):
         size = int(size)
         lo, hi = max(start - offset, 0), min(end - offset, size - 1)
         offset += size
         if lo > hi:
             continue
-        if state in LIST_STATES:
+        if listed:
             if asc:
                 requests.append(Cmd(("LRANGE", key, -hi - 1, -lo - 1)))
             else:
@@ -210,24 +212,36 @@ def children_values(keys: QueueKeys, job_id: str) -> Op[dict[str, Any]]:
     return {k: codec.json_or_text(v) for k, v in processed.items()}
 
 
+def _score(withscores: list[Any]) -> int:
+    """The score of a one-member `ZRANGE ... WITHSCORES` reply, flat
+    ([member, score]) or paired ([(member, score)]) as the client parses it."""
+    first = withscores[0]
+    return int(float(first[1] if isinstance(first, (list, tuple)) else withscores[1]))
+
+
 def oldest_waiting(keys: QueueKeys) -> Op[int | None]:
     """When the job next in line has been waiting since (ms since the epoch:
     its timestamp plus its delay), or None when nothing waits. Reads the
     tails of `wait` and of a legacy `paused` list and the head of
-    `prioritized` (the jobs taken next), O(1): the oldest of those."""
-    wait_tail, paused_tail, first_prioritized = yield [
+    `prioritized` (the jobs taken next) and the oldest grouped job, O(1):
+    the oldest of those."""
+    wait_tail, paused_tail, first_prioritized, first_grouped = yield [
         Cmd(("LRANGE", keys.wait, -1, -1)),
         Cmd(("LRANGE", keys.paused, -1, -1)),
         Cmd(("ZRANGE", keys.prioritized, 0, 0)),
+        Cmd(("ZRANGE", keys.groups_waiting, 0, 0, "WITHSCORES")),
     ]
     listed = [i for i in (*wait_tail, *paused_tail) if not i.startswith("0:")][:1]
     ids = listed + list(first_prioritized)
+    # The oldest grouped job: `groups:waiting` scores when it became ready.
+    grouped = [_score(first_grouped)] if first_grouped else []
     if not ids:
-        return None
+        return min(grouped) if grouped else None
     fields = yield [job_fields(keys, i, ("timestamp", "delay")) for i in ids]
     since = []
     for stamp, delay in fields:
         ready = codec.to_int(stamp)
         if ready is not None:  # else removed meanwhile
             since.append(ready + (codec.to_int(delay, 0) or 0))
+    since += grouped
     return min(since) if since else None

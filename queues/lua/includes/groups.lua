@@ -119,7 +119,10 @@ local function enqueueGrouped(prefix, jobKey, jobId, gid, priority, lifo, front)
   end
   local key = groupKey(prefix, gid)
   if rcall("ZADD", key .. ":wait", score, jobId) == 1 then
-    rcall("HINCRBY", prefix .. "groups:meta", "waiting", 1)
+    -- Every grouped waiting job, by when it became ready (lists, oldest).
+    local t = rcall("HMGET", jobKey, "timestamp", "delay")
+    rcall("ZADD", prefix .. "groups:waiting", (tonumber(t[1]) or 0) + (tonumber(t[2]) or 0),
+      jobId)
     rcall("ZADD", prefix .. "groups:index", rcall("ZCARD", key .. ":wait"), gid)
   end
   rcall("HSET", jobKey, "gid", gid)
@@ -174,7 +177,7 @@ end
 local function unqueueGrouped(prefix, jobId, gid)
   local key = groupKey(prefix, gid)
   if rcall("ZREM", key .. ":wait", jobId) == 1 then
-    rcall("HINCRBY", prefix .. "groups:meta", "waiting", -1)
+    rcall("ZREM", prefix .. "groups:waiting", jobId)
     rcall("ZADD", prefix .. "groups:index", "XX", rcall("ZCARD", key .. ":wait"), gid)
     return true
   end
@@ -317,7 +320,7 @@ local function nextGroupedJob(q, prefix, now, st)
       if not jobId then
         dropHeadGroup(prefix, gid, untilMs, not blocked)
       else
-        rcall("HINCRBY", prefix .. "groups:meta", "waiting", -1)
+        rcall("ZREM", prefix .. "groups:waiting", jobId)
         rcall("ZADD", prefix .. "groups:index", "XX", rcall("ZCARD", key .. ":wait"), gid)
         rcall("HINCRBY", key, "a", 1)
         if s.max then

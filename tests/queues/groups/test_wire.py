@@ -6,9 +6,12 @@ obliterate) know grouped jobs."""
 
 from __future__ import annotations
 
+import pytest
 import redis
 
-from queues import Queue
+from queues import Queue, ops
+from queues.drive import run_sync
+from queues.exceptions import InvalidJobId
 from queues.state import JobState
 from tests.queues.transitions.helpers import (
     LOCK_MS,
@@ -165,3 +168,26 @@ def test_resuming_the_queue_wakes_a_worker_for_grouped_jobs(
     r.delete(q.keys.marker)
     q.resume()
     assert r.zscore(q.keys.marker, "0") == 0
+
+
+def test_job_lists_counts_and_oldest_include_grouped_jobs(q: Queue) -> None:
+    """The waiting and delayed pages list grouped jobs after BullMQ's lists
+    (grouped waiting ones by when they became ready), and the oldest waiting
+    time sees them."""
+    old = q.add("j", {}, group="a", timestamp=1_000)
+    plain = q.add("j", {}, timestamp=5_000)
+    newer = q.add("j", {}, group="b", timestamp=2_000)
+    later = q.add("j", {}, group="a", delay=60_000)
+    assert [j.id for j in q.get_jobs("waiting")] == [plain.id, newer.id, old.id]
+    oldest_first = [plain.id, old.id, newer.id]
+    assert [j.id for j in q.get_jobs("waiting", asc=True)] == oldest_first
+    assert [j.id for j in q.get_jobs("delayed")] == [later.id]
+    assert q.get_counts("waiting", "delayed") == {"waiting": 3, "delayed": 1}
+    assert run_sync(ops.oldest_waiting(q.keys), q.client) == 1_000
+
+
+def test_a_job_id_cannot_name_a_group_key(q: Queue) -> None:
+    """`group:<id>:wait` would make a job hash of a group's wait set."""
+    for bad in ("group:a:wait", "groups:a:b"):
+        with pytest.raises(InvalidJobId):
+            q.add("j", {}, job_id=bad)
