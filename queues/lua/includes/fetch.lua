@@ -41,6 +41,26 @@ local function popUngrouped(q)
   return jobId
 end
 
+-- A Node producer's grouped jobs come in bursts: after one is adopted, the
+-- grouped jobs behind it at the tail of `wait` are adopted too (bounded), so
+-- their groups take turns from this claim on.
+local function adoptTail(q, prefix)
+  for _ = 1, GROUP_STEP_LIMIT do
+    local jobId = rcall("LINDEX", q.wait, -1)
+    if not jobId or string.sub(jobId, 1, 2) == "0:" then
+      return
+    end
+    local jobKey = prefix .. jobId
+    local gid = optsGroup(rcall("HGET", jobKey, "opts"))
+    if not gid then
+      return
+    end
+    rcall("RPOP", q.wait)
+    enqueueGrouped(prefix, jobKey, jobId, gid,
+      tonumber(rcall("HGET", jobKey, "priority")) or 0, false, false)
+  end
+end
+
 -- The next job to claim, moved to `active`: the rotation's turn when the
 -- queue has groups (docs/groups.md), else (or on the ungrouped jobs' turn)
 -- an ungrouped job. A grouped job met in `wait` (a Node producer's, or one a
@@ -67,6 +87,7 @@ local function popNext(q, prefix, now, st)
     rcall("LREM", q.active, 1, jobId)
     enqueueGrouped(prefix, jobKey, jobId, gid,
       tonumber(rcall("HGET", jobKey, "priority")) or 0, false, false)
+    adoptTail(q, prefix)
     st.grouped = true
     seatUngrouped(prefix, q)
   end

@@ -191,3 +191,17 @@ def test_a_job_id_cannot_name_a_group_key(q: Queue) -> None:
     for bad in ("group:a:wait", "groups:a:b"):
         with pytest.raises(InvalidJobId):
             q.add("j", {}, job_id=bad)
+
+
+def test_a_burst_of_producer_grouped_jobs_is_adopted_together(
+    q: Queue, r: redis.Redis
+) -> None:
+    """Another client's burst (3 of n, then 3 of m, all in `wait`) is moved to
+    its groups at the first claim, so n and m alternate from the start."""
+    ids = [q.add("j", {}).id for _ in range(6)]
+    for i, job_id in enumerate(ids):
+        group = "n" if i < 3 else "m"
+        r.hset(q.keys.job(job_id), "opts", f'{{"group":{{"id":"{group}"}}}}')
+    taken = [claimed(move_to_active(q))[0][0] for _ in range(6)]
+    assert r.llen(q.keys.wait) == 0
+    assert taken == [ids[0], ids[3], ids[1], ids[4], ids[2], ids[5]]
