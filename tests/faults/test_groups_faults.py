@@ -51,7 +51,8 @@ def _settle(url: str, queue: str, acked: list[str], timeout: float = 30.0) -> No
     except AssertionError:
         missing = harness.not_completed(url, queue, acked)
         problems = grouped.group_problems(url, queue)
-        raise AssertionError(f"{len(missing)} not completed; groups: {problems}")
+        msg = f"{len(missing)} not completed; groups: {problems}"
+        raise AssertionError(msg) from None
 
 
 def _exposed(run: grouped.Run, windows: list[tuple[float, float]]) -> bool:
