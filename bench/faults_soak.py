@@ -1,14 +1,17 @@
 """Redis faults, round after round, under a producer and worker processes:
 the long version of tests/faults/test_fault_suite.py.
 
-    .venv/bin/python bench/faults_soak.py [--rounds 5] [--workers 3]
+    .venv/bin/python bench/faults_soak.py [--rounds 5] [--workers 3] [--groups N]
 
 Each round runs every fault of tests/faults/harness.py (SHUTDOWN and restart
 with AOF, SIGSTOP beyond the lock duration, CLIENT KILL, maxmemory) and
-waits for the queue to drain. At the end it prints how many adds were
-acknowledged, how many of them did not complete, the worker processes that
-exited, the producer's refused adds by error, and the outage lines each
-worker logged; the exit status is 1 when a job or a process was lost.
+waits for the queue to drain. With `--groups N` the producer adds grouped
+jobs over N groups capped at 2 running each (tests/faults/grouped.py's
+recording processor), and the end also checks the group keys. At the end
+it prints how many adds were acknowledged, how many of them did not
+complete, the worker processes that exited, the producer's refused adds by
+error, and the outage lines each worker logged; the exit status is 1 when a
+job or a process was lost (or, with groups, the group keys end inconsistent).
 """
 
 from __future__ import annotations
@@ -25,20 +28,26 @@ import redis
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from queues import Queue  # noqa: E402
-from tests.faults import harness  # noqa: E402
+from tests.faults import grouped, harness  # noqa: E402
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--workers", type=int, default=3)
+    parser.add_argument("--groups", type=int, default=0, help="0: ungrouped jobs")
     args = parser.parse_args()
     server = harness.aof_server()
     queue = f"soak{uuid.uuid4().hex[:8]}"
     log_dir = Path(tempfile.mkdtemp(prefix="faults-soak-"))
-    workers = harness.Workers(server.url, queue, log_dir, args.workers)
+    processor = harness.PROCESSOR
+    if args.groups:
+        processor = grouped.PROCESSOR
+        with Queue(queue, server.url) as q:
+            q.set_group_defaults(concurrency=2)
+    workers = harness.Workers(server.url, queue, log_dir, args.workers, processor)
     workers.wait_ready(server.url, queue)
-    producer = harness.Producer(server.url, queue).start()
+    producer = harness.Producer(server.url, queue, groups=args.groups).start()
     began = time.monotonic()
     try:
         for round_no in range(1, args.rounds + 1):
@@ -61,6 +70,7 @@ def main() -> int:
         with Queue(queue, server.url) as q:
             counts = q.get_counts("active", "failed", "completed")
         exited = workers.exited()
+        problems = grouped.group_problems(server.url, queue) if args.groups else []
     finally:
         producer.stop()
         statuses = workers.stop()
@@ -76,7 +86,9 @@ def main() -> int:
     print(f"exit statuses after SIGTERM: {statuses}")
     print(f"producer's refused adds by error: {producer.refusals}")
     print(f"'Redis unavailable' lines per worker: {outage_lines}")
-    lost = missing or exited or counts["active"] or any(statuses)
+    if args.groups:
+        print(f"group keys at the end: {problems or 'consistent'}")
+    lost = missing or exited or counts["active"] or any(statuses) or problems
     return 1 if lost else 0
 
 

@@ -46,10 +46,20 @@ def aof_server() -> RedisServer:
 class Producer:
     """A thread adding one job every `interval_s`, each retried until acked."""
 
-    def __init__(self, url: str, queue: str, interval_s: float = 0.02) -> None:
+    def __init__(
+        self,
+        url: str,
+        queue: str,
+        interval_s: float = 0.02,
+        groups: int = 0,
+        ms: int = 10,
+    ) -> None:
         self.url = url
         self.queue = queue
         self.interval_s = interval_s
+        #: With `groups`, job n goes to group `g{n % groups}` (data `g` names it).
+        self.groups = groups
+        self.ms = ms
         self.acked: list[str] = []
         self.refusals: dict[str, int] = {}
         self._stop = threading.Event()
@@ -73,7 +83,12 @@ class Producer:
             job_id = f"p{n}"
             while not self._stop.is_set():
                 try:
-                    q.add("work", {"ms": 10}, job_id=job_id)
+                    if self.groups:
+                        g = f"g{n % self.groups}"
+                        data = {"ms": self.ms, "g": g}
+                        q.add("work", data, job_id=job_id, group=g)
+                    else:
+                        q.add("work", {"ms": self.ms}, job_id=job_id)
                 except redis.RedisError as exc:
                     kind = type(exc).__name__
                     self.refusals[kind] = self.refusals.get(kind, 0) + 1
@@ -89,28 +104,48 @@ class Producer:
 class Workers:
     """`count` CLI worker processes, each logging to its own file."""
 
-    def __init__(self, url: str, queue: str, log_dir: Path, count: int = 3) -> None:
+    def __init__(
+        self,
+        url: str,
+        queue: str,
+        log_dir: Path,
+        count: int = 3,
+        processor: str = PROCESSOR,
+        concurrency: int = 8,
+    ) -> None:
         self.logs = [log_dir / f"worker-{i}.log" for i in range(count)]
-        env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), PYTHONUNBUFFERED="1")
-        env.pop("REDIS_URL", None)
-        self.procs: list[subprocess.Popen[bytes]] = []
-        for path in self.logs:
-            with open(path, "wb") as out:
-                self.procs.append(
-                    subprocess.Popen(
-                        [sys.executable, "-m", "queues", "worker", queue]
-                        + ["--redis", url, "--processor", PROCESSOR]
-                        + ["--concurrency", "8"]
-                        + ["--lock-duration", str(LOCK_DURATION_MS)]
-                        + ["--stalled-interval", str(STALLED_INTERVAL_MS)]
-                        + ["--drain-delay", str(DRAIN_DELAY_S)],
-                        cwd=REPO_ROOT,
-                        env=env,
-                        stdout=out,
-                        stderr=subprocess.STDOUT,
-                        stdin=subprocess.DEVNULL,
-                    )
-                )
+        self.argv = (
+            [sys.executable, "-m", "queues", "worker", queue]
+            + ["--redis", url, "--processor", processor]
+            + ["--concurrency", str(concurrency)]
+            + ["--lock-duration", str(LOCK_DURATION_MS)]
+            + ["--stalled-interval", str(STALLED_INTERVAL_MS)]
+            + ["--drain-delay", str(DRAIN_DELAY_S)]
+        )
+        self.env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), PYTHONUNBUFFERED="1")
+        self.env.pop("REDIS_URL", None)
+        self.procs: list[subprocess.Popen[bytes]] = [self._spawn(p) for p in self.logs]
+
+    def _spawn(self, log: Path) -> subprocess.Popen[bytes]:
+        with open(log, "ab") as out:
+            return subprocess.Popen(
+                self.argv,
+                cwd=REPO_ROOT,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
+
+    def kill_and_restart(self, i: int) -> tuple[int, float]:
+        """SIGKILL process `i`, reap it and start a new one in its place; the
+        killed pid and a `time.time()` read once it was reaped."""
+        old = self.procs[i]
+        old.kill()
+        old.wait(10)
+        killed_at = time.time()
+        self.procs[i] = self._spawn(self.logs[i])
+        return old.pid, killed_at
 
     def wait_ready(self, url: str, queue: str, timeout: float = 30.0) -> None:
         """Wait until every process has its named connection open."""
@@ -128,7 +163,8 @@ class Workers:
 
     def log_text(self) -> str:
         return "\n".join(
-            f"--- {path.name}\n{path.read_text(errors='replace')}" for path in self.logs
+            f"--- {path.name}\n{path.read_text(errors='replace')[-6000:]}"
+            for path in self.logs
         )
 
     def stop(self, timeout: float = 20.0) -> list[int]:
