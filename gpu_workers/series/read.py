@@ -106,7 +106,7 @@ def group_columns(
                 sums[str(gid)] = sums.get(str(gid), 0.0) + n
     ranked = sorted(sums.items(), key=lambda kv: (-kv[1], kv[0]))
     named = [gid for gid, _ in ranked[: points.GROUPS_KEPT]]
-    columns = [
+    columns: list[dict[str, Any]] = [
         {
             "id": gid,
             "waiting": [
