@@ -3,8 +3,9 @@
 Labels stay bounded whatever the number of groups: the `group` label names
 the queue's BULLPEN_METRICS_TOP_GROUPS largest backlogs, and one `(other)`
 series adds up the rest (from the summary's totals, so the rest are never
-read one by one). A scrape reads the summary and that many groups per queue
-with groups (`get_group_summary`, `get_groups`), never every group.
+read one by one). A scrape reads, in pipelined steps over every queue, each
+queue's group count, then for those with groups their summary and that many
+groups (`queues.groups.summary`, `page_groups`): never every group.
 
   bullpen_group_waiting{queue,group}   waiting jobs of the group (or the rest)
   bullpen_group_active{queue,group}    active jobs of the group (or the rest)
@@ -15,21 +16,40 @@ with groups (`get_group_summary`, `get_groups`), never every group.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
+from dashboard.console import reads
 from dashboard.shared import conf
 from dashboard.shared.discovery import QueueRef
-from dashboard.shared.redis import queue
+from queues import ops
+from queues.drive import cmd, gather
+from queues.groups import GroupInfo, GroupSummary, page_groups, summary
+from queues.keys import QueueKeys
 
 #: The `group` label of the series adding up every group past the top N.
 OTHER = "(other)"
 
 
-def group_families(
-    refs: Sequence[QueueRef], top: int | None = None
-) -> Iterable[Metric]:
+def _read(
+    refs: Sequence[QueueRef], top: int
+) -> list[tuple[QueueRef, GroupSummary, list[GroupInfo]]]:
+    """Each queue with groups, its summary and its `top` largest backlogs."""
+    keys = [QueueKeys(r.name, r.prefix) for r in refs]
+    counts = reads.run(gather([cmd("ZCARD", k.base + "groups:index") for k in keys]))
+    found = [(r, k) for r, k, n in zip(refs, keys, counts) if n]
+    if not found:
+        return []
+    totals = reads.run(gather([summary(k) for _, k in found]))
+    if top <= 0:  # no group named: (other) is every group
+        return [(ref, t, []) for (ref, _), t in zip(found, totals)]
+    now = ops.now_ms()
+    pages = reads.run(gather([page_groups(k, 0, top - 1, now) for _, k in found]))
+    return [(ref, t, p) for (ref, _), t, p in zip(found, totals, pages)]
+
+
+def group_families(refs: Sequence[QueueRef], top: int | None = None) -> list[Metric]:
     """The groups' families of `refs` (a queue without groups adds nothing)."""
     n = conf.get().metrics_top_groups if top is None else top
     waiting = GaugeMetricFamily(
@@ -53,22 +73,17 @@ def group_families(
     held = GaugeMetricFamily(
         "bullpen_groups_held", "Groups held (a quota, ...)", labels=["queue"]
     )
-    for ref in refs:
-        q = queue(ref.prefix, ref.name)
-        if not q.count_groups():
-            continue
-        summary = q.get_group_summary()
-        shown = q.get_groups(0, n - 1) if n > 0 else []
+    for ref, totals, shown in _read(refs, n):
         label = ref.key
         for g in shown:
             waiting.add_metric([label, g.id], float(g.waiting))
             active.add_metric([label, g.id], float(g.active))
-        rest_waiting = summary.waiting - sum(g.waiting for g in shown)
-        rest_active = summary.active - sum(g.active for g in shown)
-        if summary.groups > len(shown):
+        if totals.groups > len(shown):
+            rest_waiting = totals.waiting - sum(g.waiting for g in shown)
+            rest_active = totals.active - sum(g.active for g in shown)
             waiting.add_metric([label, OTHER], float(max(rest_waiting, 0)))
             active.add_metric([label, OTHER], float(max(rest_active, 0)))
-        count.add_metric([label], float(summary.groups))
-        paused.add_metric([label], float(summary.paused))
-        held.add_metric([label], float(summary.held))
+        count.add_metric([label], float(totals.groups))
+        paused.add_metric([label], float(totals.paused))
+        held.add_metric([label], float(totals.held))
     return [waiting, active, count, paused, held]

@@ -6,16 +6,16 @@ shows (`get_groups` reads a range of the groups' index, never all of them).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from typing import Any
 
 from dashboard.shared.discovery import QueueRef
 from dashboard.shared.redis import queue
 from queues import Job, ops
+from queues.groups import GroupInfo, GroupSummary
+from queues.names import GROUP_ID_RULE, is_group_id
 
-#: What a group id may be (docs/groups.md): 1-100 of these characters.
-GROUP_ID = re.compile(r"[A-Za-z0-9_.@+\-/]{1,100}")
+__all__ = ["GROUP_ID_RULE"]
+
 #: Groups the queue page's panel lists (the largest backlogs).
 PANEL_GROUPS = 20
 
@@ -23,21 +23,21 @@ PANEL_GROUPS = 20
 def valid_group_id(group_id: str) -> bool:
     """Whether `group_id` is one a group may have (user input is checked
     before any key is named with it)."""
-    return GROUP_ID.fullmatch(group_id) is not None
+    return is_group_id(group_id)
 
 
 @dataclass
 class GroupRow:
     """One group as a row shows it: its state in words and when it changes."""
 
-    info: Any
+    info: GroupInfo
     #: "paused", "held", "rate-limited" or "" (taking turns).
     state: str
     #: Epoch ms the hold or the rate window ends (None: no end known).
     until_ms: int | None
 
 
-def row(info: Any, now_ms: int) -> GroupRow:
+def row(info: GroupInfo, now_ms: int) -> GroupRow:
     """A GroupInfo with its state named (pause first: it outlasts a hold)."""
     limited = info.limited_until_ms
     if info.paused:
@@ -53,7 +53,7 @@ def row(info: Any, now_ms: int) -> GroupRow:
 class GroupPanel:
     """The queue page's Groups panel."""
 
-    summary: Any
+    summary: GroupSummary
     rows: list[GroupRow]
 
 

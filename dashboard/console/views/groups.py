@@ -68,9 +68,7 @@ def groups_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     message = ""
     if wanted:
         if not reads.valid_group_id(wanted):
-            message = (
-                f"{wanted[:100]!r} is not a group id (1-100 of A-Z a-z 0-9 _ . @ + - /)"
-            )
+            message = f"{wanted[:100]!r} is not a group id ({reads.GROUP_ID_RULE})"
         elif reads.group(ref, wanted) is None:
             message = f"{ref.key} has no group {wanted!r}"
         else:
