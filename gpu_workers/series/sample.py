@@ -7,9 +7,10 @@ larger. Wait (processedOn - timestamp - delay) and run (finishedOn -
 processedOn) percentiles come from at most `sample` newest jobs of each set
 that finished in the window (ZREVRANGEBYSCORE ... LIMIT, then one
 `ops.job_fields` each: a member naming no job hash reads as a gone job).
-The backlog and the oldest waiting job are read as they are now, and so
-are the GROUPS_KEPT largest group backlogs and every group's waiting jobs
-(two reads however many groups: the groups' index is scored by backlog).
+The backlog (grouped waiting and delayed jobs included) and the oldest
+waiting job are read as they are now, and so are the GROUPS_KEPT largest
+group backlogs and every group's waiting jobs (a few reads however many
+groups: the groups' index is scored by backlog).
 """
 
 from __future__ import annotations
@@ -51,9 +52,13 @@ def _window_op(
             ("ZREVRANGE", keys.base + "groups:index", 0, GROUPS_KEPT - 1, "WITHSCORES")
         ),
         ops.Cmd(("HGET", keys.base + "groups:meta", "waiting")),
+        ops.Cmd(("ZCARD", keys.base + "groups:delayed")),
     ]
     counted, ids, metas, backlog = reply[:2], reply[2:4], reply[4:6], reply[6:10]
     active, top_groups, grouped = reply[10], reply[11], reply[12]
+    # Grouped jobs wait (and are delayed) in their groups' keys, not in the
+    # lists above: the backlog counts them too, as get_counts does.
+    grouped_backlog = (codec.to_int(grouped, 0) or 0) + int(reply[13])
     wanted = [i for found in ids for i in found]
     kept = [t for t, meta in zip(TARGETS, metas) if meta[0] is not None]
     second = yield [
@@ -87,7 +92,7 @@ def _window_op(
         "w95": percentile(waits, 95),
         "r50": percentile(runs, 50),
         "r95": percentile(runs, 95),
-        "b": sum(int(v) for v in backlog),
+        "b": sum(int(v) for v in backlog) + grouped_backlog,
         "a": int(active),
     }
     if top_groups:

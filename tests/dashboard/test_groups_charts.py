@@ -38,7 +38,7 @@ def test_a_point_keeps_the_five_largest_backlogs(redis_url: str, q: Queue) -> No
         minute + 60_000,
     )
     assert point["g"] == {"g7": 8, "g6": 7, "g5": 6, "g4": 5, "g3": 4}
-    assert point["gw"] == sum(range(1, 9))
+    assert point["gw"] == sum(range(1, 9)) and point["b"] == sum(range(1, 9))
     assert "g" not in bare and "gw" not in bare
     plain.close()
 

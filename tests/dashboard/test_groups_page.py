@@ -72,6 +72,7 @@ def test_panel_lists_summary_and_largest_backlogs(
     assert f'href="{group_url(q, "mid/sub-1")}"' in html
     assert re.search(r'data-group="small" data-group-state="paused"', html)
     assert f'href="{groups_url(q)}"' in html
+    assert 'id="grouped-jobs-note"' in html  # the job list does not show them
     plain = Queue(qname + "-plain", dashboard_redis)
     plain.add("job", {})
     assert 'id="groups"' not in admin_client.get(queue_url(plain)).content.decode()
