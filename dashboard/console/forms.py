@@ -108,6 +108,26 @@ class RateLimitForm(forms.Form):
         return data
 
 
+class GroupSettingsForm(forms.Form):
+    """A group's own settings (docs/groups.md); a blank field clears the
+    group's own value, so the queue's group defaults apply again."""
+
+    weight = forms.IntegerField(min_value=1, max_value=1_000, required=False)
+    concurrency = forms.IntegerField(min_value=0, max_value=1_000_000, required=False)
+    rate_max = forms.IntegerField(min_value=1, max_value=1_000_000_000, required=False)
+    rate_duration_ms = forms.IntegerField(
+        min_value=1, max_value=86_400_000, required=False
+    )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if (data.get("rate_max") is None) != (data.get("rate_duration_ms") is None):
+            raise forms.ValidationError(
+                "give both the rate's jobs and its window (ms), or neither"
+            )
+        return data
+
+
 class SearchForm(forms.Form):
     """Find a job by id, or scan one state of one queue with filters."""
 

@@ -34,6 +34,10 @@ dashboard/console/metrics_models.py)
   bullpen_model_load_failures_total, bullpen_model_load_ooms_total,
   bullpen_model_load_seconds (histogram), bullpen_model_resident_bytes,
   bullpen_models_resident{gpu}
+Groups (labels queue, group: the BULLPEN_METRICS_TOP_GROUPS largest backlogs
+and "(other)"; dashboard/console/metrics_groups.py)
+  bullpen_group_waiting, bullpen_group_active, and per queue bullpen_groups,
+  bullpen_groups_paused, bullpen_groups_held
 Redis (label `node`: the server, each primary of a cluster): memory used and
 max, maxmemory policy, evicted keys, clients (dashboard/console/metrics_redis.py)
 And bullpen_redis_up, bullpen_scrape_duration_seconds: these two describe the
@@ -78,6 +82,7 @@ from queues.names import qualified_name
 from queues.ops import DEFAULT_STATES
 
 from .metrics_gpus import gpu_families
+from .metrics_groups import group_families
 from .metrics_models import model_families
 from .metrics_redis import redis_families
 from .reads.overview import worker_census
@@ -272,7 +277,8 @@ class BullpenCollector(Collector):
             wait.add_metric([label], buckets, total)
             buckets, total = _histogram(q["runs"])
             run.add_metric([label], buckets, total)
-        return [jobs, paused, workers, completed, failed, oldest, wait, run]
+        families = [jobs, paused, workers, completed, failed, oldest, wait, run]
+        return [*families, *group_families(refs)]
 
     # --- workers and GPUs -------------------------------------------------------------
     def _fleet_families(self) -> Iterable[Metric]:

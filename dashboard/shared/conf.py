@@ -83,6 +83,7 @@ class Conf:
     metrics_token: str
     metrics_allow: tuple[str, ...]
     metrics_sample_jobs: int
+    metrics_top_groups: int
     # --- logs, health checks, security ---
     log_format: str
     liveness_file: str

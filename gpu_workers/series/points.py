@@ -4,7 +4,9 @@ A queue point (JSON, short names as it is stored once a minute per queue):
 `t` start (ms), `m` minutes it covers, `c` / `f` jobs completed / failed in
 them, `n` finished jobs whose times were sampled, `w50` `w95` wait and `r50`
 `r95` run time percentiles (seconds), `b` backlog (waiting + prioritized +
-delayed), `a` active, `o` age of the oldest waiting job (seconds). A GPU point:
+delayed), `a` active, `o` age of the oldest waiting job (seconds), and on a queue with
+groups `g` the waiting jobs of its GROUPS_KEPT largest backlogs ({id: n})
+and `gw` every group's waiting jobs (the rest is `gw` minus those). A GPU point:
 `t`, `m`, `u` utilisation (%), `mu` memory used, `c` committed VRAM, `bu`
 budget, `tot` total (bytes).
 
@@ -31,6 +33,9 @@ COUNTS = ("c", "f", "n")
 LEVELS = ("b", "a")
 #: Queue point fields, in the order charts read them.
 QUEUE_FIELDS = ("c", "f", "w50", "w95", "r50", "r95", "b", "a", "o", "n")
+#: Groups a queue point keeps the backlog of (the largest), so a point stays
+#: small however many groups the queue has.
+GROUPS_KEPT = 5
 #: GPU point fields averaged over time.
 GPU_FIELDS = ("u", "mu", "c", "bu", "tot")
 
@@ -100,7 +105,27 @@ def over_time(points: Sequence[Point], start_ms: int) -> Point:
     for name in LEVELS:
         values = _values(points, name)
         out[name] = round(sum(values) / len(values), 2) if values else None
+    _groups_part(points, out)
     return out
+
+
+def _groups_part(points: Sequence[Point], out: Point) -> None:
+    """Average each group's backlog over the points that sampled groups (a
+    group outside a point's largest counts 0 there: it is in that point's
+    rest), keeping the GROUPS_KEPT largest; `gw` averaged likewise."""
+    sampled = [p for p in points if isinstance(p.get("g"), dict)]
+    if not sampled:
+        return
+    sums: dict[str, float] = {}
+    for p in sampled:
+        for gid, n in p["g"].items():
+            value = _num(n)
+            if value is not None:
+                sums[str(gid)] = sums.get(str(gid), 0.0) + value
+    kept = sorted(sums.items(), key=lambda kv: (-kv[1], kv[0]))[:GROUPS_KEPT]
+    out["g"] = {gid: round(total / len(sampled), 2) for gid, total in kept}
+    totals = _values(sampled, "gw")
+    out["gw"] = round(sum(totals) / len(totals), 2) if totals else None
 
 
 def over_queues(points: Sequence[Point], start_ms: int) -> Point:

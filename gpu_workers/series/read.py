@@ -79,7 +79,51 @@ def queue_series(
         gaps = [s for s in starts if s not in by_t]
         by_t.update(_from_bullmq(client, refs[0], gaps, width, starts[0]))
     merged = {t: points.over_queues(ps, t) for t, ps in by_t.items()}
-    return _columns(range_name, width, starts, merged, live)
+    out = _columns(range_name, width, starts, merged, live)
+    if len(refs) == 1:
+        out["groups"] = group_columns(starts, {t: ps[0] for t, ps in by_t.items()})
+    return out
+
+
+#: The `id` of the series adding up the groups a chart does not name.
+OTHER_GROUPS = "(other)"
+
+
+def group_columns(
+    starts: Sequence[int], by_t: dict[int, points.Point]
+) -> list[dict[str, Any]]:
+    """Waiting jobs by group on the grid: the GROUPS_KEPT groups with the
+    largest backlog over the range, then OTHER_GROUPS, the rest of every
+    group's waiting jobs (a group a point does not name is in its rest);
+    [] when no point sampled groups. A point's missing value is None."""
+    sampled = {t: p for t, p in by_t.items() if isinstance(p.get("g"), dict)}
+    if not sampled:
+        return []
+    sums: dict[str, float] = {}
+    for p in sampled.values():
+        for gid, n in p["g"].items():
+            if isinstance(n, (int, float)):
+                sums[str(gid)] = sums.get(str(gid), 0.0) + n
+    ranked = sorted(sums.items(), key=lambda kv: (-kv[1], kv[0]))
+    named = [gid for gid, _ in ranked[: points.GROUPS_KEPT]]
+    columns: list[dict[str, Any]] = [
+        {
+            "id": gid,
+            "waiting": [
+                (sampled[s]["g"].get(gid, 0) if s in sampled else None) for s in starts
+            ],
+        }
+        for gid in named
+    ]
+    rest: list[float | None] = []
+    for i, s in enumerate(starts):
+        total = sampled[s].get("gw") if s in sampled else None
+        if not isinstance(total, (int, float)):
+            rest.append(None)
+            continue
+        shown = sum(c["waiting"][i] or 0 for c in columns)
+        rest.append(round(max(total - shown, 0), 2))
+    return [*columns, {"id": OTHER_GROUPS, "waiting": rest}]
 
 
 def _from_bullmq(

@@ -7,17 +7,22 @@ larger. Wait (processedOn - timestamp - delay) and run (finishedOn -
 processedOn) percentiles come from at most `sample` newest jobs of each set
 that finished in the window (ZREVRANGEBYSCORE ... LIMIT, then one
 `ops.job_fields` each: a member naming no job hash reads as a gone job).
-The backlog and the oldest waiting job are read as they are now.
+The backlog (grouped waiting and delayed jobs included) and the oldest
+waiting job are read as they are now, and so are the GROUPS_KEPT largest
+group backlogs and every group's waiting jobs (a few reads however many
+groups: the groups' index is scored by backlog).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from queues import codec, ops
 from queues.drive import gather
 from queues.keys import QueueKeys
 from queues.metrics import MINUTE_MS, TARGETS, parse_metrics
 
-from .points import Point, percentile
+from .points import GROUPS_KEPT, Point, percentile
 
 _TIMES = ("timestamp", "delay", "processedOn", "finishedOn")
 
@@ -41,9 +46,19 @@ def _window_op(
         ops.Cmd(("ZCARD", keys.prioritized)),
         ops.Cmd(("ZCARD", keys.delayed)),
         ops.Cmd(("LLEN", keys.active)),
+        # The groups' index and totals (docs/groups.md; queues/groups.py
+        # names them from the queue's base, as here).
+        ops.Cmd(
+            ("ZREVRANGE", keys.base + "groups:index", 0, GROUPS_KEPT - 1, "WITHSCORES")
+        ),
+        ops.Cmd(("HGET", keys.base + "groups:meta", "waiting")),
+        ops.Cmd(("ZCARD", keys.base + "groups:delayed")),
     ]
     counted, ids, metas, backlog = reply[:2], reply[2:4], reply[4:6], reply[6:10]
-    active = reply[10]
+    active, top_groups, grouped = reply[10], reply[11], reply[12]
+    # Grouped jobs wait (and are delayed) in their groups' keys, not in the
+    # lists above: the backlog counts them too, as get_counts does.
+    grouped_backlog = (codec.to_int(grouped, 0) or 0) + int(reply[13])
     wanted = [i for found in ids for i in found]
     kept = [t for t, meta in zip(TARGETS, metas) if meta[0] is not None]
     second = yield [
@@ -67,7 +82,7 @@ def _window_op(
             runs.append(max(done - begun, 0) / 1000)
     waits.sort()
     runs.sort()
-    return {
+    point: Point = {
         "t": start_ms,
         "m": 1,
         "c": finished[0],
@@ -77,9 +92,21 @@ def _window_op(
         "w95": percentile(waits, 95),
         "r50": percentile(runs, 50),
         "r95": percentile(runs, 95),
-        "b": sum(int(v) for v in backlog),
+        "b": sum(int(v) for v in backlog) + grouped_backlog,
         "a": int(active),
     }
+    if top_groups:
+        point["g"] = {str(gid): int(float(n)) for gid, n in _pairs(top_groups)}
+        point["gw"] = codec.to_int(grouped, 0)
+    return point
+
+
+def _pairs(reply: list[Any]) -> list[tuple[Any, Any]]:
+    """ZRANGE ... WITHSCORES as (member, score) pairs, whether the client
+    paired them (RESP3, redis-py's callback) or sent them flat."""
+    if reply and isinstance(reply[0], (list, tuple)):
+        return [(m, n) for m, n in reply]
+    return list(zip(reply[0::2], reply[1::2]))
 
 
 def queue_point_op(

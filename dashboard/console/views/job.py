@@ -33,6 +33,7 @@ from ..models import AuditEntry
 from ..reads import attempts as attempt_reads
 from ..reads import job as job_reads
 from ..reads import waiting as waiting_reads
+from ..reads.groups import job_group
 from ..reads.job import JobDetail
 from .common import (
     OPERATE,
@@ -101,6 +102,7 @@ def detail_context(request: HttpRequest, ref: QueueRef, d: JobDetail) -> dict[st
             if name not in ("data", "returnvalue")
         ],
         "opts_text": pretty(job.opts)[0],
+        "group_id": job_group(job),
         "result_text": result_text if job.returnvalue is not None else "",
         "result_cut": result_cut,
         "progress_pct": pct,

@@ -18,10 +18,11 @@ from dashboard.shared.discovery import QueueRef
 from queues import ops
 
 from ..display import job_row
+from ..reads import groups as group_reads
 from ..reads import queue as queue_reads
 from ..reads import waiting as waiting_reads
 from ..reads.job import due_times
-from . import lists
+from . import groups, lists
 from .common import (
     OPERATE,
     SCALE,
@@ -127,6 +128,8 @@ def queue_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
         drain_form=forms.DrainForm(),
         obliterate_form=forms.ObliterateForm(queue_name=ref.name),
         live_json=live_json(queues=[ref.key]),
+        groups=group_reads.group_panel(ref),
+        group_may=groups.may(request, ref),
         **lists.batch_context(ref),
     )
     return render(request, "dashboard/queue.html", context)

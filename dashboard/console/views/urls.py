@@ -15,6 +15,7 @@ from . import (
     charts,
     gpus,
     gputime,
+    groups,
     health,
     job,
     metrics,
@@ -101,6 +102,14 @@ urlpatterns = [
         schedulers.scheduler_action,
         name="scheduler-action",
     ),
+    # A queue's groups (issue 25); a group id may hold slashes: actions first.
+    path(Q + "groups/", groups.groups_page, name="groups"),
+    path(
+        Q + "groups/<job_id:group_id>/actions/<slug:verb>/",
+        groups.group_action,
+        name="group-action",
+    ),
+    path(Q + "groups/<job_id:group_id>/", groups.group_page, name="group"),
     # Job routes: actions and fragments first, as a job id may hold slashes.
     path(J + "actions/<slug:verb>/", job.job_action, name="job-action"),
     path(J + "fragments/detail/", job.job_detail, name="job-detail"),

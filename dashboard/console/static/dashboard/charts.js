@@ -84,10 +84,21 @@
     ];
   }
 
+  // A queue with groups: its waiting jobs by group, the largest backlogs
+  // and "(other)", the rest (the series are json.groups[i].waiting).
+  function queueDefs(json) {
+    if (!json.groups || !json.groups.length) return QUEUE;
+    var series = json.groups.map(function (g, i) {
+      var colour = g.id === "(other)" ? "--muted" : PALETTE[i % PALETTE.length];
+      return ["waiting", g.id, colour, i, "groups"];
+    });
+    return QUEUE.concat([{ title: "Waiting by group", unit: "largest backlogs", fmt: num, series: series }]);
+  }
+
   function columns(json, def) {
     var data = [json.t];
     def.series.forEach(function (s) {
-      data.push(s.length > 3 ? json.gpus[s[3]][s[0]] : json[s[0]]);
+      data.push(s.length > 3 ? json[s[4] || "gpus"][s[3]][s[0]] : json[s[0]]);
     });
     return data;
   }
@@ -191,7 +202,7 @@
   };
 
   Section.prototype.defs = function () {
-    return this.kind === "gpus" ? gpuDefs(this.json) : QUEUE;
+    return this.kind === "gpus" ? gpuDefs(this.json) : queueDefs(this.json);
   };
 
   Section.prototype.draw = function (rebuild) {

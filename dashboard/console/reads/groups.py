@@ -1,0 +1,100 @@
+"""A queue's groups (docs/groups.md) as the pages read them: the queue page's
+panel (summary and the largest backlogs), a page of every group, one group
+with its waiting jobs in claim order. Every read is bounded by the page it
+shows (`get_groups` reads a range of the groups' index, never all of them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dashboard.shared.discovery import QueueRef
+from dashboard.shared.redis import queue
+from queues import Job, ops
+from queues.groups import GroupInfo, GroupSummary
+from queues.names import GROUP_ID_RULE, is_group_id
+
+__all__ = ["GROUP_ID_RULE"]
+
+#: Groups the queue page's panel lists (the largest backlogs).
+PANEL_GROUPS = 20
+
+
+def valid_group_id(group_id: str) -> bool:
+    """Whether `group_id` is one a group may have (user input is checked
+    before any key is named with it)."""
+    return is_group_id(group_id)
+
+
+@dataclass
+class GroupRow:
+    """One group as a row shows it: its state in words and when it changes."""
+
+    info: GroupInfo
+    #: "paused", "held", "rate-limited" or "" (taking turns).
+    state: str
+    #: Epoch ms the hold or the rate window ends (None: no end known).
+    until_ms: int | None
+
+
+def row(info: GroupInfo, now_ms: int) -> GroupRow:
+    """A GroupInfo with its state named (pause first: it outlasts a hold)."""
+    limited = info.limited_until_ms
+    if info.paused:
+        return GroupRow(info, "paused", None)
+    if info.hold:
+        return GroupRow(info, "held", info.hold_until_ms)
+    if limited is not None and limited > now_ms:
+        return GroupRow(info, "rate-limited", limited)
+    return GroupRow(info, "", None)
+
+
+@dataclass
+class GroupPanel:
+    """The queue page's Groups panel."""
+
+    summary: GroupSummary
+    rows: list[GroupRow]
+
+
+def group_panel(ref: QueueRef) -> GroupPanel | None:
+    """The summary and the PANEL_GROUPS largest backlogs, or None when the
+    queue has no group (the panel is not shown)."""
+    q = queue(ref.prefix, ref.name)
+    if q.count_groups() == 0:
+        return None
+    now = ops.now_ms()
+    top = q.get_groups(0, PANEL_GROUPS - 1)
+    return GroupPanel(q.get_group_summary(), [row(g, now) for g in top])
+
+
+def groups_page(ref: QueueRef, page_no: int, size: int) -> tuple[list[GroupRow], int]:
+    """One page of every group, largest backlog first, and how many there are."""
+    q = queue(ref.prefix, ref.name)
+    total = int(q.count_groups())
+    start = (page_no - 1) * size
+    now = ops.now_ms()
+    return [row(g, now) for g in q.get_groups(start, start + size - 1)], total
+
+
+def group(ref: QueueRef, group_id: str) -> GroupRow | None:
+    """One group, or None when the queue has no such group."""
+    found = queue(ref.prefix, ref.name).get_group(group_id)
+    return None if found is None else row(found, ops.now_ms())
+
+
+def group_jobs(ref: QueueRef, group_id: str, start: int, end: int) -> list[Job]:
+    """The group's waiting jobs `start`..`end` in the order workers take them."""
+    jobs: list[Job] = queue(ref.prefix, ref.name).get_group_jobs(group_id, start, end)
+    return jobs
+
+
+def job_group(job: Job) -> str | None:
+    """The group a job belongs to: the `gid` Bullpen placed it by, else the
+    id its options ask for (a Node job not adopted yet); None when neither
+    is a group id."""
+    found = job.raw.get("gid")
+    if not found:
+        wanted = job.opts.get("group")
+        found = wanted.get("id") if isinstance(wanted, dict) else None
+    return found if isinstance(found, str) and valid_group_id(found) else None

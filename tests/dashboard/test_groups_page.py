@@ -1,0 +1,273 @@
+"""Groups on the dashboard (docs/groups.md): the queue page's panel, the page
+of every group, a group's page, the job page's link to its group, and the
+audited, permission-checked group actions with their input validated."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from dashboard.console.models import AuditEntry
+from queues import Queue
+from tests.dashboard.conftest import client_for, user_in
+from tests.dashboard.helpers import hx_post, job_url, queue_url
+
+pytestmark = pytest.mark.django_db
+
+
+def add_groups(q: Queue, backlogs: dict[str, int]) -> list[str]:
+    """Add `n` jobs to each group (in one bulk); their ids, in order."""
+    jobs = q.add_bulk(
+        [
+            {"name": "job", "data": {"g": g, "i": i}, "opts": {"group": g}}
+            for g, n in backlogs.items()
+            for i in range(n)
+        ]
+    )
+    return [j.id for j in jobs]
+
+
+def group_url(q: Queue, group_id: str, verb: str | None = None) -> str:
+    """A group's page, or one of its actions."""
+    if verb:
+        return reverse("bullpen:group-action", args=[q.prefix, q.name, group_id, verb])
+    return reverse("bullpen:group", args=[q.prefix, q.name, group_id])
+
+
+def groups_url(q: Queue) -> str:
+    """The page of every group of a queue."""
+    return reverse("bullpen:groups", args=[q.prefix, q.name])
+
+
+def shown_groups(html: str) -> list[str]:
+    """The groups of a page's group rows, in order."""
+    return re.findall(r'<tr data-group="([^"]+)"', html)
+
+
+def audit() -> list[tuple[str, str, str]]:
+    """(target, action, outcome) of every audit row, oldest first."""
+    return list(
+        AuditEntry.objects.order_by("id").values_list("target", "action", "outcome")
+    )
+
+
+def test_panel_lists_summary_and_largest_backlogs(
+    dashboard_redis: str, admin_client: Client, qname: str
+) -> None:
+    """The queue page has a Groups panel with the summary and the groups by
+    backlog, each linked to its page; a queue without groups has none."""
+    q = Queue(qname, dashboard_redis)
+    add_groups(q, {"small": 1, "big": 4, "mid/sub-1": 2})
+    q.pause_group("small")
+    html = admin_client.get(queue_url(q)).content.decode()
+    assert 'id="groups"' in html
+    assert shown_groups(html) == ["big", "mid/sub-1", "small"]
+    assert '<strong data-summary="groups">3</strong>' in html
+    assert '<strong data-summary="waiting">7</strong>' in html
+    assert '<strong data-summary="paused">1</strong>' in html
+    assert f'href="{group_url(q, "mid/sub-1")}"' in html
+    assert re.search(r'data-group="small" data-group-state="paused"', html)
+    assert f'href="{groups_url(q)}"' in html
+    assert 'id="grouped-jobs-note"' in html  # the job list does not show them
+    plain = Queue(qname + "-plain", dashboard_redis)
+    plain.add("job", {})
+    assert 'id="groups"' not in admin_client.get(queue_url(plain)).content.decode()
+
+
+def test_group_page_lists_waiting_jobs_in_claim_order(
+    dashboard_redis: str, admin_client: Client, qname: str
+) -> None:
+    """A group's page shows its settings and its waiting jobs in the order
+    `get_group_jobs` gives, each linked; the job page links to its group."""
+    q = Queue(qname, dashboard_redis)
+    add_groups(q, {"acme": 3, "other": 1})
+    q.add("urgent", {}, group="acme", priority=1)
+    q.set_group("acme", weight=3, concurrency=2)
+    order = [j.id for j in q.get_group_jobs("acme", 0, 99)]
+    html = admin_client.get(group_url(q, "acme")).content.decode()
+    assert re.findall(r'<tr data-job="([^"]+)"', html) == order
+    for job_id in order:
+        assert f'href="{job_url(q, job_id)}"' in html
+    assert "<dt>weight</dt><dd>3" in html and "<dt>concurrency</dt><dd>2" in html
+    job_html = admin_client.get(job_url(q, order[0])).content.decode()
+    assert f'id="job-group" href="{group_url(q, "acme")}"' in job_html
+
+
+def test_unknown_or_invalid_group_is_the_sites_404(
+    dashboard_redis: str, admin_client: Client, qname: str
+) -> None:
+    """A group the queue does not have, an id no group may have, and an
+    unknown queue answer our 404 page; an action on them writes nothing."""
+    q = Queue(qname, dashboard_redis)
+    add_groups(q, {"acme": 1})
+    for url in (
+        group_url(q, "nope"),
+        group_url(q, "a:b"),
+        group_url(q, "x" * 101),
+        reverse("bullpen:groups", args=["bull", qname + "-missing"]),
+    ):
+        response = admin_client.get(url)
+        assert response.status_code == 404, url
+        assert b'id="not-found"' in response.content, url
+    response = hx_post(admin_client, group_url(q, "nope", "pause"))
+    assert response.status_code == 404
+    assert q.get_group("nope") is None
+    assert hx_post(admin_client, group_url(q, "acme", "no-such")).status_code == 404
+
+
+def test_search_finds_a_group_by_id(
+    dashboard_redis: str, admin_client: Client, qname: str
+) -> None:
+    """The search box goes to the group's page; an unknown or invalid id
+    stays on the list saying so, escaped."""
+    q = Queue(qname, dashboard_redis)
+    add_groups(q, {"acme@eu": 1})
+    found = admin_client.get(groups_url(q), {"id": "acme@eu"})
+    assert found.status_code == 302 and found["Location"] == group_url(q, "acme@eu")
+    missing = admin_client.get(groups_url(q), {"id": "nope"})
+    assert missing.status_code == 404
+    said = missing.content.decode()
+    assert f"bull:{qname} has no group &#x27;nope&#x27;" in said
+    odd = admin_client.get(groups_url(q), {"id": "<script>x</script>"})
+    assert odd.status_code == 404
+    assert b"<script>x" not in odd.content and b"is not a group id" in odd.content
+
+
+def test_pause_and_resume_are_audited_and_need_operate(
+    dashboard_redis: str, admin_client: Client, qname: str
+) -> None:
+    """A viewer is refused (audited as denied); an operator pauses and
+    resumes the group (each audited), and the page goes back where it was."""
+    q = Queue(qname, dashboard_redis)
+    add_groups(q, {"acme": 2})
+    viewer = client_for(user_in("viewer"))
+    assert hx_post(viewer, group_url(q, "acme", "pause")).status_code == 403
+    assert not q.get_group("acme").paused
+    operator = client_for(user_in("operator"))
+    response = hx_post(operator, group_url(q, "acme", "pause"), {"next": queue_url(q)})
+    assert response.status_code == 200 and response["HX-Redirect"] == queue_url(q)
+    assert q.get_group("acme").paused
+    response = operator.post(group_url(q, "acme", "resume"))
+    assert response.status_code == 303
+    assert response["Location"] == group_url(q, "acme")
+    assert not q.get_group("acme").paused
+    target = f"bull:{qname}:acme"
+    assert audit() == [
+        (target, "group.pause", "denied"),
+        (target, "group.pause", "ok"),
+        (target, "group.resume", "ok"),
+    ]
+
+
+def test_release_ends_a_hold(
+    dashboard_redis: str, admin_client: Client, qname: str
+) -> None:
+    """A held group shows its hold with the reason; Release ends it, and
+    releasing a group not held is refused (400, audited)."""
+    q = Queue(qname, dashboard_redis)
+    add_groups(q, {"acme": 1})
+    q.hold_group("acme", "quota")
+    html = admin_client.get(group_url(q, "acme")).content.decode()
+    assert "held: quota" in html
+    assert hx_post(admin_client, group_url(q, "acme", "release")).status_code == 200
+    assert not q.get_group("acme").hold
+    assert hx_post(admin_client, group_url(q, "acme", "release")).status_code == 400
+    assert [a for _, a, _ in audit()] == ["group.release", "group.release"]
+
+
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [
+        ({"weight": "0"}, "weight"),
+        ({"weight": "x"}, "weight"),
+        ({"concurrency": "-1"}, "concurrency"),
+        ({"rate_max": "5"}, "or neither"),
+        ({"rate_duration_ms": "1000"}, "or neither"),
+    ],
+)
+def test_settings_input_is_validated(
+    dashboard_redis: str, admin_client: Client, qname: str, data: Any, problem: str
+) -> None:
+    """Bad limits are refused with what is wrong (400, audited as an error),
+    and the group keeps its settings."""
+    q = Queue(qname, dashboard_redis)
+    add_groups(q, {"acme": 1})
+    response = hx_post(admin_client, group_url(q, "acme", "settings"), data)
+    assert response.status_code == 400
+    assert problem in response.content.decode()
+    assert q.get_group("acme").weight == 1
+    assert audit() == [(f"bull:{qname}:acme", "group.settings", "error")]
+
+
+def test_settings_set_and_clear_limits_and_need_scale(
+    dashboard_redis: str, qname: str
+) -> None:
+    """An operator may not change limits (scale); a scaler sets weight,
+    concurrency and rate, and blank fields clear them again."""
+    q = Queue(qname, dashboard_redis)
+    add_groups(q, {"acme": 1})
+    url = group_url(q, "acme", "settings")
+    limits = {
+        "weight": "3",
+        "concurrency": "2",
+        "rate_max": "10",
+        "rate_duration_ms": "1000",
+    }
+    operator = client_for(user_in("operator"))
+    assert hx_post(operator, url, limits).status_code == 403
+    scaler = client_for(user_in("scaler"))
+    assert hx_post(scaler, url, limits).status_code == 200
+    g = q.get_group("acme")
+    assert (g.weight, g.concurrency, g.rate_max, g.rate_duration_ms) == (
+        3,
+        2,
+        10,
+        1000,
+    )
+    assert hx_post(scaler, url, {}).status_code == 200
+    g = q.get_group("acme")
+    assert (g.weight, g.concurrency, g.rate_max) == (1, None, None)
+    assert [(a, o) for _, a, o in audit()] == [
+        ("group.settings", "denied"),
+        ("group.settings", "ok"),
+        ("group.settings", "ok"),
+    ]
+
+
+def test_read_only_queue_offers_no_group_action(
+    dashboard_redis: str, admin_client: Client, qname: str, settings: Any
+) -> None:
+    """On a read-only queue the panel has no actions and a posted one is refused."""
+    settings.BULLPEN_READ_ONLY_QUEUES = [qname]
+    q = Queue(qname, dashboard_redis)
+    add_groups(q, {"acme": 1})
+    html = admin_client.get(queue_url(q)).content.decode()
+    assert 'data-group="acme"' in html and "data-group-action" not in html
+    assert hx_post(admin_client, group_url(q, "acme", "pause")).status_code == 403
+    assert not q.get_group("acme").paused
+
+
+def test_ten_thousand_groups_render_a_page(
+    dashboard_redis: str, admin_client: Client, qname: str, settings: Any
+) -> None:
+    """With 10,000 groups the queue page lists the 20 largest backlogs and
+    the groups page one page of them, the last page the rest."""
+    settings.BULLPEN_PAGE_SIZE = 25
+    q = Queue(qname, dashboard_redis)
+    backlogs = {f"g{i:05d}": 1 for i in range(10_000)}
+    backlogs.update({"top-a": 5, "top-b": 4})
+    add_groups(q, backlogs)
+    html = admin_client.get(queue_url(q)).content.decode()
+    rows = shown_groups(html)
+    assert len(rows) == 20 and rows[:2] == ["top-a", "top-b"]
+    assert '<strong data-summary="groups">10002</strong>' in html
+    first = admin_client.get(groups_url(q)).content.decode()
+    assert len(shown_groups(first)) == 25 and "page 1 of 401" in first
+    last = admin_client.get(groups_url(q), {"page": 401}).content.decode()
+    assert len(shown_groups(last)) == 2
+    beyond = admin_client.get(groups_url(q), {"page": 9_999}).content.decode()
+    assert "page 401 of 401" in beyond
