@@ -150,31 +150,31 @@ def concurrent_reruns(runs: Iterable[Run]) -> list[tuple[Run, Run]]:
 
 def group_problems(url: str, queue: str) -> list[str]:
     """What is inconsistent in the queue's group keys once nothing runs: a
-    group with jobs waiting, active or `r`/`a` counters left, `groups:meta
-    waiting` against the groups' wait sets, leases left, grouped delayed jobs."""
+    group with jobs waiting, active or `r`/`a` counters left, `groups:waiting`
+    against the groups' wait sets, leases left, grouped delayed jobs."""
     client = redis.Redis.from_url(url, decode_responses=True)
     try:
-        base = Queue(queue, client).keys.base
-        groups = client.zrange(base + "groups:index", 0, -1, withscores=True)
+        keys = Queue(queue, client).keys
+        groups = client.zrange(keys.groups_index, 0, -1, withscores=True)
         problems = []
         total = 0
         for gid, score in groups:
-            waiting = client.zcard(f"{base}group:{gid}:wait")
+            waiting = client.zcard(keys.group(gid) + ":wait")
             total += waiting
-            active = int(client.hget(f"{base}group:{gid}", "a") or 0)
+            active = int(client.hget(keys.group(gid), "a") or 0)
             if waiting or active or score:
                 problems.append(
                     f"group {gid}: {waiting} waiting, a={active}, index score {score}"
                 )
-        meta_waiting = int(client.hget(base + "groups:meta", "waiting") or 0)
-        if meta_waiting != total:
-            problems.append(f"groups:meta waiting {meta_waiting} != waits' {total}")
-        if meta_waiting:
-            problems.append(f"groups:meta waiting {meta_waiting} at the end")
-        leases = client.zrange(base + "groups:leases", 0, -1)
+        listed = client.zcard(keys.groups_waiting)
+        if listed != total:
+            problems.append(f"groups:waiting holds {listed} != waits' {total}")
+        if listed:
+            problems.append(f"groups:waiting holds {listed} at the end")
+        leases = client.zrange(keys.groups_leases, 0, -1)
         if leases:
             problems.append(f"groups:leases not empty: {leases[:10]}")
-        delayed = client.zcard(base + "groups:delayed")
+        delayed = client.zcard(keys.groups_delayed)
         if delayed:
             problems.append(f"groups:delayed holds {delayed}")
         return problems
