@@ -37,7 +37,7 @@ def _read(
 ) -> list[tuple[QueueRef, GroupSummary, list[GroupInfo]]]:
     """Each queue with groups, its summary and its `top` largest backlogs."""
     keys = [QueueKeys(r.name, r.prefix) for r in refs]
-    counts = reads.run(gather([cmd("ZCARD", k.base + "groups:index") for k in keys]))
+    counts = reads.run(gather([cmd("ZCARD", k.groups_index) for k in keys]))
     found = [(r, k) for r, k, n in zip(refs, keys, counts) if n]
     if not found:
         return []

@@ -46,13 +46,10 @@ def _window_op(
         ops.Cmd(("ZCARD", keys.prioritized)),
         ops.Cmd(("ZCARD", keys.delayed)),
         ops.Cmd(("LLEN", keys.active)),
-        # The groups' index and totals (docs/groups.md; queues/groups.py
-        # names them from the queue's base, as here).
-        ops.Cmd(
-            ("ZREVRANGE", keys.base + "groups:index", 0, GROUPS_KEPT - 1, "WITHSCORES")
-        ),
-        ops.Cmd(("HGET", keys.base + "groups:meta", "waiting")),
-        ops.Cmd(("ZCARD", keys.base + "groups:delayed")),
+        # The groups' index and totals (docs/groups.md).
+        ops.Cmd(("ZREVRANGE", keys.groups_index, 0, GROUPS_KEPT - 1, "WITHSCORES")),
+        ops.Cmd(("ZCARD", keys.groups_waiting)),
+        ops.Cmd(("ZCARD", keys.groups_delayed)),
     ]
     counted, ids, metas, backlog = reply[:2], reply[2:4], reply[4:6], reply[6:10]
     active, top_groups, grouped = reply[10], reply[11], reply[12]

@@ -59,7 +59,7 @@ def _places(
     keys: QueueKeys, groups: list[str], jobs: Sequence[tuple[str, str]]
 ) -> Op[tuple[dict[str, int | None], list[int | None]]]:
     batch: list[Cmd | Eval] = [
-        Cmd(("LPOS", keys.base + "groups:ready", g)) for g in groups
+        Cmd(("LPOS", keys.groups_ready, g)) for g in groups
     ]
     batch += [Cmd(("ZRANK", group_key(keys, g) + ":wait", i)) for i, g in jobs]
     replies = yield batch

@@ -164,7 +164,7 @@ def _job_cmds(
     if state == "delayed":
         cmds.append(Cmd(("ZSCORE", keys.delayed, job_id)))
     elif state == GROUPED_DELAYED:  # scored by its due time in ms
-        cmds.append(Cmd(("ZSCORE", keys.base + "groups:delayed", job_id)))
+        cmds.append(Cmd(("ZSCORE", keys.groups_delayed, job_id)))
     elif state == "waiting":  # a grouped job's state is `grouped` here: no scans
         # Its own LLEN right before the scans (place.py): the queue's, read at
         # the head of a long pipeline, may be further from them in time.

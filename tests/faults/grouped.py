@@ -186,9 +186,9 @@ def group_waiting(url: str, queue: str) -> int:
     """Grouped jobs waiting, counted over the groups' own wait sets."""
     client = redis.Redis.from_url(url, decode_responses=True)
     try:
-        base = Queue(queue, client).keys.base
-        gids = client.zrange(base + "groups:index", 0, -1)
-        return sum(client.zcard(f"{base}group:{gid}:wait") for gid in gids)
+        keys = Queue(queue, client).keys
+        gids = client.zrange(keys.groups_index, 0, -1)
+        return sum(client.zcard(keys.group(gid) + ":wait") for gid in gids)
     except redis.RedisError:
         return -1
     finally:
