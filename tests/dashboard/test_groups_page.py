@@ -61,9 +61,11 @@ def test_panel_lists_summary_and_largest_backlogs(
     """The queue page has a Groups panel with the summary and the groups by
     backlog, each linked to its page; a queue without groups has none."""
     q = Queue(qname, dashboard_redis)
-    add_groups(q, {"small": 1, "big": 4, "mid/sub-1": 2})
+    ids = add_groups(q, {"small": 1, "big": 4, "mid/sub-1": 2})
     q.pause_group("small")
     html = admin_client.get(queue_url(q)).content.decode()
+    listed = re.findall(r'<tr data-job="[^"]*:([^":]+)"', html)
+    assert sorted(listed) == sorted(ids)  # the waiting tab lists grouped jobs
     assert 'id="groups"' in html
     assert shown_groups(html) == ["big", "mid/sub-1", "small"]
     assert '<strong data-summary="groups">3</strong>' in html
@@ -72,7 +74,7 @@ def test_panel_lists_summary_and_largest_backlogs(
     assert f'href="{group_url(q, "mid/sub-1")}"' in html
     assert re.search(r'data-group="small" data-group-state="paused"', html)
     assert f'href="{groups_url(q)}"' in html
-    assert 'id="grouped-jobs-note"' in html  # the job list does not show them
+    assert 'id="grouped-jobs-note"' in html
     plain = Queue(qname + "-plain", dashboard_redis)
     plain.add("job", {})
     assert 'id="groups"' not in admin_client.get(queue_url(plain)).content.decode()
