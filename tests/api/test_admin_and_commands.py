@@ -64,7 +64,7 @@ def test_apitoken_create_list_revoke(qname: str) -> None:
     "args",
     [
         ["create", "--name", "x", "--queues", "a b"],
-        ["create", "--name", "x", "--queues", "a", "--scope", "admin"],
+        ["create", "--name", "x", "--queues", "a", "--scope", "root"],
         ["revoke", "bp_nothing"],
     ],
 )
