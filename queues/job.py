@@ -146,6 +146,19 @@ class Job(Generic[D]):
         """Whether the job runs before older jobs of its priority."""
         return bool(self.opts.get("lifo"))
 
+    @property
+    def group(self) -> str | None:
+        """The job's group (docs/groups.md): the hash field `gid` once Bullpen
+        placed it, else `opts.group.id` as a producer wrote it; None for an
+        ungrouped job."""
+        gid = self.raw.get("gid")
+        if gid:
+            return gid
+        group = self.opts.get("group")
+        if isinstance(group, dict) and isinstance(group.get("id"), str):
+            return str(group["id"])
+        return None
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready view of the job's fields (for CLIs and APIs)."""
         return {

@@ -51,3 +51,14 @@ def split_qualified_name(value: str) -> tuple[str, str]:
     if not colon or not prefix:
         raise ValueError(f"not a qualified queue name: {value!r}")
     return prefix, check_queue_name(name)
+
+
+#: A group id (docs/groups.md): part of key names, so never a `:`.
+GROUP_ID_PATTERN = r"^[A-Za-z0-9_.@+\-/]{1,100}$"
+GROUP_ID_RE = re.compile(GROUP_ID_PATTERN)
+GROUP_ID_RULE = "1-100 letters, digits, '_', '.', '@', '+', '-' or '/'"
+
+
+def is_group_id(group: Any) -> bool:
+    """Whether `group` is a valid group id."""
+    return isinstance(group, str) and bool(GROUP_ID_RE.fullmatch(group))

@@ -11,6 +11,7 @@ from typing import Any, Union
 from . import defaults
 from .exceptions import InvalidJobId, InvalidJobOptions
 from .keys import names_queue_key
+from .names import GROUP_ID_RULE, is_group_id
 
 #: Long public names and the short keys BullMQ stores them under.
 SHORT_KEYS = {
@@ -45,6 +46,9 @@ PY_TO_BULLMQ = {
     # Not BullMQ's: who queued the job, for GPU-time accounting (BullMQ keeps
     # and ignores an opts key it does not know; docs/bullmq-compat.md).
     "tenant": "tenant",
+    # Not BullMQ's either: the job's group (docs/groups.md), stored as BullMQ
+    # Pro's `{"id": ...}`.
+    "group": "group",
 }
 #: The longest `tenant` (a non-secret name, e.g. an API token's).
 TENANT_MAX_CHARS = 100
@@ -221,6 +225,13 @@ def build_opts(**kwargs: Any) -> dict[str, Any]:
         raise InvalidJobOptions(
             f"tenant must be a string of 1-{TENANT_MAX_CHARS} characters"
         )
+    if "group" in opts:
+        group = opts["group"]
+        if isinstance(group, Mapping) and set(group) == {"id"}:
+            group = group["id"]
+        if not is_group_id(group):
+            raise InvalidJobOptions(f"group must be {GROUP_ID_RULE}")
+        opts["group"] = {"id": group}
     if opts.get("lifo") is False:
         del opts["lifo"]
     if "backoff" in opts:

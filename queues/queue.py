@@ -22,6 +22,7 @@ from .drive import run_async, run_sync
 from .driver import Driver, op_method
 from .durability import Durability
 from .exceptions import InvalidJobOptions
+from .groups import GroupMethods
 from .job import Job
 from .keys import QueueKeys
 from .names import check_queue_name
@@ -41,7 +42,7 @@ T = TypeVar("T")
 Q = TypeVar("Q", bound=Driver)
 
 
-class _QueueBase(JobReads[Q], JobSchedulerMethods[Q]):
+class _QueueBase(JobReads[Q], JobSchedulerMethods[Q], GroupMethods[Q]):
     """The queue API shared by `Queue` and `AsyncQueue`."""
 
     client: Any

@@ -99,6 +99,7 @@ class LuaDir:
 
 NAMES = (
     "add_delayed_job",
+    "add_grouped_job",
     "add_job_scheduler",
     "add_log",
     "add_parent_job",
@@ -112,6 +113,7 @@ NAMES = (
     "get_job_fields",
     "get_job_hashes",
     "get_state",
+    "group_admin",
     "move_jobs_to_wait",
     "move_stalled_jobs_to_wait",
     "move_to_active",

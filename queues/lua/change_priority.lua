@@ -21,11 +21,20 @@
 --- @include "markers"
 --- @include "metadata"
 --- @include "scores"
+--- @include "groups"
 
 local jobId = ARGV[2]
 local priority = tonumber(ARGV[1])
 if rcall("EXISTS", KEYS[7]) == 0 then
   return -1
+end
+local prefix = string.sub(KEYS[1], 1, #KEYS[1] - #"wait")
+local gid = jobGroup(KEYS[7])
+if gid and unqueueGrouped(prefix, jobId, gid) then
+  -- A grouped job keeps its place among its group's jobs of that priority.
+  rcall("HSET", KEYS[7], "priority", priority)
+  enqueueGrouped(prefix, KEYS[7], jobId, gid, priority, ARGV[3] == "1", false)
+  return 1
 end
 if rcall("ZREM", KEYS[2], jobId) > 0 or rcall("LREM", KEYS[1], -1, jobId) > 0 then
   if priority == 0 then

@@ -1,6 +1,7 @@
 --[[
   Delete every job waiting to run (docs/protocol.md §4.20): `wait`, `paused`,
-  `prioritized` and, when asked, `delayed`; the current iteration of each job
+  `prioritized`, every group's waiting jobs and, when asked, `delayed` (and
+  `groups:delayed`); the current iteration of each job
   scheduler is kept. No events.
 
   KEYS[1] wait
@@ -16,6 +17,7 @@
 ]]
 --- @include "base"
 --- @include "remove"
+--- @include "groups"
 
 local prefix = ARGV[1]
 local removed = 0
@@ -56,5 +58,24 @@ for _, setKey in ipairs(setKeys) do
 end
 if rcall("ZCARD", KEYS[3]) == 0 then
   rcall("DEL", KEYS[5])
+end
+-- Grouped jobs (docs/groups.md): every group's waiting jobs, and the grouped
+-- delayed ones when asked.
+for _, gid in ipairs(rcall("ZRANGE", prefix .. "groups:index", 0, -1)) do
+  for _, jobId in ipairs(rcall("ZRANGE", prefix .. "group:" .. gid .. ":wait", 0, -1)) do
+    if not isCurrentSchedulerIteration(prefix, prefix .. jobId, jobId) then
+      unqueueGrouped(prefix, jobId, gid)
+      removeJob(prefix, jobId)
+      removed = removed + 1
+    end
+  end
+end
+if ARGV[2] == "1" then
+  drainIds(rcall("ZRANGE", prefix .. "groups:delayed", 0, -1))
+  for _, jobId in ipairs(rcall("ZRANGE", prefix .. "groups:delayed", 0, -1)) do
+    if rcall("EXISTS", prefix .. jobId) == 0 then
+      rcall("ZREM", prefix .. "groups:delayed", jobId)
+    end
+  end
 end
 return removed

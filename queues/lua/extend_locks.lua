@@ -1,7 +1,8 @@
 --[[
   Renew the locks of all of a worker's active jobs in one call
   (docs/protocol.md §4.6, batched form): for each (id, token) whose lock still holds the token,
-  SET it again with PX duration and SREM the id from `stalled`.
+  SET it again with PX duration (a grouped job: renew its lease) and SREM the id
+  from `stalled`.
 
   KEYS[1] stalled
 
@@ -9,6 +10,7 @@
   ARGV[2] lock duration (ms)
   ARGV[3] JSON array of job ids
   ARGV[4] JSON array of lock tokens (same order)
+  ARGV[5] now (ms): a grouped job's lease ends lock duration after it
 
   Returns the ids whose lock could not be renewed.
 ]]
@@ -17,10 +19,17 @@
 local ids = cjson.decode(ARGV[3])
 local tokens = cjson.decode(ARGV[4])
 local failed = {}
+local leasesKey = ARGV[1] .. "groups:leases"
+local now = tonumber(ARGV[5]) or 0
 for i, jobId in ipairs(ids) do
   local lockKey = ARGV[1] .. jobId .. ":lock"
   if rcall("GET", lockKey) == tokens[i] then
-    rcall("SET", lockKey, tokens[i], "PX", ARGV[2])
+    if rcall("ZSCORE", leasesKey, jobId) then
+      -- A grouped job's lock never expires; its lease does (docs/groups.md).
+      rcall("ZADD", leasesKey, "XX", now + tonumber(ARGV[2]), jobId)
+    else
+      rcall("SET", lockKey, tokens[i], "PX", ARGV[2])
+    end
     rcall("SREM", KEYS[1], jobId)
   else
     failed[#failed + 1] = jobId

@@ -5,7 +5,8 @@
 
   KEYS[i] the key of each requested state
 
-  ARGV[i] the state name of KEYS[i] (wait, paused, active, or a set name)
+  ARGV[i] the state name of KEYS[i] (wait, paused, active, grouped for
+          `groups:meta`, or a set name)
 
   Returns one count per key.
 ]]
@@ -26,6 +27,9 @@ for i, key in ipairs(KEYS) do
       end
     end
     counts[i] = n
+  elseif state == "grouped" then
+    -- `groups:meta`: the grouped jobs waiting in their groups (docs/groups.md).
+    counts[i] = math.max(0, tonumber(rcall("HGET", key, "waiting")) or 0)
   else
     counts[i] = rcall("ZCARD", key)
   end

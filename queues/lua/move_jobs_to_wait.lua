@@ -25,6 +25,7 @@
 --- @include "metadata"
 --- @include "scores"
 --- @include "parents"
+--- @include "groups"
 
 local maxEvents = getOrSetMaxEvents(KEYS[4])
 local count = tonumber(ARGV[2])
@@ -43,10 +44,23 @@ for _, jobId in ipairs(jobIds) do
   end
   emitTrimmed(KEYS[1], maxEvents, "event", "waiting", "jobId", jobId, "prev", ARGV[4])
 end
-for i = 1, #jobIds, 7000 do
-  local last = math.min(i + 6999, #jobIds)
-  rcall("ZREM", KEYS[2], unpack(jobIds, i, last))
-  rcall("LPUSH", KEYS[3], unpack(jobIds, i, last))
+-- Grouped jobs go back to their groups (docs/groups.md), the rest to `wait`.
+local plain = {}
+for _, jobId in ipairs(jobIds) do
+  local jobKey = ARGV[1] .. jobId
+  local gid = jobGroup(jobKey)
+  if gid then
+    rcall("ZREM", KEYS[2], jobId)
+    enqueueGrouped(ARGV[1], jobKey, jobId, gid,
+      tonumber(rcall("HGET", jobKey, "priority")) or 0, false, false)
+  else
+    plain[#plain + 1] = jobId
+  end
+end
+for i = 1, #plain, 7000 do
+  local last = math.min(i + 6999, #plain)
+  rcall("ZREM", KEYS[2], unpack(plain, i, last))
+  rcall("LPUSH", KEYS[3], unpack(plain, i, last))
 end
 addBaseMarkerIfNeeded(KEYS[5], isQueuePausedOrMaxed(KEYS[4], KEYS[6]))
 if #jobIds < count then

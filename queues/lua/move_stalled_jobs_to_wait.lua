@@ -5,7 +5,8 @@
   marked with `defa` once stc > maxStalledCount (unless it belongs to a live
   job scheduler), pushed to the tail of `wait` to run next, with `waiting
   {prev=active}` and `stalled` emitted. Then every id in `active` becomes a
-  candidate for the next check.
+  candidate for the next check. Before the mutex, grouped active jobs whose
+  lease in `groups:leases` ended go back to the front of their group.
 
   KEYS[1] stalled
   KEYS[2] wait
@@ -25,16 +26,47 @@
 --- @include "base"
 --- @include "markers"
 --- @include "metadata"
+--- @include "groups"
 
 local prefix = ARGV[1]
+-- Grouped jobs first, whoever holds the mutex: their locks never expire
+-- (a Node worker's check never moves them), their leases do (docs/groups.md).
+local recovered = {}
+local lapsed = rcall("ZRANGEBYSCORE", prefix .. "groups:leases", "-inf", ARGV[2], "LIMIT", 0,
+  1000)
+for _, jobId in ipairs(lapsed) do
+  local jobKey = prefix .. jobId
+  local gid = jobGroup(jobKey)
+  rcall("DEL", jobKey .. ":lock")
+  local removed = rcall("LREM", KEYS[3], 1, jobId) > 0
+  if removed and not gid then
+    -- Not a grouped job after all (its hash lost `gid`): back to `wait`.
+    rcall("ZREM", prefix .. "groups:leases", jobId)
+    rcall("RPUSH", KEYS[2], jobId)
+    recovered[#recovered + 1] = jobId
+  elseif removed then
+    groupJobLeft(prefix, jobId, gid)
+    local stalledCount = rcall("HINCRBY", jobKey, "stc", 1)
+    if stalledCount > tonumber(ARGV[3]) then
+      rcall("HSET", jobKey, "defa", "job stalled more than allowable limit")
+    end
+    local priority = tonumber(rcall("HGET", jobKey, "priority")) or 0
+    enqueueGrouped(prefix, jobKey, jobId, gid, priority, false, true)
+    rcall("XADD", KEYS[6], "*", "event", "waiting", "jobId", jobId, "prev", "active")
+    rcall("XADD", KEYS[6], "*", "event", "stalled", "jobId", jobId)
+    recovered[#recovered + 1] = jobId
+  else
+    rcall("ZREM", prefix .. "groups:leases", jobId)
+  end
+end
 if rcall("EXISTS", KEYS[4]) == 1 then
-  return {}
+  return recovered
 end
 rcall("SET", KEYS[4], ARGV[2], "PX", ARGV[4])
 trimEvents(KEYS[5], KEYS[6])
 local maxStalledCount = tonumber(ARGV[3])
 local stalledIds = rcall("SMEMBERS", KEYS[1])
-local moved = {}
+local moved = recovered
 if #stalledIds > 0 then
   rcall("DEL", KEYS[1])
   for _, jobId in ipairs(stalledIds) do

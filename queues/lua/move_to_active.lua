@@ -28,6 +28,7 @@
 --- @include "metadata"
 --- @include "scores"
 --- @include "promote_delayed"
+--- @include "groups"
 --- @include "fetch"
 
 local q = {wait = KEYS[1], active = KEYS[2], prioritized = KEYS[3], events = KEYS[4],

@@ -1,7 +1,8 @@
 --[[
   Retry a failed attempt later (docs/protocol.md §4.8, moveToDelayed): check the lock,
   write the failure fields, LREM from `active`, HINCRBY atm (unless
-  skipAttempt), store the relative delay, ZADD to `delayed`, emit
+  skipAttempt), store the relative delay, ZADD to `delayed` (a grouped
+  job: `groups:delayed`), emit
   `delayed {delay=<absolute due ms>}` and refresh the delay marker.
 
   KEYS[1] active
@@ -26,6 +27,7 @@
 --- @include "markers"
 --- @include "scores"
 --- @include "lock"
+--- @include "groups"
 
 local jobId = ARGV[3]
 local jobKey = ARGV[1] .. jobId
@@ -41,12 +43,22 @@ if rcall("LREM", KEYS[1], -1, jobId) < 1 then
   return -3
 end
 local delay = tonumber(ARGV[5])
-local score, due = getDelayedScore(KEYS[2], ARGV[2], delay)
 if ARGV[7] ~= "1" then
   rcall("HINCRBY", jobKey, "atm", 1)
 end
 rcall("HSET", jobKey, "delay", delay)
-rcall("ZADD", KEYS[2], score, jobId)
+local gid = jobGroup(jobKey)
+local due
+if gid then
+  -- A grouped job waits out its backoff where no BullMQ worker looks.
+  groupJobLeft(ARGV[1], jobId, gid)
+  due = tonumber(ARGV[2]) + math.max(delay, 0)
+  delayGrouped(ARGV[1], jobKey, jobId, gid, due)
+else
+  local score
+  score, due = getDelayedScore(KEYS[2], ARGV[2], delay)
+  rcall("ZADD", KEYS[2], score, jobId)
+end
 emitTrimmed(KEYS[3], getOrSetMaxEvents(KEYS[4]), "event", "delayed", "jobId", jobId,
   "delay", due)
 addDelayMarkerIfNeeded(KEYS[5], KEYS[2])

@@ -49,6 +49,7 @@
 --- @include "metadata"
 --- @include "scores"
 --- @include "promote_delayed"
+--- @include "groups"
 --- @include "fetch"
 --- @include "lock"
 --- @include "remove"
@@ -93,6 +94,10 @@ local function finishOne(e)
   updateJobFields(jobKey, e["fields"])
   if rcall("LREM", q.active, -1, jobId) < 1 then
     return -3
+  end
+  local gid = jobGroup(jobKey)
+  if gid then
+    groupJobLeft(prefix, jobId, gid)
   end
   if not trimmed then
     trimEvents(q.meta, q.events)
@@ -183,7 +188,8 @@ if fetchCount > 0 and not (concurrency and contended) then
   end
 end
 if rcall("LLEN", q.wait) == 0 and rcall("LLEN", q.active) == 0 and
-   rcall("ZCARD", q.prioritized) == 0 then
+   rcall("ZCARD", q.prioritized) == 0 and
+   (tonumber(rcall("HGET", prefix .. "groups:meta", "waiting")) or 0) <= 0 then
   rcall("XADD", q.events, "*", "event", "drained")
 end
 return {codes, {}, 0, getNextDelayedTimestamp(q.delayed) or 0}

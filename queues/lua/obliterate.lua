@@ -70,9 +70,26 @@ if budget > 0 then obliterateList(base .. "paused", false) end
 if budget > 0 then obliterateSet(base .. "prioritized") end
 if budget > 0 then obliterateSet(base .. "failed") end
 if budget > 0 then obliterateSet(base .. "waiting-children") end
+if budget > 0 then obliterateSet(base .. "groups:delayed") end
+-- Groups (docs/groups.md): each group's waiting jobs, then its keys.
+while budget > 0 do
+  local gids = rcall("ZRANGE", base .. "groups:index", 0, 0)
+  if #gids == 0 then
+    break
+  end
+  local gkey = base .. "group:" .. gids[1]
+  obliterateSet(gkey .. ":wait")
+  if rcall("EXISTS", gkey .. ":wait") == 0 then
+    rcall("DEL", gkey, gkey .. ":limiter")
+    rcall("ZREM", base .. "groups:index", gids[1])
+    budget = budget - 1
+  end
+end
 if budget <= 0 then
   return 1
 end
+rcall("DEL", base .. "groups:meta", base .. "groups:ready", base .. "groups:timed",
+  base .. "groups:leases", base .. "groups:paused", base .. "groups:held")
 rcall("DEL", base .. "events", base .. "delay", base .. "priority", base .. "stalled-check",
   base .. "stalled", base .. "id", base .. "pc", base .. "marker", base .. "limiter",
   base .. "metrics:completed", base .. "metrics:completed:data",

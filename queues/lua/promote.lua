@@ -22,12 +22,22 @@
 --- @include "markers"
 --- @include "metadata"
 --- @include "scores"
+--- @include "groups"
 
 local jobId = ARGV[2]
-if rcall("ZREM", KEYS[1], jobId) == 0 then
-  return -3
-end
 local jobKey = ARGV[1] .. jobId
+if rcall("ZREM", KEYS[1], jobId) == 0 then
+  local gid = jobGroup(jobKey)
+  if not gid or rcall("ZREM", ARGV[1] .. "groups:delayed", jobId) == 0 then
+    return -3
+  end
+  -- A grouped delayed job goes to its group (docs/groups.md).
+  enqueueGrouped(ARGV[1], jobKey, jobId, gid,
+    tonumber(rcall("HGET", jobKey, "priority")) or 0, false, false)
+  rcall("XADD", KEYS[4], "*", "event", "waiting", "jobId", jobId, "prev", "delayed")
+  rcall("HSET", jobKey, "delay", 0)
+  return 0
+end
 local priority = tonumber(rcall("HGET", jobKey, "priority")) or 0
 local head = rcall("LINDEX", KEYS[2], 0)
 if head and string.sub(head, 1, 2) == "0:" then

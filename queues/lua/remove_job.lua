@@ -29,6 +29,7 @@
 --- @include "scores"
 --- @include "remove"
 --- @include "parents"
+--- @include "groups"
 
 local withChildren = ARGV[4] == "1"
 local now = tonumber(ARGV[3])
@@ -63,6 +64,15 @@ local function isLockedTree(jobKey)
 end
 
 local function removeFromAnyState(prefix, jobId)
+  local gid = jobGroup(prefix .. jobId)
+  if gid then
+    if unqueueGrouped(prefix, jobId, gid) then
+      return "waiting"
+    end
+    if rcall("ZREM", prefix .. "groups:delayed", jobId) == 1 then
+      return "delayed"
+    end
+  end
   for _, state in ipairs({"completed", "waiting-children", "delayed", "failed",
       "prioritized"}) do
     if rcall("ZREM", prefix .. state, jobId) == 1 then

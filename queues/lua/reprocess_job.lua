@@ -30,6 +30,7 @@
 --- @include "metadata"
 --- @include "scores"
 --- @include "parents"
+--- @include "groups"
 
 local jobKey = KEYS[1]
 local jobId = ARGV[1]
@@ -47,7 +48,12 @@ if ARGV[6] == "1" then
   rcall("HDEL", jobKey, "ats")
 end
 local priority = tonumber(rcall("HGET", jobKey, "priority")) or 0
-if priority ~= 0 then
+local gid = jobGroup(jobKey)
+if gid then
+  -- A grouped job goes back to its group (docs/groups.md), not to `wait`.
+  enqueueGrouped(string.sub(KEYS[4], 1, #KEYS[4] - #"wait"), jobKey, jobId, gid,
+    priority, ARGV[2] == "1", false)
+elseif priority ~= 0 then
   addJobWithPriority(KEYS[8], priority, jobId, KEYS[9], false)
 elseif ARGV[2] == "1" then
   rcall("RPUSH", KEYS[4], jobId)

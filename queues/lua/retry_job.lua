@@ -1,7 +1,8 @@
 --[[
   Retry a failed attempt now (docs/protocol.md §4.8, retryJob): promote due delayed
   jobs, check the lock, write the failure fields, LREM from `active`, push
-  back to `wait` (LPUSH, RPUSH when lifo) or `prioritized`, HINCRBY atm and
+  back to `wait` (LPUSH, RPUSH when lifo) or `prioritized` (a grouped job:
+  its group), HINCRBY atm and
   emit `waiting {prev=active}`.
 
   KEYS[1] wait
@@ -30,6 +31,7 @@
 --- @include "scores"
 --- @include "promote_delayed"
 --- @include "lock"
+--- @include "groups"
 
 local prefix = ARGV[1]
 local jobId = ARGV[3]
@@ -50,7 +52,11 @@ if rcall("LREM", KEYS[2], -1, jobId) < 1 then
 end
 isPausedOrMaxed = isQueuePausedOrMaxed(KEYS[6], KEYS[2])
 local priority = tonumber(rcall("HGET", jobKey, "priority")) or 0
-if priority == 0 then
+local gid = jobGroup(jobKey)
+if gid then
+  groupJobLeft(prefix, jobId, gid)
+  enqueueGrouped(prefix, jobKey, jobId, gid, priority, ARGV[6] == "1", false)
+elseif priority == 0 then
   if ARGV[6] == "1" then
     rcall("RPUSH", KEYS[1], jobId)
   else

@@ -7,7 +7,7 @@ from typing import Any
 
 from .. import codec
 from ..durability import Durability
-from ..exceptions import NotDurable
+from ..exceptions import InvalidJobOptions, NotDurable
 from ..keys import QueueKeys
 from .requests import Cmd, Eval, Op
 
@@ -25,6 +25,7 @@ def add_call(
 
     `extra` adds script arguments: `id` (a flow node's id), `parentKey`,
     `parent` (JSON text) and `flow`; `waiting_children` adds a flow parent.
+    A job with a group goes to its group (docs/groups.md), never to `wait`.
     """
     args: dict[str, Any] = {
         "name": name,
@@ -43,6 +44,16 @@ def add_call(
         args["deid"] = de["id"]
     if extra:
         args.update(extra)
+    group = opts.get("group")
+    if group:
+        if waiting_children:
+            raise InvalidJobOptions("a flow parent cannot have a group")
+        args["gid"] = group["id"]
+        return Eval(
+            "add_grouped_job",
+            (keys.meta, keys.id, keys.events, keys.marker, keys.base + "groups:meta"),
+            (keys.base, codec.dumps(args), data_json),
+        )
     packed = (keys.base, codec.dumps(args), data_json)
     if waiting_children:
         return Eval(

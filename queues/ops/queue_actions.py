@@ -92,7 +92,18 @@ def move_jobs_to_wait(
     while True:
         more = yield _move_to_wait(keys, st, count, max_score)
         if not int(more):
-            return None
+            break
+    if st is JobState.DELAYED:
+        # Grouped delayed jobs (docs/groups.md): to their groups.
+        grouped = Eval(
+            "move_jobs_to_wait",
+            (keys.events, keys.base + "groups:delayed", keys.wait, keys.meta,
+             keys.marker, keys.active),
+            (keys.base, count, "+inf", st.value),
+        )
+        while int((yield grouped)):
+            pass
+    return None
 
 
 def move_jobs_to_wait_once(

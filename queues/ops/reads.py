@@ -86,7 +86,8 @@ def get_job_hashes(
 
 
 def get_counts(keys: QueueKeys, states: Iterable[str | JobState]) -> Op[dict[str, int]]:
-    """Counts per state name (`waiting` includes a legacy `paused` list)."""
+    """Counts per state name (`waiting` includes a legacy `paused` list and
+    the grouped jobs waiting in their groups; `delayed` the grouped delayed)."""
     wanted = [parse_state(s) for s in states] or list(DEFAULT_STATES)
     script_keys: list[str] = []
     names: list[str] = []
@@ -94,18 +95,19 @@ def get_counts(keys: QueueKeys, states: Iterable[str | JobState]) -> Op[dict[str
         script_keys.append(keys.state(state))
         names.append(state.key_suffix)
         if state is JobState.WAITING:
-            script_keys.append(keys.paused)
-            names.append("paused")
+            # BullMQ 5's `paused` list, and the grouped jobs (docs/groups.md).
+            script_keys += [keys.paused, keys.base + "groups:meta"]
+            names += ["paused", "grouped"]
+        elif state is JobState.DELAYED:
+            script_keys.append(keys.base + "groups:delayed")
+            names.append("delayed")
     counts = yield Eval("get_counts", script_keys, names)
     result: dict[str, int] = {}
     i = 0
     for state in wanted:
-        n = int(counts[i])
-        i += 1
-        if state is JobState.WAITING:
-            n += int(counts[i])
-            i += 1
-        result[state.value] = n
+        extra = {JobState.WAITING: 2, JobState.DELAYED: 1}.get(state, 0)
+        result[state.value] = sum(int(c) for c in counts[i : i + 1 + extra])
+        i += 1 + extra
     return result
 
 

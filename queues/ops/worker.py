@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import codec
 from ..keys import QueueKeys
-from .requests import Cmd, Eval, Op
+from .requests import Cmd, Eval, Op, now_ms
 
 
 def claim(
@@ -85,7 +85,9 @@ def extend_locks(
     returns the ids whose lock was lost."""
     ids, tokens = codec.dumps(list(held)), codec.dumps(list(held.values()))
     lost: list[str] = yield Eval(
-        "extend_locks", (keys.stalled,), (keys.base, duration_ms, ids, tokens)
+        "extend_locks",
+        (keys.stalled,),
+        (keys.base, duration_ms, ids, tokens, now_ms()),
     )
     return lost
 

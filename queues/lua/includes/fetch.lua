@@ -12,7 +12,7 @@
   Returns {jobs, rateLimitTtl, nextDelayedMs} where jobs is a flat array of
   (jobId, token, hashArray) triples, and as a second value `true` when the
   queue was paused or maxed before any job was claimed.
-  Requires: base, markers, metadata, scores, promote.
+  Requires: base, markers, metadata, scores, promote, groups.
 ]]
 -- True when no base marker is waiting to be taken: a worker blocked on the
 -- marker would have taken it at once, so only then may one be waiting.
@@ -21,10 +21,67 @@ local function isMarkerContended(markerKey)
   return not rcall("ZSCORE", markerKey, "0")
 end
 
+-- The next ungrouped job, from `wait` (tail) then `prioritized`, moved to
+-- `active`; skips a deletion marker ("0:...").
+local function popUngrouped(q)
+  local jobId = rcall("RPOPLPUSH", q.wait, q.active)
+  if jobId and string.sub(jobId, 1, 2) == "0:" then
+    rcall("LREM", q.active, 1, jobId)
+    jobId = rcall("RPOPLPUSH", q.wait, q.active)
+  end
+  if not jobId then
+    local popped = rcall("ZPOPMIN", q.prioritized)
+    if #popped > 0 then
+      jobId = popped[1]
+      rcall("LPUSH", q.active, jobId)
+    else
+      rcall("DEL", q.pc)
+    end
+  end
+  return jobId
+end
+
+-- The next job to claim, moved to `active`: the rotation's turn when the
+-- queue has groups (docs/groups.md), else (or on the ungrouped jobs' turn)
+-- an ungrouped job. A grouped job met in `wait` (a Node producer's, or one a
+-- BullMQ client moved there) is adopted into its group and the turn goes on.
+-- Returns jobId and, for a grouped job, its group id.
+local function popNext(q, prefix, now, st)
+  for _ = 1, GROUP_STEP_LIMIT do
+    if st.grouped then
+      local jobId, gid = nextGroupedJob(q, prefix, now)
+      if gid then
+        return jobId, gid
+      end
+    end
+    local jobId = popUngrouped(q)
+    if not jobId then
+      return nil
+    end
+    local jobKey = prefix .. jobId
+    local fields = rcall("HMGET", jobKey, "gid", "opts", "priority")
+    local gid = validGroupId(fields[1]) or optsGroup(fields[2])
+    if not gid then
+      return jobId
+    end
+    rcall("LREM", q.active, 1, jobId)
+    enqueueGrouped(prefix, jobKey, jobId, gid, tonumber(fields[3]) or 0, false, false)
+    st.grouped = true
+    seatUngrouped(prefix, q)
+  end
+  return nil
+end
+
 local function claimJobs(q, prefix, now, opts, count, contended)
   local isPausedOrMaxed, metaMax, metaDuration = getQueueMetadata(q.meta, q.active)
   promoteDelayedJobs(q.delayed, q.marker, q.wait, q.prioritized, q.events, prefix,
                      now, q.pc, isPausedOrMaxed)
+  local st = {grouped = groupsInUse(prefix)}
+  local groupsNext
+  if st.grouped then
+    groupsNext = promoteGroups(prefix, now, q.events, getOrSetMaxEvents(q.meta))
+    seatUngrouped(prefix, q)
+  end
   local limiter = opts["limiter"]
   local maxJobs = tonumber(metaMax or (limiter and limiter["max"]))
   local duration = (limiter and limiter["duration"]) or metaDuration
@@ -57,20 +114,7 @@ local function claimJobs(q, prefix, now, opts, count, contended)
       end
       break
     end
-    local jobId = rcall("RPOPLPUSH", q.wait, q.active)
-    if jobId and string.sub(jobId, 1, 2) == "0:" then
-      rcall("LREM", q.active, 1, jobId)
-      jobId = rcall("RPOPLPUSH", q.wait, q.active)
-    end
-    if not jobId then
-      local popped = rcall("ZPOPMIN", q.prioritized)
-      if #popped > 0 then
-        jobId = popped[1]
-        rcall("LPUSH", q.active, jobId)
-      else
-        rcall("DEL", q.pc)
-      end
-    end
+    local jobId, gid = popNext(q, prefix, now, st)
     if not jobId then
       break
     end
@@ -83,7 +127,14 @@ local function claimJobs(q, prefix, now, opts, count, contended)
       end
     end
     local token = opts["token"] .. ":" .. (opts["seq"] + claimed)
-    rcall("SET", jobKey .. ":lock", token, "PX", opts["lockDuration"])
+    if gid then
+      -- No expiry: a Node worker's stalled check never moves a grouped job;
+      -- its lease in `groups:leases` says whether its worker lives.
+      rcall("SET", jobKey .. ":lock", token)
+      rcall("ZADD", prefix .. "groups:leases", now + opts["lockDuration"], jobId)
+    else
+      rcall("SET", jobKey .. ":lock", token, "PX", opts["lockDuration"])
+    end
     rcall("XADD", q.events, "*", "event", "active", "jobId", jobId, "prev", "waiting")
     if opts["name"] then
       rcall("HSET", jobKey, "processedOn", now, "pb", opts["name"])
@@ -104,5 +155,9 @@ local function claimJobs(q, prefix, now, opts, count, contended)
     addBaseMarkerIfNeeded(q.marker, false)
     return {jobs, 0, 0}
   end
-  return {jobs, 0, getNextDelayedTimestamp(q.delayed) or 0}
+  local nextDelayed = getNextDelayedTimestamp(q.delayed)
+  if groupsNext and (not nextDelayed or groupsNext < nextDelayed) then
+    nextDelayed = groupsNext
+  end
+  return {jobs, 0, nextDelayed or 0}
 end

@@ -1,0 +1,395 @@
+"""Groups: fair turns between customers sharing one queue (docs/groups.md).
+
+A grouped job waits in its group's own sorted set; workers take jobs from the
+groups in weighted round-robin turns (`lua/includes/groups.lua`). This module
+holds the group id rule, the settings and read types, the operations over a
+queue's group keys, and `GroupMethods`, the group API of `Queue` and
+`AsyncQueue`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from . import codec
+from .driver import Driver, op_method
+from .exceptions import InvalidJobOptions
+from .job import Job
+from .keys import QueueKeys
+from .names import GROUP_ID_RULE, is_group_id
+from .ops import Cmd, Eval, Op, get_job_hashes, now_ms
+from .reads import MakesJobs
+
+Q = TypeVar("Q", bound=Driver)
+
+#: The rotation's stand-in for the ungrouped jobs.
+UNGROUPED = "*"
+#: The largest weight (turns in a row) a group may have.
+MAX_WEIGHT = 1000
+#: The longest rate window, one day.
+MAX_RATE_DURATION_MS = 86_400_000
+#: Settings and the hash fields (and Lua argument names) they are stored as.
+SETTING_FIELDS = {
+    "weight": "weight",
+    "concurrency": "concurrency",
+    "rate_max": "max",
+    "rate_duration_ms": "duration",
+}
+#: `set_group(..., x=UNSET)` leaves x as it is; None clears it.
+UNSET: Any = object()
+
+
+def validate_group_id(group: Any) -> str:
+    """`group` when it is a valid group id; InvalidJobOptions otherwise."""
+    if not is_group_id(group):
+        raise InvalidJobOptions(f"group must be {GROUP_ID_RULE}")
+    return str(group)
+
+
+def _check_setting(name: str, value: Any) -> int | None:
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise InvalidJobOptions(f"group {name} must be an integer or None")
+    low, high = {
+        "weight": (1, MAX_WEIGHT),
+        "concurrency": (0, 1_000_000),
+        "rate_max": (1, 1_000_000_000),
+        "rate_duration_ms": (1, MAX_RATE_DURATION_MS),
+    }[name]
+    if not low <= value <= high:
+        raise InvalidJobOptions(f"group {name} must be between {low} and {high}")
+    return value
+
+
+def settings_args(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Validated settings (UNSET left out) as group_admin.lua's arguments."""
+    unknown = set(settings) - set(SETTING_FIELDS)
+    if unknown:
+        raise InvalidJobOptions(f"unknown group settings: {', '.join(sorted(unknown))}")
+    return {
+        SETTING_FIELDS[k]: _check_setting(k, v)
+        for k, v in settings.items()
+        if v is not UNSET
+    }
+
+
+def _int(value: Any) -> int | None:
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        return None
+    return n
+
+
+def _limit(value: Any) -> int | None:
+    n = _int(value)
+    return n if n is not None and n > 0 else None
+
+
+@dataclass(frozen=True)
+class GroupSettings:
+    """Settings as stored (None: not set)."""
+
+    weight: int | None = None
+    concurrency: int | None = None
+    rate_max: int | None = None
+    rate_duration_ms: int | None = None
+
+    @classmethod
+    def from_hash(cls, h: Mapping[str, str]) -> GroupSettings:
+        return cls(**{k: _int(h.get(f)) for k, f in SETTING_FIELDS.items()})
+
+
+@dataclass(frozen=True)
+class GroupInfo:
+    """One group as read: counts, effective settings (its own over the
+    defaults; `own` holds only its own), and why it may not run."""
+
+    id: str
+    waiting: int
+    active: int
+    weight: int
+    concurrency: int | None
+    rate_max: int | None
+    rate_duration_ms: int | None
+    paused: bool
+    hold: str | None
+    hold_until_ms: int | None
+    hold_info: dict[str, Any]
+    limited_until_ms: int | None
+    in_rotation: bool
+    own: GroupSettings = field(default_factory=GroupSettings)
+
+
+@dataclass(frozen=True)
+class GroupSummary:
+    """A queue's groups in totals."""
+
+    groups: int
+    waiting: int
+    active: int
+    paused: int
+    held: int
+
+
+def _hold_info(text: str | None) -> dict[str, Any]:
+    try:
+        info = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return info if isinstance(info, dict) else {}
+
+
+def group_key(keys: QueueKeys, group: str) -> str:
+    """The group's hash (its wait set and limiter add `:wait`, `:limiter`)."""
+    return f"{keys.base}group:{group}"
+
+
+def _group_reads(keys: QueueKeys, group: str) -> list[Cmd]:
+    key = group_key(keys, group)
+    return [
+        Cmd(("HGETALL", key)),
+        Cmd(("ZCARD", key + ":wait")),
+        Cmd(("PTTL", key + ":limiter")),
+        Cmd(("GET", key + ":limiter")),
+        Cmd(("ZSCORE", keys.base + "groups:timed", group)),
+    ]
+
+
+def _info(
+    group: str, replies: list[Any], defaults: Mapping[str, str], now: int
+) -> GroupInfo:
+    h, waiting, pttl, started, timed = replies
+    own = GroupSettings.from_hash(h)
+    eff = GroupSettings.from_hash({**defaults, **{k: v for k, v in h.items()}})
+    rate_max = _limit(eff.rate_max)
+    limited = None
+    if rate_max and pttl and pttl > 0 and (_int(started) or 0) >= rate_max:
+        limited = now + int(pttl)
+    elif timed is not None and float(timed) > now:
+        limited = int(float(timed))
+    hold_until = _int(h.get("holdUntil"))
+    hold = h.get("hold") or None
+    if hold and hold_until is not None and hold_until <= now:
+        hold = hold_until = None
+    return GroupInfo(
+        id=group,
+        waiting=int(waiting or 0),
+        active=max(0, _int(h.get("a")) or 0),
+        weight=_limit(eff.weight) or 1,
+        concurrency=_limit(eff.concurrency),
+        rate_max=rate_max,
+        rate_duration_ms=(_limit(eff.rate_duration_ms) or 1000) if rate_max else None,
+        paused=h.get("paused") == "1",
+        hold=hold,
+        hold_until_ms=hold_until if hold else None,
+        hold_info=_hold_info(h.get("holdInfo")) if hold else {},
+        limited_until_ms=limited,
+        in_rotation=h.get("r") == "1",
+        own=own,
+    )
+
+
+def admin(keys: QueueKeys, action: str, group: str, args: Mapping[str, Any]) -> Op[int]:
+    """Run one group_admin.lua action; its reply."""
+    if action != "defaults":
+        validate_group_id(group)
+    reply: int = yield Eval(
+        "group_admin", (), (keys.base, action, group, codec.dumps(dict(args)))
+    )
+    return int(reply)
+
+
+def read_groups(keys: QueueKeys, groups: list[str], now: int) -> Op[list[GroupInfo]]:
+    """GroupInfo of each id that names a known group, in order (one pipeline)."""
+    batch: list[Cmd | Eval] = [Cmd(("HGETALL", keys.base + "groups:meta"))]
+    for g in groups:
+        batch += _group_reads(keys, g)
+        batch.append(Cmd(("ZSCORE", keys.base + "groups:index", g)))
+    replies = yield batch
+    defaults = {k: v for k, v in replies[0].items() if k in SETTING_FIELDS.values()}
+    out = []
+    for i, g in enumerate(groups):
+        part = replies[1 + i * 6 : 7 + i * 6]
+        if part[5] is None and not part[0]:
+            continue
+        out.append(_info(g, part[:5], defaults, now))
+    return out
+
+
+def page_groups(keys: QueueKeys, start: int, end: int, now: int) -> Op[list[GroupInfo]]:
+    """A page of the queue's groups, largest backlog first."""
+    ids = yield Cmd(("ZREVRANGE", keys.base + "groups:index", start, end))
+    if not ids:
+        return []
+    return (yield from read_groups(keys, list(ids), now))
+
+
+def summary(keys: QueueKeys) -> Op[GroupSummary]:
+    """Totals over the queue's groups, in O(1) reads."""
+    b = keys.base
+    groups, meta, active, paused, held = yield [
+        Cmd(("ZCARD", b + "groups:index")),
+        Cmd(("HGET", b + "groups:meta", "waiting")),
+        Cmd(("ZCARD", b + "groups:leases")),
+        Cmd(("SCARD", b + "groups:paused")),
+        Cmd(("SCARD", b + "groups:held")),
+    ]
+    return GroupSummary(
+        groups=int(groups),
+        waiting=max(0, _int(meta) or 0),
+        active=int(active),
+        paused=int(paused),
+        held=int(held),
+    )
+
+
+class GroupMethods(MakesJobs[Q]):
+    """The group API of `Queue` and `AsyncQueue` (docs/groups.md)."""
+
+    @op_method
+    def set_group(
+        self,
+        group: str,
+        *,
+        weight: Any = UNSET,
+        concurrency: Any = UNSET,
+        rate_max: Any = UNSET,
+        rate_duration_ms: Any = UNSET,
+    ) -> Op[int]:
+        """Change a group's own settings (None clears one: the default applies;
+        concurrency 0 means no limit even over a default)."""
+        args = settings_args(
+            dict(
+                weight=weight,
+                concurrency=concurrency,
+                rate_max=rate_max,
+                rate_duration_ms=rate_duration_ms,
+            )
+        )
+        return admin(self.keys, "set", group, args)
+
+    @op_method
+    def set_group_defaults(
+        self,
+        *,
+        weight: Any = UNSET,
+        concurrency: Any = UNSET,
+        rate_max: Any = UNSET,
+        rate_duration_ms: Any = UNSET,
+    ) -> Op[int]:
+        """Change the settings every group without its own uses."""
+        args = settings_args(
+            dict(
+                weight=weight,
+                concurrency=concurrency,
+                rate_max=rate_max,
+                rate_duration_ms=rate_duration_ms,
+            )
+        )
+        return admin(self.keys, "defaults", "", args)
+
+    @op_method
+    def get_group_defaults(self) -> Op[GroupSettings]:
+        """The defaults as stored."""
+        return _settings(Cmd(("HGETALL", self.keys.base + "groups:meta")))
+
+    @op_method
+    def pause_group(self, group: str) -> Op[int]:
+        """Stop workers taking the group's jobs; they stay waiting."""
+        return admin(self.keys, "pause", group, {})
+
+    @op_method
+    def resume_group(self, group: str) -> Op[int]:
+        """Let workers take the group's jobs again."""
+        return admin(self.keys, "resume", group, {})
+
+    @op_method
+    def hold_group(
+        self,
+        group: str,
+        reason: str,
+        until_ms: int | None = None,
+        info: Mapping[str, Any] | None = None,
+    ) -> Op[int]:
+        """Hold the group (e.g. `quota`) until `until_ms` or a release."""
+        if not isinstance(reason, str) or not 0 < len(reason) <= 40:
+            raise InvalidJobOptions("hold reason must be 1-40 characters")
+        args = {"reason": reason, "until": until_ms, "info": dict(info or {})}
+        return admin(self.keys, "hold", group, args)
+
+    @op_method
+    def release_group(self, group: str, reason: str | None = None) -> Op[int]:
+        """End the group's hold (only a hold of `reason`, when given); 0
+        when it had no such hold."""
+        return admin(self.keys, "release", group, {"reason": reason})
+
+    @op_method
+    def get_group(self, group: str) -> Op[GroupInfo | None]:
+        """One group, or None when the queue has never seen it."""
+        validate_group_id(group)
+        return _one(read_groups(self.keys, [group], now_ms()))
+
+    @op_method
+    def get_groups(self, start: int = 0, end: int = 19) -> Op[list[GroupInfo]]:
+        """A page of groups, the largest backlog first."""
+        return page_groups(self.keys, start, end, now_ms())
+
+    @op_method
+    def count_groups(self) -> Op[int]:
+        """How many groups the queue knows."""
+        return _reply_int(Cmd(("ZCARD", self.keys.base + "groups:index")))
+
+    @op_method
+    def get_group_summary(self) -> Op[GroupSummary]:
+        """Groups, waiting and active grouped jobs, paused and held groups."""
+        return summary(self.keys)
+
+    @op_method
+    def get_group_turn(self, group: str) -> Op[int | None]:
+        """How many places of the rotation come before the group's (None: it
+        is not in the rotation now)."""
+        validate_group_id(group)
+        return _turn(self.keys, group)
+
+    @op_method
+    def get_group_jobs(
+        self, group: str, start: int = 0, end: int = 19
+    ) -> Op[list[Job[Q]]]:
+        """The group's waiting jobs, in the order workers will take them."""
+        validate_group_id(group)
+        return self._group_jobs(group, start, end)
+
+    def _group_jobs(self, group: str, start: int, end: int) -> Op[list[Job[Q]]]:
+        ids = yield Cmd(("ZRANGE", group_key(self.keys, group) + ":wait", start, end))
+        if not ids:
+            return []
+        reads = yield from get_job_hashes(self.keys, list(ids), None, False)
+        return [
+            self._job(i, r.fields, r.left_out)
+            for i, r in zip(ids, reads)
+            if r.fields or r.left_out
+        ]
+
+
+def _settings(request: Cmd) -> Op[GroupSettings]:
+    h = yield request
+    return GroupSettings.from_hash(h or {})
+
+
+def _one(op: Op[list[GroupInfo]]) -> Op[GroupInfo | None]:
+    found = yield from op
+    return found[0] if found else None
+
+
+def _reply_int(request: Cmd) -> Op[int]:
+    return int((yield request) or 0)
+
+
+def _turn(keys: QueueKeys, group: str) -> Op[int | None]:
+    pos = yield Cmd(("LPOS", keys.base + "groups:ready", group))
+    return None if pos is None else int(pos)

@@ -1,0 +1,78 @@
+--[[
+  Change one group, or the defaults of every group (docs/groups.md):
+  `set` its own settings (weight, concurrency, max, duration; JSON null
+  clears one, so the default applies), `defaults` (the same fields in
+  `groups:meta`), `pause`, `resume`, `hold` {reason, until?, info?} and
+  `release` {reason?} (only that hold when a reason is given). Whatever may
+  let the group run again puts it back in the rotation when it has jobs
+  waiting; the claim drops it again if it still cannot run.
+
+  ARGV[1] key prefix
+  ARGV[2] action
+  ARGV[3] group id ("" for `defaults`)
+  ARGV[4] JSON arguments
+
+  Returns 1, or 0 when `release` named a hold the group does not have.
+]]
+--- @include "base"
+--- @include "markers"
+--- @include "groups"
+
+local prefix, action, gid = ARGV[1], ARGV[2], ARGV[3]
+local args = cjson.decode(ARGV[4])
+local metaKey = prefix .. "groups:meta"
+local SETTINGS = {"weight", "concurrency", "max", "duration"}
+
+local function applySettings(key)
+  for _, field in ipairs(SETTINGS) do
+    local value = args[field]
+    if value == cjson.null then
+      rcall("HDEL", key, field)
+    elseif value ~= nil then
+      rcall("HSET", key, field, value)
+    end
+  end
+end
+
+if action == "defaults" then
+  rcall("HSETNX", metaKey, "seq", 0)
+  applySettings(metaKey)
+  return 1
+end
+
+local key = groupKey(prefix, gid)
+rcall("HSETNX", metaKey, "seq", 0)
+rcall("ZADD", prefix .. "groups:index", "NX", 0, gid)
+if action == "set" then
+  applySettings(key)
+elseif action == "pause" then
+  rcall("HSET", key, "paused", "1")
+  rcall("SADD", prefix .. "groups:paused", gid)
+  return 1
+elseif action == "resume" then
+  rcall("HDEL", key, "paused")
+  rcall("SREM", prefix .. "groups:paused", gid)
+elseif action == "hold" then
+  rcall("HSET", key, "hold", args["reason"], "holdInfo", cjson.encode(args["info"] or {}))
+  if args["until"] and args["until"] ~= cjson.null then
+    rcall("HSET", key, "holdUntil", args["until"])
+  else
+    rcall("HDEL", key, "holdUntil")
+  end
+  rcall("SADD", prefix .. "groups:held", gid)
+  return 1
+elseif action == "release" then
+  local reason = args["reason"]
+  if reason and reason ~= cjson.null and rcall("HGET", key, "hold") ~= reason then
+    return 0
+  end
+  rcall("HDEL", key, "hold", "holdUntil", "holdInfo")
+  rcall("SREM", prefix .. "groups:held", gid)
+else
+  return redis.error_reply("unknown group action " .. tostring(action))
+end
+rcall("ZREM", prefix .. "groups:timed", gid)
+if rcall("ZCARD", key .. ":wait") > 0 then
+  makeGroupReady(prefix, gid)
+end
+return 1

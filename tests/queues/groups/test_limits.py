@@ -1,0 +1,181 @@
+"""Per-group limits (docs/groups.md): concurrency, rate, pause, holds; a
+blocked group never holds up the others, and nothing waiting is lost."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from queues import AsyncQueue, AsyncWorker, Job, Queue
+
+
+async def _until(cond: Any, timeout: float = 20) -> None:
+    async with asyncio.timeout(timeout):
+        while not await cond():
+            await asyncio.sleep(0.02)
+
+
+def test_group_concurrency_is_never_exceeded_and_others_go_on(
+    q: Queue, redis_url: str, qname: str
+) -> None:
+    """Group a capped at 2, b unlimited; a worker with 8 slots: a never has
+    more than 2 running at once, b's jobs use the other slots, all finish."""
+    q.set_group("a", concurrency=2)
+    for g in ("a", "b"):
+        for _ in range(20):
+            q.add("j", {"g": g}, group=g)
+    running = {"a": 0, "b": 0}
+    peak = {"a": 0, "b": 0}
+
+    async def process(job: Job) -> Any:
+        g = job.data["g"]
+        running[g] += 1
+        peak[g] = max(peak[g], running[g])
+        await asyncio.sleep(0.03)
+        running[g] -= 1
+
+    async def main() -> None:
+        async with AsyncQueue(qname, redis_url) as aq:
+            w = AsyncWorker(
+                qname, process, connection=redis_url, concurrency=8, drain_delay=0.2
+            )
+            run = asyncio.create_task(w.run(install_signals=False))
+
+            async def done() -> bool:
+                return (await aq.get_counts("completed"))["completed"] == 40
+
+            await _until(done)
+            w.close()
+            await asyncio.wait_for(run, 10)
+
+    asyncio.run(main())
+    assert peak["a"] == 2
+    assert peak["b"] > 2
+    info = q.get_group("a")
+    assert info is not None and info.active == 0 and info.waiting == 0
+
+
+def test_group_rate_limit_holds_within_a_window(
+    q: Queue, redis_url: str, qname: str
+) -> None:
+    """Group a may start 3 jobs per 400 ms: no 400 ms window holds more than
+    3 of a's starts (+1 for the window edge between two clocks: never 2
+    windows' worth), and b is not slowed by it."""
+    q.set_group("a", rate_max=3, rate_duration_ms=400)
+    for g in ("a", "b"):
+        for _ in range(12):
+            q.add("j", {"g": g}, group=g)
+    starts: dict[str, list[float]] = {"a": [], "b": []}
+
+    async def process(job: Job) -> Any:
+        starts[job.data["g"]].append(time.monotonic())
+
+    async def main() -> None:
+        async with AsyncQueue(qname, redis_url) as aq:
+            w = AsyncWorker(
+                qname, process, connection=redis_url, concurrency=4, drain_delay=0.2
+            )
+            run = asyncio.create_task(w.run(install_signals=False))
+
+            async def done() -> bool:
+                return (await aq.get_counts("completed"))["completed"] == 24
+
+            await _until(done, 30)
+            w.close()
+            await asyncio.wait_for(run, 10)
+
+    asyncio.run(main())
+    a = sorted(starts["a"])
+    # 12 jobs at 3 per window need at least 3 full windows after the first.
+    assert a[-1] - a[0] >= 3 * 0.4 * 0.9
+    for i, t in enumerate(a):
+        in_window = [u for u in a[i:] if u - t < 0.4 * 0.9]
+        assert len(in_window) <= 3, (i, in_window)
+    assert max(starts["b"]) < a[-1]
+
+
+def test_pause_and_resume_one_group(q: Queue, redis_url: str, qname: str) -> None:
+    """A paused group's jobs wait (none lost) while the others run; resumed,
+    they run."""
+    for g in ("a", "b"):
+        for _ in range(5):
+            q.add("j", {"g": g}, group=g)
+    q.pause_group("a")
+    seen: list[str] = []
+
+    async def process(job: Job) -> Any:
+        seen.append(job.data["g"])
+
+    async def main() -> None:
+        async with AsyncQueue(qname, redis_url) as aq:
+            w = AsyncWorker(
+                qname, process, connection=redis_url, concurrency=2, drain_delay=0.2
+            )
+            run = asyncio.create_task(w.run(install_signals=False))
+
+            async def b_done() -> bool:
+                return (await aq.get_counts("completed"))["completed"] == 5
+
+            await _until(b_done)
+            await asyncio.sleep(0.3)
+            assert seen == ["b"] * 5
+            info = await aq.get_group("a")
+            assert info is not None and info.paused and info.waiting == 5
+            assert (await aq.get_group_summary()).paused == 1
+            await aq.resume_group("a")
+
+            async def all_done() -> bool:
+                return (await aq.get_counts("completed"))["completed"] == 10
+
+            await _until(all_done)
+            w.close()
+            await asyncio.wait_for(run, 10)
+
+    asyncio.run(main())
+    assert seen.count("a") == 5
+
+
+def test_a_hold_ends_at_its_time_or_on_release(
+    q: Queue, redis_url: str, qname: str
+) -> None:
+    """A quota-style hold: a held group waits; a timed hold ends by itself
+    (the worker wakes for it), an open one when released."""
+    for g in ("a", "b"):
+        for _ in range(3):
+            q.add("j", {"g": g}, group=g)
+    until = int(time.time() * 1000) + 800
+    q.hold_group("a", "quota", until_ms=until, info={"used_s": 10, "budget_s": 5})
+    q.hold_group("b", "quota")
+    info = q.get_group("a")
+    assert info is not None and info.hold == "quota" and info.hold_until_ms == until
+    assert info.hold_info == {"used_s": 10, "budget_s": 5}
+    assert q.get_group_summary().held == 2
+    finished: dict[str, float] = {}
+
+    async def process(job: Job) -> Any:
+        finished[job.data["g"]] = time.time() * 1000
+
+    async def main() -> None:
+        async with AsyncQueue(qname, redis_url) as aq:
+            w = AsyncWorker(
+                qname, process, connection=redis_url, concurrency=2, drain_delay=5
+            )
+            run = asyncio.create_task(w.run(install_signals=False))
+
+            async def a_done() -> bool:
+                return (await aq.get_counts("completed"))["completed"] == 3
+
+            await _until(a_done)
+            assert "b" not in finished and finished["a"] >= until
+            assert await aq.release_group("b", "other") == 0
+            assert await aq.release_group("b", "quota") == 1
+
+            async def all_done() -> bool:
+                return (await aq.get_counts("completed"))["completed"] == 6
+
+            await _until(all_done)
+            w.close()
+            await asyncio.wait_for(run, 10)
+
+    asyncio.run(main())

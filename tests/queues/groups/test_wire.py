@@ -1,0 +1,136 @@
+"""Groups on the wire (docs/groups.md, docs/protocol.md §6.2): a grouped
+job's lock never expires while its lease does, a dead worker's grouped job
+goes back to the front of its group, retries and backoff stay in the group,
+and the queue's other transitions (state, promote, remove, priority, drain,
+obliterate) know grouped jobs."""
+
+from __future__ import annotations
+
+import redis
+
+from queues import Queue
+from queues.state import JobState
+from tests.queues.transitions.helpers import (
+    LOCK_MS,
+    NOW,
+    claimed,
+    move_stalled,
+    move_to_active,
+    move_to_delayed,
+    retry_job,
+)
+
+
+def test_a_grouped_lock_never_expires_and_a_lapsed_lease_requeues_it(
+    q: Queue, r: redis.Redis
+) -> None:
+    """Claimed, a grouped job's lock has no TTL (a Node worker's stalled check
+    skips it) and its lease ends a lock duration later; once the lease has
+    lapsed the stalled check puts it back at the front of its group, counts
+    the stall, frees its slot and emits `stalled`."""
+    first = q.add("j", {}, group="a").id
+    second = q.add("j", {}, group="a").id
+    [(job_id, token, h)] = claimed(move_to_active(q))
+    assert job_id == first and h["gid"] == "a"
+    assert r.pttl(q.keys.lock(first)) == -1
+    assert r.zscore(q.keys.base + "groups:leases", first) == NOW + LOCK_MS
+    assert q.get_group("a").active == 1  # type: ignore[union-attr]
+    assert move_stalled(q, now=NOW + LOCK_MS - 1) == []
+    assert move_stalled(q, now=NOW + LOCK_MS + 1) == [first]
+    assert r.exists(q.keys.lock(first)) == 0
+    assert r.zrange(q.keys.base + "group:a:wait", 0, -1) == [first, second]
+    assert r.hget(q.keys.job(first), "stc") == "1"
+    info = q.get_group("a")
+    assert info is not None and info.active == 0 and info.waiting == 2
+    assert q.get_job_state(first) is JobState.WAITING
+    [(again, _, _)] = claimed(move_to_active(q, now=NOW + LOCK_MS + 2))
+    assert again == first
+
+
+def test_backoff_and_retry_stay_in_the_group(q: Queue, r: redis.Redis) -> None:
+    """A failed attempt with backoff waits in `groups:delayed` (not BullMQ's
+    `delayed`), comes back to its group when due; an immediate retry goes
+    to the group, never to `wait`."""
+    job = q.add("j", {}, group="a", attempts=3).id
+    [(jid, token, _)] = claimed(move_to_active(q))
+    assert move_to_delayed(q, jid, 1000, token=token) == 0
+    assert r.zcard(q.keys.delayed) == 0
+    assert r.zscore(q.keys.base + "groups:delayed", job) == NOW + 1000
+    assert q.get_job_state(job) is JobState.DELAYED
+    assert q.get_counts("delayed", "waiting") == {"delayed": 1, "waiting": 0}
+    assert claimed(move_to_active(q, now=NOW + 500)) == []
+    [(jid, token, _)] = claimed(move_to_active(q, now=NOW + 1001))
+    assert jid == job
+    assert retry_job(q, jid, now=NOW + 1002, token=token) == 0
+    assert r.llen(q.keys.wait) == 0 and r.zrange(
+        q.keys.base + "group:a:wait", 0, -1
+    ) == [job]
+
+
+def test_promote_remove_priority_and_state(q: Queue, r: redis.Redis) -> None:
+    """Promote moves a grouped delayed job to its group; change_priority
+    re-orders inside the group; remove takes a waiting one out of its group
+    and the counts; get_state finds both without the lists."""
+    late = q.add("j", {}, group="a", delay=60_000)
+    assert q.get_job_state(late.id) is JobState.DELAYED
+    late.promote()
+    assert r.zrange(q.keys.base + "group:a:wait", 0, -1) == [late.id]
+    other = q.add("j", {}, group="a")
+    q.get_job(other.id).change_priority(priority=0, lifo=True)  # type: ignore[union-attr]
+    assert r.zrange(q.keys.base + "group:a:wait", 0, -1) == [other.id, late.id]
+    assert q.remove_job(late.id) is True
+    assert r.zrange(q.keys.base + "group:a:wait", 0, -1) == [other.id]
+    assert q.get_group("a").waiting == 1  # type: ignore[union-attr]
+    assert q.get_counts("waiting") == {"waiting": 1}
+
+
+def test_drain_and_obliterate_take_the_groups(q: Queue, r: redis.Redis) -> None:
+    """Drain deletes the groups' waiting (and, asked, delayed) jobs;
+    obliterate leaves no group key behind."""
+    for g in ("a", "b"):
+        q.add("j", {}, group=g)
+    q.add("j", {}, group="a", delay=5000)
+    assert q.drain(delayed=True) == 3
+    assert q.get_counts("waiting", "delayed") == {"waiting": 0, "delayed": 0}
+    q.add("j", {}, group="c")
+    q.set_group("c", concurrency=1)
+    q.pause()
+    q.obliterate()
+    assert [k for k in r.scan_iter(q.keys.base + "*")] == []
+
+
+def test_a_producer_job_naming_a_group_in_wait_is_adopted(
+    q: Queue, r: redis.Redis
+) -> None:
+    """A job another client put in `wait` with `opts.group = {id}` (a Node
+    producer's) is moved to its group on the ungrouped jobs' turn, and the
+    rotation goes on from there: here a's second job comes before it, as
+    its group (n) joined the rotation behind a."""
+    a1 = q.add("j", {}, group="a").id
+    a2 = q.add("j", {}, group="a").id
+    plain = q.add("j", {}).id
+    r.hset(q.keys.job(plain), "opts", '{"attempts":0,"group":{"id":"n"}}')
+    [(first, _, _)] = claimed(move_to_active(q))
+    assert first == a1
+    [(second, _, _)] = claimed(move_to_active(q))
+    assert second == a2
+    assert r.llen(q.keys.wait) == 0
+    assert r.hget(q.keys.job(plain), "gid") == "n"
+    assert q.get_job_state(plain) is JobState.WAITING
+    [(third, _, _)] = claimed(move_to_active(q))
+    assert third == plain
+
+
+def test_groups_page_turn_and_summary(q: Queue) -> None:
+    """get_groups orders by backlog; get_group_turn counts the places ahead."""
+    for g, n in (("a", 1), ("b", 3), ("c", 2)):
+        for _ in range(n):
+            q.add("j", {}, group=g)
+    assert [g.id for g in q.get_groups()] == ["b", "c", "a"]
+    assert [q.get_group_turn(g) for g in ("a", "b", "c")] == [0, 1, 2]
+    assert q.get_group_turn("zz") is None and q.get_group("zz") is None
+    s = q.get_group_summary()
+    assert (s.groups, s.waiting, s.active) == (3, 6, 0)
+    assert [j.id for j in q.get_group_jobs("b")] == [
+        j.id for j in q.get_group_jobs("b", 0, -1)
+    ]
