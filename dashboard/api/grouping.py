@@ -7,13 +7,14 @@ from __future__ import annotations
 import re
 from typing import Protocol
 
+from queues.names import GROUP_ID_PATTERN, GROUP_ID_RULE, is_group_id
+
 from .exceptions import BadRequest
 
-#: A group id (docs/groups.md): 1-100 of these characters, no `:`.
-GROUP_ID_PATTERN = r"^[A-Za-z0-9_.@+/-]{1,100}$"
+__all__ = ["GROUP_ID_PATTERN", "GROUP_ID_RULE", "is_group_id"]
+
+#: The longest group id (docs/groups.md; `queues.names.GROUP_ID_PATTERN`).
 GROUP_ID_MAX_CHARS = 100
-GROUP_ID_RULE = "1-100 letters, digits or '_.@+-/'"
-GROUP_ID_RE = re.compile(GROUP_ID_PATTERN)
 #: What a token name's characters become when they cannot be in a group id;
 #: `/` too, so a derived group never looks like a sub-customer of another.
 _NOT_IN_DERIVED = re.compile(r"[^A-Za-z0-9_.@+-]")
@@ -29,11 +30,6 @@ class GroupedToken(Protocol):
     def group_id(self) -> str:
         """The token's group."""
         ...
-
-
-def is_group_id(value: object) -> bool:
-    """Whether `value` is a valid group id."""
-    return isinstance(value, str) and GROUP_ID_RE.fullmatch(value) is not None
 
 
 def derived_group(name: str) -> str:
