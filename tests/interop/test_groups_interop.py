@@ -15,7 +15,15 @@ import pytest
 from queues import Queue
 from tests.helpers import wait_until
 
-from .helpers import call, node_worker, py_worker, python_worker
+from .helpers import (
+    BULL,
+    Process,
+    call,
+    node_worker,
+    py_worker,
+    python_worker,
+    redis_arg,
+)
 
 #: Jobs per group and ungrouped ones in the producer test.
 PER_GROUP = 8
@@ -110,9 +118,9 @@ def test_node_worker_never_takes_a_bullpen_grouped_job(
     grouped job completes once, by Bullpen; the ungrouped ones are shared."""
     queue = Queue(qname, redis_url)
     node = node_worker(
-        redis_url, qname, name="node", concurrency=2, stalledInterval=200
+        redis_url, qname, name="node", concurrency=1, stalledInterval=200
     )
-    py = py_worker(redis_url, qname, worker_name="py", concurrency=2)
+    py = py_worker(redis_url, qname, worker_name="py", concurrency=4)
     try:
         grouped = [
             {
@@ -124,7 +132,7 @@ def test_node_worker_never_takes_a_bullpen_grouped_job(
             for i in range(6)
         ]
         plain = [
-            {"name": "u", "data": {"g": "-", "n": i, "sleepMs": 80}} for i in range(16)
+            {"name": "u", "data": {"g": "-", "n": i, "sleepMs": 150}} for i in range(16)
         ]
         jobs = queue.add_bulk(grouped + plain)
         grouped_ids = {job.id for job in jobs[: len(grouped)]}
@@ -159,20 +167,30 @@ def test_bull_board_reads_of_grouped_jobs(redis_url: str, qname: str) -> None:
         assert [j["id"] for j in waiting] == [plain.id]
         counts = call(redis_url, qname, "getJobCounts")
         assert counts["waiting"] == 1 and counts["active"] == 0
+        watch = Process(
+            ["node", str(BULL), redis_arg(redis_url), "watch", qname, "20"],
+            "node watch",
+        )
+        watch.wait_for("ready")
         with python_worker(redis_url, qname, concurrency=2):
-
-            def active() -> list[Any]:
-                found = call(redis_url, qname, "getJobs", ["active"], 0, -1)
-                return [j for j in found if j and j["id"] == job.id]
-
-            seen = wait_until(active, 30, what="Node to list the grouped job active")
-            assert seen[0]["data"] == {"sleepMs": 1500}
-            assert call(redis_url, qname, "getJobCounts")["active"] >= 1
+            # getJobCounts() and getJobs(['active']) read in one watch round.
+            seen = wait_until(
+                lambda: [
+                    line
+                    for line in watch.seen("counts")
+                    if job.id in {j["id"] for j in line["active"] if j}
+                ],
+                30,
+                what="Node to list the grouped job active",
+            )
+            assert seen[0]["counts"]["active"] >= 1
+            assert seen[0]["counts"]["waiting"] == 0
             wait_until(
                 lambda: queue.get_counts("completed")["completed"] == 2,
                 30,
                 what="both jobs to complete",
             )
+        watch.stop()
         done = call(redis_url, qname, "getJobs", ["completed"], 0, -1)
         assert {j["id"] for j in done} == {job.id, plain.id}
         counts = call(redis_url, qname, "getJobCounts")
