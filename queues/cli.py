@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 import redis
 import redis.sentinel
 
-from . import codec, defaults
+from . import cli_groups, codec, defaults
 from .connection import DEFAULT_URL, sync_from_url
 from .exceptions import QueueError
 from .job import Job
@@ -155,7 +155,8 @@ def cmd_add(queue: Queue, args: argparse.Namespace) -> None:
     """Add one job and print its id."""
     data = None if args.data is None else _json_option("--data", args.data)
     backoff = None if args.backoff is None else _json_option("--backoff", args.backoff)
-    options = {k: getattr(args, k) for k in ("priority", "delay", "attempts", "lifo")}
+    keys = ("priority", "delay", "attempts", "lifo", "group")
+    options = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
     print(queue.add(args.name, data, backoff=backoff, job_id=args.job_id, **options).id)
 
 
@@ -258,7 +259,8 @@ def build_parser(redis_default: str = DEFAULT_URL) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(func: Command) -> argparse.ArgumentParser:
-        name, doc = func.__name__.removeprefix("cmd_"), func.__doc__
+        name = func.__name__.removeprefix("cmd_").replace("_", "-")
+        doc = func.__doc__
         p = sub.add_parser(name, parents=[common], help=doc, description=doc)
         p.add_argument("queue", metavar="QUEUE")
         p.set_defaults(func=func)
@@ -294,6 +296,7 @@ def build_parser(redis_default: str = DEFAULT_URL) -> argparse.ArgumentParser:
     p.add_argument("--backoff", metavar="JSON|MS", help=BACKOFF_HELP)
     p.add_argument("--job-id", metavar="ID")
     p.add_argument("--lifo", action="store_true", default=None)
+    p.add_argument("--group", metavar="ID", help="the job's group (fair turns)")
     p = command(cmd_counts)
     p.add_argument("--json", action="store_true")
     p = command(cmd_jobs)
@@ -310,6 +313,7 @@ def build_parser(redis_default: str = DEFAULT_URL) -> argparse.ArgumentParser:
     p.add_argument("--limit", type=count, default=0, metavar="N", help="0: no limit")
     command(cmd_pause)
     command(cmd_resume)
+    cli_groups.add_commands(command, positive, count)
     return parser
 
 

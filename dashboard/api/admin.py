@@ -34,13 +34,15 @@ class ApiTokenAdmin(_ApiTokenAdminBase):
         "queues",
         "can_read",
         "can_write",
+        "can_admin",
+        "group_id",
         "rate_limit_per_min",
         "created_at",
         "last_used_at",
         "revoked_at",
     )
-    list_filter = ("can_read", "can_write")
-    search_fields = ("name", "prefix", "queues")
+    list_filter = ("can_read", "can_write", "can_admin", "group_jobs")
+    search_fields = ("name", "prefix", "queues", "group")
     readonly_fields = ("prefix", "created_at", "last_used_at", "webhook_secret")
     actions = ("revoke",)
 
@@ -56,6 +58,13 @@ class ApiTokenAdmin(_ApiTokenAdminBase):
                 f"Webhook signing secret: {obj.webhook_secret}",
                 messages.WARNING,
             )
+
+    @admin.display(description="jobs' group")
+    def group_id(self, obj: ApiToken) -> str:
+        """The group its jobs take ("-": none)."""
+        if not obj.group_jobs:
+            return "-"
+        return obj.group_id + ("/…" if obj.may_set_group else "")
 
     @admin.action(description="Revoke the selected tokens")
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:

@@ -55,7 +55,11 @@ class Principal:
         """Forbidden unless the caller has the scope (tickets: none but theirs)."""
         if self.token is None:
             raise Forbidden("insufficient_scope", "a ticket only reads its own job")
-        allowed = self.token.can_read if scope == "read" else self.token.can_write
+        allowed = {
+            "read": self.token.can_read,
+            "write": self.token.can_write,
+            "admin": self.token.can_admin,
+        }[scope]
         if not allowed:
             raise Forbidden("insufficient_scope", f"this token has no {scope} scope")
 

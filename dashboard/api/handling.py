@@ -18,6 +18,7 @@ from ..shared import conf
 from . import ratelimit, store
 from .auth import Principal, authenticate
 from .exceptions import ApiError, Forbidden, MethodNotAllowed, NotFound, Unavailable
+from .grouping import check_group_id
 from .operations import Operation
 from .validation import check_job_id, check_queue_name
 
@@ -83,6 +84,8 @@ def _serve(
         check_queue_name(kwargs["queue"])
     if "job_id" in kwargs:
         check_job_id(kwargs["job_id"])
+    if "group" in kwargs:
+        check_group_id(kwargs["group"])
     queue = kwargs.get("queue")
     if principal is not None and op.scope is not None:
         if queue is None:

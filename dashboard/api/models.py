@@ -17,7 +17,7 @@ from queues.names import is_safe_queue_name
 from queues.options import check_default_job_options
 
 from ..shared import conf
-from . import defaults, tokens
+from . import defaults, grouping, tokens
 from .exceptions import Unprocessable
 from .schemas import DEFAULT_JOB_OPTIONS
 from .validation import check_webhook_url
@@ -41,6 +41,27 @@ class ApiToken(models.Model):
         default=True, help_text="Job status, events, counts."
     )
     can_write = models.BooleanField(default=False, help_text="Enqueue and cancel.")
+    can_admin = models.BooleanField(
+        default=False,
+        help_text="Read and change the queues' group settings (pause, weights, "
+        "limits).",
+    )
+    group_jobs = models.BooleanField(
+        default=True,
+        help_text="Put every job it enqueues in its group (fair turns between "
+        "tokens); off: its jobs have no group.",
+    )
+    group = models.CharField(
+        max_length=grouping.GROUP_ID_MAX_CHARS,
+        blank=True,
+        help_text="Its jobs' group; empty: derived from the name (characters "
+        "other than letters, digits and _.@+- become -).",
+    )
+    may_set_group = models.BooleanField(
+        default=False,
+        help_text="Requests may send options.group: the job's group is then "
+        '"<its group>/<given>" (its own sub-customers).',
+    )
     rate_limit_per_min = models.PositiveIntegerField(
         null=True,
         blank=True,
@@ -71,14 +92,17 @@ class ApiToken(models.Model):
         can_read: bool = True,
         can_write: bool = False,
         rate_limit_per_min: int | None = None,
+        **more: Any,
     ) -> tuple[ApiToken, str]:
-        """Create a token; returns it and the plain token (shown only now)."""
+        """Create a token; returns it and the plain token (shown only now).
+        `more`: other fields (can_admin, group, group_jobs, may_set_group)."""
         token = cls(
             name=name,
             queues=queues if isinstance(queues, str) else ",".join(queues),
             can_read=can_read,
             can_write=can_write,
             rate_limit_per_min=rate_limit_per_min,
+            **more,
         )
         plain = token.set_new_key()
         token.full_clean()
@@ -98,8 +122,19 @@ class ApiToken(models.Model):
         bad = [n for n in names if n != "*" and not is_safe_queue_name(n)]
         if bad:
             raise ValidationError({"queues": f"not a queue name: {', '.join(bad)}"})
-        if not (self.can_read or self.can_write):
-            raise ValidationError("a token needs read, write or both")
+        if not (self.can_read or self.can_write or self.can_admin):
+            raise ValidationError("a token needs read, write, admin or some of them")
+        if self.group and not grouping.is_group_id(self.group):
+            raise ValidationError({"group": f"group ids are {grouping.GROUP_ID_RULE}"})
+        if self.may_set_group and not self.group_jobs:
+            raise ValidationError(
+                {"may_set_group": "a token whose jobs have no group cannot set one"}
+            )
+
+    @property
+    def group_id(self) -> str:
+        """Its jobs' group: the explicit one, else derived from its name."""
+        return self.group or grouping.derived_group(self.name)
 
     @property
     def queue_list(self) -> list[str]:

@@ -36,7 +36,7 @@ class Operation:
     operation_id: str
     summary: str
     view: Callable[..., HttpResponseBase]
-    #: "read", "write" or None (public).
+    #: "read", "write", "admin" or None (public).
     scope: str | None
     #: 2xx (and operation-specific 4xx) responses: status -> (description, schema).
     responses: dict[int, tuple[str, str | None]]
@@ -57,8 +57,15 @@ class Operation:
     @property
     def django_route(self) -> str:
         """The path as a Django route (no leading slash)."""
-        return re.sub(r"{(\w+)}", r"<str:\1>", self.path.lstrip("/"))
+        return re.sub(
+            r"{(\w+)}",
+            lambda m: f"<{_CONVERTERS.get(m[1], 'str')}:{m[1]}>",
+            self.path.lstrip("/"),
+        )
 
+
+#: Path parameters that may hold `/` (a group id; always the last segment).
+_CONVERTERS = {"group": "path"}
 
 _REGISTERED: list[Operation] = []
 

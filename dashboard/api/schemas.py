@@ -13,6 +13,7 @@ from dashboard.shared.verbs import VERBS, Verb
 
 from . import defaults
 from .attempts_schema import ATTEMPT_HISTORY
+from .groups_schema import GROUP_OPTION, GROUP_SCHEMAS
 from .waiting_schema import WAITING_REASON
 
 JOB_NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.:@/+-]{0,127}$"
@@ -90,6 +91,7 @@ JOB_OPTIONS: dict[str, Any] = {
             ],
         },
         "lifo": {"type": "boolean"},
+        "group": GROUP_OPTION,
         "remove_on_complete": _KEEP,
         "remove_on_fail": _KEEP,
         "webhook_url": {
@@ -116,7 +118,7 @@ DEFAULT_JOB_OPTIONS: dict[str, Any] = {
     "properties": {
         k: v
         for k, v in JOB_OPTIONS["properties"].items()
-        if k not in ("job_id", "webhook_url", "webhook_events")
+        if k not in ("job_id", "group", "webhook_url", "webhook_events")
     },
 }
 
@@ -182,6 +184,7 @@ JOB: dict[str, Any] = {
         "attempts": {"type": "integer"},
         "priority": {"type": "integer"},
         "delay": {"type": "integer"},
+        "group": {"type": ["string", "null"], "description": "null: no group"},
         "timestamps": {
             "type": "object",
             "properties": {
@@ -287,10 +290,12 @@ ERROR_CODES: dict[int, tuple[str, ...]] = {
         "invalid_webhook_url",
         "invalid_idempotency_key",
         "invalid_last_event_id",
+        "invalid_group",
+        "group_not_allowed",
     ),
     401: ("missing_token", "invalid_token", "revoked_token", "invalid_ticket"),
     403: ("queue_not_allowed", "insufficient_scope"),
-    404: ("not_found", "job_not_found"),
+    404: ("not_found", "job_not_found", "group_not_found"),
     405: ("method_not_allowed",),
     409: (
         "job_id_taken",
@@ -385,6 +390,7 @@ COMPONENTS: dict[str, dict[str, Any]] = {
     "Queue": QUEUE,
     "QueueList": QUEUE_LIST,
     "Deliveries": DELIVERIES,
+    **GROUP_SCHEMAS,
     "SseEvent": SSE_EVENT,
     "Error": ERROR,
 }

@@ -10,19 +10,21 @@ from typing import Any
 from queues.names import SAFE_QUEUE_NAME_PATTERN
 
 from . import schemas
+from .grouping import GROUP_ID_PATTERN
 from .operations import Operation, registered
 
 #: Schemas of the path parameters, by name.
 PATH_PARAMS: dict[str, dict[str, Any]] = {
     "queue": {"type": "string", "pattern": SAFE_QUEUE_NAME_PATTERN},
     "job_id": {"type": "string", "pattern": schemas.JOB_ID_PATTERN},
+    "group": {"type": "string", "pattern": GROUP_ID_PATTERN},
 }
 
 #: Responses every authenticated operation may give.
 COMMON_ERRORS: dict[int, str] = {
     400: "Invalid request (see error.code)",
     401: "Missing, unknown or revoked token",
-    403: "The token may not use this queue, or lacks the scope",
+    403: "The token may not use this queue, or lacks the scope (groups: admin)",
     429: "Over the token's rate limit (Retry-After)",
     503: "Redis is unavailable",
 }
@@ -122,7 +124,8 @@ def openapi(server: str = "/api/v1") -> dict[str, Any]:
             "version": "1.0.0",
             "description": "Enqueue jobs, follow them (status, Server-Sent Events, "
             "webhooks), act on them as operators do (retry, promote, change "
-            "priority, duplicate) and cancel them. Errors are JSON "
+            "priority, duplicate), cancel them, and (admin tokens) set the fair turns "
+            "of their groups. Errors are JSON "
             '{"error": {"code", "message", "details"}} with a stable code.',
         },
         "servers": [{"url": server}],

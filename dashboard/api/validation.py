@@ -23,6 +23,7 @@ from queues.options import validate_job_id
 from ..shared import conf
 from . import defaults, schemas
 from .exceptions import BadRequest, PayloadTooLarge, Unprocessable, UnsupportedMediaType
+from .grouping import GROUP_ID_RULE
 from .webhooks import ssrf
 
 # Python's `$` also matches before a final newline, so every check below uses
@@ -139,6 +140,8 @@ class EnqueueRequest:
     name: str
     data: Any
     options: dict[str, Any] = field(default_factory=dict)
+    #: `options.group` as sent (None: not sent); see `grouping.job_group`.
+    group: str | None = None
     webhook_url: str | None = None
     #: The events the job's own webhook is sent (all of them unless chosen).
     webhook_events: list[str] = field(
@@ -179,6 +182,12 @@ def _error_for(error: SchemaError) -> BadRequest:
             "job_id must be 1-128 letters, digits, '_', '.' or '-'",
             details,
         )
+    if path[:2] == ["options", "group"]:
+        return BadRequest(
+            "invalid_group",
+            f"options.group: group ids are {GROUP_ID_RULE}",
+            details,
+        )
     if path[:2] == ["options", "webhook_url"]:
         return BadRequest(
             "invalid_webhook_url", "webhook_url must be an http(s) URL", details
@@ -213,6 +222,7 @@ def validate_enqueue(body: Any) -> EnqueueRequest:
         name=body["name"],
         data={} if body.get("data") is None else body["data"],
         options={k: v for k, v in options.items() if k in _QUEUE_OPTIONS},
+        group=options.get("group"),
         webhook_url=url,
         webhook_events=events,
     )

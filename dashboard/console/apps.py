@@ -16,9 +16,15 @@ class DashboardConfig(AppConfig):
     verbose_name = "Bullpen dashboard"
 
     def ready(self) -> None:
+        from dashboard.shared.audit import add_audit_writer
+
         from . import (  # noqa: F401
             checks,  # (registers the checks)
             db,  # (HTTP requests close their connections)
             mount_checks,  # (registers the mount checks)
         )
+        from .audit import record_as
         from .live import access  # noqa: F401  (logging out closes live sockets)
+
+        # The producer API's admin actions land in this app's audit log.
+        add_audit_writer(self.label, record_as)

@@ -29,3 +29,16 @@ def record(
         outcome=outcome,
         detail=detail[:DETAIL_CHARS],
     )
+
+
+def record_as(actor: str, target: str, action: str, outcome: str, detail: str) -> None:
+    """Store one entry for a caller that is not a user (an API token: the
+    shared audit hook, dashboard/shared/audit.py)."""
+    AuditEntry.objects.create(
+        user=None,
+        username=actor[:150],
+        target=target[:400],
+        action=action[:64],
+        outcome=outcome,
+        detail=detail[:DETAIL_CHARS],
+    )

@@ -64,7 +64,7 @@ def test_apitoken_create_list_revoke(qname: str) -> None:
     "args",
     [
         ["create", "--name", "x", "--queues", "a b"],
-        ["create", "--name", "x", "--queues", "a", "--scope", "admin"],
+        ["create", "--name", "x", "--queues", "a", "--scope", "root"],
         ["revoke", "bp_nothing"],
     ],
 )
@@ -157,7 +157,8 @@ def _api_routes() -> set[str]:
             if isinstance(p, URLResolver):
                 walk(p.url_patterns, prefix + str(p.pattern))
             elif isinstance(p, URLPattern):
-                routes.add(prefix + str(p.pattern))
+                # A group id may hold "/": its route takes a path converter.
+                routes.add(prefix + str(p.pattern).replace("<path:", "<str:"))
 
     walk(get_resolver().url_patterns, "")
     return {r for r in routes if r.startswith("api/v1/") and "(?P<rest>" not in r}

@@ -1,4 +1,4 @@
 """The API's operations, one module per resource; importing this package
 registers them all (see `operations`)."""
 
-from . import actions, docs, events, jobs, queues  # noqa: F401
+from . import actions, docs, events, groups, jobs, queues  # noqa: F401

@@ -19,7 +19,7 @@ from queues.exceptions import InvalidJobId, InvalidJobOptions, JobLocked
 from queues.options import TENANT_MAX_CHARS, merge_job_options
 
 from ...shared import conf
-from .. import idempotency, schemas, store
+from .. import grouping, idempotency, schemas, store
 from ..auth import make_ticket
 from ..exceptions import ApiError, BadRequest, Conflict, NotFound
 from ..handling import Call, json_response
@@ -58,6 +58,7 @@ def job_body(queue_name: str, job: Job, state: JobState) -> dict[str, Any]:
             "attempts": job.attempts,
             "priority": job.priority,
             "delay": job.delay,
+            "group": group_of(job),
             "timestamps": {
                 "created": job.timestamp or None,
                 "processed": job.processed_on,
@@ -65,6 +66,13 @@ def job_body(queue_name: str, job: Job, state: JobState) -> dict[str, Any]:
             },
         }
     )
+
+
+def group_of(job: Job) -> str | None:
+    """The job's group id (`opts.group.id`, docs/groups.md), None if none."""
+    found = (job.opts or {}).get("group")
+    group = found.get("id") if isinstance(found, dict) else None
+    return group if isinstance(group, str) else None
 
 
 def _enqueued(
@@ -109,6 +117,7 @@ def _add(
     req: EnqueueRequest,
     job_id: str | None,
     check_taken: bool,
+    group: str | None,
 ) -> tuple[str, dict[str, Any] | None, int | None]:
     """Add the job; returns its id, its webhook and the `timestamp` that tells
     this job from any other that had or will have the same id."""
@@ -145,6 +154,8 @@ def _add(
     token = call.principal.token if call.principal is not None else None
     if token is not None and token.name:
         options["tenant"] = token.name[:TENANT_MAX_CHARS]
+    if group is not None:
+        options["group"] = group
     try:
         job = q.add(req.name, req.data, job_id=job_id, timestamp=job_ts, **options)
     except InvalidJobId as exc:
@@ -188,10 +199,14 @@ def enqueue(request: HttpRequest, call: Call, queue: str) -> HttpResponse:
     body = read_json_body(request)
     req = validate_enqueue(body)
     QueueSchema.check_data(queue, req.data)
+    token = call.principal.token if call.principal is not None else None
+    group = grouping.job_group(token, req.group)
     job_id = req.options.pop("job_id", None)
     key = request.headers.get("Idempotency-Key")
     if key is None:
-        added, webhook, job_ts = _add(call, queue, req, job_id, check_taken=True)
+        added, webhook, job_ts = _add(
+            call, queue, req, job_id, check_taken=True, group=group
+        )
         return _enqueued(request, queue, added, req.name, webhook, 201, job_ts)
     assert call.principal is not None
     check_idempotency_key(key)
@@ -212,7 +227,7 @@ def enqueue(request: HttpRequest, call: Call, queue: str) -> HttpResponse:
         return _enqueued(request, queue, claim.job_id, req.name, webhook, 200, job_ts)
     try:
         added, webhook, job_ts = _add(
-            call, queue, req, claim.job_id, check_taken=claim.fresh
+            call, queue, req, claim.job_id, check_taken=claim.fresh, group=group
         )
     except ApiError:
         idempotency.release(client, redis_key)

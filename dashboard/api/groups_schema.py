@@ -1,0 +1,130 @@
+"""JSON Schemas of the groups operations (docs/groups.md): the enqueue
+option, a group as the API shows it, a page of groups, and the bodies that
+change a group's settings or every group's defaults."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .grouping import GROUP_ID_PATTERN
+
+WEIGHT_MAX = 1_000
+CONCURRENCY_MAX = 1_000_000
+RATE_MAX_MAX = 1_000_000
+RATE_DURATION_MAX_MS = 24 * 3600 * 1000
+
+GROUP_OPTION: dict[str, Any] = {
+    "type": "string",
+    "pattern": GROUP_ID_PATTERN,
+    "description": "Tokens with may_set_group only: the job's group is "
+    '"<token\'s group>/<group>" (a sub-customer).',
+}
+
+_INT_OR_NULL = {"type": ["integer", "null"]}
+
+
+def _setting(minimum: int, maximum: int, doc: str) -> dict[str, Any]:
+    return {
+        "type": ["integer", "null"],
+        "minimum": minimum,
+        "maximum": maximum,
+        "description": doc + "; null clears it.",
+    }
+
+
+#: The settings a request may change (each optional; null clears).
+_SETTINGS: dict[str, Any] = {
+    "weight": _setting(1, WEIGHT_MAX, "Turns in a row (default 1)"),
+    "concurrency": _setting(
+        0, CONCURRENCY_MAX, "Most active jobs at once, all workers (0: no limit)"
+    ),
+    "rate_max": _setting(1, RATE_MAX_MAX, "Most jobs started per window"),
+    "rate_duration_ms": _setting(1, RATE_DURATION_MAX_MS, "The window, ms"),
+}
+
+GROUP_UPDATE: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "minProperties": 1,
+    "properties": {
+        **_SETTINGS,
+        "paused": {
+            "type": "boolean",
+            "description": "true pauses the group (its jobs wait), false resumes it.",
+        },
+    },
+}
+
+GROUP_DEFAULTS_UPDATE: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "minProperties": 1,
+    "properties": _SETTINGS,
+}
+
+GROUP_SETTINGS: dict[str, Any] = {
+    "type": "object",
+    "description": "Settings (null: not set).",
+    "properties": {
+        "weight": _INT_OR_NULL,
+        "concurrency": _INT_OR_NULL,
+        "rate_max": _INT_OR_NULL,
+        "rate_duration_ms": _INT_OR_NULL,
+    },
+}
+
+GROUP: dict[str, Any] = {
+    "type": "object",
+    "required": ["id", "queue", "waiting", "active", "paused"],
+    "properties": {
+        "id": {"type": "string"},
+        "queue": {"type": "string"},
+        "waiting": {"type": "integer", "minimum": 0},
+        "active": {"type": "integer", "minimum": 0},
+        "weight": _INT_OR_NULL,
+        "concurrency": _INT_OR_NULL,
+        "rate_max": _INT_OR_NULL,
+        "rate_duration_ms": _INT_OR_NULL,
+        "paused": {"type": "boolean"},
+        "hold": {"type": ["string", "null"], "description": "A hold's reason."},
+        "hold_until_ms": _INT_OR_NULL,
+        "hold_info": {},
+        "limited_until_ms": _INT_OR_NULL,
+        "in_rotation": {"type": "boolean"},
+        "own": {
+            "$ref": "#/components/schemas/GroupSettings",
+            "description": "What the group sets itself; the other setting "
+            "fields are the effective values.",
+        },
+    },
+}
+
+GROUP_LIST: dict[str, Any] = {
+    "type": "object",
+    "required": ["queue", "total", "offset", "limit", "groups"],
+    "properties": {
+        "queue": {"type": "string"},
+        "total": {"type": "integer", "minimum": 0},
+        "offset": {"type": "integer", "minimum": 0},
+        "limit": {"type": "integer", "minimum": 1},
+        "groups": {"type": "array", "items": {"$ref": "#/components/schemas/Group"}},
+    },
+}
+
+GROUP_DEFAULTS: dict[str, Any] = {
+    "type": "object",
+    "required": ["queue", "defaults"],
+    "properties": {
+        "queue": {"type": "string"},
+        "defaults": {"$ref": "#/components/schemas/GroupSettings"},
+    },
+}
+
+GROUP_SCHEMAS: dict[str, dict[str, Any]] = {
+    "Group": GROUP,
+    "GroupList": GROUP_LIST,
+    "GroupSettings": GROUP_SETTINGS,
+    "GroupDefaults": GROUP_DEFAULTS,
+    "GroupUpdate": GROUP_UPDATE,
+    "GroupDefaultsUpdate": GROUP_DEFAULTS_UPDATE,
+}
