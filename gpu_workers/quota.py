@@ -31,7 +31,7 @@ from typing import Any
 
 from queues import AsyncQueue, Queue
 from queues.keys import QueueKeys
-from queues.names import is_group_id, qualified_name
+from queues.names import GROUP_ID_RULE, is_group_id, qualified_name
 
 from . import defaults
 from .gputime import DAY, OTHER, PERIOD_S, Usage, bucket_stamp, split
@@ -65,10 +65,8 @@ def next_midnight_ms(now_s: float) -> int:
 def check_group(group: Any) -> str:
     """A valid group id, or QuotaError."""
     if not is_group_id(group):
-        raise QuotaError(
-            f"group must be 1-100 characters of A-Z a-z 0-9 _ . @ + - /, not {group!r}"
-        )
-    return group
+        raise QuotaError(f"group must be {GROUP_ID_RULE}, not {group!r}")
+    return str(group)
 
 
 def check_budget(seconds: Any) -> float | None:
