@@ -36,7 +36,8 @@
           no metrics)
   ARGV[4] JSON array of entries {id, token, target ("completed"|"failed"),
           value (returnvalue JSON or raw failedReason), fields (flat array or
-          absent), keep {count, age?, limit?}, attempts, attempt (absent
+          absent), keep {count, age?, limit?}, attempts, gid (the job's group
+          as claimed, "" for none; absent: read from the hash), attempt (absent
           without attempt history: the record, includes/attempts.lua)}
 
   Returns {codes, jobs, rateLimitTtl, nextDelayedMs}: one code per entry
@@ -71,6 +72,7 @@ local contended = isMarkerContended(q.marker)
 local entries = cjson.decode(ARGV[4])
 local codes = {}
 local trimmed = false
+local leasesDone = {}
 
 local function finishOne(e)
   local jobId = e["id"]
@@ -95,9 +97,15 @@ local function finishOne(e)
   if rcall("LREM", q.active, -1, jobId) < 1 then
     return -3
   end
-  local gid = jobGroup(jobKey)
+  -- The worker says the group it claimed the job in ("" none): no read.
+  local gid = e["gid"]
+  if gid == nil then
+    gid = jobGroup(jobKey)
+  elseif gid == "" then
+    gid = nil
+  end
   if gid then
-    groupJobLeft(prefix, jobId, gid)
+    groupJobLeft(prefix, jobId, gid, leasesDone)
   end
   if not trimmed then
     trimEvents(q.meta, q.events)
@@ -161,6 +169,10 @@ for i, e in ipairs(entries) do
       collectMetrics(KEYS[13], KEYS[14], maxMetricsSize, now)
     end
   end
+end
+
+if #leasesDone > 0 then
+  rcall("ZREM", prefix .. "groups:leases", unpack(leasesDone))
 end
 
 -- BullMQ never re-adds a marker when a globally limited queue drops below

@@ -89,6 +89,7 @@ class Finisher:
         entry = {
             "id": job.id,
             "token": job.token,
+            "gid": job.raw.get("gid", ""),
             "target": "completed",
             "value": value,
             "attempts": job.opts.get("attempts", 0),
@@ -110,6 +111,7 @@ class Finisher:
             entry = {
                 "id": job.id,
                 "token": job.token,
+            "gid": job.raw.get("gid", ""),
                 "target": "failed",
                 "value": _text(f"{exc} (and then: {bug})"),
                 "attempts": 0,
@@ -174,6 +176,7 @@ class Finisher:
         entry = {
             "id": job.id,
             "token": job.token,
+            "gid": job.raw.get("gid", ""),
             "target": "failed",
             "value": reason,
             "fields": fields,

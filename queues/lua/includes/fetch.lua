@@ -98,10 +98,10 @@ local function claimJobs(q, prefix, now, opts, count, contended)
   local isPausedOrMaxed, metaMax, metaDuration = getQueueMetadata(q.meta, q.active)
   promoteDelayedJobs(q.delayed, q.marker, q.wait, q.prioritized, q.events, prefix,
                      now, q.pc, isPausedOrMaxed)
-  local st = {grouped = groupsInUse(prefix)}
+  local st = {grouped = groupsInUse(prefix), taken = {}, leases = {}}
   local groupsNext
   if st.grouped then
-    groupsNext = promoteGroups(prefix, now, q.events, getOrSetMaxEvents(q.meta))
+    groupsNext = promoteGroups(prefix, now, q.events, q.meta)
     seatUngrouped(prefix, q)
   end
   local limiter = opts["limiter"]
@@ -125,6 +125,7 @@ local function claimJobs(q, prefix, now, opts, count, contended)
           if claimed > 0 then
             addBaseMarkerIfNeeded(q.marker, false)
           end
+          flushGroupClaims(prefix, st)
           return {jobs, pttl, 0}
         end
       end
@@ -153,7 +154,8 @@ local function claimJobs(q, prefix, now, opts, count, contended)
       -- No expiry: a Node worker's stalled check never moves a grouped job;
       -- its lease in `groups:leases` says whether its worker lives.
       rcall("SET", jobKey .. ":lock", token)
-      rcall("ZADD", prefix .. "groups:leases", now + opts["lockDuration"], jobId)
+      st.leases[#st.leases + 1] = now + opts["lockDuration"]
+      st.leases[#st.leases + 1] = jobId
     else
       rcall("SET", jobKey .. ":lock", token, "PX", opts["lockDuration"])
     end
@@ -172,6 +174,7 @@ local function claimJobs(q, prefix, now, opts, count, contended)
       isPausedOrMaxed = true
     end
   end
+  flushGroupClaims(prefix, st)
   if claimed > 0 then
     -- Wake another idle worker so a backlog fans out (docs/protocol.md §4.5 step 8.5).
     addBaseMarkerIfNeeded(q.marker, false)

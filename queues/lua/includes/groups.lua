@@ -160,11 +160,19 @@ end
 
 -- A grouped job left `active` (finished, retried, delayed, stalled): one
 -- slot of its group is free again, so the group may take turns again.
-local function groupJobLeft(prefix, jobId, gid)
-  rcall("ZREM", prefix .. "groups:leases", jobId)
+-- `leasesDone`: a list collecting the ids whose lease the caller ends.
+local function groupJobLeft(prefix, jobId, gid, leasesDone)
+  if leasesDone then
+    leasesDone[#leasesDone + 1] = jobId  -- the caller ends the leases in one call
+  else
+    rcall("ZREM", prefix .. "groups:leases", jobId)
+  end
   local key = groupKey(prefix, gid)
   if rcall("HINCRBY", key, "a", -1) < 0 then
     rcall("HSET", key, "a", 0)
+  end
+  if rcall("HGET", key, "r") == "1" then
+    return  -- in the rotation: a claim will meet it
   end
   if rcall("ZCARD", key .. ":wait") > 0 then
     makeGroupReady(prefix, gid)
@@ -192,42 +200,54 @@ local function delayGrouped(prefix, jobKey, jobId, gid, due)
   addGroupTimeMarker(prefix, due)
 end
 
+-- The head of a zset scored by ms: its member and score, or nil.
+local function firstDue(key)
+  local first = rcall("ZRANGE", key, 0, 0, "WITHSCORES")
+  if #first > 0 then
+    return first[1], tonumber(first[2])
+  end
+  return nil
+end
+
 -- Due grouped delayed jobs to their groups, due timed groups back to the
--- rotation (bounded per call). Returns the earliest pending time or nil.
-local function promoteGroups(prefix, now, eventsKey, maxEvents)
+-- rotation (bounded per call). One peek per zset when nothing is due.
+-- Returns the earliest pending time or nil.
+local function promoteGroups(prefix, now, eventsKey, metaKey)
   local delayedKey = prefix .. "groups:delayed"
-  local due = rcall("ZRANGEBYSCORE", delayedKey, "-inf", now, "LIMIT", 0,
-    GROUP_STEP_LIMIT)
-  for _, jobId in ipairs(due) do
-    rcall("ZREM", delayedKey, jobId)
-    local jobKey = prefix .. jobId
-    local gid = jobGroup(jobKey)
-    if gid then
-      local priority = tonumber(rcall("HGET", jobKey, "priority")) or 0
-      enqueueGrouped(prefix, jobKey, jobId, gid, priority, false, false)
-      rcall("HSET", jobKey, "delay", 0)
-      emitTrimmed(eventsKey, maxEvents, "event", "waiting", "jobId", jobId, "prev",
-        "delayed")
-    end
-  end
-  local timedKey = prefix .. "groups:timed"
-  local timed = rcall("ZRANGEBYSCORE", timedKey, "-inf", now, "LIMIT", 0,
-    GROUP_STEP_LIMIT)
-  for _, gid in ipairs(timed) do
-    rcall("ZREM", timedKey, gid)
-    makeGroupReady(prefix, gid)
-  end
-  local nextAt
-  for _, key in ipairs({delayedKey, timedKey}) do
-    local first = rcall("ZRANGE", key, 0, 0, "WITHSCORES")
-    if #first > 0 then
-      local at = tonumber(first[2])
-      if not nextAt or at < nextAt then
-        nextAt = at
+  local _, at = firstDue(delayedKey)
+  if at and at <= now then
+    local maxEvents = getOrSetMaxEvents(metaKey)
+    local due = rcall("ZRANGEBYSCORE", delayedKey, "-inf", now, "LIMIT", 0,
+      GROUP_STEP_LIMIT)
+    for _, jobId in ipairs(due) do
+      rcall("ZREM", delayedKey, jobId)
+      local jobKey = prefix .. jobId
+      local gid = jobGroup(jobKey)
+      if gid then
+        local priority = tonumber(rcall("HGET", jobKey, "priority")) or 0
+        enqueueGrouped(prefix, jobKey, jobId, gid, priority, false, false)
+        rcall("HSET", jobKey, "delay", 0)
+        emitTrimmed(eventsKey, maxEvents, "event", "waiting", "jobId", jobId, "prev",
+          "delayed")
       end
     end
+    _, at = firstDue(delayedKey)
   end
-  return nextAt
+  local timedKey = prefix .. "groups:timed"
+  local _, timedAt = firstDue(timedKey)
+  if timedAt and timedAt <= now then
+    local timed = rcall("ZRANGEBYSCORE", timedKey, "-inf", now, "LIMIT", 0,
+      GROUP_STEP_LIMIT)
+    for _, gid in ipairs(timed) do
+      rcall("ZREM", timedKey, gid)
+      makeGroupReady(prefix, gid)
+    end
+    _, timedAt = firstDue(timedKey)
+  end
+  if timedAt and (not at or timedAt < at) then
+    return timedAt
+  end
+  return at
 end
 
 -- Why the group cannot take a turn now (empty aside: the pop tells): nil
@@ -260,15 +280,17 @@ local function groupBlocked(prefix, gid, s, now)
   return nil
 end
 
--- Drop the head of the rotation (it is `gid`); a timed reason parks it in
--- `groups:timed` and sets the delay marker.
-local function dropHeadGroup(prefix, gid, untilMs, empty)
-  rcall("LPOP", prefix .. "groups:ready")
+-- Drop the group just moved to the tail of the rotation (it is `gid`); a
+-- timed reason parks it in `groups:timed` and sets the delay marker; an
+-- empty one has no backlog left in the index.
+local function dropTailGroup(prefix, gid, untilMs, empty)
+  rcall("RPOP", prefix .. "groups:ready")
   rcall("HSET", groupKey(prefix, gid), "r", "0", "t", 0)
   if untilMs then
     rcall("ZADD", prefix .. "groups:timed", untilMs, gid)
     addGroupTimeMarker(prefix, untilMs)
   elseif empty then
+    rcall("ZADD", prefix .. "groups:index", "XX", 0, gid)
     forgetIdleGroup(prefix, gid)
   end
 end
@@ -281,9 +303,19 @@ end
 -- Keep the ungrouped jobs' place (`*`) in the rotation while they wait.
 local function seatUngrouped(prefix, q)
   local metaKey = prefix .. "groups:meta"
-  if rcall("HGET", metaKey, "u") ~= "1" and ungroupedWaiting(q) then
+  if ungroupedWaiting(q) and rcall("HGET", metaKey, "u") ~= "1" then
     rcall("HSET", metaKey, "u", "1")
     rcall("RPUSH", prefix .. "groups:ready", "*")
+  end
+end
+
+-- End of a claim call: the grouped jobs it took leave `groups:waiting` and
+-- take their leases, one call each (`st.taken`, `st.leases`).
+local function flushGroupClaims(prefix, st)
+  if st.taken and #st.taken > 0 then
+    rcall("ZREM", prefix .. "groups:waiting", unpack(st.taken))
+    rcall("ZADD", prefix .. "groups:leases", unpack(st.leases))
+    st.taken, st.leases = {}, {}
   end
 end
 
@@ -298,46 +330,53 @@ local function nextGroupedJob(q, prefix, now, st)
     st.defaults = groupDefaults(prefix)
   end
   for _ = 1, GROUP_STEP_LIMIT do
-    local gid = rcall("LINDEX", readyKey, 0)
+    -- The head takes its turn and goes to the back in one move; it comes
+    -- back to the head if its turn goes on (weight > 1), or leaves.
+    local gid = rcall("LMOVE", readyKey, readyKey, "LEFT", "RIGHT")
     if not gid then
       return "*"
     end
     if gid == "*" then
       if ungroupedWaiting(q) then
-        rcall("LMOVE", readyKey, readyKey, "LEFT", "RIGHT")
         return "*"
       end
-      rcall("LPOP", readyKey)
+      rcall("RPOP", readyKey)
       rcall("HSET", prefix .. "groups:meta", "u", "0")
     else
       local s = groupState(prefix, gid, st.defaults)
       local blocked, untilMs = groupBlocked(prefix, gid, s, now)
       local key = groupKey(prefix, gid)
-      local jobId
+      local popped
       if not blocked then
-        jobId = rcall("ZPOPMIN", key .. ":wait")[1]
+        popped = rcall("ZPOPMIN", key .. ":wait")
       end
-      if not jobId then
-        dropHeadGroup(prefix, gid, untilMs, not blocked)
+      if not popped or #popped == 0 then
+        dropTailGroup(prefix, gid, untilMs, not blocked)
       else
-        rcall("ZREM", prefix .. "groups:waiting", jobId)
-        rcall("ZADD", prefix .. "groups:index", "XX", rcall("ZCARD", key .. ":wait"), gid)
+        local jobId = popped[1]
+        st.taken[#st.taken + 1] = jobId  -- out of groups:waiting in one call
+        -- The index orders groups by backlog for pages (their counts are read
+        -- exactly): kept within 16 jobs here, exact when the group empties.
+        local left = rcall("ZCARD", key .. ":wait")
+        if left % 16 == 0 then
+          rcall("ZADD", prefix .. "groups:index", "XX", left, gid)
+        end
         rcall("HINCRBY", key, "a", 1)
         if s.max then
           if rcall("INCR", key .. ":limiter") == 1 then
             rcall("PEXPIRE", key .. ":limiter", s.duration or 1000)
           end
         end
-        -- Its turn ends after `weight` jobs: to the back of the rotation. A
-        -- group now empty or at a limit is dropped when next at the head.
+        -- Its turn ends after `weight` jobs. A group now empty or at a limit
+        -- is dropped when it next comes round.
         local turns = s.turns + 1
         if turns >= s.weight then
           if s.turns > 0 then
             rcall("HSET", key, "t", 0)
           end
-          rcall("LMOVE", readyKey, readyKey, "LEFT", "RIGHT")
         else
           rcall("HSET", key, "t", turns)
+          rcall("LMOVE", readyKey, readyKey, "RIGHT", "LEFT")
         end
         rcall("LPUSH", q.active, jobId)
         return jobId, gid
