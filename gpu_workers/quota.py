@@ -261,6 +261,38 @@ class Quotas:
             next_midnight_ms(now),
         )
 
+    def get_quotas(
+        self,
+        queue: QueueKeys | str,
+        groups: list[str],
+        *,
+        prefix: str = defaults.QUEUE_PREFIX,
+        now_s: float | None = None,
+    ) -> dict[str, Quota]:
+        """The quotas of the groups named (a page of them), by group id: two
+        HMGETs in one round trip, bounded by the groups asked for."""
+        keys = queue_keys(queue, prefix)
+        wanted = [check_group(group) for group in dict.fromkeys(groups)]
+        if not wanted:
+            return {}
+        now = time.time() if now_s is None else now_s
+        name = keys.qualified_name
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hmget(self.keys.group_budgets(name), wanted)
+        pipe.hmget(self.keys.group_usage(name, day_stamp(now)), wanted)
+        budgets, used = pipe.execute()
+        return {
+            group: Quota(
+                name,
+                group,
+                _number(budget),
+                _number(spent) or 0.0,
+                day_stamp(now),
+                next_midnight_ms(now),
+            )
+            for group, budget, spent in zip(wanted, budgets, used)
+        }
+
     def list_budgets(
         self,
         queue: QueueKeys | str,

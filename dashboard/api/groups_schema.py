@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpu_workers.quota import BUDGET_MAX_S
+
 from .grouping import GROUP_ID_PATTERN
 
 WEIGHT_MAX = 1_000
@@ -52,6 +54,36 @@ GROUP_UPDATE: dict[str, Any] = {
             "type": "boolean",
             "description": "true pauses the group (its jobs wait), false resumes it.",
         },
+        "budget_s": {
+            "type": ["number", "null"],
+            "minimum": 0,
+            "maximum": BUDGET_MAX_S,
+            "description": "GPU-seconds the group may use per UTC day; null "
+            "removes the budget.",
+        },
+    },
+}
+
+QUOTA: dict[str, Any] = {
+    "type": ["object", "null"],
+    "description": "The group's GPU-time budget and its use today (UTC).",
+    "required": ["budget_s", "used_s", "exhausted", "until_ms"],
+    "properties": {
+        "budget_s": {
+            "type": ["number", "null"],
+            "minimum": 0,
+            "description": "GPU-seconds per UTC day (null: no budget).",
+        },
+        "used_s": {"type": "number", "minimum": 0},
+        "exhausted": {
+            "type": "boolean",
+            "description": "The budget is used up: the group's jobs wait "
+            "(held for its quota) until the day turns or it is raised.",
+        },
+        "until_ms": {
+            "type": "integer",
+            "description": "When today ends (UTC, epoch ms): when a quota hold ends.",
+        },
     },
 }
 
@@ -96,6 +128,7 @@ GROUP: dict[str, Any] = {
             "description": "What the group sets itself; the other setting "
             "fields are the effective values.",
         },
+        "quota": {"$ref": "#/components/schemas/GroupQuota"},
     },
 }
 
@@ -124,6 +157,7 @@ GROUP_SCHEMAS: dict[str, dict[str, Any]] = {
     "Group": GROUP,
     "GroupList": GROUP_LIST,
     "GroupSettings": GROUP_SETTINGS,
+    "GroupQuota": QUOTA,
     "GroupDefaults": GROUP_DEFAULTS,
     "GroupUpdate": GROUP_UPDATE,
     "GroupDefaultsUpdate": GROUP_DEFAULTS_UPDATE,

@@ -7,6 +7,7 @@ from typing import Any, cast
 
 from django import forms
 
+from gpu_workers.quota import BUDGET_MAX_S
 from queues.defaults import PRIORITY_LIMIT
 
 #: States `clean` may empty (active jobs are never cleaned from here).
@@ -126,6 +127,19 @@ class GroupSettingsForm(forms.Form):
                 "give both the rate's jobs and its window (ms), or neither"
             )
         return data
+
+
+class GroupBudgetForm(forms.Form):
+    """A group's GPU-seconds per UTC day (gpu_workers/quota.py); blank
+    removes the budget."""
+
+    budget_s = forms.FloatField(
+        min_value=0,
+        max_value=BUDGET_MAX_S,
+        required=False,
+        label="GPU-seconds a day",
+        error_messages={"invalid": "give a number of GPU-seconds, or nothing"},
+    )
 
 
 class SearchForm(forms.Form):

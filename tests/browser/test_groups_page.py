@@ -2,16 +2,21 @@
 groups of jobs and no worker shows its Groups panel with their backlogs; the
 operator pauses one group from the page, which then shows it paused, the
 queue core says so, and the audit log has the entry (screenshot
-/tmp/groups-page.png)."""
+/tmp/groups-page.png). A group held for its used-up GPU-time budget is
+released from its page by raising the budget."""
 
 from __future__ import annotations
 
 import shutil
+import time
 import uuid
 from typing import Any
 
+import redis
 from django.urls import reverse
 
+from gpu_workers.keys import BullpenKeys
+from gpu_workers.quota import QUOTA_HOLD, Quotas, day_stamp
 from queues import Queue
 
 from .conftest import Stack, shot
@@ -63,3 +68,27 @@ def test_pause_a_group_from_the_queue_page(page: Any, stack: Stack) -> None:
     page.goto(stack.url + reverse("bullpen:audit") + f"?target=bull:{name}")
     log = page.locator("main").inner_text()
     assert "group.pause" in log and f"bull:{name}:globex/eu" in log
+
+
+def test_raise_a_used_up_budget_from_the_group_page(page: Any, stack: Stack) -> None:
+    """A group past its budget shows it used up and held; setting a budget
+    above today's use from its page reloads it released, and the core agrees."""
+    name = f"budget{uuid.uuid4().hex[:8]}"
+    q = Queue(name, stack.redis_url)
+    q.add("render", {}, group="acme")
+    r = redis.Redis.from_url(stack.redis_url, decode_responses=True)
+    usage = BullpenKeys().group_usage(q.keys.qualified_name, day_stamp(time.time()))
+    r.hincrbyfloat(usage, "acme", 40)
+    Quotas(r).set_budget(q.keys, "acme", 30)
+    r.close()
+    assert q.get_group("acme").hold == QUOTA_HOLD  # type: ignore[union-attr]
+    page.goto(stack.url + reverse("bullpen:group", args=["bull", name, "acme"]))
+    quota = page.locator("#group-quota")
+    assert quota.locator("[data-field=exhausted]").inner_text().startswith("yes")
+    actions = page.locator("#group-actions")
+    actions.locator("summary", has_text="Budget").click()
+    actions.locator("input[name=budget_s]").fill("100")
+    actions.locator("[data-group-action=budget]").click()
+    page.locator("#group-quota [data-field=budget]", has_text="100 GPU-s").wait_for()
+    assert quota.locator("[data-field=exhausted]").inner_text() == "no"
+    assert not q.get_group("acme").hold  # type: ignore[union-attr]

@@ -1,6 +1,7 @@
 """Groups of a queue (docs/groups.md), for admin tokens: the groups by
-backlog, one group, a group's settings and pause, and every group's
-defaults. Each change is audited (dashboard/shared/audit.py)."""
+backlog, one group, a group's settings, pause and GPU-time budget
+(gpu_workers/quota.py), and every group's defaults. Each change is audited
+(dashboard/shared/audit.py)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,12 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from dashboard.shared import audit
+from gpu_workers.quota import Quota, Quotas
 from queues import Queue
 from queues.exceptions import QueueError
 
 from ...shared import conf
+from .. import store
 from ..exceptions import BadRequest, NotFound
 from ..groups_schema import GROUP_DEFAULTS_UPDATE, GROUP_UPDATE
 from ..handling import Call, json_response
@@ -42,8 +45,24 @@ def _settings_body(found: Any) -> dict[str, Any]:
     return {name: found.get(name) for name in SETTINGS}
 
 
-def group_body(queue: str, info: Any) -> dict[str, Any]:
-    """A GroupInfo as the API shows it."""
+def _quotas() -> Quotas:
+    return Quotas(store.client(), conf.get().namespace)
+
+
+def quota_body(quota: Quota | None) -> dict[str, Any] | None:
+    """A group's budget and use today as the API shows it."""
+    if quota is None:
+        return None
+    return {
+        "budget_s": quota.budget_s,
+        "used_s": round(quota.used_s, 3),
+        "exhausted": quota.exhausted,
+        "until_ms": quota.until_ms,
+    }
+
+
+def group_body(queue: str, info: Any, quota: Quota | None = None) -> dict[str, Any]:
+    """A GroupInfo (and its quota) as the API shows it."""
     body: dict[str, Any] = {"id": info.id, "queue": queue}
     for name in (
         "waiting",
@@ -60,6 +79,7 @@ def group_body(queue: str, info: Any) -> dict[str, Any]:
     body["paused"] = bool(body["paused"])
     body["in_rotation"] = bool(body["in_rotation"])
     body["own"] = _settings_body(getattr(info, "own", None))
+    body["quota"] = quota_body(quota)
     return body
 
 
@@ -106,7 +126,7 @@ def _found(q: Queue, queue: str, group: str) -> dict[str, Any]:
     info = q.get_group(group)
     if info is None:
         raise NotFound("group_not_found", f"queue {queue} has no group {group}")
-    return group_body(queue, info)
+    return group_body(queue, info, _quotas().get_quota(q.keys, group))
 
 
 @operation(
@@ -133,13 +153,14 @@ def list_groups(request: HttpRequest, call: Call, queue: str) -> HttpResponse:
     limit = _int_param(request, "limit", PAGE_DEFAULT, PAGE_MAX)
     q = queue_of(queue)
     found = q.get_groups(start=offset, end=offset + limit - 1)
+    quotas = _quotas().get_quotas(q.keys, [info.id for info in found])
     return json_response(
         {
             "queue": queue,
             "total": q.count_groups(),
             "offset": offset,
             "limit": limit,
-            "groups": [group_body(queue, info) for info in found],
+            "groups": [group_body(queue, info, quotas.get(info.id)) for info in found],
         }
     )
 
@@ -162,8 +183,12 @@ def get_group(request: HttpRequest, call: Call, queue: str, group: str) -> HttpR
     method="PATCH",
     path=_GROUPS + "/{group}",
     operation_id="updateGroup",
-    summary="Change a group's settings (null clears one), pause or resume it",
-    description="Only the fields sent change. A group need not have jobs yet. Audited.",
+    summary="Change a group's settings (null clears one), pause or resume it, "
+    "set its GPU-time budget",
+    description="Only the fields sent change. A group need not have jobs yet. "
+    "`budget_s` (GPU-seconds per UTC day, null removes it): a group past the "
+    "new budget today is held for its quota, one under it is released at "
+    "once. Audited.",
     scope="admin",
     request_schema="GroupUpdate",
     responses={200: ("The group now", "Group")},
@@ -184,6 +209,15 @@ def update_group(
             "group.set",
             f"group {group}: {shown}",
             lambda: q.set_group(group, **settings),
+        )
+    if "budget_s" in body:
+        seconds = body["budget_s"]
+        _audited(
+            call,
+            queue,
+            "group.budget",
+            f"group {group}: budget_s={seconds}",
+            lambda: _quotas().set_budget(q.keys, group, seconds),
         )
     if "paused" in body:
         verb = "pause" if body["paused"] else "resume"

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dashboard.shared import conf
 from dashboard.shared.discovery import QueueRef
-from dashboard.shared.redis import queue
+from dashboard.shared.redis import client, queue
+from gpu_workers.quota import QUOTA_HOLD, Quota, Quotas
 from queues import Job, ops
 from queues.groups import GroupInfo, GroupSummary
 from queues.names import GROUP_ID_RULE, is_group_id
@@ -35,6 +37,19 @@ class GroupRow:
     state: str
     #: Epoch ms the hold or the rate window ends (None: no end known).
     until_ms: int | None
+    #: Its GPU-time budget and use today (gpu_workers/quota.py); None: not read.
+    quota: Quota | None = None
+
+    @property
+    def budget_text(self) -> str:
+        """The budget in GPU-seconds, shortest ("" for none: a form's value)."""
+        budget = self.quota.budget_s if self.quota is not None else None
+        return "" if budget is None else f"{budget:.3f}".rstrip("0").rstrip(".")
+
+    @property
+    def quota_held(self) -> bool:
+        """Whether the group waits for its budget (held for its quota)."""
+        return self.info.hold == QUOTA_HOLD
 
 
 def row(info: GroupInfo, now_ms: int) -> GroupRow:
@@ -57,6 +72,21 @@ class GroupPanel:
     rows: list[GroupRow]
 
 
+def quotas() -> Quotas:
+    """The budgets of the Redis the pages read (the settings' namespace)."""
+    return Quotas(client(), conf.get().namespace)
+
+
+def with_quotas(ref: QueueRef, rows: list[GroupRow]) -> list[GroupRow]:
+    """The rows with their quotas, read for these groups only (one round trip)."""
+    if rows:
+        keys = queue(ref.prefix, ref.name).keys
+        found = quotas().get_quotas(keys, [r.info.id for r in rows])
+        for r in rows:
+            r.quota = found.get(r.info.id)
+    return rows
+
+
 def group_panel(ref: QueueRef) -> GroupPanel | None:
     """The summary and the PANEL_GROUPS largest backlogs, or None when the
     queue has no group (the panel is not shown)."""
@@ -65,7 +95,8 @@ def group_panel(ref: QueueRef) -> GroupPanel | None:
         return None
     now = ops.now_ms()
     top = q.get_groups(0, PANEL_GROUPS - 1)
-    return GroupPanel(q.get_group_summary(), [row(g, now) for g in top])
+    rows = with_quotas(ref, [row(g, now) for g in top])
+    return GroupPanel(q.get_group_summary(), rows)
 
 
 def groups_page(ref: QueueRef, page_no: int, size: int) -> tuple[list[GroupRow], int]:
@@ -74,13 +105,16 @@ def groups_page(ref: QueueRef, page_no: int, size: int) -> tuple[list[GroupRow],
     total = int(q.count_groups())
     start = (page_no - 1) * size
     now = ops.now_ms()
-    return [row(g, now) for g in q.get_groups(start, start + size - 1)], total
+    rows = [row(g, now) for g in q.get_groups(start, start + size - 1)]
+    return with_quotas(ref, rows), total
 
 
 def group(ref: QueueRef, group_id: str) -> GroupRow | None:
     """One group, or None when the queue has no such group."""
     found = queue(ref.prefix, ref.name).get_group(group_id)
-    return None if found is None else row(found, ops.now_ms())
+    if found is None:
+        return None
+    return with_quotas(ref, [row(found, ops.now_ms())])[0]
 
 
 def group_jobs(ref: QueueRef, group_id: str, start: int, end: int) -> list[Job]:

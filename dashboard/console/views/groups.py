@@ -1,7 +1,8 @@
 """A queue's groups (docs/groups.md): the page of every group (paginated,
 with a search by id), one group's page (settings, state, waiting jobs in
 claim order) and the audited actions on a group: pause, resume, release a
-hold (operate) and its own weight, concurrency and rate limit (scale).
+hold (operate), its own weight, concurrency and rate limit, and its budget
+of GPU-seconds a day (scale; gpu_workers/quota.py).
 
 Group ids come from the URL: one that is not a group id, or names no group
 of the queue, gets the site's 404 before any key is named with it."""
@@ -191,11 +192,36 @@ def settings(request: HttpRequest, ref: QueueRef, group_id: str) -> Done:
     return Done(f"set group {group_id} of {ref.key}: {shown}", reload=True)
 
 
+@action("group.budget", SCALE)
+def budget(request: HttpRequest, ref: QueueRef, group_id: str) -> Done:
+    """Set the group's GPU-seconds a day (blank removes the budget). A group
+    past the new budget today is held; one held for its quota and now under
+    it is released at once (Quotas.set_budget)."""
+    found = _group(ref, group_id)
+    form = forms.GroupBudgetForm(request.POST)
+    if not form.is_valid():
+        raise BadInput(forms.errors_text(form))
+    seconds = form.cleaned_data["budget_s"]
+    keys = pages_redis.queue(ref.prefix, ref.name).keys
+    quota = reads.quotas().set_budget(keys, group_id, seconds)
+    shown = "none" if seconds is None else f"{seconds:g} GPU-s a day"
+    message = (
+        f"set the budget of group {group_id} of {ref.key}: {shown} "
+        f"(used today {quota.used_s:.3f} GPU-s)"
+    )
+    if quota.exhausted:
+        message += "; it is used up: the group waits until the day turns"
+    elif found.quota_held:
+        message += "; its quota hold is released"
+    return Done(message, reload=True)
+
+
 ACTIONS = {
     "pause": pause,
     "resume": resume,
     "release": release,
     "settings": settings,
+    "budget": budget,
 }
 
 
