@@ -7,6 +7,10 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from gpu_workers.keys import BullpenKeys
+from gpu_workers.quota import day_stamp
+from queues import Queue
+
 T = TypeVar("T")
 
 
@@ -51,3 +55,10 @@ def round_trips(conn: Any, monkeypatch: Any) -> list[str]:
 
     monkeypatch.setattr(pool, "get_connection", counting)
     return taken
+
+
+def use_gpu_seconds(r: Any, q: Queue, group: str, seconds: float) -> None:
+    """Count `seconds` of GPU for `group` today, where a GPU worker's attempts
+    add them (the day's usage hash of gpu_workers/quota.py)."""
+    usage = BullpenKeys().group_usage(q.keys.qualified_name, day_stamp(time.time()))
+    r.hincrbyfloat(usage, group, seconds)

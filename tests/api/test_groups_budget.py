@@ -16,20 +16,14 @@ import pytest
 import redis
 
 from dashboard.console.models import AuditEntry
-from gpu_workers.keys import BullpenKeys
-from gpu_workers.quota import QUOTA_HOLD, Quotas, day_stamp, next_midnight_ms
+from gpu_workers.quota import QUOTA_HOLD, Quotas, next_midnight_ms
 from queues import Queue
 from tests.api.test_groups_admin import client, fill, patch
+from tests.helpers import use_gpu_seconds
 
 pytestmark = pytest.mark.django_db
 
-KEYS = BullpenKeys()
-
-
-def use(r: redis.Redis, q: Queue, group: str, seconds: float) -> None:
-    """Count `seconds` of GPU for `group` today, as a worker's attempts do."""
-    usage = KEYS.group_usage(q.keys.qualified_name, day_stamp(time.time()))
-    r.hincrbyfloat(usage, group, seconds)
+use = use_gpu_seconds
 
 
 def test_groups_carry_their_quota(q: Queue, r: redis.Redis) -> None:

@@ -9,7 +9,6 @@ gpu_workers/quota.py), so no worker runs here."""
 from __future__ import annotations
 
 import re
-import time
 from typing import Any
 
 import pytest
@@ -17,22 +16,16 @@ import redis
 from django.test import Client
 
 from dashboard.console.models import AuditEntry
-from gpu_workers.keys import BullpenKeys
-from gpu_workers.quota import QUOTA_HOLD, Quotas, day_stamp
+from gpu_workers.quota import QUOTA_HOLD, Quotas
 from queues import Queue
 from tests.dashboard.conftest import client_for, user_in
 from tests.dashboard.helpers import hx_post, queue_url
 from tests.dashboard.test_groups_page import add_groups, audit, group_url, groups_url
+from tests.helpers import use_gpu_seconds
 
 pytestmark = pytest.mark.django_db
 
-KEYS = BullpenKeys()
-
-
-def use(r: redis.Redis, q: Queue, group: str, seconds: float) -> None:
-    """Count `seconds` of GPU for `group` today, as a worker's attempts do."""
-    usage = KEYS.group_usage(q.keys.qualified_name, day_stamp(time.time()))
-    r.hincrbyfloat(usage, group, seconds)
+use = use_gpu_seconds
 
 
 def said() -> str:
