@@ -7,13 +7,8 @@ import asyncio
 import time
 from typing import Any
 
-from queues import AsyncQueue, AsyncWorker, Job, Queue
-
-
-async def _until(cond: Any, timeout: float = 20) -> None:
-    async with asyncio.timeout(timeout):
-        while not await cond():
-            await asyncio.sleep(0.02)
+from queues import Job, Queue
+from tests.queues.groups.helpers import completed, running
 
 
 def test_group_concurrency_is_never_exceeded_and_others_go_on(
@@ -25,29 +20,19 @@ def test_group_concurrency_is_never_exceeded_and_others_go_on(
     for g in ("a", "b"):
         for _ in range(20):
             q.add("j", {"g": g}, group=g)
-    running = {"a": 0, "b": 0}
+    now = {"a": 0, "b": 0}
     peak = {"a": 0, "b": 0}
 
     async def process(job: Job) -> Any:
         g = job.data["g"]
-        running[g] += 1
-        peak[g] = max(peak[g], running[g])
+        now[g] += 1
+        peak[g] = max(peak[g], now[g])
         await asyncio.sleep(0.03)
-        running[g] -= 1
+        now[g] -= 1
 
     async def main() -> None:
-        async with AsyncQueue(qname, redis_url) as aq:
-            w = AsyncWorker(
-                qname, process, connection=redis_url, concurrency=8, drain_delay=0.2
-            )
-            run = asyncio.create_task(w.run(install_signals=False))
-
-            async def done() -> bool:
-                return (await aq.get_counts("completed"))["completed"] == 40
-
-            await _until(done)
-            w.close()
-            await asyncio.wait_for(run, 10)
+        async with running(redis_url, qname, process, 8, 0.2) as aq:
+            await completed(aq, 40)
 
     asyncio.run(main())
     assert peak["a"] == 2
@@ -72,18 +57,8 @@ def test_group_rate_limit_holds_within_a_window(
         starts[job.data["g"]].append(time.monotonic())
 
     async def main() -> None:
-        async with AsyncQueue(qname, redis_url) as aq:
-            w = AsyncWorker(
-                qname, process, connection=redis_url, concurrency=4, drain_delay=0.2
-            )
-            run = asyncio.create_task(w.run(install_signals=False))
-
-            async def done() -> bool:
-                return (await aq.get_counts("completed"))["completed"] == 24
-
-            await _until(done, 30)
-            w.close()
-            await asyncio.wait_for(run, 10)
+        async with running(redis_url, qname, process, 4, 0.2) as aq:
+            await completed(aq, 24, 30)
 
     asyncio.run(main())
     a = sorted(starts["a"])
@@ -108,16 +83,8 @@ def test_pause_and_resume_one_group(q: Queue, redis_url: str, qname: str) -> Non
         seen.append(job.data["g"])
 
     async def main() -> None:
-        async with AsyncQueue(qname, redis_url) as aq:
-            w = AsyncWorker(
-                qname, process, connection=redis_url, concurrency=2, drain_delay=0.2
-            )
-            run = asyncio.create_task(w.run(install_signals=False))
-
-            async def b_done() -> bool:
-                return (await aq.get_counts("completed"))["completed"] == 5
-
-            await _until(b_done)
+        async with running(redis_url, qname, process, 2, 0.2) as aq:
+            await completed(aq, 5)
             await asyncio.sleep(0.3)
             assert seen == ["b"] * 5
             info = await aq.get_group("a")
@@ -125,12 +92,7 @@ def test_pause_and_resume_one_group(q: Queue, redis_url: str, qname: str) -> Non
             assert (await aq.get_group_summary()).paused == 1
             await aq.resume_group("a")
 
-            async def all_done() -> bool:
-                return (await aq.get_counts("completed"))["completed"] == 10
-
-            await _until(all_done)
-            w.close()
-            await asyncio.wait_for(run, 10)
+            await completed(aq, 10)
 
     asyncio.run(main())
     assert seen.count("a") == 5
@@ -157,25 +119,12 @@ def test_a_hold_ends_at_its_time_or_on_release(
         finished[job.data["g"]] = time.time() * 1000
 
     async def main() -> None:
-        async with AsyncQueue(qname, redis_url) as aq:
-            w = AsyncWorker(
-                qname, process, connection=redis_url, concurrency=2, drain_delay=5
-            )
-            run = asyncio.create_task(w.run(install_signals=False))
-
-            async def a_done() -> bool:
-                return (await aq.get_counts("completed"))["completed"] == 3
-
-            await _until(a_done)
+        async with running(redis_url, qname, process, 2, 5) as aq:
+            await completed(aq, 3)
             assert "b" not in finished and finished["a"] >= until
             assert await aq.release_group("b", "other") == 0
             assert await aq.release_group("b", "quota") == 1
 
-            async def all_done() -> bool:
-                return (await aq.get_counts("completed"))["completed"] == 6
-
-            await _until(all_done)
-            w.close()
-            await asyncio.wait_for(run, 10)
+            await completed(aq, 6)
 
     asyncio.run(main())

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 import redis
 
-from queues import AsyncQueue, AsyncWorker, Job, Queue
+from queues import Job, Queue
 from queues.exceptions import InvalidJobOptions
+from tests.queues.groups.helpers import completed, running
 
 
 def run_all(redis_url: str, qname: str, expect: int, concurrency: int = 1) -> list[str]:
@@ -21,20 +22,8 @@ def run_all(redis_url: str, qname: str, expect: int, concurrency: int = 1) -> li
         order.append(job.id)
 
     async def main() -> None:
-        async with AsyncQueue(qname, redis_url) as aq:
-            worker = AsyncWorker(
-                qname,
-                process,
-                connection=redis_url,
-                concurrency=concurrency,
-                drain_delay=0.2,
-            )
-            run = asyncio.create_task(worker.run(install_signals=False))
-            async with asyncio.timeout(30):
-                while (await aq.get_counts("completed"))["completed"] < expect:
-                    await asyncio.sleep(0.05)
-            worker.close()
-            await asyncio.wait_for(run, 10)
+        async with running(redis_url, qname, process, concurrency) as aq:
+            await completed(aq, expect, 30)
 
     asyncio.run(main())
     return order
