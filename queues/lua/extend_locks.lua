@@ -10,21 +10,24 @@
   ARGV[2] lock duration (ms)
   ARGV[3] JSON array of job ids
   ARGV[4] JSON array of lock tokens (same order)
-  ARGV[5] now (ms): a grouped job's lease ends lock duration after it
 
   Returns the ids whose lock could not be renewed.
 ]]
 --- @include "base"
+--- @include "markers"
+--- @include "groups"
 
 local ids = cjson.decode(ARGV[3])
 local tokens = cjson.decode(ARGV[4])
 local failed = {}
 local leasesKey = ARGV[1] .. "groups:leases"
-local now = tonumber(ARGV[5]) or 0
+local now
+
 for i, jobId in ipairs(ids) do
   local lockKey = ARGV[1] .. jobId .. ":lock"
   if rcall("GET", lockKey) == tokens[i] then
     if rcall("ZSCORE", leasesKey, jobId) then
+      now = now or serverTimeMs()
       -- A grouped job's lock never expires; its lease does (docs/groups.md).
       rcall("ZADD", leasesKey, "XX", now + tonumber(ARGV[2]), jobId)
     else

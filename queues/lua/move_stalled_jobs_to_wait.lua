@@ -32,8 +32,8 @@ local prefix = ARGV[1]
 -- Grouped jobs first, whoever holds the mutex: their locks never expire
 -- (a Node worker's check never moves them), their leases do (docs/groups.md).
 local recovered = {}
-local lapsed = rcall("ZRANGEBYSCORE", prefix .. "groups:leases", "-inf", ARGV[2], "LIMIT", 0,
-  1000)
+local lapsed = rcall("ZRANGEBYSCORE", prefix .. "groups:leases", "-inf", serverTimeMs(),
+  "LIMIT", 0, 1000)
 for _, jobId in ipairs(lapsed) do
   local jobKey = prefix .. jobId
   local gid = jobGroup(jobKey)

@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import codec
 from ..keys import QueueKeys
-from .requests import Cmd, Eval, Op, now_ms
+from .requests import Cmd, Eval, Op
 
 
 def claim(
@@ -87,7 +87,7 @@ def extend_locks(
     lost: list[str] = yield Eval(
         "extend_locks",
         (keys.stalled,),
-        (keys.base, duration_ms, ids, tokens, now_ms()),
+        (keys.base, duration_ms, ids, tokens),
     )
     return lost
 

@@ -154,7 +154,8 @@ local function claimJobs(q, prefix, now, opts, count, contended)
       -- No expiry: a Node worker's stalled check never moves a grouped job;
       -- its lease in `groups:leases` says whether its worker lives.
       rcall("SET", jobKey .. ":lock", token)
-      st.leases[#st.leases + 1] = now + opts["lockDuration"]
+      st.leaseNow = st.leaseNow or serverTimeMs()
+      st.leases[#st.leases + 1] = st.leaseNow + opts["lockDuration"]
       st.leases[#st.leases + 1] = jobId
     else
       rcall("SET", jobKey .. ":lock", token, "PX", opts["lockDuration"])

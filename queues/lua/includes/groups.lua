@@ -13,6 +13,13 @@ local GROUP_SPAN = 0x100000000
 --- How many rotation steps or promotions one call takes at most.
 local GROUP_STEP_LIMIT = 100
 
+-- Redis's own clock in ms: leases are set and judged by one clock, whatever
+-- the clocks of the hosts whose workers hold and check them.
+local function serverTimeMs()
+  local t = rcall("TIME")
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
 local function groupKey(prefix, gid)
   return prefix .. "group:" .. gid
 end

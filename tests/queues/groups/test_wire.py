@@ -18,6 +18,7 @@ from tests.queues.transitions.helpers import (
     NOW,
     claimed,
     entry,
+    extend_locks,
     move_stalled,
     move_to_active,
     move_to_delayed,
@@ -26,29 +27,42 @@ from tests.queues.transitions.helpers import (
 )
 
 
+def server_ms(r: redis.Redis) -> int:
+    """Redis's clock in ms."""
+    seconds, micros = r.time()
+    return seconds * 1000 + micros // 1000
+
+
 def test_a_grouped_lock_never_expires_and_a_lapsed_lease_requeues_it(
     q: Queue, r: redis.Redis
 ) -> None:
     """Claimed, a grouped job's lock has no TTL (a Node worker's stalled check
-    skips it) and its lease ends a lock duration later; once the lease has
+    skips it) and its lease ends a lock duration later on Redis's clock (the
+    hosts' clocks never enter); renewing moves it on; once the lease has
     lapsed the stalled check puts it back at the front of its group, counts
     the stall, frees its slot and emits `stalled`."""
     first = q.add("j", {}, group="a").id
     second = q.add("j", {}, group="a").id
+    leases = q.keys.groups_leases
+    before = server_ms(r)
     [(job_id, token, h)] = claimed(move_to_active(q))
     assert job_id == first and h["gid"] == "a"
     assert r.pttl(q.keys.lock(first)) == -1
-    assert r.zscore(q.keys.base + "groups:leases", first) == NOW + LOCK_MS
+    lease = r.zscore(leases, first)
+    assert lease is not None and before + LOCK_MS <= lease <= server_ms(r) + LOCK_MS
     assert q.get_group("a").active == 1  # type: ignore[union-attr]
-    assert move_stalled(q, now=NOW + LOCK_MS - 1) == []
-    assert move_stalled(q, now=NOW + LOCK_MS + 1) == [first]
+    assert extend_locks(q, [first], [token], lock_ms=LOCK_MS * 2) == []
+    assert (r.zscore(leases, first) or 0) >= before + 2 * LOCK_MS
+    assert move_stalled(q) == []
+    r.zadd(leases, {first: server_ms(r) - 1})  # its worker died: the lease ends
+    assert move_stalled(q) == [first]
     assert r.exists(q.keys.lock(first)) == 0
     assert r.zrange(q.keys.base + "group:a:wait", 0, -1) == [first, second]
     assert r.hget(q.keys.job(first), "stc") == "1"
     info = q.get_group("a")
     assert info is not None and info.active == 0 and info.waiting == 2
     assert q.get_job_state(first) is JobState.WAITING
-    [(again, _, _)] = claimed(move_to_active(q, now=NOW + LOCK_MS + 2))
+    [(again, _, _)] = claimed(move_to_active(q))
     assert again == first
 
 
