@@ -13,6 +13,7 @@ from django.urls import reverse
 
 from dashboard.console.models import AuditEntry
 from queues import Queue
+from queues.groups import GroupSettings
 from tests.dashboard.conftest import client_for, user_in
 from tests.dashboard.helpers import hx_post, job_url, queue_url
 
@@ -273,3 +274,29 @@ def test_ten_thousand_groups_render_a_page(
     assert len(shown_groups(last)) == 2
     beyond = admin_client.get(groups_url(q), {"page": 9_999}).content.decode()
     assert "page 401 of 401" in beyond
+
+
+def test_group_defaults_are_shown_set_from_the_panel_and_audited(
+    dashboard_redis: str, admin_client: Client, qname: str
+) -> None:
+    """The panel shows the defaults every group uses; the scale action sets
+    and clears them (audited), and a bad pair of rate fields changes nothing."""
+    q = Queue(qname, dashboard_redis)
+    add_groups(q, {"a": 1})
+    url = reverse("bullpen:queue-action", args=[q.prefix, q.name, "group-defaults"])
+    html = admin_client.get(queue_url(q)).content.decode()
+    assert 'id="group-defaults"' in html and "concurrency none" in html
+    data = {"weight": "", "concurrency": "3", "rate_max": "10", "rate_duration_ms": ""}
+    assert hx_post(admin_client, url, data).status_code == 400
+    assert q.get_group_defaults() == GroupSettings()
+    data["rate_duration_ms"] = "1000"
+    assert hx_post(admin_client, url, data).status_code == 200
+    assert q.get_group_defaults() == GroupSettings(None, 3, 10, 1000)
+    assert q.get_group("a").concurrency == 3  # type: ignore[union-attr]
+    html = admin_client.get(queue_url(q)).content.decode()
+    assert "concurrency 3" in html and "rate 10 per 1000 ms" in html
+    empty = {"weight": "", "concurrency": "", "rate_max": "", "rate_duration_ms": ""}
+    assert hx_post(admin_client, url, empty).status_code == 200
+    assert q.get_group_defaults() == GroupSettings()
+    outcomes = [o for _, a, o in audit() if a == "group.defaults"]
+    assert outcomes[0] != "ok" and outcomes[1:] == ["ok", "ok"]

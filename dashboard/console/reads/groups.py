@@ -13,7 +13,7 @@ from dashboard.shared.discovery import QueueRef
 from dashboard.shared.redis import client, queue
 from gpu_workers.quota import QUOTA_HOLD, Quota, Quotas
 from queues import Job, ops
-from queues.groups import GroupInfo, GroupSummary
+from queues.groups import GroupInfo, GroupSettings, GroupSummary
 from queues.names import GROUP_ID_RULE, is_group_id
 
 __all__ = ["GROUP_ID_RULE"]
@@ -70,6 +70,8 @@ class GroupPanel:
 
     summary: GroupSummary
     rows: list[GroupRow]
+    #: The settings every group without its own uses.
+    defaults: GroupSettings
 
 
 def quotas() -> Quotas:
@@ -96,7 +98,7 @@ def group_panel(ref: QueueRef) -> GroupPanel | None:
     now = ops.now_ms()
     top = q.get_groups(0, PANEL_GROUPS - 1)
     rows = with_quotas(ref, [row(g, now) for g in top])
-    return GroupPanel(q.get_group_summary(), rows)
+    return GroupPanel(q.get_group_summary(), rows, q.get_group_defaults())
 
 
 def groups_page(ref: QueueRef, page_no: int, size: int) -> tuple[list[GroupRow], int]:

@@ -252,6 +252,22 @@ def rate_limit(request: HttpRequest, ref: QueueRef) -> Done:
     )
 
 
+@action("group.defaults", SCALE)
+def group_defaults(request: HttpRequest, ref: QueueRef) -> Done:
+    """Set the weight, concurrency and rate limit every group of the queue
+    uses unless it sets its own (blank clears one)."""
+    data = _form(forms.GroupSettingsForm, request)
+    pages_redis.queue(ref.prefix, ref.name).set_group_defaults(**data)
+    shown = ", ".join(
+        f"{k} {'none' if v is None else v}"
+        for k, v in data.items()
+        if k != "rate_duration_ms"
+    )
+    if data["rate_max"] is not None:
+        shown += f" per {data['rate_duration_ms']} ms"
+    return Done(f"set the group defaults of {ref.key}: {shown}", reload=True)
+
+
 ACTIONS = {
     "pause": pause,
     "resume": resume,
@@ -262,6 +278,7 @@ ACTIONS = {
     "obliterate": obliterate,
     "concurrency": concurrency,
     "rate-limit": rate_limit,
+    "group-defaults": group_defaults,
 }
 
 
