@@ -16,6 +16,7 @@ get, its variables named through gpu_workers/settings.py's table.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import signal
@@ -246,7 +247,11 @@ def _start(
     }
     for name, cmd in commands.items():
         _stop_if_signalled()
-        procs[name] = subprocess.Popen(cmd, env=env)
+        # Each in a process group of its own (the supervisor's GPU workers in
+        # its group): a signal to this process's group (a terminal's Ctrl-C,
+        # `timeout`, a process manager) reaches this process alone, which
+        # stops the others in order (_stop), and "now" kills whole groups.
+        procs[name] = subprocess.Popen(cmd, env=env, start_new_session=True)
     gpus = "simulated 2 x 24 GiB" if gpus == SIMULATED else gpus
     _wait_until_up(env, c, procs["dashboard"])
     lines = [
@@ -288,6 +293,10 @@ def _stop(
         if p.poll() is None:
             p.kill()
             p.wait()
+        # What it started (the supervisor's GPU workers) goes with it: they
+        # must not outlive the Redis stopped below, draining for ever.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(p.pid, signal.SIGKILL)
     if server is not None:
         server.stop()
 
