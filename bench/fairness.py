@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -52,6 +51,7 @@ RESULTS = BENCH / "results"
 sys.path.insert(0, str(ROOT))
 
 import redis  # noqa: E402
+from throughput_libs import BenchError, Bullpen  # noqa: E402
 
 from queues import Queue  # noqa: E402
 from tests.redis_server import RedisServer  # noqa: E402
@@ -61,48 +61,23 @@ PHASE_TIMEOUT_S = 120.0
 ADD_BATCH = 1000
 
 
-class BenchError(RuntimeError):
-    """Raised when a phase does not finish in time or a worker misbehaves."""
-
-
 @contextmanager
 def worker(
     url: str, queue: str, concurrency: int, processor: str = "noop"
 ) -> Iterator[None]:
-    """bench/bullpen_worker.py on `queue`, started (GO) on entry, stopped on
-    exit; a `stamp` processor returns when it started (ms, sub-ms precision)."""
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            str(BENCH / "bullpen_worker.py"),
-            "--url",
-            url,
-            "--queue",
-            queue,
-            "--concurrency",
-            str(concurrency),
-            "--processor",
-            processor,
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdin is not None and proc.stdout is not None
+    """bench/bullpen_worker.py on `queue` (throughput_libs' worker process),
+    started (GO) on entry, stopped on exit; a `stamp` processor returns when
+    it started (ms, sub-ms precision)."""
+    proc = Bullpen(url).worker(queue, concurrency, processor)
     try:
-        if '"ready"' not in proc.stdout.readline():
-            raise BenchError("the worker did not start")
-        proc.stdin.write("GO\n")
-        proc.stdin.flush()
+        proc.read_json(60)  # ready
+        proc.send("GO")
         yield
-        proc.stdin.write("STOP\n")
-        proc.stdin.flush()
-        proc.stdout.readline()
-        proc.wait(30)
+        proc.send("STOP")
+        proc.read_json(60)
+        proc.finish(30)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
+        proc.kill()
 
 
 def add(q: Queue, count: int, group: str | None, name: str = "noop") -> list[str]:
