@@ -98,7 +98,8 @@ local function claimJobs(q, prefix, now, opts, count, contended)
   local isPausedOrMaxed, metaMax, metaDuration = getQueueMetadata(q.meta, q.active)
   promoteDelayedJobs(q.delayed, q.marker, q.wait, q.prioritized, q.events, prefix,
                      now, q.pc, isPausedOrMaxed)
-  local st = {grouped = groupsInUse(prefix), taken = {}, leases = {}}
+  local st = {grouped = groupsInUse(prefix), taken = {}, leases = {},
+    activeKey = q.active}
   local groupsNext
   if st.grouped then
     groupsNext = promoteGroups(prefix, now, q.events, q.meta)
@@ -171,7 +172,7 @@ local function claimJobs(q, prefix, now, opts, count, contended)
     jobs[#jobs + 1] = jobId
     jobs[#jobs + 1] = token
     jobs[#jobs + 1] = rcall("HGETALL", jobKey)
-    if concurrency and rcall("LLEN", q.active) >= concurrency then
+    if concurrency and rcall("LLEN", q.active) + #st.taken >= concurrency then
       isPausedOrMaxed = true
     end
   end

@@ -74,12 +74,13 @@ end
 -- The group's state and effective settings (its own over the defaults).
 local function groupState(prefix, gid, d)
   local g = rcall("HMGET", groupKey(prefix, gid), "a", "r", "t", "weight",
-    "concurrency", "max", "duration", "paused", "hold", "holdUntil")
+    "concurrency", "max", "duration", "paused", "hold", "holdUntil", "w")
   return {
     active = tonumber(g[1]) or 0, ready = g[2] == "1", turns = tonumber(g[3]) or 0,
     weight = limitOrNil(g[4] or d[1]) or 1, concurrency = limitOrNil(g[5] or d[2]),
     max = limitOrNil(g[6] or d[3]), duration = limitOrNil(g[7] or d[4]),
     paused = g[8] == "1", hold = g[9], holdUntil = tonumber(g[10]),
+    waiting = tonumber(g[11]),
   }
 end
 
@@ -130,7 +131,9 @@ local function enqueueGrouped(prefix, jobKey, jobId, gid, priority, lifo, front)
     local t = rcall("HMGET", jobKey, "timestamp", "delay")
     rcall("ZADD", prefix .. "groups:waiting", (tonumber(t[1]) or 0) + (tonumber(t[2]) or 0),
       jobId)
-    rcall("ZADD", prefix .. "groups:index", rcall("ZCARD", key .. ":wait"), gid)
+    local n = rcall("ZCARD", key .. ":wait")
+    rcall("ZADD", prefix .. "groups:index", n, gid)
+    rcall("HSET", key, "w", n)
   end
   rcall("HSET", jobKey, "gid", gid)
   if rcall("HGET", key, "r") ~= "1" then
@@ -193,7 +196,9 @@ local function unqueueGrouped(prefix, jobId, gid)
   local key = groupKey(prefix, gid)
   if rcall("ZREM", key .. ":wait", jobId) == 1 then
     rcall("ZREM", prefix .. "groups:waiting", jobId)
-    rcall("ZADD", prefix .. "groups:index", "XX", rcall("ZCARD", key .. ":wait"), gid)
+    local n = rcall("ZCARD", key .. ":wait")
+    rcall("ZADD", prefix .. "groups:index", "XX", n, gid)
+    rcall("HSET", key, "w", n)
     return true
   end
   return false
@@ -316,10 +321,12 @@ local function seatUngrouped(prefix, q)
   end
 end
 
--- End of a claim call: the grouped jobs it took leave `groups:waiting` and
--- take their leases, one call each (`st.taken`, `st.leases`).
+-- End of a claim call: the grouped jobs it took go on `active`, leave
+-- `groups:waiting` and take their leases, one call each (`st.taken`,
+-- `st.leases`; the claim counts `st.taken` as active meanwhile).
 local function flushGroupClaims(prefix, st)
   if st.taken and #st.taken > 0 then
+    rcall("LPUSH", st.activeKey, unpack(st.taken))
     rcall("ZREM", prefix .. "groups:waiting", unpack(st.taken))
     rcall("ZADD", prefix .. "groups:leases", unpack(st.leases))
     st.taken, st.leases = {}, {}
@@ -361,14 +368,27 @@ local function nextGroupedJob(q, prefix, now, st)
         dropTailGroup(prefix, gid, untilMs, not blocked)
       else
         local jobId = popped[1]
-        st.taken[#st.taken + 1] = jobId  -- out of groups:waiting in one call
-        -- The index orders groups by backlog for pages (their counts are read
-        -- exactly): kept within 16 jobs here, exact when the group empties.
-        local left = rcall("ZCARD", key .. ":wait")
+        st.taken[#st.taken + 1] = jobId  -- to active, out of groups:waiting
+        -- `w` (the group's waiting jobs, set exactly by every add) and `a`
+        -- in one write. The index orders groups by backlog for pages (their
+        -- counts are read exactly): kept within 16 jobs here, exact when the
+        -- group empties.
+        local left = s.waiting and math.max(s.waiting - 1, 0) or
+          rcall("ZCARD", key .. ":wait")
         if left % 16 == 0 then
           rcall("ZADD", prefix .. "groups:index", "XX", left, gid)
         end
-        rcall("HINCRBY", key, "a", 1)
+        local turns = s.turns + 1
+        if turns >= s.weight then
+          turns = 0
+        else
+          rcall("LMOVE", readyKey, readyKey, "RIGHT", "LEFT")  -- its turn goes on
+        end
+        if turns ~= s.turns then
+          rcall("HSET", key, "a", s.active + 1, "w", left, "t", turns)
+        else
+          rcall("HSET", key, "a", s.active + 1, "w", left)
+        end
         if s.max then
           if rcall("INCR", key .. ":limiter") == 1 then
             rcall("PEXPIRE", key .. ":limiter", s.duration or 1000)
@@ -376,16 +396,6 @@ local function nextGroupedJob(q, prefix, now, st)
         end
         -- Its turn ends after `weight` jobs. A group now empty or at a limit
         -- is dropped when it next comes round.
-        local turns = s.turns + 1
-        if turns >= s.weight then
-          if s.turns > 0 then
-            rcall("HSET", key, "t", 0)
-          end
-        else
-          rcall("HSET", key, "t", turns)
-          rcall("LMOVE", readyKey, readyKey, "RIGHT", "LEFT")
-        end
-        rcall("LPUSH", q.active, jobId)
         return jobId, gid
       end
     end
