@@ -77,16 +77,8 @@ def settings_args(settings: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _int(value: Any) -> int | None:
-    try:
-        n = int(value)
-    except (TypeError, ValueError):
-        return None
-    return n
-
-
 def _limit(value: Any) -> int | None:
-    n = _int(value)
+    n = codec.to_int(value)
     return n if n is not None and n > 0 else None
 
 
@@ -101,7 +93,7 @@ class GroupSettings:
 
     @classmethod
     def from_hash(cls, h: Mapping[str, str]) -> GroupSettings:
-        return cls(**{k: _int(h.get(f)) for k, f in SETTING_FIELDS.items()})
+        return cls(**{k: codec.to_int(h.get(f)) for k, f in SETTING_FIELDS.items()})
 
 
 @dataclass(frozen=True)
@@ -144,13 +136,8 @@ def _hold_info(text: str | None) -> dict[str, Any]:
     return info if isinstance(info, dict) else {}
 
 
-def group_key(keys: QueueKeys, group: str) -> str:
-    """The group's hash (its wait set and limiter add `:wait`, `:limiter`)."""
-    return keys.group(group)
-
-
 def _group_reads(keys: QueueKeys, group: str) -> list[Cmd]:
-    key = group_key(keys, group)
+    key = keys.group(group)
     return [
         Cmd(("HGETALL", key)),
         Cmd(("ZCARD", key + ":wait")),
@@ -168,18 +155,18 @@ def _info(
     eff = GroupSettings.from_hash({**defaults, **{k: v for k, v in h.items()}})
     rate_max = _limit(eff.rate_max)
     limited = None
-    if rate_max and pttl and pttl > 0 and (_int(started) or 0) >= rate_max:
+    if rate_max and pttl and pttl > 0 and (codec.to_int(started) or 0) >= rate_max:
         limited = now + int(pttl)
     elif timed is not None and float(timed) > now:
         limited = int(float(timed))
-    hold_until = _int(h.get("holdUntil"))
+    hold_until = codec.to_int(h.get("holdUntil"))
     hold = h.get("hold") or None
     if hold and hold_until is not None and hold_until <= now:
         hold = hold_until = None
     return GroupInfo(
         id=group,
         waiting=int(waiting or 0),
-        active=max(0, _int(h.get("a")) or 0),
+        active=max(0, codec.to_int(h.get("a")) or 0),
         weight=_limit(eff.weight) or 1,
         concurrency=_limit(eff.concurrency),
         rate_max=rate_max,
@@ -233,7 +220,7 @@ def page_groups(keys: QueueKeys, start: int, end: int, now: int) -> Op[list[Grou
 
 def summary(keys: QueueKeys) -> Op[GroupSummary]:
     """Totals over the queue's groups, in O(1) reads."""
-    groups, meta, active, paused, held = yield [
+    groups, waiting, active, paused, held = yield [
         Cmd(("ZCARD", keys.groups_index)),
         Cmd(("ZCARD", keys.groups_waiting)),
         Cmd(("ZCARD", keys.groups_leases)),
@@ -242,7 +229,7 @@ def summary(keys: QueueKeys) -> Op[GroupSummary]:
     ]
     return GroupSummary(
         groups=int(groups),
-        waiting=int(meta),
+        waiting=int(waiting),
         active=int(active),
         paused=int(paused),
         held=int(held),
@@ -366,7 +353,7 @@ class GroupMethods(MakesJobs[Q]):
         return self._group_jobs(group, start, end)
 
     def _group_jobs(self, group: str, start: int, end: int) -> Op[list[Job[Q]]]:
-        ids = yield Cmd(("ZRANGE", group_key(self.keys, group) + ":wait", start, end))
+        ids = yield Cmd(("ZRANGE", self.keys.group(group) + ":wait", start, end))
         if not ids:
             return []
         reads = yield from get_job_hashes(self.keys, list(ids), None, False)

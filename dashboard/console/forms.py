@@ -129,6 +129,19 @@ class GroupSettingsForm(forms.Form):
         return data
 
 
+def group_settings_text(data: dict[str, Any], unset: str) -> str:
+    """A GroupSettingsForm's cleaned data as an action's message says it
+    (`unset` names a cleared setting)."""
+    shown = ", ".join(
+        f"{k} {unset if v is None else v}"
+        for k, v in data.items()
+        if k != "rate_duration_ms"
+    )
+    if data["rate_max"] is not None:
+        shown += f" per {data['rate_duration_ms']} ms"
+    return shown
+
+
 class GroupBudgetForm(forms.Form):
     """A group's GPU-seconds per UTC day (gpu_workers/quota.py); blank
     removes the budget."""

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from queues.drive import gather
-from queues.groups import GroupInfo, group_key, read_groups
+from queues.groups import GroupInfo, read_groups
 from queues.keys import QueueKeys
 from queues.ops import Cmd, Eval, Op
 
@@ -61,7 +61,7 @@ def _places(
     batch: list[Cmd | Eval] = [
         Cmd(("LPOS", keys.groups_ready, g)) for g in groups
     ]
-    batch += [Cmd(("ZRANK", group_key(keys, g) + ":wait", i)) for i, g in jobs]
+    batch += [Cmd(("ZRANK", keys.group(g) + ":wait", i)) for i, g in jobs]
     replies = yield batch
     turns = {g: as_int(v) for g, v in zip(groups, replies)}
     return turns, [as_int(v) for v in replies[len(groups) :]]

@@ -14,19 +14,19 @@
   Returns the ids whose lock could not be renewed.
 ]]
 --- @include "base"
---- @include "markers"
---- @include "groups"
 
 local ids = cjson.decode(ARGV[3])
 local tokens = cjson.decode(ARGV[4])
 local failed = {}
 local leasesKey = ARGV[1] .. "groups:leases"
+-- Only a queue with grouped jobs running has leases to look at.
+local leased = rcall("EXISTS", leasesKey) == 1
 local now
 
 for i, jobId in ipairs(ids) do
   local lockKey = ARGV[1] .. jobId .. ":lock"
   if rcall("GET", lockKey) == tokens[i] then
-    if rcall("ZSCORE", leasesKey, jobId) then
+    if leased and rcall("ZSCORE", leasesKey, jobId) then
       now = now or serverTimeMs()
       -- A grouped job's lock never expires; its lease does (docs/groups.md).
       rcall("ZADD", leasesKey, "XX", now + tonumber(ARGV[2]), jobId)

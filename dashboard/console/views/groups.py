@@ -182,13 +182,7 @@ def settings(request: HttpRequest, ref: QueueRef, group_id: str) -> Done:
         rate_max=data["rate_max"],
         rate_duration_ms=data["rate_duration_ms"],
     )
-    shown = ", ".join(
-        f"{k} {'default' if v is None else v}"
-        for k, v in data.items()
-        if k != "rate_duration_ms"
-    )
-    if data["rate_max"] is not None:
-        shown += f" per {data['rate_duration_ms']} ms"
+    shown = forms.group_settings_text(data, "default")
     return Done(f"set group {group_id} of {ref.key}: {shown}", reload=True)
 
 

@@ -258,13 +258,7 @@ def group_defaults(request: HttpRequest, ref: QueueRef) -> Done:
     uses unless it sets its own (blank clears one)."""
     data = _form(forms.GroupSettingsForm, request)
     pages_redis.queue(ref.prefix, ref.name).set_group_defaults(**data)
-    shown = ", ".join(
-        f"{k} {'none' if v is None else v}"
-        for k, v in data.items()
-        if k != "rate_duration_ms"
-    )
-    if data["rate_max"] is not None:
-        shown += f" per {data['rate_duration_ms']} ms"
+    shown = forms.group_settings_text(data, "none")
     return Done(f"set the group defaults of {ref.key}: {shown}", reload=True)
 
 

@@ -1,6 +1,6 @@
 --[[
-  Shared locals for every script: the redis.call alias and the event stream
-  trimming length. Included first by every transition.
+  Shared locals for every script: the redis.call alias, Redis's clock and the
+  event stream trimming length. Included first by every transition.
 ]]
 local rcall = redis.call
 
@@ -22,4 +22,11 @@ end
 local function trimEvents(metaKey, eventsKey)
   local maxEvents = getOrSetMaxEvents(metaKey)
   rcall("XTRIM", eventsKey, "MAXLEN", "~", maxEvents)
+end
+
+-- Redis's own clock in ms: what several hosts' workers set and judge by it
+-- (a grouped job's lease) agrees whatever their own clocks say.
+local function serverTimeMs()
+  local t = rcall("TIME")
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end

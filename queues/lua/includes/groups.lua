@@ -13,13 +13,6 @@ local GROUP_SPAN = 0x100000000
 --- How many rotation steps or promotions one call takes at most.
 local GROUP_STEP_LIMIT = 100
 
--- Redis's own clock in ms: leases are set and judged by one clock, whatever
--- the clocks of the hosts whose workers hold and check them.
-local function serverTimeMs()
-  local t = rcall("TIME")
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-
 local function groupKey(prefix, gid)
   return prefix .. "group:" .. gid
 end
@@ -73,14 +66,14 @@ end
 
 -- The group's state and effective settings (its own over the defaults).
 local function groupState(prefix, gid, d)
-  local g = rcall("HMGET", groupKey(prefix, gid), "a", "r", "t", "weight",
+  local g = rcall("HMGET", groupKey(prefix, gid), "a", "t", "weight",
     "concurrency", "max", "duration", "paused", "hold", "holdUntil", "w")
   return {
-    active = tonumber(g[1]) or 0, ready = g[2] == "1", turns = tonumber(g[3]) or 0,
-    weight = limitOrNil(g[4] or d[1]) or 1, concurrency = limitOrNil(g[5] or d[2]),
-    max = limitOrNil(g[6] or d[3]), duration = limitOrNil(g[7] or d[4]),
-    paused = g[8] == "1", hold = g[9], holdUntil = tonumber(g[10]),
-    waiting = tonumber(g[11]),
+    active = tonumber(g[1]) or 0, turns = tonumber(g[2]) or 0,
+    weight = limitOrNil(g[3] or d[1]) or 1, concurrency = limitOrNil(g[4] or d[2]),
+    max = limitOrNil(g[5] or d[3]), duration = limitOrNil(g[6] or d[4]),
+    paused = g[7] == "1", hold = g[8], holdUntil = tonumber(g[9]),
+    waiting = tonumber(g[10]),
   }
 end
 
@@ -95,19 +88,31 @@ local function addGroupTimeMarker(prefix, at)
   rcall("ZADD", prefix .. "marker", "LT", at, "1")
 end
 
--- Put a group in the rotation unless it is there; a base marker wakes a worker.
-local function makeGroupReady(prefix, gid)
+-- Wake a blocked worker unless the queue is paused.
+local function wakeWorker(prefix)
+  addBaseMarkerIfNeeded(prefix .. "marker",
+    rcall("HEXISTS", prefix .. "meta", "paused") == 1)
+end
+
+-- Put a group at the back of the rotation unless it is in it; true when it
+-- was not.
+local function seatGroup(prefix, gid)
   local key = groupKey(prefix, gid)
-  if rcall("HGET", key, "r") ~= "1" then
-    rcall("HSET", key, "r", "1", "t", 0)
-    rcall("RPUSH", prefix .. "groups:ready", gid)
-    if rcall("HEXISTS", prefix .. "meta", "paused") == 0 then
-      rcall("ZADD", prefix .. "marker", 0, "0")
-    end
+  if rcall("HGET", key, "r") == "1" then
+    return false
   end
-  -- Already in the rotation: a claim will meet it (every claim that finds
-  -- nothing to run has dropped the groups it met, and each return to the
-  -- rotation wakes a worker).
+  rcall("HSET", key, "r", "1", "t", 0)
+  rcall("RPUSH", prefix .. "groups:ready", gid)
+  return true
+end
+
+-- Put a group in the rotation, waking a worker, unless it is there: then a
+-- claim will meet it (every claim that finds nothing to run has dropped the
+-- groups it met, and each return to the rotation wakes a worker).
+local function makeGroupReady(prefix, gid)
+  if seatGroup(prefix, gid) then
+    wakeWorker(prefix)
+  end
 end
 
 -- Put a stored job in its group's zset: priority order, then `seq` (lifo:
@@ -136,14 +141,8 @@ local function enqueueGrouped(prefix, jobKey, jobId, gid, priority, lifo, front)
     rcall("HSET", key, "w", n)
   end
   rcall("HSET", jobKey, "gid", gid)
-  if rcall("HGET", key, "r") ~= "1" then
-    rcall("HSET", key, "r", "1", "t", 0)
-    rcall("RPUSH", prefix .. "groups:ready", gid)
-  end
-  -- Every add wakes a worker, as BullMQ's adds do.
-  if rcall("HEXISTS", prefix .. "meta", "paused") == 0 then
-    rcall("ZADD", prefix .. "marker", 0, "0")
-  end
+  seatGroup(prefix, gid)
+  wakeWorker(prefix)  -- every add wakes a worker, as BullMQ's adds do
 end
 
 -- A group with nothing waiting or running, out of the rotation and with
