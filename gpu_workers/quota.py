@@ -25,13 +25,17 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from queues import AsyncQueue, Queue
 from queues.keys import QueueKeys
-from queues.names import GROUP_ID_RULE, is_group_id, qualified_name
+from queues.names import (
+    GROUP_ID_RULE,
+    is_group_id,
+    qualified_name,
+    split_qualified_name,
+)
 
 from . import defaults
 from .gputime import DAY, OTHER, PERIOD_S, Usage, bucket_stamp, split
@@ -95,23 +99,19 @@ def queue_keys(
         return queue
     if not isinstance(queue, str) or not queue:
         raise QuotaError(f"queue must be a queue name or QueueKeys, not {queue!r}")
-    own_prefix, colon, name = queue.rpartition(":")
     try:
-        return QueueKeys(name, own_prefix) if colon else QueueKeys(queue, prefix)
+        if ":" in queue:
+            return QueueKeys(*reversed(split_qualified_name(queue)))
+        return QueueKeys(queue, prefix)
     except ValueError as exc:
         raise QuotaError(f"not a queue name: {queue!r} ({exc})") from None
 
 
 def group_of(job: Any) -> str | None:
-    """The group a job belongs to: its `gid` field once Bullpen placed it,
-    else the id its options name (`opts.group.id`); None for none."""
-    gid = getattr(job, "group", None)  # queues.Job.group: `gid`, else opts
-    if isinstance(gid, str) and gid:
-        return gid
-    opts = getattr(job, "opts", None)
-    group = opts.get("group") if isinstance(opts, Mapping) else None
-    value = group.get("id") if isinstance(group, Mapping) else None
-    return value if is_group_id(value) else None
+    """The valid group a job belongs to (queues.Job.group: its `gid` field
+    once Bullpen placed it, else `opts.group.id`); None for none."""
+    gid = getattr(job, "group", None)
+    return gid if is_group_id(gid) else None
 
 
 @dataclass(frozen=True)
