@@ -109,20 +109,26 @@ def over_time(points: Sequence[Point], start_ms: int) -> Point:
     return out
 
 
-def _groups_part(points: Sequence[Point], out: Point) -> None:
-    """Average each group's backlog over the points that sampled groups (a
-    group outside a point's largest counts 0 there: it is in that point's
-    rest), keeping the GROUPS_KEPT largest; `gw` averaged likewise."""
-    sampled = [p for p in points if isinstance(p.get("g"), dict)]
-    if not sampled:
-        return
+def largest_groups(sampled: Sequence[Point]) -> list[tuple[str, float]]:
+    """The GROUPS_KEPT groups with the largest backlog summed over points
+    that sampled groups (`g`), largest first, with their sums (a group a
+    point does not name counts 0 there: it is in that point's rest)."""
     sums: dict[str, float] = {}
     for p in sampled:
         for gid, n in p["g"].items():
             value = _num(n)
             if value is not None:
                 sums[str(gid)] = sums.get(str(gid), 0.0) + value
-    kept = sorted(sums.items(), key=lambda kv: (-kv[1], kv[0]))[:GROUPS_KEPT]
+    return sorted(sums.items(), key=lambda kv: (-kv[1], kv[0]))[:GROUPS_KEPT]
+
+
+def _groups_part(points: Sequence[Point], out: Point) -> None:
+    """Average each of the largest groups' backlog over the points that
+    sampled groups; `gw` averaged likewise."""
+    sampled = [p for p in points if isinstance(p.get("g"), dict)]
+    if not sampled:
+        return
+    kept = largest_groups(sampled)
     out["g"] = {gid: round(total / len(sampled), 2) for gid, total in kept}
     totals = _values(sampled, "gw")
     out["gw"] = round(sum(totals) / len(totals), 2) if totals else None

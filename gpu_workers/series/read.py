@@ -99,13 +99,7 @@ def group_columns(
     sampled = {t: p for t, p in by_t.items() if isinstance(p.get("g"), dict)}
     if not sampled:
         return []
-    sums: dict[str, float] = {}
-    for p in sampled.values():
-        for gid, n in p["g"].items():
-            if isinstance(n, (int, float)):
-                sums[str(gid)] = sums.get(str(gid), 0.0) + n
-    ranked = sorted(sums.items(), key=lambda kv: (-kv[1], kv[0]))
-    named = [gid for gid, _ in ranked[: points.GROUPS_KEPT]]
+    named = [gid for gid, _ in points.largest_groups(list(sampled.values()))]
     columns: list[dict[str, Any]] = [
         {
             "id": gid,
