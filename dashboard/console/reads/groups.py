@@ -93,12 +93,13 @@ def group_panel(ref: QueueRef) -> GroupPanel | None:
     """The summary and the PANEL_GROUPS largest backlogs, or None when the
     queue has no group (the panel is not shown)."""
     q = queue(ref.prefix, ref.name)
-    if q.count_groups() == 0:
+    summary = q.get_group_summary()
+    if summary.groups == 0:
         return None
     now = ops.now_ms()
     top = q.get_groups(0, PANEL_GROUPS - 1)
     rows = with_quotas(ref, [row(g, now) for g in top])
-    return GroupPanel(q.get_group_summary(), rows, q.get_group_defaults())
+    return GroupPanel(summary, rows, q.get_group_defaults())
 
 
 def groups_page(ref: QueueRef, page_no: int, size: int) -> tuple[list[GroupRow], int]:
