@@ -118,6 +118,17 @@ def read_json_body(request: HttpRequest) -> Any:
     return value
 
 
+def read_checked_body(request: HttpRequest, schema: dict[str, Any]) -> Any:
+    """The JSON body, checked against `schema`: BadRequest `invalid_body`
+    naming where the first problem is."""
+    body = read_json_body(request)
+    error = best_match(Draft202012Validator(schema).iter_errors(body))
+    if error is not None:
+        where = ".".join(str(p) for p in error.absolute_path) or "body"
+        raise BadRequest("invalid_body", f"{where}: {error.message}")
+    return body
+
+
 def _depth(value: Any) -> int:
     """How deeply arrays and objects nest in a parsed JSON value (iteratively)."""
     deepest = 0

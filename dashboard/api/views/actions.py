@@ -10,8 +10,6 @@ from collections.abc import Callable
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import best_match
 
 from dashboard.shared import verbs
 from dashboard.shared.verbs import VERBS, Verb
@@ -23,7 +21,7 @@ from .. import schemas, store
 from ..exceptions import BadRequest, Conflict, NotFound
 from ..handling import Call, json_response
 from ..operations import operation
-from ..validation import read_json_body
+from ..validation import read_checked_body
 from .common import queue_of
 
 #: The job's DELETE removes it or, running, asks its worker to cancel it.
@@ -37,12 +35,7 @@ def _params(request: HttpRequest, verb: Verb) -> dict[str, Any]:
     """The verb's parameter from the JSON body (none: no body read)."""
     if verb.params is None:
         return {}
-    body = read_json_body(request)
-    validator = Draft202012Validator(schemas.verb_request(verb))
-    error = best_match(validator.iter_errors(body))
-    if error is not None:
-        where = ".".join(str(p) for p in error.absolute_path) or "body"
-        raise BadRequest("invalid_body", f"{where}: {error.message}")
+    body = read_checked_body(request, schemas.verb_request(verb))
     try:
         return verb.clean(body)
     except ValueError as exc:  # the form's own checks, as on the pages

@@ -10,8 +10,6 @@ from collections.abc import Callable
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import best_match
 
 from dashboard.shared import audit
 from gpu_workers.quota import Quota, Quotas
@@ -24,7 +22,7 @@ from ..exceptions import BadRequest, NotFound
 from ..groups_schema import GROUP_DEFAULTS_UPDATE, GROUP_UPDATE
 from ..handling import Call, json_response
 from ..operations import Param, operation
-from ..validation import read_json_body
+from ..validation import read_checked_body
 from .common import queue_of
 
 _GROUPS = "/queues/{queue}/groups"
@@ -94,12 +92,7 @@ def _int_param(request: HttpRequest, name: str, default: int, top: int) -> int:
 
 
 def _checked(request: HttpRequest, schema: dict[str, Any]) -> dict[str, Any]:
-    body = read_json_body(request)
-    error = best_match(Draft202012Validator(schema).iter_errors(body))
-    if error is not None:
-        where = ".".join(str(p) for p in error.absolute_path) or "body"
-        raise BadRequest("invalid_body", f"{where}: {error.message}")
-    checked: dict[str, Any] = body
+    checked: dict[str, Any] = read_checked_body(request, schema)  # an object
     return checked
 
 
