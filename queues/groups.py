@@ -128,6 +128,21 @@ class GroupSummary:
     held: int
 
 
+#: How `groups:active` flags a parked (less) or idle-bound (plus) group
+#: (queues/lua/includes/groups.lua, docs/groups.md).
+_ACTIVE_FLAG = 2**40
+
+
+def group_active_count(stored: str | None) -> int:
+    """A group's running jobs from its `groups:active` value, flag taken off."""
+    n = codec.to_int(stored) or 0
+    if n <= -_ACTIVE_FLAG // 2:
+        n += _ACTIVE_FLAG
+    elif n >= _ACTIVE_FLAG // 2:
+        n -= _ACTIVE_FLAG
+    return max(0, n)
+
+
 def _hold_info(text: str | None) -> dict[str, Any]:
     try:
         info = json.loads(text or "{}")
@@ -144,13 +159,15 @@ def _group_reads(keys: QueueKeys, group: str) -> list[Cmd]:
         Cmd(("PTTL", key + ":limiter")),
         Cmd(("GET", key + ":limiter")),
         Cmd(("ZSCORE", keys.groups_timed, group)),
+        Cmd(("HGET", keys.groups_active, group)),
+        Cmd(("SISMEMBER", keys.groups_seated, group)),
     ]
 
 
 def _info(
     group: str, replies: list[Any], defaults: Mapping[str, str], now: int
 ) -> GroupInfo:
-    h, waiting, pttl, started, timed = replies
+    h, waiting, pttl, started, timed, active, seated = replies
     own = GroupSettings.from_hash(h)
     eff = GroupSettings.from_hash({**defaults, **{k: v for k, v in h.items()}})
     rate_max = _limit(eff.rate_max)
@@ -166,7 +183,7 @@ def _info(
     return GroupInfo(
         id=group,
         waiting=int(waiting or 0),
-        active=max(0, codec.to_int(h.get("a")) or 0),
+        active=group_active_count(active),
         weight=_limit(eff.weight) or 1,
         concurrency=_limit(eff.concurrency),
         rate_max=rate_max,
@@ -176,7 +193,7 @@ def _info(
         hold_until_ms=hold_until if hold else None,
         hold_info=_hold_info(h.get("holdInfo")) if hold else {},
         limited_until_ms=limited,
-        in_rotation=h.get("r") == "1",
+        in_rotation=bool(seated),
         own=own,
     )
 
@@ -203,10 +220,10 @@ def read_groups(keys: QueueKeys, groups: list[str], now: int) -> Op[list[GroupIn
     defaults = {k: v for k, v in replies[0].items() if k in SETTING_FIELDS.values()}
     out = []
     for i, g in enumerate(groups):
-        part = replies[1 + i * 6 : 7 + i * 6]
-        if part[5] is None and not part[0]:
+        part = replies[1 + i * 8 : 9 + i * 8]
+        if part[7] is None and not part[0]:
             continue
-        out.append(_info(g, part[:5], defaults, now))
+        out.append(_info(g, part[:7], defaults, now))
     return out
 
 

@@ -78,6 +78,10 @@ class QueueKeys:
         "groups_leases",
         "groups_paused",
         "groups_held",
+        "groups_active",
+        "groups_seated",
+        "groups_turns",
+        "groups_own",
     )
 
     def __init__(self, name: str, prefix: str = "bull") -> None:
@@ -111,6 +115,10 @@ class QueueKeys:
         self.groups_leases = base + "groups:leases"
         self.groups_paused = base + "groups:paused"
         self.groups_held = base + "groups:held"
+        self.groups_active = base + "groups:active"
+        self.groups_seated = base + "groups:seated"
+        self.groups_turns = base + "groups:turns"
+        self.groups_own = base + "groups:own"
 
     @property
     def qualified_name(self) -> str:

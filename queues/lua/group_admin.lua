@@ -50,6 +50,7 @@ if action == "set" then
 elseif action == "pause" then
   rcall("HSET", key, "paused", "1")
   rcall("SADD", prefix .. "groups:paused", gid)
+  syncOwnSettings(prefix, gid)
   return 1
 elseif action == "resume" then
   rcall("HDEL", key, "paused")
@@ -62,6 +63,7 @@ elseif action == "hold" then
     rcall("HDEL", key, "holdUntil")
   end
   rcall("SADD", prefix .. "groups:held", gid)
+  syncOwnSettings(prefix, gid)
   return 1
 elseif action == "release" then
   local reason = args["reason"]
@@ -73,6 +75,7 @@ elseif action == "release" then
 else
   return redis.error_reply("unknown group action " .. tostring(action))
 end
+syncOwnSettings(prefix, gid)
 rcall("ZREM", prefix .. "groups:timed", gid)
 if rcall("ZCARD", key .. ":wait") > 0 then
   makeGroupReady(prefix, gid)

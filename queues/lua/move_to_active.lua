@@ -29,6 +29,7 @@
 --- @include "scores"
 --- @include "promote_delayed"
 --- @include "groups"
+--- @include "turns"
 --- @include "fetch"
 
 local q = {wait = KEYS[1], active = KEYS[2], prioritized = KEYS[3], events = KEYS[4],

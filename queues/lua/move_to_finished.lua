@@ -51,6 +51,7 @@
 --- @include "scores"
 --- @include "promote_delayed"
 --- @include "groups"
+--- @include "turns"
 --- @include "fetch"
 --- @include "lock"
 --- @include "remove"
@@ -72,7 +73,7 @@ local contended = isMarkerContended(q.marker)
 local entries = cjson.decode(ARGV[4])
 local codes = {}
 local trimmed = false
-local leasesDone = {}
+local groupsLeft = {leases = {}, order = {}, count = {}}
 
 local function finishOne(e)
   local jobId = e["id"]
@@ -105,7 +106,7 @@ local function finishOne(e)
     gid = nil
   end
   if gid then
-    groupJobLeft(prefix, jobId, gid, leasesDone)
+    groupJobLeft(prefix, jobId, gid, groupsLeft)
   end
   if not trimmed then
     trimEvents(q.meta, q.events)
@@ -171,9 +172,7 @@ for i, e in ipairs(entries) do
   end
 end
 
-if #leasesDone > 0 then
-  rcall("ZREM", prefix .. "groups:leases", unpack(leasesDone))
-end
+settleGroupJobs(prefix, groupsLeft)
 
 -- BullMQ never re-adds a marker when a globally limited queue drops below
 -- its concurrency; do it here so idle workers of any client wake up. When

@@ -90,7 +90,9 @@ if budget <= 0 then
 end
 rcall("DEL", base .. "groups:meta", base .. "groups:ready", base .. "groups:timed",
   base .. "groups:waiting",
-  base .. "groups:leases", base .. "groups:paused", base .. "groups:held")
+  base .. "groups:leases", base .. "groups:paused", base .. "groups:held",
+  base .. "groups:active", base .. "groups:seated", base .. "groups:turns",
+  base .. "groups:own")
 rcall("DEL", base .. "events", base .. "delay", base .. "priority", base .. "stalled-check",
   base .. "stalled", base .. "id", base .. "pc", base .. "marker", base .. "limiter",
   base .. "metrics:completed", base .. "metrics:completed:data",

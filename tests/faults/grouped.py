@@ -28,6 +28,7 @@ from typing import Any
 import redis
 
 from queues import Job, Queue
+from queues.groups import group_active_count
 
 #: The `--processor` path of `record`.
 PROCESSOR = "tests.faults.grouped:record"
@@ -161,7 +162,7 @@ def group_problems(url: str, queue: str) -> list[str]:
         for gid, score in groups:
             waiting = client.zcard(keys.group(gid) + ":wait")
             total += waiting
-            active = int(client.hget(keys.group(gid), "a") or 0)
+            active = group_active_count(client.hget(keys.groups_active, gid))
             if waiting or active or score:
                 problems.append(
                     f"group {gid}: {waiting} waiting, a={active}, index score {score}"

@@ -12,7 +12,7 @@
   Returns {jobs, rateLimitTtl, nextDelayedMs} where jobs is a flat array of
   (jobId, token, hashArray) triples, and as a second value `true` when the
   queue was paused or maxed before any job was claimed.
-  Requires: base, markers, metadata, scores, promote, groups.
+  Requires: base, markers, metadata, scores, promote, groups, turns.
 ]]
 -- True when no base marker is waiting to be taken: a worker blocked on the
 -- marker would have taken it at once, so only then may one be waiting.
@@ -85,6 +85,7 @@ local function popNext(q, prefix, now, st)
       return jobId
     end
     rcall("LREM", q.active, 1, jobId)
+    flushGroupClaims(prefix, st)  -- the rotation and groups as this call left them
     enqueueGrouped(prefix, jobKey, jobId, gid,
       tonumber(rcall("HGET", jobKey, "priority")) or 0, false, false)
     adoptTail(q, prefix)
@@ -113,6 +114,7 @@ local function claimJobs(q, prefix, now, opts, count, contended)
     -- The marker re-added below lets the next waiting worker claim the next.
     count = math.min(count, 1)
   end
+  st.want = count
   local jobs = {}
   local claimed = 0
   while claimed < count do
@@ -155,8 +157,9 @@ local function claimJobs(q, prefix, now, opts, count, contended)
       -- No expiry: a Node worker's stalled check never moves a grouped job;
       -- its lease in `groups:leases` says whether its worker lives.
       rcall("SET", jobKey .. ":lock", token)
-      st.leaseNow = st.leaseNow or serverTimeMs()
-      st.leases[#st.leases + 1] = st.leaseNow + opts["lockDuration"]
+      -- One lease end for the call, as text once (not formatted per job).
+      st.leaseEnd = st.leaseEnd or tostring(serverTimeMs() + opts["lockDuration"])
+      st.leases[#st.leases + 1] = st.leaseEnd
       st.leases[#st.leases + 1] = jobId
     else
       rcall("SET", jobKey .. ":lock", token, "PX", opts["lockDuration"])

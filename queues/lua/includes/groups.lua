@@ -56,33 +56,6 @@ local function optsGroup(optsJson)
   return nil
 end
 
-local function limitOrNil(value)
-  local n = tonumber(value)
-  if n and n > 0 then
-    return n
-  end
-  return nil
-end
-
--- The group's state and effective settings (its own over the defaults).
-local function groupState(prefix, gid, d)
-  local g = rcall("HMGET", groupKey(prefix, gid), "a", "t", "weight",
-    "concurrency", "max", "duration", "paused", "hold", "holdUntil", "w")
-  return {
-    active = tonumber(g[1]) or 0, turns = tonumber(g[2]) or 0,
-    weight = limitOrNil(g[3] or d[1]) or 1, concurrency = limitOrNil(g[4] or d[2]),
-    max = limitOrNil(g[5] or d[3]), duration = limitOrNil(g[6] or d[4]),
-    paused = g[7] == "1", hold = g[8], holdUntil = tonumber(g[9]),
-    waiting = tonumber(g[10]),
-  }
-end
-
--- The defaults of every group (`groups:meta`), as groupState takes them.
-local function groupDefaults(prefix)
-  return rcall("HMGET", prefix .. "groups:meta", "weight", "concurrency", "max",
-    "duration")
-end
-
 -- Wake a blocked worker at `at` ms (the delay marker keeps the earliest).
 local function addGroupTimeMarker(prefix, at)
   rcall("ZADD", prefix .. "marker", "LT", at, "1")
@@ -94,14 +67,31 @@ local function wakeWorker(prefix)
     rcall("HEXISTS", prefix .. "meta", "paused") == 1)
 end
 
--- Put a group at the back of the rotation unless it is in it; true when it
--- was not.
+-- A group's running jobs (`groups:active`) carry a flag, so that a finish
+-- learns from its one HINCRBY what the group needs: less GROUP_FLAG while the
+-- group is parked at its concurrency cap (the finish puts it back in the
+-- rotation), plus GROUP_FLAG once it is idle-bound (out of the rotation with
+-- nothing waiting: the finish of its last running job forgets it).
+local GROUP_FLAG = 1099511627776  -- 2^40
+
+-- The running count and flag (-1 parked, 1 idle-bound, 0 none) of a stored value.
+local function splitActive(stored)
+  local v = tonumber(stored) or 0
+  local flag = 0
+  if v <= -GROUP_FLAG / 2 then
+    v, flag = v + GROUP_FLAG, -1
+  elseif v >= GROUP_FLAG / 2 then
+    v, flag = v - GROUP_FLAG, 1
+  end
+  return math.max(v, 0), flag
+end
+
+-- Put a group at the back of the rotation unless it is in it
+-- (`groups:seated`); true when it was not.
 local function seatGroup(prefix, gid)
-  local key = groupKey(prefix, gid)
-  if rcall("HGET", key, "r") == "1" then
+  if rcall("SADD", prefix .. "groups:seated", gid) == 0 then
     return false
   end
-  rcall("HSET", key, "r", "1", "t", 0)
   rcall("RPUSH", prefix .. "groups:ready", gid)
   return true
 end
@@ -136,58 +126,122 @@ local function enqueueGrouped(prefix, jobKey, jobId, gid, priority, lifo, front)
     local t = rcall("HMGET", jobKey, "timestamp", "delay")
     rcall("ZADD", prefix .. "groups:waiting", (tonumber(t[1]) or 0) + (tonumber(t[2]) or 0),
       jobId)
-    local n = rcall("ZCARD", key .. ":wait")
-    rcall("ZADD", prefix .. "groups:index", n, gid)
-    rcall("HSET", key, "w", n)
+    rcall("ZADD", prefix .. "groups:index", rcall("ZCARD", key .. ":wait"), gid)
   end
   rcall("HSET", jobKey, "gid", gid)
   seatGroup(prefix, gid)
   wakeWorker(prefix)  -- every add wakes a worker, as BullMQ's adds do
 end
 
--- A group with nothing waiting or running, out of the rotation and with
--- nothing set is forgotten (its hash and index entry; a new job makes it
--- again), so the groups of passing customers do not pile up. Its rate
--- window key expires by itself.
-local function forgetIdleGroup(prefix, gid)
-  local key = groupKey(prefix, gid)
-  local g = rcall("HMGET", key, "a", "r", "weight", "concurrency", "max", "duration",
-    "paused", "hold")
-  if (tonumber(g[1]) or 0) > 0 or g[2] == "1" then
-    return
-  end
-  for i = 3, 8 do
-    if g[i] then
-      return
+-- Whether the group has anything of its own set (then it has a hash, is in
+-- `groups:own` and is never forgotten).
+local function hasOwnSettings(key)
+  for _, value in ipairs(rcall("HMGET", key, "weight", "concurrency", "max", "duration",
+      "paused", "hold")) do
+    if value then
+      return true
     end
   end
-  if rcall("ZCARD", key .. ":wait") == 0 then
-    rcall("DEL", key)
-    rcall("ZREM", prefix .. "groups:index", gid)
+  return false
+end
+
+-- Keep `groups:own` true to the group's hash.
+local function syncOwnSettings(prefix, gid)
+  if hasOwnSettings(groupKey(prefix, gid)) then
+    rcall("SADD", prefix .. "groups:own", gid)
+  else
+    rcall("SREM", prefix .. "groups:own", gid)
   end
 end
 
--- A grouped job left `active` (finished, retried, delayed, stalled): one
--- slot of its group is free again, so the group may take turns again.
--- `leasesDone`: a list collecting the ids whose lease the caller ends.
-local function groupJobLeft(prefix, jobId, gid, leasesDone)
-  if leasesDone then
-    leasesDone[#leasesDone + 1] = jobId  -- the caller ends the leases in one call
+-- Forget groups that nothing waits in or runs in and that have nothing of
+-- their own (their index entry, counters and turn; a new job makes them
+-- again), so that the groups of passing customers do not pile up. Their rate
+-- window keys expire by themselves. `checked`: the caller knows each is out
+-- of the rotation, empty and has nothing of its own; else those are read.
+local function forgetGroups(prefix, gids, checked)
+  if #gids == 0 then
+    return
+  end
+  if not checked then
+    local seated = rcall("SMISMEMBER", prefix .. "groups:seated", unpack(gids))
+    local own = rcall("SMISMEMBER", prefix .. "groups:own", unpack(gids))
+    local waiting = rcall("ZMSCORE", prefix .. "groups:index", unpack(gids))
+    local idle = {}
+    for i, gid in ipairs(gids) do
+      if seated[i] == 0 and own[i] == 0 and (tonumber(waiting[i]) or 0) == 0 then
+        idle[#idle + 1] = gid
+      else
+        rcall("HSET", prefix .. "groups:active", gid, 0)  -- not idle: no flag
+      end
+    end
+    gids = idle
+    if #gids == 0 then
+      return
+    end
+  end
+  rcall("ZREM", prefix .. "groups:index", unpack(gids))
+  rcall("HDEL", prefix .. "groups:active", unpack(gids))
+  rcall("HDEL", prefix .. "groups:turns", unpack(gids))
+end
+
+-- `n` grouped jobs of `gid` left `active` (finished, retried, delayed,
+-- stalled): one HINCRBY frees their slots, and its flag says the rest: a
+-- group parked at its cap goes back in the rotation if jobs wait, an
+-- idle-bound one is forgotten (into `forgets`) when its last running job left.
+local function groupSlotsFreed(prefix, gid, n, forgets)
+  local activeKey = prefix .. "groups:active"
+  local v = rcall("HINCRBY", activeKey, gid, -n)
+  local active, flag = splitActive(v)
+  if flag == 0 then
+    if v < 0 then
+      rcall("HSET", activeKey, gid, 0)
+    end
+  elseif flag == 1 then
+    if active == 0 then
+      forgets[#forgets + 1] = gid
+    end
   else
+    rcall("HSET", activeKey, gid, active)
+    if rcall("ZCARD", groupKey(prefix, gid) .. ":wait") > 0 then
+      makeGroupReady(prefix, gid)
+    elseif active == 0 then
+      forgets[#forgets + 1] = gid
+    end
+  end
+end
+
+-- A grouped job left `active`. `done`: a batch's tally ({leases, order,
+-- count}) that the caller settles with settleGroupJobs; without it, now.
+local function groupJobLeft(prefix, jobId, gid, done)
+  if not done then
     rcall("ZREM", prefix .. "groups:leases", jobId)
+    local forgets = {}
+    groupSlotsFreed(prefix, gid, 1, forgets)
+    forgetGroups(prefix, forgets, false)
+    return
   end
-  local key = groupKey(prefix, gid)
-  if rcall("HINCRBY", key, "a", -1) < 0 then
-    rcall("HSET", key, "a", 0)
+  done.leases[#done.leases + 1] = jobId
+  local n = done.count[gid]
+  if not n then
+    done.order[#done.order + 1] = gid
+    n = 0
   end
-  if rcall("HGET", key, "r") == "1" then
-    return  -- in the rotation: a claim will meet it
+  done.count[gid] = n + 1
+end
+
+-- A batch's grouped jobs that left: their leases end in one call, each
+-- group's slots are freed in one HINCRBY, and the groups it leaves idle are
+-- forgotten together.
+local function settleGroupJobs(prefix, done)
+  if #done.leases > 0 then
+    rcall("ZREM", prefix .. "groups:leases", unpack(done.leases))
   end
-  if rcall("ZCARD", key .. ":wait") > 0 then
-    makeGroupReady(prefix, gid)
-  else
-    forgetIdleGroup(prefix, gid)
+  local forgets = {}
+  for _, gid in ipairs(done.order) do
+    groupSlotsFreed(prefix, gid, done.count[gid], forgets)
   end
+  forgetGroups(prefix, forgets, false)
 end
 
 -- Take a waiting grouped job out of its group (removed, promoted elsewhere).
@@ -195,9 +249,7 @@ local function unqueueGrouped(prefix, jobId, gid)
   local key = groupKey(prefix, gid)
   if rcall("ZREM", key .. ":wait", jobId) == 1 then
     rcall("ZREM", prefix .. "groups:waiting", jobId)
-    local n = rcall("ZCARD", key .. ":wait")
-    rcall("ZADD", prefix .. "groups:index", "XX", n, gid)
-    rcall("HSET", key, "w", n)
+    rcall("ZADD", prefix .. "groups:index", "XX", rcall("ZCARD", key .. ":wait"), gid)
     return true
   end
   return false
@@ -259,147 +311,4 @@ local function promoteGroups(prefix, now, eventsKey, metaKey)
     return timedAt
   end
   return at
-end
-
--- Why the group cannot take a turn now (empty aside: the pop tells): nil
--- when it can, else a word and, for a timed reason, the ms when it may again.
-local function groupBlocked(prefix, gid, s, now)
-  local key = groupKey(prefix, gid)
-  if s.paused then
-    return "paused"
-  end
-  if s.hold then
-    if not s.holdUntil or s.holdUntil > now then
-      return "held", s.holdUntil
-    end
-    rcall("HDEL", key, "hold", "holdUntil", "holdInfo")
-    rcall("SREM", prefix .. "groups:held", gid)
-  end
-  if s.concurrency and s.active >= s.concurrency then
-    return "concurrency"
-  end
-  if s.max then
-    local started = tonumber(rcall("GET", key .. ":limiter") or 0)
-    if started >= s.max then
-      local pttl = rcall("PTTL", key .. ":limiter")
-      if pttl > 0 then
-        return "rate", now + pttl
-      end
-      rcall("DEL", key .. ":limiter")
-    end
-  end
-  return nil
-end
-
--- Drop the group just moved to the tail of the rotation (it is `gid`); a
--- timed reason parks it in `groups:timed` and sets the delay marker; an
--- empty one has no backlog left in the index.
-local function dropTailGroup(prefix, gid, untilMs, empty)
-  rcall("RPOP", prefix .. "groups:ready")
-  rcall("HSET", groupKey(prefix, gid), "r", "0", "t", 0)
-  if untilMs then
-    rcall("ZADD", prefix .. "groups:timed", untilMs, gid)
-    addGroupTimeMarker(prefix, untilMs)
-  elseif empty then
-    rcall("ZADD", prefix .. "groups:index", "XX", 0, gid)
-    forgetIdleGroup(prefix, gid)
-  end
-end
-
--- Whether ungrouped jobs wait (in `wait` or `prioritized`).
-local function ungroupedWaiting(q)
-  return rcall("LLEN", q.wait) > 0 or rcall("ZCARD", q.prioritized) > 0
-end
-
--- Keep the ungrouped jobs' place (`*`) in the rotation while they wait.
-local function seatUngrouped(prefix, q)
-  local metaKey = prefix .. "groups:meta"
-  if ungroupedWaiting(q) and rcall("HGET", metaKey, "u") ~= "1" then
-    rcall("HSET", metaKey, "u", "1")
-    rcall("RPUSH", prefix .. "groups:ready", "*")
-  end
-end
-
--- End of a claim call: the grouped jobs it took go on `active`, leave
--- `groups:waiting` and take their leases, one call each (`st.taken`,
--- `st.leases`; the claim counts `st.taken` as active meanwhile).
-local function flushGroupClaims(prefix, st)
-  if st.taken and #st.taken > 0 then
-    rcall("LPUSH", st.activeKey, unpack(st.taken))
-    rcall("ZREM", prefix .. "groups:waiting", unpack(st.taken))
-    rcall("ZADD", prefix .. "groups:leases", unpack(st.leases))
-    st.taken, st.leases = {}, {}
-  end
-end
-
---[[
-  The next turn of the rotation. Returns jobId, gid for a grouped job moved
-  to `active` (its group's counters taken), or "*" when it is the ungrouped
-  jobs' turn (or nothing else can run), or nil when no group can run now.
-]]
-local function nextGroupedJob(q, prefix, now, st)
-  local readyKey = prefix .. "groups:ready"
-  if not st.defaults then
-    st.defaults = groupDefaults(prefix)
-  end
-  for _ = 1, GROUP_STEP_LIMIT do
-    -- The head takes its turn and goes to the back in one move; it comes
-    -- back to the head if its turn goes on (weight > 1), or leaves.
-    local gid = rcall("LMOVE", readyKey, readyKey, "LEFT", "RIGHT")
-    if not gid then
-      return "*"
-    end
-    if gid == "*" then
-      if ungroupedWaiting(q) then
-        return "*"
-      end
-      rcall("RPOP", readyKey)
-      rcall("HSET", prefix .. "groups:meta", "u", "0")
-    else
-      local s = groupState(prefix, gid, st.defaults)
-      local blocked, untilMs = groupBlocked(prefix, gid, s, now)
-      local key = groupKey(prefix, gid)
-      local popped
-      if not blocked then
-        popped = rcall("ZPOPMIN", key .. ":wait")
-      end
-      if not popped or #popped == 0 then
-        dropTailGroup(prefix, gid, untilMs, not blocked)
-      else
-        local jobId = popped[1]
-        st.taken[#st.taken + 1] = jobId  -- to active, out of groups:waiting
-        -- `w` (the group's waiting jobs, set exactly by every add) and `a`
-        -- in one write. The index orders groups by backlog for pages (their
-        -- counts are read exactly): kept within 16 jobs here, exact when the
-        -- group empties.
-        local left = s.waiting and math.max(s.waiting - 1, 0) or
-          rcall("ZCARD", key .. ":wait")
-        if left % 16 == 0 then
-          rcall("ZADD", prefix .. "groups:index", "XX", left, gid)
-        end
-        local turns = s.turns + 1
-        if turns >= s.weight then
-          turns = 0
-        else
-          rcall("LMOVE", readyKey, readyKey, "RIGHT", "LEFT")  -- its turn goes on
-        end
-        if turns ~= s.turns then
-          rcall("HSET", key, "a", s.active + 1, "w", left, "t", turns)
-        else
-          rcall("HSET", key, "a", s.active + 1, "w", left)
-        end
-        if s.max then
-          if rcall("INCR", key .. ":limiter") == 1 then
-            rcall("PEXPIRE", key .. ":limiter", s.duration or 1000)
-          end
-        end
-        -- Its turn ends after `weight` jobs. A group now empty or at a limit
-        -- is dropped when it next comes round.
-        return jobId, gid
-      end
-    end
-  end
-  -- Every step dropped a group: let a worker come back for the rest.
-  rcall("ZADD", q.marker, 0, "0")
-  return nil
 end

@@ -13,6 +13,7 @@ import pytest
 import redis
 
 from queues import Queue
+from queues.groups import group_active_count
 from tests.faults import grouped, harness
 from tests.helpers import wait_until
 
@@ -34,12 +35,12 @@ def workers(redis_url: str, qname: str, tmp_path: Path) -> Iterator[harness.Work
 
 
 class Sampler:
-    """A thread reading every group's active count (`a`) in one round trip
-    every few ms; the most seen per group."""
+    """A thread reading every group's active count (`groups:active`) in one
+    round trip every few ms; the most seen per group."""
 
     def __init__(self, url: str, q: Queue, groups: list[str]) -> None:
         self.client = redis.Redis.from_url(url, decode_responses=True)
-        self.keys = [f"{q.keys.base}group:{g}" for g in groups]
+        self.key = q.keys.groups_active
         self.groups = groups
         self.peak = dict.fromkeys(groups, 0)
         self.samples = 0
@@ -49,11 +50,8 @@ class Sampler:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            pipe = self.client.pipeline(transaction=False)
-            for key in self.keys:
-                pipe.hget(key, "a")
-            for g, a in zip(self.groups, pipe.execute()):
-                self.peak[g] = max(self.peak[g], int(a or 0))
+            for g, a in zip(self.groups, self.client.hmget(self.key, self.groups)):
+                self.peak[g] = max(self.peak[g], group_active_count(a))
             self.samples += 1
             self._stop.wait(0.003)
 
