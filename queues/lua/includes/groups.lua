@@ -145,12 +145,17 @@ local function hasOwnSettings(key)
   return false
 end
 
--- Keep `groups:own` true to the group's hash.
+-- Keep `groups:own` true to the group's hash, and its size in `groups:meta`
+-- field `own` (a claim asks about groups of their own only when there are).
 local function syncOwnSettings(prefix, gid)
+  local changed
   if hasOwnSettings(groupKey(prefix, gid)) then
-    rcall("SADD", prefix .. "groups:own", gid)
+    changed = rcall("SADD", prefix .. "groups:own", gid)
   else
-    rcall("SREM", prefix .. "groups:own", gid)
+    changed = -rcall("SREM", prefix .. "groups:own", gid)
+  end
+  if changed ~= 0 then
+    rcall("HSET", prefix .. "groups:meta", "own", rcall("SCARD", prefix .. "groups:own"))
   end
 end
 

@@ -19,22 +19,25 @@ local function limitOrNil(value)
   return nil
 end
 
--- The defaults of every group (`groups:meta`), as loadStates takes them.
+-- The defaults of every group (`groups:meta`), as loadStates takes them,
+-- and how many groups have anything of their own (`own`).
 local function groupDefaults(prefix)
   return rcall("HMGET", prefix .. "groups:meta", "weight", "concurrency", "max",
-    "duration")
+    "duration", "own")
 end
 
 --- A group without a hash of its own: every setting from the defaults.
 local NO_SETTINGS = {false, false, false, false, false, false, false}
 
--- Read the state of the rotation's entries `items[from..]` that this call
--- has not met yet, a few calls for all of them: running (`groups:active`),
--- whether it has settings of its own (then its hash) and turns taken. Each
--- becomes `st.groups[gid]` (`waiting` is counted as the call takes jobs).
+-- Read the state of the rotation's next entries (`items[from..]`, as many as
+-- the call may still take jobs) that this call has not met yet, a few calls
+-- for all of them: running (`groups:active`), whether it has anything of its
+-- own (asked only when some group has; then its hash) and turns taken (read
+-- only when a weight may be above 1). Each becomes `st.groups[gid]`
+-- (`waiting` is counted as the call takes jobs).
 local function loadStates(prefix, st, items, from)
   local gids = {}
-  for i = from, #items do
+  for i = from, math.min(#items, from + math.max(st.want - #st.taken, 1) - 1) do
     local gid = items[i]
     if gid ~= "*" and st.groups[gid] == nil then
       st.groups[gid] = false
@@ -44,10 +47,15 @@ local function loadStates(prefix, st, items, from)
   if #gids == 0 then
     return
   end
-  local active = rcall("HMGET", prefix .. "groups:active", unpack(gids))
-  local own = rcall("SMISMEMBER", prefix .. "groups:own", unpack(gids))
-  local turns = rcall("HMGET", prefix .. "groups:turns", unpack(gids))
   local d = st.defaults
+  local active = rcall("HMGET", prefix .. "groups:active", unpack(gids))
+  local own, turns = {}, {}
+  if (tonumber(d[5]) or 0) > 0 then
+    own = rcall("SMISMEMBER", prefix .. "groups:own", unpack(gids))
+  end
+  if (tonumber(d[5]) or 0) > 0 or (tonumber(d[1]) or 1) > 1 then
+    turns = rcall("HMGET", prefix .. "groups:turns", unpack(gids))
+  end
   for i, gid in ipairs(gids) do
     local key = groupKey(prefix, gid)
     local running, flag = splitActive(active[i])
@@ -109,8 +117,17 @@ local function ringAdvance(ring, keep)
 end
 
 -- Write the turned rotation back: the consumed head trimmed and the kept
--- entries pushed, or, once it came round in Lua, the whole list.
+-- entries pushed, or, once it came round in Lua, the whole list (one move
+-- when one turn was taken).
 local function ringFlush(ring)
+  if not ring.rewrite and ring.head == 2 and #ring.kept <= 1 then
+    if #ring.kept == 0 then
+      rcall("LPOP", ring.key)
+    else
+      rcall("LMOVE", ring.key, ring.key, "LEFT", "RIGHT")
+    end
+    return
+  end
   local rest = {}
   if ring.rewrite then
     for i = ring.head, #ring.items do
