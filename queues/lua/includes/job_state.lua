@@ -1,9 +1,14 @@
 --[[
-  Which state holds a job (docs/protocol.md §4.18, getStateV2 order): completed,
-  failed, delayed, prioritized (ZSCORE), then active, wait, paused (LPOS),
-  then waiting-children; a grouped job's group and `groups:delayed` before
-  the lists. `stateKeys` are the eight keys in that order.
+  Which state holds a job (docs/protocol.md §4.18): completed, failed,
+  delayed, prioritized (ZSCORE), a grouped job's group and `groups:delayed`,
+  active (LPOS: a short list), wait and paused looked at near both ends
+  only, waiting-children (ZSCORE), then, in a backlog longer than that look,
+  a job whose hash exists is waiting: the read stays O(1) however long the
+  backlog. `stateKeys` are the eight keys in getStateV2's order.
 ]]
+--- How far into `wait` from either end the state read looks for a job.
+local STATE_SCAN = 1000
+
 local function jobState(stateKeys, jobId)
   local names = {"completed", "failed", "delayed", "prioritized"}
   for i = 1, 4 do
@@ -26,11 +31,25 @@ local function jobState(stateKeys, jobId)
   if rcall("LPOS", stateKeys[5], jobId) then
     return "active"
   end
-  if rcall("LPOS", stateKeys[6], jobId) or rcall("LPOS", stateKeys[7], jobId) then
-    return "waiting"
+  -- `wait` (and v5's `paused`) can hold millions: look near both ends only.
+  -- A job that is in no other state and whose hash exists is waiting where
+  -- that look could not cover the whole list (BullMQ scans it all).
+  for i = 6, 7 do
+    if rcall("LPOS", stateKeys[i], jobId, "MAXLEN", STATE_SCAN) or
+       rcall("LPOS", stateKeys[i], jobId, "RANK", -1, "MAXLEN", STATE_SCAN) then
+      return "waiting"
+    end
   end
   if rcall("ZSCORE", stateKeys[8], jobId) then
     return "waiting-children"
+  end
+  for i = 6, 7 do
+    if rcall("LLEN", stateKeys[i]) > 2 * STATE_SCAN then
+      if rcall("EXISTS", prefix .. jobId) == 1 then
+        return "waiting"
+      end
+      break
+    end
   end
   return "unknown"
 end

@@ -60,3 +60,25 @@ def test_through_the_api(r: redis.Redis, redis_url: str, qname: str) -> None:
     assert q.add("w", timestamp=NOW).get_state() is JobState.WAITING
     assert q.add("p", priority=1, timestamp=NOW).get_state() is JobState.PRIORITIZED
     assert q.add("d", delay=9, timestamp=NOW).get_state() is JobState.DELAYED
+
+
+def test_a_deep_waiting_job_is_read_without_scanning_the_list(
+    r: redis.Redis, redis_url: str, qname: str
+) -> None:
+    """In a backlog longer than the look near both ends (1,000 each), a job
+    in the middle is waiting; an id whose hash does not exist is unknown, and
+    so is a stored job found in no structure while `wait` is short enough to
+    have been looked at whole. A stored job in no structure in a long
+    backlog reads as waiting (docs/protocol.md §4.18)."""
+    q = new_queue(redis_url, qname)
+    ids = [f"j{i}" for i in range(3000)]
+    r.rpush(q.keys.wait, *ids)
+    for jid in ("j0", "j1500", "j2999"):
+        r.hset(q.keys.job(jid), "name", "x")
+        assert q.get_job_state(jid) is JobState.WAITING
+    assert q.get_job_state("j1501") is JobState.UNKNOWN  # no hash
+    r.hset(q.keys.job("stray"), "name", "x")
+    assert q.get_job_state("stray") is JobState.WAITING
+    r.ltrim(q.keys.wait, 0, 1999)
+    assert q.get_job_state("stray") is JobState.UNKNOWN
+    assert q.get_job_state("j1500") is JobState.WAITING
