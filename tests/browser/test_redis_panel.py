@@ -26,7 +26,8 @@ from .test_csp import VIOLATION_SIGNS, _watch
 #: fields that go up and down with the stack's own work (its workers,
 #: samplers): they lie within what INFO said while the page loaded, sampled
 #: every millisecond or so (a fresh clone's run once saw used_memory peak
-#: between a before and an after that were both lower).
+#: between a before and an after that were both lower), give or take the
+#: most they moved from one sample to the next.
 STABLE = ("redis_version", "maxmemory", "maxmemory_policy", "rdb_last_bgsave_status")
 GROWING = ("total_commands_processed",)
 MOVING = ("used_memory", "connected_clients")
@@ -75,6 +76,15 @@ def sampled_info(url: str, fields: tuple[str, ...]) -> Iterator[dict[str, list[i
         client.close()
 
 
+def moved(values: list[int]) -> tuple[int, int, int]:
+    """The lowest and highest of a field's samples, and the most it moved
+    between two samples in a row: the page's own read falls between two
+    samples, so it may pass the range by as much as the field can move in
+    that time (CI once saw used_memory 32 bytes above a 38 KB range)."""
+    step = max((abs(b - a) for a, b in zip(values, values[1:])), default=0)
+    return min(values), max(values), step
+
+
 def test_redis_panel_numbers_equal_info(page: Any, stack: Stack) -> None:
     """Every number of the panel is the one INFO gives; a maxmemory that use
     passes 80% of shows the warning, and it goes once the limit is lifted."""
@@ -94,8 +104,9 @@ def test_redis_panel_numbers_equal_info(page: Any, stack: Stack) -> None:
         low, high = sorted((before[name], after[name]))
         assert low <= int(values[name]) <= high, (name, before[name], after[name])
     for name in MOVING:
-        low, high = min(seen[name]), max(seen[name])
-        assert low <= int(values[name]) <= high, (name, low, high, len(seen[name]))
+        low, high, step = moved(seen[name])
+        value = int(values[name])
+        assert low - step <= value <= high + step, (name, low, high, step, len(seen[name]))
     assert values["dbsize"] == str(r.dbsize())
     assert page.locator("[data-warning=memory]").count() == 0
     try:
