@@ -240,14 +240,14 @@ def summary(keys: QueueKeys) -> Op[GroupSummary]:
     groups, waiting, active, paused, held = yield [
         Cmd(("ZCARD", keys.groups_index)),
         Cmd(("ZCARD", keys.groups_waiting)),
-        Cmd(("ZCARD", keys.groups_leases)),
+        Cmd(("HGET", keys.groups_meta, "running")),
         Cmd(("SCARD", keys.groups_paused)),
         Cmd(("SCARD", keys.groups_held)),
     ]
     return GroupSummary(
         groups=int(groups),
         waiting=int(waiting),
-        active=int(active),
+        active=max(int(active or 0), 0),
         paused=int(paused),
         held=int(held),
     )

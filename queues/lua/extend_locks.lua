@@ -1,8 +1,9 @@
 --[[
   Renew the locks of all of a worker's active jobs in one call
   (docs/protocol.md §4.6, batched form): for each (id, token) whose lock still holds the token,
-  SET it again with PX duration (a grouped job: renew its lease) and SREM the id
-  from `stalled`.
+  SET it again with PX duration and SREM the id from `stalled`. A grouped
+  job's lock has no expiry: it renews the lease of its worker (the token
+  less its last `:` part) in `groups:leases` instead, once per worker.
 
   KEYS[1] stalled
 
@@ -19,19 +20,23 @@ local ids = cjson.decode(ARGV[3])
 local tokens = cjson.decode(ARGV[4])
 local failed = {}
 local leasesKey = ARGV[1] .. "groups:leases"
--- Only a queue with grouped jobs running has leases to look at.
+-- Only a queue whose workers took grouped jobs has leases to renew.
 local leased = rcall("EXISTS", leasesKey) == 1
-local now
+local renewed = {}
 
 for i, jobId in ipairs(ids) do
   local lockKey = ARGV[1] .. jobId .. ":lock"
-  if rcall("GET", lockKey) == tokens[i] then
-    if leased and rcall("ZSCORE", leasesKey, jobId) then
-      now = now or serverTimeMs()
-      -- A grouped job's lock never expires; its lease does (docs/groups.md).
-      rcall("ZADD", leasesKey, "XX", now + tonumber(ARGV[2]), jobId)
+  local token = tokens[i]
+  if rcall("GET", lockKey) == token then
+    if leased and rcall("PTTL", lockKey) == -1 then
+      -- A grouped job's lock never expires; its worker's lease does (docs/groups.md).
+      local owner = string.match(token, "^(.*):[^:]*$")
+      if owner and not renewed[owner] then
+        renewed[owner] = true
+        rcall("ZADD", leasesKey, serverTimeMs() + tonumber(ARGV[2]), owner)
+      end
     else
-      rcall("SET", lockKey, tokens[i], "PX", ARGV[2])
+      rcall("SET", lockKey, token, "PX", ARGV[2])
     end
     rcall("SREM", KEYS[1], jobId)
   else

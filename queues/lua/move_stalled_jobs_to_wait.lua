@@ -6,7 +6,7 @@
   job scheduler), pushed to the tail of `wait` to run next, with `waiting
   {prev=active}` and `stalled` emitted. Then every id in `active` becomes a
   candidate for the next check. Before the mutex, grouped active jobs whose
-  lease in `groups:leases` ended go back to the front of their group.
+  worker's lease in `groups:leases` ended go back to the front of their group.
 
   KEYS[1] stalled
   KEYS[2] wait
@@ -30,34 +30,52 @@
 
 local prefix = ARGV[1]
 -- Grouped jobs first, whoever holds the mutex: their locks never expire
--- (a Node worker's check never moves them), their leases do (docs/groups.md).
+-- (a Node worker's check never moves them), their workers' leases do
+-- (docs/groups.md). A lapsed lease's jobs are found in `active` by their
+-- lock (no expiry, a token of that worker): a walk of `active` as the
+-- check below takes, and only when a worker's lease lapsed.
 local recovered = {}
-local lapsed = rcall("ZRANGEBYSCORE", prefix .. "groups:leases", "-inf", serverTimeMs(),
-  "LIMIT", 0, 1000)
-for _, jobId in ipairs(lapsed) do
-  local jobKey = prefix .. jobId
-  local gid = jobGroup(jobKey)
-  rcall("DEL", jobKey .. ":lock")
-  local removed = rcall("LREM", KEYS[3], 1, jobId) > 0
-  if removed and not gid then
-    -- Not a grouped job after all (its hash lost `gid`): back to `wait`.
-    rcall("ZREM", prefix .. "groups:leases", jobId)
-    rcall("RPUSH", KEYS[2], jobId)
-    recovered[#recovered + 1] = jobId
-  elseif removed then
-    groupJobLeft(prefix, jobId, gid)
-    local stalledCount = rcall("HINCRBY", jobKey, "stc", 1)
-    if stalledCount > tonumber(ARGV[3]) then
-      rcall("HSET", jobKey, "defa", "job stalled more than allowable limit")
-    end
-    local priority = tonumber(rcall("HGET", jobKey, "priority")) or 0
-    enqueueGrouped(prefix, jobKey, jobId, gid, priority, false, true)
-    rcall("XADD", KEYS[6], "*", "event", "waiting", "jobId", jobId, "prev", "active")
-    rcall("XADD", KEYS[6], "*", "event", "stalled", "jobId", jobId)
-    recovered[#recovered + 1] = jobId
-  else
-    rcall("ZREM", prefix .. "groups:leases", jobId)
+local leasesKey = prefix .. "groups:leases"
+local lapsed = rcall("ZRANGEBYSCORE", leasesKey, "-inf", serverTimeMs(), "LIMIT", 0, 100)
+if #lapsed > 0 then
+  local owners = {}
+  for _, owner in ipairs(lapsed) do
+    owners[owner] = true
   end
+  local held = {}
+  local total = rcall("LLEN", KEYS[3])
+  for first = 0, total - 1, 1000 do
+    for _, jobId in ipairs(rcall("LRANGE", KEYS[3], first, first + 999)) do
+      local lockKey = prefix .. jobId .. ":lock"
+      local token = rcall("GET", lockKey)
+      local owner = token and string.match(token, "^(.*):[^:]*$")
+      if owner and owners[owner] and rcall("PTTL", lockKey) == -1 then
+        held[#held + 1] = jobId
+      end
+    end
+  end
+  for _, jobId in ipairs(held) do
+    local jobKey = prefix .. jobId
+    local gid = jobGroup(jobKey)
+    rcall("DEL", jobKey .. ":lock")
+    rcall("LREM", KEYS[3], 1, jobId)
+    if not gid then
+      -- Not a grouped job after all (its hash lost `gid`): back to `wait`.
+      rcall("RPUSH", KEYS[2], jobId)
+    else
+      groupJobLeft(prefix, gid)
+      local stalledCount = rcall("HINCRBY", jobKey, "stc", 1)
+      if stalledCount > tonumber(ARGV[3]) then
+        rcall("HSET", jobKey, "defa", "job stalled more than allowable limit")
+      end
+      local priority = tonumber(rcall("HGET", jobKey, "priority")) or 0
+      enqueueGrouped(prefix, jobKey, jobId, gid, priority, false, true)
+      rcall("XADD", KEYS[6], "*", "event", "waiting", "jobId", jobId, "prev", "active")
+      rcall("XADD", KEYS[6], "*", "event", "stalled", "jobId", jobId)
+    end
+    recovered[#recovered + 1] = jobId
+  end
+  rcall("ZREM", leasesKey, unpack(lapsed))
 end
 if rcall("EXISTS", KEYS[4]) == 1 then
   return recovered

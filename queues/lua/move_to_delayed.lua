@@ -51,7 +51,7 @@ local gid = jobGroup(jobKey)
 local due
 if gid then
   -- A grouped job waits out its backoff where no BullMQ worker looks.
-  groupJobLeft(ARGV[1], jobId, gid)
+  groupJobLeft(ARGV[1], gid)
   due = tonumber(ARGV[2]) + math.max(delay, 0)
   delayGrouped(ARGV[1], jobKey, jobId, gid, due)
 else

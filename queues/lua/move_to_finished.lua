@@ -73,7 +73,7 @@ local contended = isMarkerContended(q.marker)
 local entries = cjson.decode(ARGV[4])
 local codes = {}
 local trimmed = false
-local groupsLeft = {leases = {}, order = {}, count = {}}
+local groupsLeft = {total = 0, order = {}, count = {}}
 
 local function finishOne(e)
   local jobId = e["id"]
@@ -106,7 +106,7 @@ local function finishOne(e)
     gid = nil
   end
   if gid then
-    groupJobLeft(prefix, jobId, gid, groupsLeft)
+    groupJobLeft(prefix, gid, groupsLeft)
   end
   if not trimmed then
     trimEvents(q.meta, q.events)

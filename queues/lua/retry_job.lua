@@ -54,7 +54,7 @@ isPausedOrMaxed = isQueuePausedOrMaxed(KEYS[6], KEYS[2])
 local priority = tonumber(rcall("HGET", jobKey, "priority")) or 0
 local gid = jobGroup(jobKey)
 if gid then
-  groupJobLeft(prefix, jobId, gid)
+  groupJobLeft(prefix, gid)
   enqueueGrouped(prefix, jobKey, jobId, gid, priority, ARGV[6] == "1", false)
 elseif priority == 0 then
   if ARGV[6] == "1" then

@@ -152,7 +152,8 @@ def concurrent_reruns(runs: Iterable[Run]) -> list[tuple[Run, Run]]:
 def group_problems(url: str, queue: str) -> list[str]:
     """What is inconsistent in the queue's group keys once nothing runs: a
     group with jobs waiting, active or `r`/`a` counters left, `groups:waiting`
-    against the groups' wait sets, leases left, grouped delayed jobs."""
+    against the groups' wait sets, grouped jobs counted as running, grouped
+    delayed jobs."""
     client = redis.Redis.from_url(url, decode_responses=True)
     try:
         keys = Queue(queue, client).keys
@@ -172,9 +173,9 @@ def group_problems(url: str, queue: str) -> list[str]:
             problems.append(f"groups:waiting holds {listed} != waits' {total}")
         if listed:
             problems.append(f"groups:waiting holds {listed} at the end")
-        leases = client.zrange(keys.groups_leases, 0, -1)
-        if leases:
-            problems.append(f"groups:leases not empty: {leases[:10]}")
+        running = client.hget(keys.groups_meta, "running")
+        if int(running or 0) != 0:
+            problems.append(f"groups:meta counts {running} grouped jobs running")
         delayed = client.zcard(keys.groups_delayed)
         if delayed:
             problems.append(f"groups:delayed holds {delayed}")

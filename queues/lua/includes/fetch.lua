@@ -99,8 +99,8 @@ local function claimJobs(q, prefix, now, opts, count, contended)
   local isPausedOrMaxed, metaMax, metaDuration = getQueueMetadata(q.meta, q.active)
   promoteDelayedJobs(q.delayed, q.marker, q.wait, q.prioritized, q.events, prefix,
                      now, q.pc, isPausedOrMaxed)
-  local st = {grouped = groupsInUse(prefix), taken = {}, leases = {},
-    activeKey = q.active}
+  local st = {grouped = groupsInUse(prefix), taken = {}, activeKey = q.active,
+    leaseOwner = opts["token"]}
   local groupsNext
   if st.grouped then
     groupsNext = promoteGroups(prefix, now, q.events, q.meta)
@@ -155,12 +155,9 @@ local function claimJobs(q, prefix, now, opts, count, contended)
     local token = opts["token"] .. ":" .. (opts["seq"] + claimed)
     if gid then
       -- No expiry: a Node worker's stalled check never moves a grouped job;
-      -- its lease in `groups:leases` says whether its worker lives.
+      -- its worker's lease in `groups:leases` says whether that worker lives.
       rcall("SET", jobKey .. ":lock", token)
-      -- One lease end for the call, as text once (not formatted per job).
-      st.leaseEnd = st.leaseEnd or tostring(serverTimeMs() + opts["lockDuration"])
-      st.leases[#st.leases + 1] = st.leaseEnd
-      st.leases[#st.leases + 1] = jobId
+      st.leaseEnd = st.leaseEnd or serverTimeMs() + opts["lockDuration"]
     else
       rcall("SET", jobKey .. ":lock", token, "PX", opts["lockDuration"])
     end

@@ -74,6 +74,12 @@ end
 -- nothing waiting: the finish of its last running job forgets it).
 local GROUP_FLAG = 1099511627776  -- 2^40
 
+-- A field of `groups:active` that is never a group id (`~` is not allowed
+-- in one), longer than Redis's hash-max-listpack-value (64): it keeps the
+-- hash a hash table. As a listpack, every field read or write walks the
+-- fields, and a batch reads and writes one per group it meets.
+local GROUP_ACTIVE_PIN = string.rep("~", 65)
+
 -- The running count and flag (-1 parked, 1 idle-bound, 0 none) of a stored value.
 local function splitActive(stored)
   local v = tonumber(stored) or 0
@@ -190,43 +196,46 @@ local function forgetGroups(prefix, gids, checked)
   rcall("HDEL", prefix .. "groups:turns", unpack(gids))
 end
 
--- `n` grouped jobs of `gid` left `active` (finished, retried, delayed,
--- stalled): one HINCRBY frees their slots, and its flag says the rest: a
--- group parked at its cap goes back in the rotation if jobs wait, an
--- idle-bound one is forgotten (into `forgets`) when its last running job left.
-local function groupSlotsFreed(prefix, gid, n, forgets)
-  local activeKey = prefix .. "groups:active"
-  local v = rcall("HINCRBY", activeKey, gid, -n)
+-- Grouped jobs of `gid` left `active` and its stored count is `v` after
+-- them: the flag says the rest. A group parked at its cap goes back in the
+-- rotation if jobs wait, an idle-bound one is forgotten (into `forgets`)
+-- when its last running job left. Returns what `groups:active` must hold
+-- for it (the count without the flag once it is no longer parked).
+local function groupSlotsFreed(prefix, gid, v, forgets)
   local active, flag = splitActive(v)
   if flag == 0 then
-    if v < 0 then
-      rcall("HSET", activeKey, gid, 0)
-    end
+    return active
   elseif flag == 1 then
     if active == 0 then
       forgets[#forgets + 1] = gid
     end
-  else
-    rcall("HSET", activeKey, gid, active)
-    if rcall("ZCARD", groupKey(prefix, gid) .. ":wait") > 0 then
-      makeGroupReady(prefix, gid)
-    elseif active == 0 then
-      forgets[#forgets + 1] = gid
-    end
+    return v
   end
+  if rcall("ZCARD", groupKey(prefix, gid) .. ":wait") > 0 then
+    makeGroupReady(prefix, gid)
+  elseif active == 0 then
+    forgets[#forgets + 1] = gid
+  end
+  return active
 end
 
--- A grouped job left `active`. `done`: a batch's tally ({leases, order,
--- count}) that the caller settles with settleGroupJobs; without it, now.
-local function groupJobLeft(prefix, jobId, gid, done)
+-- A grouped job left `active`. `done`: a batch's tally ({total, order,
+-- count}) that the caller settles with settleGroupJobs; without it, now:
+-- one HINCRBY frees its slot. (Its lease is its worker's: it stays.)
+local function groupJobLeft(prefix, gid, done)
   if not done then
-    rcall("ZREM", prefix .. "groups:leases", jobId)
+    rcall("HINCRBY", prefix .. "groups:meta", "running", -1)
     local forgets = {}
-    groupSlotsFreed(prefix, gid, 1, forgets)
+    local activeKey = prefix .. "groups:active"
+    local v = rcall("HINCRBY", activeKey, gid, -1)
+    local stored = groupSlotsFreed(prefix, gid, v, forgets)
+    if stored ~= v then
+      rcall("HSET", activeKey, gid, stored)
+    end
     forgetGroups(prefix, forgets, false)
     return
   end
-  done.leases[#done.leases + 1] = jobId
+  done.total = done.total + 1
   local n = done.count[gid]
   if not n then
     done.order[#done.order + 1] = gid
@@ -235,17 +244,25 @@ local function groupJobLeft(prefix, jobId, gid, done)
   done.count[gid] = n + 1
 end
 
--- A batch's grouped jobs that left: their leases end in one call, each
--- group's slots are freed in one HINCRBY, and the groups it leaves idle are
+-- A batch's grouped jobs that left: the slots of all their groups are
+-- freed with one read and one write of `groups:active` (a script runs
+-- alone, so nothing comes between), and the groups it leaves idle are
 -- forgotten together.
 local function settleGroupJobs(prefix, done)
-  if #done.leases > 0 then
-    rcall("ZREM", prefix .. "groups:leases", unpack(done.leases))
+  local order = done.order
+  if #order == 0 then
+    return
   end
-  local forgets = {}
-  for _, gid in ipairs(done.order) do
-    groupSlotsFreed(prefix, gid, done.count[gid], forgets)
+  rcall("HINCRBY", prefix .. "groups:meta", "running", -done.total)
+  local activeKey = prefix .. "groups:active"
+  local stored = rcall("HMGET", activeKey, unpack(order))
+  local writes, forgets = {GROUP_ACTIVE_PIN, 0}, {}
+  for i, gid in ipairs(order) do
+    writes[#writes + 1] = gid
+    writes[#writes + 1] = groupSlotsFreed(prefix, gid,
+      (tonumber(stored[i]) or 0) - done.count[gid], forgets)
   end
+  rcall("HSET", activeKey, unpack(writes))
   forgetGroups(prefix, forgets, false)
 end
 

@@ -220,10 +220,11 @@ end
 -- End of a claim call (or before anything else writes groups in it): the
 -- groups it met written together (running, waiting in the index, turns, out
 -- of `groups:seated`, forgotten), the rotation, and the grouped jobs it took
--- on `active`, out of `groups:waiting` and with their leases, one call each.
+-- on `active` and out of `groups:waiting`, one call each, counted as running
+-- and under the lease of the worker that took them (its token).
 local function flushGroupClaims(prefix, st)
   if st.order then
-    local active, index, turns, turnsDone = {}, {}, {}, {}
+    local active, index, turns, turnsDone = {GROUP_ACTIVE_PIN, 0}, {}, {}, {}
     for _, gid in ipairs(st.order) do
       local s = st.groups[gid]
       if s and s.dirty then
@@ -245,7 +246,7 @@ local function flushGroupClaims(prefix, st)
         end
       end
     end
-    if #active > 0 then
+    if #active > 2 then
       rcall("HSET", prefix .. "groups:active", unpack(active))
     end
     if #index > 0 then
@@ -270,8 +271,9 @@ local function flushGroupClaims(prefix, st)
   if st.taken and #st.taken > 0 then
     rcall("LPUSH", st.activeKey, unpack(st.taken))
     rcall("ZREM", prefix .. "groups:waiting", unpack(st.taken))
-    rcall("ZADD", prefix .. "groups:leases", unpack(st.leases))
-    st.taken, st.leases = {}, {}
+    rcall("ZADD", prefix .. "groups:leases", st.leaseEnd, st.leaseOwner)
+    rcall("HINCRBY", prefix .. "groups:meta", "running", #st.taken)
+    st.taken = {}
   end
 end
 

@@ -37,33 +37,68 @@ def test_a_grouped_lock_never_expires_and_a_lapsed_lease_requeues_it(
     q: Queue, r: redis.Redis
 ) -> None:
     """Claimed, a grouped job's lock has no TTL (a Node worker's stalled check
-    skips it) and its lease ends a lock duration later on Redis's clock (the
-    hosts' clocks never enter); renewing moves it on; once the lease has
-    lapsed the stalled check puts it back at the front of its group, counts
-    the stall, frees its slot and emits `stalled`."""
+    skips it) and its worker's lease (one entry per worker, its token less
+    the sequence) ends a lock duration later on Redis's clock (the hosts'
+    clocks never enter); renewing moves it on; once the lease has lapsed the
+    stalled check puts the job back at the front of its group, counts the
+    stall, frees its slot, emits `stalled` and drops the lease."""
     first = q.add("j", {}, group="a").id
     second = q.add("j", {}, group="a").id
     leases = q.keys.groups_leases
     before = server_ms(r)
     [(job_id, token, h)] = claimed(move_to_active(q))
+    owner = token.rsplit(":", 1)[0]
     assert job_id == first and h["gid"] == "a"
     assert r.pttl(q.keys.lock(first)) == -1
-    lease = r.zscore(leases, first)
+    assert r.zrange(leases, 0, -1) == [owner]
+    lease = r.zscore(leases, owner)
     assert lease is not None and before + LOCK_MS <= lease <= server_ms(r) + LOCK_MS
     assert q.get_group("a").active == 1  # type: ignore[union-attr]
+    assert q.get_group_summary().active == 1
     assert extend_locks(q, [first], [token], lock_ms=LOCK_MS * 2) == []
-    assert (r.zscore(leases, first) or 0) >= before + 2 * LOCK_MS
+    assert r.pttl(q.keys.lock(first)) == -1
+    assert (r.zscore(leases, owner) or 0) >= before + 2 * LOCK_MS
     assert move_stalled(q) == []
-    r.zadd(leases, {first: server_ms(r) - 1})  # its worker died: the lease ends
+    r.zadd(leases, {owner: server_ms(r) - 1})  # its worker died: the lease ends
     assert move_stalled(q) == [first]
-    assert r.exists(q.keys.lock(first)) == 0
+    assert r.exists(q.keys.lock(first)) == 0 and r.zcard(leases) == 0
     assert r.zrange(q.keys.base + "group:a:wait", 0, -1) == [first, second]
     assert r.hget(q.keys.job(first), "stc") == "1"
     info = q.get_group("a")
     assert info is not None and info.active == 0 and info.waiting == 2
+    assert q.get_group_summary().active == 0
     assert q.get_job_state(first) is JobState.WAITING
     [(again, _, _)] = claimed(move_to_active(q))
     assert again == first
+
+
+def test_a_lapsed_lease_takes_back_only_its_workers_grouped_jobs(
+    q: Queue, r: redis.Redis
+) -> None:
+    """Two workers hold grouped jobs, one also an ungrouped job: when one
+    worker's lease lapses, only its grouped jobs go back to their groups;
+    the other worker's jobs and its own ungrouped job (whose lock expires
+    as BullMQ's do) stay active, and finishing a job leaves its worker's
+    lease in place for the jobs it still holds."""
+    grouped = [q.add("j", {}, group=g).id for g in ("a", "b", "c", "d")]
+    plain = q.add("j", {}).id
+    mine = claimed(move_to_active(q, count=2, token="w1"))
+    theirs = claimed(move_to_active(q, count=3, token="w2"))
+    assert sorted(j for j, _, _ in mine + theirs) == sorted(grouped + [plain])
+    assert plain in {j for j, _, _ in theirs}
+    assert sorted(r.zrange(q.keys.groups_leases, 0, -1)) == ["w1", "w2"]
+    assert q.get_group_summary().active == 4
+    done, *kept = [(j, t) for j, t, h in theirs if h.get("gid")]
+    assert move_to_finished(q, [entry(done[0], token=done[1])])[0] == [0]
+    assert r.zscore(q.keys.groups_leases, "w2") is not None
+    r.zadd(q.keys.groups_leases, {"w2": server_ms(r) - 1})
+    back = sorted(move_stalled(q))
+    assert back == sorted(j for j, _ in kept)
+    still = set(r.lrange(q.keys.active, 0, -1))
+    assert still == {j for j, _, _ in mine} | {plain}
+    assert r.zrange(q.keys.groups_leases, 0, -1) == ["w1"]
+    assert q.get_group_summary().active == 2
+    assert r.pttl(q.keys.lock(plain)) > 0
 
 
 def test_backoff_and_retry_stay_in_the_group(q: Queue, r: redis.Redis) -> None:
