@@ -166,7 +166,8 @@ def test_bull_board_reads_of_grouped_jobs(redis_url: str, qname: str) -> None:
         )
         watch.wait_for("ready")
         with python_worker(redis_url, qname, concurrency=2):
-            # getJobCounts() and getJobs(['active']) read in one watch round.
+            # getJobs(['active']) then getJobCounts() in one watch round: the
+            # job runs 1.5 s, so the round that first lists it counts it.
             seen = wait_until(
                 lambda: [
                     line

@@ -100,7 +100,7 @@ def py_counts(queue: Queue) -> dict[str, int]:
 
 
 def node_watch(redis_url: str, qname: str) -> Process:
-    """A Node process printing getJobCounts() and getJobs(['active']) every
+    """A Node process printing getJobs(['active']) and getJobCounts() every
     20 ms (node/bull.mjs watch)."""
     proc = Process(
         ["node", str(BULL), redis_arg(redis_url), "watch", qname, "20"], "node watch"

@@ -6,8 +6,8 @@
 //   node bull.mjs <redis> flow <flowJson>                    FlowProducer.add
 //   node bull.mjs <redis> worker <queue> <optsJson>          a worker, JSON lines out
 //   node bull.mjs <redis> events <queue>                     QueueEvents, JSON lines out
-//   node bull.mjs <redis> watch <queue> <everyMs>            getJobCounts() and the active
-//                                                           jobs, a JSON line each time
+//   node bull.mjs <redis> watch <queue> <everyMs>            the active jobs, then
+//                                                           getJobCounts(), a JSON line each time
 //   node bull.mjs <redis> raw <commandsJson>                 plain ioredis commands
 //   node bull.mjs <redis> cron <casesJson>                   BullMQ's next run of
 //                                                           [pattern, afterMs, tz] cases
@@ -133,10 +133,12 @@ async function watch(queueName, everyMs) {
   process.once('SIGTERM', () => { stopped = true; });
   out({ ready: true });
   while (!stopped) {
-    const counts = await queue.getJobCounts();
+    // The active jobs first, then the counts: a job listed active that is
+    // still running is counted active too (jobs only move forward).
     const active = (await queue.getJobs(['active'])).map(job => job && {
       id: job.id, name: job.name, processedOn: job.processedOn ?? null,
       processedBy: job.processedBy ?? null });
+    const counts = await queue.getJobCounts();
     out({ counts, active, at: Date.now() });
     await sleep(everyMs);
   }
