@@ -68,11 +68,20 @@ local function wakeWorker(prefix)
 end
 
 -- A group's running jobs (`groups:active`) carry a flag, so that a finish
--- learns from its one HINCRBY what the group needs: less GROUP_FLAG while the
--- group is parked at its concurrency cap (the finish puts it back in the
+-- learns from the count it reads what the group needs: less GROUP_FLAG while
+-- the group is parked at its concurrency cap (the finish puts it back in the
 -- rotation), plus GROUP_FLAG once it is idle-bound (out of the rotation with
--- nothing waiting: the finish of its last running job forgets it).
+-- nothing waiting and nothing of its own: the finish of its last running
+-- job forgets it). Whatever seats the group or gives it something of its
+-- own takes the idle-bound flag off first (keepGroup), so the flag alone
+-- says the group may be forgotten.
 local GROUP_FLAG = 1099511627776  -- 2^40
+
+-- A count of `groups:active` as Redis text: an integer, formatted as one
+-- (a plain Lua number goes through the float formatting, digit by digit).
+local function countText(n)
+  return string.format("%d", n)
+end
 
 -- A field of `groups:active` that is never a group id (`~` is not allowed
 -- in one), longer than Redis's hash-max-listpack-value (64): it keeps the
@@ -92,12 +101,22 @@ local function splitActive(stored)
   return math.max(v, 0), flag
 end
 
+-- The group is no longer idle-bound: its idle-bound flag comes off.
+local function keepGroup(prefix, gid)
+  local activeKey = prefix .. "groups:active"
+  local v = tonumber(rcall("HGET", activeKey, gid))
+  if v and v >= GROUP_FLAG / 2 then
+    rcall("HSET", activeKey, gid, countText(v - GROUP_FLAG))
+  end
+end
+
 -- Put a group at the back of the rotation unless it is in it
 -- (`groups:seated`); true when it was not.
 local function seatGroup(prefix, gid)
   if rcall("SADD", prefix .. "groups:seated", gid) == 0 then
     return false
   end
+  keepGroup(prefix, gid)
   rcall("RPUSH", prefix .. "groups:ready", gid)
   return true
 end
@@ -157,6 +176,9 @@ local function syncOwnSettings(prefix, gid)
   local changed
   if hasOwnSettings(groupKey(prefix, gid)) then
     changed = rcall("SADD", prefix .. "groups:own", gid)
+    if changed == 1 then
+      keepGroup(prefix, gid)
+    end
   else
     changed = -rcall("SREM", prefix .. "groups:own", gid)
   end
@@ -198,25 +220,33 @@ end
 
 -- Grouped jobs of `gid` left `active` and its stored count is `v` after
 -- them: the flag says the rest. A group parked at its cap goes back in the
--- rotation if jobs wait, an idle-bound one is forgotten (into `forgets`)
--- when its last running job left. Returns what `groups:active` must hold
--- for it (the count without the flag once it is no longer parked).
-local function groupSlotsFreed(prefix, gid, v, forgets)
+-- rotation if jobs wait, else with nothing running it may be forgotten
+-- (into `freed.maybe`: forgetGroups looks); an idle-bound one is forgotten
+-- (into `freed.idle`) when its last running job left. Returns what
+-- `groups:active` must hold for it, as text (the count without the flag
+-- once it is no longer parked).
+local function groupSlotsFreed(prefix, gid, v, freed)
   local active, flag = splitActive(v)
-  if flag == 0 then
-    return active
-  elseif flag == 1 then
+  if flag == 1 then
     if active == 0 then
-      forgets[#forgets + 1] = gid
+      freed.idle[#freed.idle + 1] = gid
     end
-    return v
+    return countText(v)
+  elseif flag == -1 then
+    if rcall("ZCARD", groupKey(prefix, gid) .. ":wait") > 0 then
+      makeGroupReady(prefix, gid)
+    elseif active == 0 then
+      freed.maybe[#freed.maybe + 1] = gid
+    end
   end
-  if rcall("ZCARD", groupKey(prefix, gid) .. ":wait") > 0 then
-    makeGroupReady(prefix, gid)
-  elseif active == 0 then
-    forgets[#forgets + 1] = gid
-  end
-  return active
+  return countText(active)
+end
+
+-- Forget the groups that slots freed left idle: the idle-bound ones as they
+-- are (their flag says so), the others once checked.
+local function forgetFreed(prefix, freed)
+  forgetGroups(prefix, freed.idle, true)
+  forgetGroups(prefix, freed.maybe, false)
 end
 
 -- A grouped job left `active`. `done`: a batch's tally ({total, order,
@@ -225,14 +255,14 @@ end
 local function groupJobLeft(prefix, gid, done)
   if not done then
     rcall("HINCRBY", prefix .. "groups:meta", "running", -1)
-    local forgets = {}
+    local freed = {idle = {}, maybe = {}}
     local activeKey = prefix .. "groups:active"
     local v = rcall("HINCRBY", activeKey, gid, -1)
-    local stored = groupSlotsFreed(prefix, gid, v, forgets)
-    if stored ~= v then
+    local stored = groupSlotsFreed(prefix, gid, v, freed)
+    if stored ~= countText(v) then
       rcall("HSET", activeKey, gid, stored)
     end
-    forgetGroups(prefix, forgets, false)
+    forgetFreed(prefix, freed)
     return
   end
   done.total = done.total + 1
@@ -256,14 +286,14 @@ local function settleGroupJobs(prefix, done)
   rcall("HINCRBY", prefix .. "groups:meta", "running", -done.total)
   local activeKey = prefix .. "groups:active"
   local stored = rcall("HMGET", activeKey, unpack(order))
-  local writes, forgets = {GROUP_ACTIVE_PIN, 0}, {}
+  local writes, freed = {GROUP_ACTIVE_PIN, 0}, {idle = {}, maybe = {}}
   for i, gid in ipairs(order) do
     writes[#writes + 1] = gid
     writes[#writes + 1] = groupSlotsFreed(prefix, gid,
-      (tonumber(stored[i]) or 0) - done.count[gid], forgets)
+      (tonumber(stored[i]) or 0) - done.count[gid], freed)
   end
   rcall("HSET", activeKey, unpack(writes))
-  forgetGroups(prefix, forgets, false)
+  forgetFreed(prefix, freed)
 end
 
 -- Take a waiting grouped job out of its group (removed, promoted elsewhere).

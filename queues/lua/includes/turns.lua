@@ -26,8 +26,26 @@ local function groupDefaults(prefix)
     "duration", "own")
 end
 
+-- A group's limits from its own settings `g` (HMGET order: weight,
+-- concurrency, max, duration, paused, hold, holdUntil; false: none) over
+-- the defaults `d`, into `s`.
+local function applyLimits(s, g, d)
+  s.weight = limitOrNil(g[1] or d[1]) or 1
+  s.concurrency = limitOrNil(g[2] or d[2])
+  s.max, s.duration = limitOrNil(g[3] or d[3]), limitOrNil(g[4] or d[4])
+  s.paused, s.hold, s.holdUntil = g[5] == "1", g[6], tonumber(g[7])
+  return s
+end
+
 --- A group without a hash of its own: every setting from the defaults.
 local NO_SETTINGS = {false, false, false, false, false, false, false}
+
+-- What every group without anything of its own shares for the call: the
+-- defaults' limits, as the metatable of its state (one table of limits
+-- for all of them, not one per group).
+local function plainLimits(d)
+  return {__index = applyLimits({own = false}, NO_SETTINGS, d)}
+end
 
 -- Read the state of the rotation's next entries (`items[from..]`, as many as
 -- the call may still take jobs) that this call has not met yet, a few calls
@@ -60,18 +78,15 @@ local function loadStates(prefix, st, items, from)
     local key = groupKey(prefix, gid)
     local running, flag = splitActive(active[i])
     local t = tonumber(turns[i]) or 0
-    local g = NO_SETTINGS
+    local s = {key = key, active = running, flag = flag, turns = t, turnsRead = t}
     if own[i] == 1 then
-      g = rcall("HMGET", key, "weight", "concurrency", "max", "duration", "paused",
-        "hold", "holdUntil")
+      s.own = true
+      applyLimits(s, rcall("HMGET", key, "weight", "concurrency", "max", "duration",
+        "paused", "hold", "holdUntil"), d)
+    else
+      setmetatable(s, st.plain)
     end
-    st.groups[gid] = {
-      key = key, active = running, flag = flag, turns = t, turnsRead = t,
-      own = own[i] == 1,
-      weight = limitOrNil(g[1] or d[1]) or 1, concurrency = limitOrNil(g[2] or d[2]),
-      max = limitOrNil(g[3] or d[3]), duration = limitOrNil(g[4] or d[4]),
-      paused = g[5] == "1", hold = g[6], holdUntil = tonumber(g[7]),
-    }
+    st.groups[gid] = s
     st.order[#st.order + 1] = gid
   end
 end
@@ -229,11 +244,11 @@ local function flushGroupClaims(prefix, st)
       local s = st.groups[gid]
       if s and s.dirty then
         active[#active + 1] = gid
-        active[#active + 1] = s.active + s.flag * GROUP_FLAG
+        active[#active + 1] = countText(s.active + s.flag * GROUP_FLAG)
         -- The index (the pages' order) stays within 16 jobs of the truth,
         -- exact as a group empties (an add writes it exactly).
         if s.waiting and (s.gone or s.waiting % 16 == 0) then
-          index[#index + 1] = s.waiting
+          index[#index + 1] = countText(s.waiting)
           index[#index + 1] = gid
         end
       end
@@ -285,7 +300,10 @@ end
 ]]
 local function nextGroupedJob(q, prefix, now, st)
   if not st.groups then
-    st.defaults = st.defaults or groupDefaults(prefix)
+    if not st.defaults then
+      st.defaults = groupDefaults(prefix)
+      st.plain = plainLimits(st.defaults)
+    end
     st.groups, st.order, st.dropped, st.forgets = {}, {}, {}, {}
   end
   if not st.ring then
