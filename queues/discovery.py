@@ -5,7 +5,10 @@ exact suffix is checked here: Redis's glob over every key is the cost of a
 scan, so one pass over a million keys costs half of one pass per marker.
 
 `CachedDiscovery` shares one scan's result between a process's callers (the
-dashboard's pages, the API's `*` listing).
+dashboard's pages, the API's `*` listing). Each complete scan is also written
+to a registry in Redis (`REGISTRY_KEY`), so that the first call of a new
+process, which must not wait for a scan of a large keyspace, answers at once
+with the queues known so far (those that still exist) while its scan runs.
 """
 
 from __future__ import annotations
@@ -26,6 +29,13 @@ TTL_PER_SCAN = 20
 #: A stale result is rescanned inside the call when the last scan took at most
 #: this long (a small keyspace), else in the background.
 INLINE_SCAN_S = 0.05
+
+#: How long a call with no result yet waits for the scan before it answers
+#: with the registry's queues (a few thousand keys scan in a millisecond; a
+#: million take seconds).
+COLD_WAIT_S = 0.05
+#: The set of `prefix:name` of every queue the last complete scans found.
+REGISTRY_KEY = "bullpen:queues"
 
 _MARKERS = (":meta", ":id")
 _GLOB_SPECIAL = re.compile(r"([\\*?\[\]])")
@@ -52,16 +62,73 @@ def discover_queues(
     return sorted(found)
 
 
+def _text(value: str | bytes) -> str:
+    if isinstance(value, bytes):
+        return value.decode(errors="surrogateescape")
+    return value
+
+
+def _encodable(text: str) -> bool:
+    """Whether a name is text Redis can be sent (not bytes read back with
+    surrogateescape from another client's non-UTF-8 key)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeError:
+        return False
+    return True
+
+
+def registered_queues(
+    client: redis.Redis, prefixes: Sequence[str]
+) -> list[tuple[str, str]]:
+    """(prefix, name) of the registry's queues under `prefixes` that still
+    exist (their `meta` or `id` key: asked one key at a time, so that it
+    holds on a Redis Cluster too), sorted."""
+    wanted = set(prefixes)
+    found = []
+    for member in client.smembers(REGISTRY_KEY):
+        prefix, _, name = _text(member).rpartition(":")
+        if prefix in wanted and name:
+            found.append((prefix, name))
+    if not found:
+        return []
+    pipe = client.pipeline(transaction=False)
+    for prefix, name in found:
+        for marker in _MARKERS:
+            pipe.exists(f"{prefix}:{name}{marker}")
+    there = pipe.execute()
+    return sorted(q for i, q in enumerate(found) if there[2 * i] or there[2 * i + 1])
+
+
+def register_queues(
+    client: redis.Redis, prefixes: Sequence[str], found: Sequence[tuple[str, str]]
+) -> None:
+    """Make the registry's queues under `prefixes` those of a complete scan."""
+    wanted = set(prefixes)
+    now = {f"{p}:{n}" for p, n in found if _encodable(f"{p}:{n}")}
+    had = {_text(m) for m in client.smembers(REGISTRY_KEY)}
+    gone = [m for m in had - now if m.rpartition(":")[0] in wanted]
+    new = now - had
+    if new:
+        client.sadd(REGISTRY_KEY, *sorted(new))
+    if gone:
+        client.srem(REGISTRY_KEY, *gone)
+
+
 class CachedDiscovery:
     """The SCAN for queues under `prefixes()`, shared by a process's callers.
 
     A result is reused while fresh, for `TTL_PER_SCAN` times what the scan
-    cost, at most `max_ttl_s()` (0: no caching): a few thousand keys (a
-    millisecond) rescan on nearly every call, inside it, so a new queue shows
-    at once; a million keys (~1 s of SCAN) every ~17 s, in the background,
-    while callers keep the previous list. Without a result yet, callers wait
-    (up to `wait_s()`) for the one scan in flight, started by `prewarm` or by
-    the first caller, instead of each scanning.
+    cost, at most `max_ttl_s()` (0: no caching, every call scans): a few
+    thousand keys (a millisecond) rescan on nearly every call, inside it, so
+    a new queue shows at once; a million keys (~1 s of SCAN) every ~17 s, in
+    the background, while callers keep the previous list. Without a result
+    yet, one scan runs in the background (started by `prewarm` or by the
+    first caller) and callers wait for it at most `first_wait_s()` (default
+    `COLD_WAIT_S`; at most `wait_s()`): then they answer with the registry's
+    queues that still exist, until the scan ends (`complete()` says which).
+    A scan that took longer than `INLINE_SCAN_S` writes what it found to the
+    registry.
     """
 
     def __init__(
@@ -71,10 +138,12 @@ class CachedDiscovery:
         wait_s: Callable[[], float],
         scan: Callable[[redis.Redis, Sequence[str]], list[tuple[str, str]]]
         | None = None,
+        first_wait_s: Callable[[], float] = lambda: COLD_WAIT_S,
     ) -> None:
         self.prefixes = prefixes
         self.max_ttl_s = max_ttl_s
         self.wait_s = wait_s
+        self.first_wait_s = first_wait_s
         #: The scan itself (tests replace it to count or slow scans).
         self.scan = scan or discover_queues
         self.lock = threading.Lock()
@@ -89,10 +158,18 @@ class CachedDiscovery:
         """Forget the result (a new client; the lock is held)."""
         self.client: redis.Redis | None = None
         self.found: list[tuple[str, str]] | None = None
+        #: The registry's queues, answered until the first scan ends.
+        self.known: list[tuple[str, str]] | None = None
         self.at = 0.0
         #: Seconds the last successful scan took.
         self.scan_s = 0.0
         self.scanning: threading.Event | None = None
+
+    def complete(self) -> bool:
+        """Whether answers come from a complete scan (not the registry's list
+        while the first scan runs)."""
+        with self.lock:
+            return self.found is not None or self.known is None
 
     def ttl(self) -> float:
         """How long the current result stays fresh (see the class)."""
@@ -102,15 +179,25 @@ class CachedDiscovery:
         try:
             started = time.monotonic()
             found = self.scan(conn, self.prefixes())
+            took = time.monotonic() - started
             with self.lock:
                 if self.client is conn:
-                    self.found, self.at = found, time.monotonic()
-                    self.scan_s = self.at - started
+                    self.found, self.at, self.scan_s = found, started + took, took
+            if took > INLINE_SCAN_S:
+                self._register(conn, found)
         finally:
             with self.lock:
                 if self.scanning is done:
                     self.scanning = None
             done.set()
+
+    def _register(self, conn: redis.Redis, found: list[tuple[str, str]]) -> None:
+        """Write a costly scan's result to the registry (best effort: a
+        read-only replica or an outage only logs)."""
+        try:
+            register_queues(conn, self.prefixes(), found)
+        except (redis.RedisError, UnicodeError) as exc:
+            log.info("queue registry not written: %s", exc)
 
     def _background(self, conn: redis.Redis, done: threading.Event) -> None:
         try:
@@ -142,24 +229,41 @@ class CachedDiscovery:
     def get(self, conn: redis.Redis) -> list[tuple[str, str]]:
         """(prefix, name) of the queues found (see the class)."""
         with self.lock:
-            ours = self.client is conn and self.max_ttl_s() > 0
-            waiting = self.scanning if ours else None
-            if ours and self.found is not None:
+            first = None
+            if self.max_ttl_s() <= 0:
+                inline = self._start(conn)
+            elif self.client is conn and self.found is not None:
                 stale = time.monotonic() - self.at > self.ttl()
-                if not stale or waiting is not None:
+                if not stale or self.scanning is not None:
                     return self.found
-                done = self._start(conn)
+                inline = self._start(conn)
                 if self.scan_s > INLINE_SCAN_S:
-                    self._in_background(conn, done)
+                    self._in_background(conn, inline)
                     return self.found
-            elif waiting is None:
-                done = self._start(conn)
-        if waiting is not None:
-            waiting.wait(self.wait_s())
-            with self.lock:
-                if self.found is not None and self.client is conn:
-                    return self.found
-                done = self._start(conn)  # that scan failed: try here
-        self._scan(conn, done)
+            else:
+                first = self.scanning if self.client is conn else None
+                if first is None:
+                    first = self._start(conn)
+                    self._in_background(conn, first)
+        if first is not None:
+            return self._first(conn, first)
+        self._scan(conn, inline)
         with self.lock:
             return self.found if self.found is not None else []
+
+    def _first(self, conn: redis.Redis, scan: threading.Event) -> list[tuple[str, str]]:
+        """No result yet and `scan` in flight: wait for it a moment, else
+        answer with what the registry knows (read once per first scan)."""
+        scan.wait(min(self.first_wait_s(), self.wait_s()))
+        with self.lock:
+            if self.client is conn and self.found is not None:
+                return self.found
+            if self.client is conn and self.known is not None:
+                return self.known
+        known = registered_queues(conn, self.prefixes())
+        with self.lock:
+            if self.client is conn and self.found is not None:
+                return self.found
+            if self.client is conn:
+                self.known = known
+            return known

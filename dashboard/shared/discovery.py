@@ -91,6 +91,12 @@ def discovered_queues() -> list[QueueRef]:
     return [QueueRef(p, n) for p, n in _discovery.get(pages_redis.client())]
 
 
+def discovery_complete() -> bool:
+    """Whether the discovered queues come from a complete scan (not, while
+    a process's first scan of a large keyspace runs, from the registry)."""
+    return _discovery.complete()
+
+
 def prewarm_discovery() -> None:
     """Scan for queues in the background now, so the first page need not wait
     (the server calls this when it starts; a dead Redis only logs)."""

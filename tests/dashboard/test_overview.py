@@ -200,30 +200,41 @@ def test_cheap_discovery_shows_a_new_queue_on_the_next_page(
     assert f"bull:{qname}" in admin_client.get("/").content.decode()
 
 
-def test_prewarm_scans_once_and_pages_wait_for_it(
+def test_prewarm_scans_once_and_first_pages_answer_from_the_registry(
     dashboard_redis: str,
     settings,  # type: ignore[no-untyped-def]
     qname: str,
     monkeypatch,  # type: ignore[no-untyped-def]
+    admin_client: Client,
 ) -> None:
     """The server's start-up scan is the one the first pages use: requests
-    arriving while it runs wait for it instead of scanning again."""
+    arriving while it runs wait a moment for it, then answer with the
+    registry's queues that still exist (the last costly scan's list; one
+    removed since is left out) instead of scanning again, and the overview
+    says it is still looking; once the scan ends, pages have its result, a
+    queue made meanwhile included."""
     import threading
+    import time
+
+    from queues.discovery import REGISTRY_KEY
 
     settings.BULLPEN_DISCOVERY_TTL_S = 60
     Queue(qname, dashboard_redis).add("x", {})
+    r = redis.Redis.from_url(dashboard_redis)
+    r.sadd(REGISTRY_KEY, f"bull:{qname}", f"bull:{qname}-gone")
     calls = []
     release = threading.Event()
     real = discovery.discover_queues
 
     def slow_scan(*args, **kwargs):  # type: ignore[no-untyped-def]
         calls.append(threading.current_thread().name)
-        release.wait(5)
+        release.wait(10)
         return real(*args, **kwargs)
 
     monkeypatch.setattr(discovery, "discover_queues", slow_scan)
     discovery.prewarm_discovery()
     discovery.prewarm_discovery()  # one in flight already: no second scan
+    Queue(qname + "-new", dashboard_redis).add("x", {})
     results: list[list[discovery.QueueRef]] = []
     readers = [
         threading.Thread(target=lambda: results.append(discovery.known_queues()))
@@ -231,12 +242,25 @@ def test_prewarm_scans_once_and_pages_wait_for_it(
     ]
     for t in readers:
         t.start()
-    release.set()
     for t in readers:
-        t.join(5)
-    assert len(calls) == 1
-    assert len(results) == 3
-    assert all(discovery.QueueRef("bull", qname) in found for found in results)
+        t.join(10)  # while the scan is still held
+    assert len(calls) == 1 and len(results) == 3
+    for found in results:
+        names = {ref.name for ref in found}
+        assert qname in names and qname + "-gone" not in names
+        assert qname + "-new" not in names
+    assert not discovery._discovery.complete()
+    page = admin_client.get("/").content.decode()
+    assert "data-discovering" in page and 'every 2s' in page
+    assert f'data-queue="bull:{qname}"' in page
+    release.set()
+    deadline = time.monotonic() + 10
+    while discovery.QueueRef("bull", qname + "-new") not in discovery.known_queues():
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    assert len(calls) == 1 and discovery._discovery.complete()
+    page = admin_client.get("/").content.decode()
+    assert "data-discovering" not in page and f'data-queue="bull:{qname}-new"' in page
 
 
 def test_internal_webhook_queue_is_kept_off_user_lists(

@@ -1,12 +1,24 @@
 """Queue discovery by SCAN: both markers in one pass, exact suffixes, glob
-characters in a prefix taken literally."""
+characters in a prefix taken literally; the registry that lets a first call
+answer without waiting for a scan of a large keyspace."""
 
 from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
 
 import redis
 
 from queues import Queue
-from queues.discovery import discover_queues
+from queues.discovery import (
+    INLINE_SCAN_S,
+    REGISTRY_KEY,
+    CachedDiscovery,
+    discover_queues,
+    register_queues,
+    registered_queues,
+)
 
 
 def test_finds_queues_by_meta_or_id_and_nothing_else(r: redis.Redis) -> None:
@@ -37,3 +49,50 @@ def test_small_scan_count_still_finds_everything(r: redis.Redis) -> None:
         r.hset(f"bull:q{i:02d}:{i}", "name", "x")
     found = discover_queues(r, ["bull"], scan_count=3)
     assert found == [("bull", f"q{i:02d}") for i in range(50)]
+
+
+def test_the_registry_follows_scans_and_lists_only_queues_that_exist(
+    r: redis.Redis,
+) -> None:
+    """register_queues makes the registry's queues under the scanned
+    prefixes those found (other prefixes' entries stay); registered_queues
+    leaves out a registered queue whose keys are gone."""
+    r.sadd(REGISTRY_KEY, "bull:old", "other:kept")
+    for name in ("a", "b"):
+        Queue(name, r).add("x", {})
+    register_queues(r, ["bull"], discover_queues(r, ["bull"]))
+    assert r.smembers(REGISTRY_KEY) == {"bull:a", "bull:b", "other:kept"}
+    Queue("b", r).obliterate(force=True)
+    assert registered_queues(r, ["bull"]) == [("bull", "a")]
+    assert registered_queues(r, ["other"]) == []  # registered, but no keys
+
+
+def test_a_first_call_answers_from_the_registry_while_a_scan_is_held(
+    r: redis.Redis,
+) -> None:
+    """With no result yet, get() does not wait for a scan that does not end:
+    it answers with the registry's queues; later calls have the scan's
+    result. A scan that takes longer than INLINE_SCAN_S writes the registry,
+    so the next process starts from it."""
+    Queue("known", r).add("x", {})
+    r.sadd(REGISTRY_KEY, "bull:known")
+    release = threading.Event()
+    scans = []
+
+    def held_scan(conn: redis.Redis, prefixes: Sequence[str]) -> list[tuple[str, str]]:
+        scans.append(1)
+        release.wait(10)
+        time.sleep(INLINE_SCAN_S * 2)  # a costly scan: it writes the registry
+        return discover_queues(conn, prefixes)
+
+    cache = CachedDiscovery(lambda: ["bull"], lambda: 60.0, lambda: 5.0, held_scan)
+    Queue("fresh", r).add("x", {})
+    assert cache.get(r) == [("bull", "known")] and not cache.complete()
+    assert cache.get(r) == [("bull", "known")] and len(scans) == 1
+    release.set()
+    deadline = time.monotonic() + 10
+    while cache.get(r) != [("bull", "fresh"), ("bull", "known")]:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert cache.complete() and len(scans) == 1
+    assert r.smembers(REGISTRY_KEY) == {"bull:fresh", "bull:known"}

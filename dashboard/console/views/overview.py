@@ -113,6 +113,7 @@ def rows_context(request: HttpRequest) -> dict[str, Any]:
         "minutes": len(stats[0].completed_per_min) if stats else 0,
         "keys": [s.ref.key for s in stats],
         "odd_queues": discovery.odd_queues(),
+        "discovering": not discovery.discovery_complete(),
     }
 
 
