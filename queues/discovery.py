@@ -5,10 +5,10 @@ exact suffix is checked here: Redis's glob over every key is the cost of a
 scan, so one pass over a million keys costs half of one pass per marker.
 
 `CachedDiscovery` shares one scan's result between a process's callers (the
-dashboard's pages, the API's `*` listing). Each complete scan is also written
-to a registry in Redis (`REGISTRY_KEY`), so that the first call of a new
-process, which must not wait for a scan of a large keyspace, answers at once
-with the queues known so far (those that still exist) while its scan runs.
+dashboard's pages, the API's `*` listing). A costly scan is also written to a
+registry in Redis (`REGISTRY_KEY`), so that the first page of a new process,
+which must not wait for a scan of a large keyspace, answers at once with the
+queues known so far (those that still exist) while its scan runs.
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ TTL_PER_SCAN = 20
 #: this long (a small keyspace), else in the background.
 INLINE_SCAN_S = 0.05
 
-#: How long a call with no result yet waits for the scan before it answers
-#: with the registry's queues (a few thousand keys scan in a millisecond; a
-#: million take seconds).
-COLD_WAIT_S = 0.05
-#: The set of `prefix:name` of every queue the last complete scans found.
+#: A keyspace larger than this (DBSIZE) takes a scan too long to wait for
+#: on a first page (about 0.15 s of SCAN on a small machine): there every
+#: scan writes what it found to the registry, and first pages answer from it.
+SMALL_KEYSPACE = 50_000
+#: The set of `prefix:name` of the queues the last costly scans found.
 REGISTRY_KEY = "bullpen:queues"
 
 _MARKERS = (":meta", ":id")
@@ -42,7 +42,7 @@ _GLOB_SPECIAL = re.compile(r"([\\*?\[\]])")
 
 
 def discover_queues(
-    client: redis.Redis, prefixes: Iterable[str] = ("bull",), scan_count: int = 5000
+    client: redis.Redis, prefixes: Iterable[str] = ("bull",), scan_count: int = 1000
 ) -> list[tuple[str, str]]:
     """(prefix, name) of every queue found by SCAN (never KEYS), sorted. On
     a Redis Cluster client, redis-py's `scan_iter` scans every primary in
@@ -124,11 +124,12 @@ class CachedDiscovery:
     a new queue shows at once; a million keys (~1 s of SCAN) every ~17 s, in
     the background, while callers keep the previous list. Without a result
     yet, one scan runs in the background (started by `prewarm` or by the
-    first caller) and callers wait for it at most `first_wait_s()` (default
-    `COLD_WAIT_S`; at most `wait_s()`): then they answer with the registry's
-    queues that still exist, until the scan ends (`complete()` says which).
-    A scan that took longer than `INLINE_SCAN_S` writes what it found to the
-    registry.
+    first caller). On a keyspace of more than `SMALL_KEYSPACE` keys, callers
+    with `from_registry` answer at once with the registry's queues that
+    still exist (perhaps none yet), until the scan ends (`complete()` says
+    which); on a smaller one, or without `from_registry`, they wait for the
+    scan (at most `wait_s()`, then they scan themselves). A scan of a large
+    keyspace writes what it found to the registry.
     """
 
     def __init__(
@@ -138,12 +139,12 @@ class CachedDiscovery:
         wait_s: Callable[[], float],
         scan: Callable[[redis.Redis, Sequence[str]], list[tuple[str, str]]]
         | None = None,
-        first_wait_s: Callable[[], float] = lambda: COLD_WAIT_S,
+        from_registry: bool = True,
     ) -> None:
         self.prefixes = prefixes
         self.max_ttl_s = max_ttl_s
         self.wait_s = wait_s
-        self.first_wait_s = first_wait_s
+        self.from_registry = from_registry
         #: The scan itself (tests replace it to count or slow scans).
         self.scan = scan or discover_queues
         self.lock = threading.Lock()
@@ -183,8 +184,7 @@ class CachedDiscovery:
             with self.lock:
                 if self.client is conn:
                     self.found, self.at, self.scan_s = found, started + took, took
-            if took > INLINE_SCAN_S:
-                self._register(conn, found)
+            self._register(conn, found)
         finally:
             with self.lock:
                 if self.scanning is done:
@@ -192,10 +192,11 @@ class CachedDiscovery:
             done.set()
 
     def _register(self, conn: redis.Redis, found: list[tuple[str, str]]) -> None:
-        """Write a costly scan's result to the registry (best effort: a
+        """Write a large keyspace's scan to the registry (best effort: a
         read-only replica or an outage only logs)."""
         try:
-            register_queues(conn, self.prefixes(), found)
+            if int(conn.dbsize()) > SMALL_KEYSPACE:
+                register_queues(conn, self.prefixes(), found)
         except (redis.RedisError, UnicodeError) as exc:
             log.info("queue registry not written: %s", exc)
 
@@ -252,18 +253,27 @@ class CachedDiscovery:
             return self.found if self.found is not None else []
 
     def _first(self, conn: redis.Redis, scan: threading.Event) -> list[tuple[str, str]]:
-        """No result yet and `scan` in flight: wait for it a moment, else
-        answer with what the registry knows (read once per first scan)."""
-        scan.wait(min(self.first_wait_s(), self.wait_s()))
+        """No result yet and `scan` in flight: on a large keyspace the
+        registry's queues (read once per first scan), else the scan's result."""
+        if self.from_registry:
+            with self.lock:
+                if self.client is conn and self.found is not None:
+                    return self.found
+                known = self.known if self.client is conn else None
+            if known is None and int(conn.dbsize()) > SMALL_KEYSPACE:
+                known = registered_queues(conn, self.prefixes())
+            if known is not None:
+                with self.lock:
+                    if self.client is conn and self.found is not None:
+                        return self.found
+                    if self.client is conn:
+                        self.known = known
+                    return known
+        scan.wait(self.wait_s())
         with self.lock:
             if self.client is conn and self.found is not None:
                 return self.found
-            if self.client is conn and self.known is not None:
-                return self.known
-        known = registered_queues(conn, self.prefixes())
+            inline = self._start(conn)  # that scan failed or hangs: try here
+        self._scan(conn, inline)
         with self.lock:
-            if self.client is conn and self.found is not None:
-                return self.found
-            if self.client is conn:
-                self.known = known
-            return known
+            return self.found if self.found is not None else []

@@ -18,14 +18,14 @@ def _scan(conn: redis.Redis, prefixes: Sequence[str]) -> list[tuple[str, str]]:
 
 
 #: The queues under the API's prefix, with the dashboard's discovery settings.
-#: A listing must be whole, so its first call waits for the scan (up to the
-#: Redis timeout) where a page answers with the registry's list at once.
+#: A listing must be whole, so its first call waits for the scan where a
+#: page answers with the registry's list at once.
 api_queues = CachedDiscovery(
     lambda: [conf.get().prefix],
     lambda: conf.get().discovery_ttl_s,
     lambda: conf.get().redis_timeout_s,
     _scan,
-    first_wait_s=lambda: conf.get().redis_timeout_s,
+    from_registry=False,
 )
 
 

@@ -207,8 +207,8 @@ def test_prewarm_scans_once_and_first_pages_answer_from_the_registry(
     monkeypatch,  # type: ignore[no-untyped-def]
     admin_client: Client,
 ) -> None:
-    """The server's start-up scan is the one the first pages use: requests
-    arriving while it runs wait a moment for it, then answer with the
+    """The server's start-up scan is the one the first pages use: on a large
+    keyspace, requests arriving while it runs answer at once with the
     registry's queues that still exist (the last costly scan's list; one
     removed since is left out) instead of scanning again, and the overview
     says it is still looking; once the scan ends, pages have its result, a
@@ -218,7 +218,10 @@ def test_prewarm_scans_once_and_first_pages_answer_from_the_registry(
 
     from queues.discovery import REGISTRY_KEY
 
+    import queues.discovery
+
     settings.BULLPEN_DISCOVERY_TTL_S = 60
+    monkeypatch.setattr(queues.discovery, "SMALL_KEYSPACE", 0)  # as if 1M keys
     Queue(qname, dashboard_redis).add("x", {})
     r = redis.Redis.from_url(dashboard_redis)
     r.sadd(REGISTRY_KEY, f"bull:{qname}", f"bull:{qname}-gone")

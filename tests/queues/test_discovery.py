@@ -8,11 +8,11 @@ import threading
 import time
 from collections.abc import Sequence
 
+import pytest
 import redis
 
-from queues import Queue
+from queues import Queue, discovery
 from queues.discovery import (
-    INLINE_SCAN_S,
     REGISTRY_KEY,
     CachedDiscovery,
     discover_queues,
@@ -68,31 +68,61 @@ def test_the_registry_follows_scans_and_lists_only_queues_that_exist(
 
 
 def test_a_first_call_answers_from_the_registry_while_a_scan_is_held(
-    r: redis.Redis,
+    r: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With no result yet, get() does not wait for a scan that does not end:
-    it answers with the registry's queues; later calls have the scan's
-    result. A scan that takes longer than INLINE_SCAN_S writes the registry,
-    so the next process starts from it."""
+    """On a large keyspace a first get() does not wait for a scan that does
+    not end: it answers with the registry's queues (nothing at all before
+    any scan wrote it), and later calls have the scan's result. A scan of a
+    large keyspace writes the registry, so the next process starts from it."""
+    monkeypatch.setattr(discovery, "SMALL_KEYSPACE", 0)  # as if a million keys
     Queue("known", r).add("x", {})
-    r.sadd(REGISTRY_KEY, "bull:known")
     release = threading.Event()
     scans = []
 
     def held_scan(conn: redis.Redis, prefixes: Sequence[str]) -> list[tuple[str, str]]:
         scans.append(1)
         release.wait(10)
-        time.sleep(INLINE_SCAN_S * 2)  # a costly scan: it writes the registry
         return discover_queues(conn, prefixes)
 
+    blank = CachedDiscovery(lambda: ["bull"], lambda: 60.0, lambda: 5.0, held_scan)
+    assert blank.get(r) == [] and not blank.complete()
+    r.sadd(REGISTRY_KEY, "bull:known")
     cache = CachedDiscovery(lambda: ["bull"], lambda: 60.0, lambda: 5.0, held_scan)
     Queue("fresh", r).add("x", {})
     assert cache.get(r) == [("bull", "known")] and not cache.complete()
-    assert cache.get(r) == [("bull", "known")] and len(scans) == 1
+    assert cache.get(r) == [("bull", "known")] and len(scans) == 2
     release.set()
     deadline = time.monotonic() + 10
     while cache.get(r) != [("bull", "fresh"), ("bull", "known")]:
         assert time.monotonic() < deadline
         time.sleep(0.01)
-    assert cache.complete() and len(scans) == 1
-    assert r.smembers(REGISTRY_KEY) == {"bull:fresh", "bull:known"}
+    assert cache.complete() and len(scans) == 2
+    while r.smembers(REGISTRY_KEY) != {"bull:fresh", "bull:known"}:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
+def test_on_a_small_keyspace_a_first_call_waits_for_the_scan(
+    r: redis.Redis,
+) -> None:
+    """A small keyspace scans quickly: there a first call waits for the scan
+    and has its whole result, even with queues registered, as a listing
+    that must be whole (`from_registry=False`) always does."""
+    Queue("only", r).add("x", {})
+    r.sadd(REGISTRY_KEY, "bull:only")
+    Queue("other", r).add("x", {})
+    release = threading.Event()
+
+    def held_scan(conn: redis.Redis, prefixes: Sequence[str]) -> list[tuple[str, str]]:
+        release.wait(10)
+        return discover_queues(conn, prefixes)
+
+    for from_registry in (True, False):
+        release.clear()
+        threading.Timer(0.2, release.set).start()
+        cache = CachedDiscovery(
+            lambda: ["bull"], lambda: 60.0, lambda: 5.0, held_scan, from_registry
+        )
+        assert cache.get(r) == [("bull", "only"), ("bull", "other")]
+        assert cache.complete()
+    assert r.smembers(REGISTRY_KEY) == {"bull:only"}  # a small keyspace's scan
