@@ -5,9 +5,9 @@ exact suffix is checked here: Redis's glob over every key is the cost of a
 scan, so one pass over a million keys costs half of one pass per marker.
 
 `CachedDiscovery` shares one scan's result between a process's callers (the
-dashboard's pages, the API's `*` listing). A costly scan is also written to a
-registry in Redis (`REGISTRY_KEY`), so that the first page of a new process,
-which must not wait for a scan of a large keyspace, answers at once with the
+dashboard's pages, the API's `*` listing). A scan of a large keyspace is also
+written to a registry in Redis (`REGISTRY_KEY`), so that the first page of a
+new process, which must not wait for such a scan, answers at once with the
 queues known so far (those that still exist) while its scan runs.
 """
 
@@ -34,7 +34,7 @@ INLINE_SCAN_S = 0.05
 #: on a first page (about 0.15 s of SCAN on a small machine): there every
 #: scan writes what it found to the registry, and first pages answer from it.
 SMALL_KEYSPACE = 50_000
-#: The set of `prefix:name` of the queues the last costly scans found.
+#: The set of `prefix:name` of the queues the last scans of a large keyspace found.
 REGISTRY_KEY = "bullpen:queues"
 
 _MARKERS = (":meta", ":id")
