@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterable, Sequence
 
 import redis
 
+from .cluster import is_cluster_client
+
 log = logging.getLogger(__name__)
 
 #: A result stays fresh for this many times the scan's own duration, which
@@ -60,6 +62,17 @@ def discover_queues(
                     if name and ":" not in name:
                         found.add((prefix, name))
     return sorted(found)
+
+
+def keyspace_size(client: redis.Redis) -> int:
+    """DBSIZE, summed over a Redis Cluster's primaries (a cluster client's
+    plain DBSIZE asks one node)."""
+    if is_cluster_client(client):
+        sizes = client.dbsize(target_nodes=client.PRIMARIES)  # type: ignore[attr-defined]
+        if isinstance(sizes, dict):
+            return sum(int(n) for n in sizes.values())
+        return int(sizes)
+    return int(client.dbsize())
 
 
 def _text(value: str | bytes) -> str:
@@ -195,7 +208,7 @@ class CachedDiscovery:
         """Write a large keyspace's scan to the registry (best effort: a
         read-only replica or an outage only logs)."""
         try:
-            if int(conn.dbsize()) > SMALL_KEYSPACE:
+            if keyspace_size(conn) > SMALL_KEYSPACE:
                 register_queues(conn, self.prefixes(), found)
         except (redis.RedisError, UnicodeError) as exc:
             log.info("queue registry not written: %s", exc)
@@ -260,7 +273,7 @@ class CachedDiscovery:
                 if self.client is conn and self.found is not None:
                     return self.found
                 known = self.known if self.client is conn else None
-            if known is None and int(conn.dbsize()) > SMALL_KEYSPACE:
+            if known is None and keyspace_size(conn) > SMALL_KEYSPACE:
                 known = registered_queues(conn, self.prefixes())
             if known is not None:
                 with self.lock:

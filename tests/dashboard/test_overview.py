@@ -223,7 +223,7 @@ def test_prewarm_scans_once_and_first_pages_answer_from_the_registry(
     settings.BULLPEN_DISCOVERY_TTL_S = 60
     monkeypatch.setattr(queues.discovery, "SMALL_KEYSPACE", 0)  # as if 1M keys
     Queue(qname, dashboard_redis).add("x", {})
-    r = redis.Redis.from_url(dashboard_redis)
+    r = sync_from_url(dashboard_redis)  # a cluster too (tests/cluster)
     r.sadd(REGISTRY_KEY, f"bull:{qname}", f"bull:{qname}-gone")
     calls = []
     release = threading.Event()
