@@ -1,0 +1,169 @@
+"""What a grouped job costs Redis against an ungrouped one, in instructions
+(docs/groups.md, issue 25's throughput goal), steady on a noisy machine.
+
+    .venv/bin/python bench/groups_instructions.py [--jobs 2000] [--groups 0 1 100 2000]
+
+One throwaway redis-server runs under valgrind's callgrind (Debian's
+`valgrind`; about 30x slower, so a few thousand jobs). For each configuration
+(0: ungrouped; N: the jobs spread over N groups) on a flushed database, the
+jobs are added, then claimed 50 at a time and finished 50 at a time, as a
+worker at concurrency 50 does (tests/queues/transitions/helpers.py). Only the
+claims and finishes are counted (`callgrind_control -z` before, `-d` after).
+It prints instructions per job, the Redis commands the scripts ran per job,
+and the ratio against the ungrouped figure of the same run; repeatable to
+about 0.2 %, where jobs/s on this VM move by a third from second to second.
+Instructions leave out cache misses, which add to 10,000 groups' cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import redis
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from queues import Queue  # noqa: E402
+from tests.queues.transitions.helpers import (  # noqa: E402
+    claimed,
+    entry,
+    move_to_active,
+    move_to_finished,
+)
+from tests.redis_server import find_redis_server, free_port  # noqa: E402
+
+BATCH = 50
+
+
+def control(pid: int, flag: str) -> None:
+    subprocess.run(
+        ["callgrind_control", flag, str(pid)], capture_output=True, check=True
+    )
+
+
+def dumped_total(folder: str, pid: int) -> int:
+    """The instruction total of the newest dump (since the last zeroing)."""
+    control(pid, "-d")
+    newest = max(glob.glob(f"{folder}/cg.out.*"), key=lambda p: Path(p).stat().st_mtime)
+    for line in Path(newest).read_text().splitlines():
+        if line.startswith(("summary:", "totals:")):
+            return int(line.split()[1])
+    raise SystemExit(f"no totals in {newest}")
+
+
+def measure(
+    url: str, pid: int, folder: str, groups: int, jobs: int
+) -> tuple[float, float]:
+    """(instructions per job, Redis commands per job) of claiming and
+    finishing `jobs` jobs over `groups` groups (0: ungrouped)."""
+    admin = redis.Redis.from_url(url)
+    admin.flushall()
+    q = Queue(f"cost{groups}", url)
+    if groups:
+        per = max(1, jobs // groups)
+        specs = [
+            {"name": "noop", "data": None, "opts": {"group": f"g{i % groups}"}}
+            for i in range(per * groups)
+        ]
+    else:
+        specs = [{"name": "noop", "data": None}] * jobs
+    for start in range(0, len(specs), 1000):
+        q.add_bulk(specs[start : start + 1000])
+    move_to_active(q, count=0)  # loads the scripts outside the count
+    move_to_finished(q, [])
+    admin.config_resetstat()
+    control(pid, "-z")
+    now, done, seq = int(time.time() * 1000), 0, 0
+    while done < len(specs):
+        got = claimed(move_to_active(q, now=now, count=BATCH, seq=seq))
+        if not got:
+            raise SystemExit(
+                f"{groups} groups: a claim found nothing after {done} jobs"
+            )
+        entries = []
+        for job_id, token, fields in got:
+            e = entry(job_id, token=token)
+            e["gid"] = fields.get("gid", "")
+            entries.append(e)
+        codes = move_to_finished(q, entries, now=now)[0]
+        if any(code != 0 for code in codes):
+            raise SystemExit(f"{groups} groups: finish codes {codes}")
+        seq += len(got)
+        done += len(got)
+    total = dumped_total(folder, pid)
+    stats = admin.info("commandstats")
+    inner = sum(
+        v["calls"]
+        for k, v in stats.items()
+        if k not in ("cmdstat_evalsha", "cmdstat_config|resetstat", "cmdstat_info")
+    )
+    q.close()
+    admin.close()
+    return total / done, inner / done
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=2000)
+    parser.add_argument("--groups", type=int, nargs="+", default=[0, 1, 100, 2000])
+    args = parser.parse_args()
+    if not shutil.which("valgrind") or not shutil.which("callgrind_control"):
+        print("needs valgrind (apt install valgrind)", file=sys.stderr)
+        return 2
+    configs = args.groups if 0 in args.groups else [0, *args.groups]
+    port = free_port()
+    with tempfile.TemporaryDirectory() as folder:
+        server = subprocess.Popen(
+            [
+                "valgrind",
+                "--tool=callgrind",
+                f"--callgrind-out-file={folder}/cg.out",
+                find_redis_server(),
+                "--port",
+                str(port),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ],
+            cwd=folder,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        url = f"redis://127.0.0.1:{port}/0"
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    redis.Redis.from_url(url).ping()
+                    break
+                except redis.ConnectionError:
+                    if time.monotonic() > deadline:
+                        raise SystemExit("redis-server under callgrind did not start")
+                    time.sleep(0.2)
+            results = {
+                g: measure(url, server.pid, folder, g, args.jobs) for g in configs
+            }
+        finally:
+            server.terminate()
+            server.wait(30)
+    base = results[0][0]
+    print(
+        f"{args.jobs} jobs, claims and finishes of {BATCH}, redis-server under callgrind"
+    )
+    print(f"{'':<14}{'instructions/job':>18}{'commands/job':>14}{'vs ungrouped':>14}")
+    for groups, (per_job, cmds) in results.items():
+        label = {0: "ungrouped", 1: "1 group"}.get(groups, f"{groups:,} groups")
+        print(f"{label:<14}{per_job:>18,.0f}{cmds:>14.2f}{per_job / base:>14.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
