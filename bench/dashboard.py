@@ -181,7 +181,9 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    from queues.devredis import RedisServer
+    from queues.devredis import RedisServer, interrupt_on_sigterm
+
+    interrupt_on_sigterm()  # a killed run still stops its redis-server
 
     server = None
     redis_url = args.redis_url

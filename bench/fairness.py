@@ -54,6 +54,7 @@ import redis  # noqa: E402
 from throughput_libs import BenchError, Bullpen  # noqa: E402
 
 from queues import Queue  # noqa: E402
+from queues.devredis import interrupt_on_sigterm  # noqa: E402
 from tests.redis_server import RedisServer  # noqa: E402
 
 #: The longest any one phase may take before the bench gives up on it.
@@ -283,6 +284,7 @@ def report(a: dict[str, Any], c: dict[str, Any], d: dict[str, Any]) -> list[str]
 
 
 def main() -> int:
+    interrupt_on_sigterm()  # a killed run still stops its redis-server
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

@@ -53,6 +53,8 @@ from gpu_bench_lib import (  # noqa: E402
     wait_for,
 )
 
+from queues.devredis import interrupt_on_sigterm  # noqa: E402
+
 QUEUE = "gpucheck"
 HOST = "gpu-check"
 #: Fractions of the budget; twice through sums to ~3.1 budgets.
@@ -235,6 +237,7 @@ def job_specs(
 
 
 def main() -> int:
+    interrupt_on_sigterm()  # a killed run still stops its redis-server
     parser = argparse.ArgumentParser(description="Real-GPU check of gpu_workers")
     parser.add_argument(
         "--simulate",

@@ -14,8 +14,8 @@ from typing import Any
 
 from gpu_workers.exceptions import SimulatedOutOfMemory
 from gpu_workers.handlers import JobContext, handler
-from gpu_workers.models import LoadContext, Model, from_data, sim_model
 from gpu_workers.models import MODELS as REGISTRY
+from gpu_workers.models import LoadContext, Model, from_data, sim_model
 from gpu_workers.torch_handlers import torch_generate, torch_mlp
 
 SIMULATE = os.environ.get("BULLPEN_CHECK_SIMULATE") == "1"

@@ -43,6 +43,8 @@ from gpu_bench_lib import (  # noqa: E402
     wait_for,
 )
 
+from queues.devredis import interrupt_on_sigterm  # noqa: E402
+
 QUEUE = "gpumodels"
 BUDGET = 12 * GiB
 
@@ -79,6 +81,7 @@ def run_job(queue: Queue, model: str) -> Any:
 
 
 def main() -> int:
+    interrupt_on_sigterm()  # a killed run still stops its redis-server
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--simulate", action="store_true")
     args = parser.parse_args()

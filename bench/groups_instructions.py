@@ -30,6 +30,8 @@ import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from groups_claim import script_commands  # noqa: E402
+
 from queues import Queue  # noqa: E402
 from tests.queues.transitions.helpers import (  # noqa: E402
     claimed,
@@ -99,11 +101,7 @@ def measure(
         done += len(got)
     total = dumped_total(folder, pid)
     stats = admin.info("commandstats")
-    inner = sum(
-        v["calls"]
-        for k, v in stats.items()
-        if k not in ("cmdstat_evalsha", "cmdstat_config|resetstat", "cmdstat_info")
-    )
+    inner = script_commands(stats)
     q.close()
     admin.close()
     return total / done, inner / done
@@ -144,9 +142,11 @@ def main() -> int:
                 try:
                     redis.Redis.from_url(url).ping()
                     break
-                except redis.ConnectionError:
+                except redis.ConnectionError as exc:
                     if time.monotonic() > deadline:
-                        raise SystemExit("redis-server under callgrind did not start")
+                        raise SystemExit(
+                            "redis-server under callgrind did not start"
+                        ) from exc
                     time.sleep(0.2)
             results = {
                 g: measure(url, server.pid, folder, g, args.jobs) for g in configs
@@ -156,7 +156,8 @@ def main() -> int:
             server.wait(30)
     base = results[0][0]
     print(
-        f"{args.jobs} jobs, claims and finishes of {BATCH}, redis-server under callgrind"
+        f"{args.jobs} jobs, claims and finishes of {BATCH}, "
+        "redis-server under callgrind"
     )
     print(f"{'':<14}{'instructions/job':>18}{'commands/job':>14}{'vs ungrouped':>14}")
     for groups, (per_job, cmds) in results.items():

@@ -58,6 +58,7 @@ from gpu_bench_lib import (  # noqa: E402
 from model_handlers import MODELS  # noqa: E402
 
 from gpu_workers.config import SupervisorConfig  # noqa: E402
+from queues.devredis import interrupt_on_sigterm  # noqa: E402
 
 MIX_BEFORE = {"sdxl": 0.7, "flux": 0.2, "video": 0.1}
 MIX_AFTER = {"sdxl": 0.1, "flux": 0.2, "video": 0.7}
@@ -193,6 +194,7 @@ def p95(values: list[float]) -> float:
 
 
 def main() -> int:
+    interrupt_on_sigterm()  # a killed run still stops its redis-server
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--jobs", type=int, default=400)
     parser.add_argument("--rate", type=float, default=1.5, help="jobs/s, unscaled")

@@ -41,6 +41,8 @@ from gpu_bench_lib import (  # noqa: E402
     wait_for,
 )
 
+from queues.devredis import interrupt_on_sigterm  # noqa: E402
+
 
 def workload(small: int, large: int, scale: float, seed: int) -> list[dict[str, Any]]:
     rng = random.Random(seed)
@@ -115,6 +117,7 @@ def run(
 
 
 def main() -> int:
+    interrupt_on_sigterm()  # a killed run still stops its redis-server
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--gpus", default="sim:2x80GiB")
     parser.add_argument("--slots", type=int, default=8)

@@ -4,16 +4,32 @@ and `make run`; never port 6379."""
 from __future__ import annotations
 
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import redis
+
+
+def interrupt_on_sigterm() -> None:
+    """Make SIGTERM (`timeout`, a CI job's end, a closed terminal) end this
+    process as Ctrl-C does, so its `finally` blocks stop the redis-server it
+    started: that server runs in a session of its own (a Ctrl-C meant for
+    `make run` must not stop it first) and would outlive a plain SIGTERM.
+    Main thread only (elsewhere Python refuses signal handlers)."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, interrupt)
 
 
 def find_redis_server() -> str:

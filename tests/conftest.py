@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import signal
-import threading
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -15,6 +13,7 @@ import redis
 from django.db.models.signals import post_migrate
 
 from queues import Queue
+from queues.devredis import interrupt_on_sigterm
 from tests import testdb
 from tests.redis_server import RedisServer
 
@@ -23,12 +22,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """SIGTERM (a CI timeout, `timeout`, a closed job) ends the run as Ctrl-C
     does, so fixtures tear down: the session's redis-server and the helper
     processes tests start in their own sessions are stopped, not orphaned."""
-
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, interrupt)
+    interrupt_on_sigterm()
 
 
 #: Why this PostgreSQL run cannot happen (None: it can, or it is no such run).
