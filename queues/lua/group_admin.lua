@@ -23,10 +23,8 @@
 local prefix, action, gid = ARGV[1], ARGV[2], ARGV[3]
 local args = cjson.decode(ARGV[4])
 local metaKey = prefix .. "groups:meta"
-local SETTINGS = {"weight", "concurrency", "max", "duration"}
-
 local function applySettings(key)
-  for _, field in ipairs(SETTINGS) do
+  for _, field in ipairs(GROUP_LIMITS) do
     local value = args[field]
     if value == cjson.null then
       rcall("HDEL", key, field)

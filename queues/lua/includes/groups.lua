@@ -12,6 +12,22 @@
 local GROUP_SPAN = 0x100000000
 --- How many rotation steps or promotions one call takes at most.
 local GROUP_STEP_LIMIT = 100
+--- The limits a group may set in its hash and `groups:meta` holds as the
+--- defaults, in the order every reader takes them.
+local GROUP_LIMITS = {"weight", "concurrency", "max", "duration"}
+
+-- GROUP_LIMITS then `...`: the fields one HMGET reads.
+local function limitsAnd(...)
+  local fields = {unpack(GROUP_LIMITS)}
+  for _, field in ipairs({...}) do
+    fields[#fields + 1] = field
+  end
+  return fields
+end
+--- What a group may have of its own (limits, pause, hold) ...
+local GROUP_OWN = limitsAnd("paused", "hold")
+--- ... and what a claim reads of it (applyLimits' order).
+local GROUP_STATE = limitsAnd("paused", "hold", "holdUntil")
 
 local function groupKey(prefix, gid)
   return prefix .. "group:" .. gid
@@ -161,8 +177,7 @@ end
 -- Whether the group has anything of its own set (then it has a hash, is in
 -- `groups:own` and is never forgotten).
 local function hasOwnSettings(key)
-  for _, value in ipairs(rcall("HMGET", key, "weight", "concurrency", "max", "duration",
-      "paused", "hold")) do
+  for _, value in ipairs(rcall("HMGET", key, unpack(GROUP_OWN))) do
     if value then
       return true
     end

@@ -22,8 +22,7 @@ end
 -- The defaults of every group (`groups:meta`), as loadStates takes them,
 -- and how many groups have anything of their own (`own`).
 local function groupDefaults(prefix)
-  return rcall("HMGET", prefix .. "groups:meta", "weight", "concurrency", "max",
-    "duration", "own")
+  return rcall("HMGET", prefix .. "groups:meta", unpack(limitsAnd("own")))
 end
 
 -- A group's limits from its own settings `g` (HMGET order: weight,
@@ -81,8 +80,7 @@ local function loadStates(prefix, st, items, from)
     local s = {key = key, active = running, flag = flag, turns = t, turnsRead = t}
     if own[i] == 1 then
       s.own = true
-      applyLimits(s, rcall("HMGET", key, "weight", "concurrency", "max", "duration",
-        "paused", "hold", "holdUntil"), d)
+      applyLimits(s, rcall("HMGET", key, unpack(GROUP_STATE)), d)
     else
       setmetatable(s, st.plain)
     end
