@@ -15,7 +15,7 @@ from typing import Any, TypeVar, cast
 import redis
 import redis.asyncio as aioredis
 
-from . import clients, codec, defaults, metrics, ops
+from . import clients, codec, defaults, hotpath, metrics, ops
 from .cluster import check_for
 from .connection import ConnectionLike, async_client, for_blocking, sync_client
 from .drive import run_async, run_sync
@@ -307,13 +307,21 @@ class Queue(_QueueBase["Queue"]):
         self.client: redis.Redis = self._client_for(sync_client(connection))
         check_for(self.client, prefix, self.name)
         self.scripts = Scripts(self.client)
+        #: The lean path of adds (queues.hotpath); None on a cluster.
+        self.adds = (
+            hotpath.SyncAdds(self.client, self.scripts)
+            if hotpath.usable(self.client)
+            else None
+        )
 
     def drive(self, op: ops.Op[T]) -> T:
         """Run `op` on this queue's client; its result."""
-        return run_sync(op, self.client, self.scripts)
+        return run_sync(op, self.client, self.scripts, self.adds)
 
     def close(self) -> None:
         """Close the client's connections."""
+        if self.adds is not None:
+            self.adds.close()
         self.client.close()
 
     def __enter__(self) -> Queue:
@@ -333,18 +341,26 @@ class AsyncQueue(_QueueBase["AsyncQueue"]):
         prefix: str = defaults.PREFIX,
         default_job_options: Mapping[str, Any] | None = None,
         durability: Durability | None = None,
+        auto_pipeline: bool = True,
     ) -> None:
         super().__init__(name, prefix, default_job_options, durability)
         self.client: aioredis.Redis = self._client_for(async_client(connection))
         check_for(self.client, prefix, self.name)
         self.scripts = Scripts(self.client)
+        #: The lean, auto-pipelined path of adds (queues.hotpath); None with
+        #: `auto_pipeline=False`.
+        self.adds = (
+            hotpath.AsyncAdds(self.client, self.scripts) if auto_pipeline else None
+        )
 
     def drive(self, op: ops.Op[T]) -> Awaitable[T]:
         """Run `op` on this queue's client; an awaitable of its result."""
-        return run_async(op, self.client, self.scripts)
+        return run_async(op, self.client, self.scripts, adds=self.adds)
 
     async def close(self) -> None:
         """Close the client's connections."""
+        if self.adds is not None:
+            await self.adds.close()
         await self.client.aclose()
 
     async def __aenter__(self) -> AsyncQueue:

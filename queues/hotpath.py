@@ -1,0 +1,261 @@
+"""The lean path of a queue's adds: the add scripts sent on a connection the
+queue holds, and, on asyncio, concurrent adds sent as one pipeline.
+
+redis-py's per-command path (pool checkout and release, the retry wrapper,
+its observability hooks) costs a single add more client time than Bullpen's
+own preparation of the job. An add script here goes out as EVALSHA on one
+redis-py `Connection` (hiredis packing and parsing) taken from the client's
+pool and kept, and NOSCRIPT loads the script and sends it again, as
+`register_script` does.
+
+Whatever goes wrong with that connection (Redis restarted, a failover, a
+timeout) is handed to redis-py's own path for the same calls: the dropped
+connection is closed, and the calls are sent again through the client, with
+its retry policy, exactly as redis-py itself would have resent them; a Redis
+that stays down raises redis-py's ConnectionError. So the lean path changes
+how fast an add goes, never what it does or how it fails.
+
+`AsyncAdds` also auto-pipelines, as ioredis's `enableAutoPipelining` does:
+an add made while another is on the wire waits for it, and every add that
+waited goes out next, together, as one pipeline. Each caller gets its own
+reply or its own error (a bad job fails alone); a caller has one add in
+flight at a time, so its adds stay in its order.
+
+On a Redis Cluster, `AsyncAdds` pipelines through redis-py's cluster
+pipeline (queues.clusterdrive: a queue's keys share one slot), which also
+keeps concurrent adds off redis-py's asyncio cluster connections: 200 adds
+awaited at once on them raised AttributeError or stored jobs twice. The
+sync `Queue` on a cluster adds through `queues.drive` as before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from typing import Any
+
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from . import clusterdrive
+from .cluster import is_cluster_client
+from .ops import Eval
+from .scripts import Scripts
+
+#: The scripts that store one job: the only ones sent on the lean path.
+ADD_SCRIPTS = frozenset(
+    {"add_standard_job", "add_delayed_job", "add_prioritized_job", "add_grouped_job"}
+)
+#: What tells a broken connection: the calls then go through redis-py.
+_BROKEN = (RedisConnectionError, RedisTimeoutError, OSError)
+
+
+def usable(client: Any) -> bool:
+    """Whether a sync `client`'s adds may take the lean path (not on a
+    cluster)."""
+    return not is_cluster_client(client)
+
+
+def _evalsha(script: Any, call: Eval) -> tuple[Any, ...]:
+    return ("EVALSHA", script.sha, len(call.keys), *call.keys, *call.args)
+
+
+class SyncAdds:
+    """A sync queue's add scripts on a connection of its own.
+
+    The connection serves one thread at a time: an add made while another
+    thread's is in flight goes through redis-py's pool instead of waiting."""
+
+    def __init__(self, client: Any, scripts: Scripts) -> None:
+        self.client = client
+        self.scripts = scripts
+        self._conn: Any = None
+        self._pid = 0
+        self._lock = threading.Lock()
+
+    def call(self, call: Eval) -> Any:
+        """The reply of one add script (an error reply raises)."""
+        script = getattr(self.scripts, call.name)
+        if not self._lock.acquire(blocking=False):
+            return script(call.keys, call.args)
+        try:
+            return self._send(script, call)
+        finally:
+            self._lock.release()
+
+    def _connection(self) -> Any:
+        if self._conn is None or self._pid != os.getpid():
+            # After a fork the parent's connection is left alone: the pool
+            # makes this process its own.
+            self._conn = self.client.connection_pool.get_connection()
+            self._pid = os.getpid()
+        return self._conn
+
+    def _send(self, script: Any, call: Eval) -> Any:
+        try:
+            conn = self._connection()
+            try:
+                conn.send_command(*_evalsha(script, call))
+                return conn.read_response()
+            except NoScriptError:
+                conn.send_command("SCRIPT", "LOAD", script.script)
+                conn.read_response()
+                conn.send_command(*_evalsha(script, call))
+                return conn.read_response()
+        except _BROKEN:
+            self._drop()
+            return script(call.keys, call.args)
+
+    def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.disconnect()
+            self.client.connection_pool.release(conn)
+
+    def close(self) -> None:
+        """Give the connection back to the client's pool."""
+        with self._lock:
+            conn, self._conn = self._conn, None
+            if conn is not None and self._pid == os.getpid():
+                self.client.connection_pool.release(conn)
+
+
+class AsyncAdds:
+    """An asyncio queue's add scripts on a connection of its own, with the
+    adds made while one is in flight sent next as one pipeline."""
+
+    def __init__(self, client: Any, scripts: Scripts) -> None:
+        self.client = client
+        self.scripts = scripts
+        self._conn: Any = None
+        self._busy = False
+        self._waiting: list[tuple[Eval, asyncio.Future[Any]]] = []
+        self._flusher: asyncio.Task[None] | None = None
+        self._cluster = is_cluster_client(client)
+
+    async def call(self, call: Eval) -> Any:
+        """The reply of one add script (an error reply raises)."""
+        if self._busy:
+            future = asyncio.get_running_loop().create_future()
+            self._waiting.append((call, future))
+            return await future
+        self._busy = True
+        try:
+            [reply] = await self._send([call])
+        finally:
+            self._next()
+        if isinstance(reply, BaseException):
+            raise reply
+        return reply
+
+    def _next(self) -> None:
+        """After a send: the adds that waited go out, or the line is free."""
+        if self._waiting:
+            self._flusher = asyncio.get_running_loop().create_task(self._flush())
+        else:
+            self._busy = False
+
+    async def _flush(self) -> None:
+        try:
+            while self._waiting:
+                batch = [(c, f) for c, f in self._waiting if not f.done()]
+                self._waiting = []
+                if not batch:
+                    continue
+                try:
+                    replies = await self._send([c for c, _ in batch])
+                except BaseException as exc:
+                    for _, future in batch:
+                        if not future.done():
+                            future.set_exception(_as_error(exc))
+                    raise
+                for (_, future), reply in zip(batch, replies):
+                    if future.done():
+                        continue
+                    if isinstance(reply, BaseException):
+                        future.set_exception(reply)
+                    else:
+                        future.set_result(reply)
+        finally:
+            self._busy = False
+            self._flusher = None
+            for _, future in self._waiting:  # only when the loop is stopping
+                future.cancel()
+            self._waiting = []
+
+    async def _send(self, calls: list[Eval]) -> list[Any]:
+        """Each call's reply, or its error as a value."""
+        if self._cluster:
+            return await clusterdrive.replies_async(self.client, self.scripts, calls)
+        scripts = [getattr(self.scripts, c.name) for c in calls]
+        try:
+            if self._conn is None:
+                self._conn = await self.client.connection_pool.get_connection()
+            conn = self._conn
+            replies = await _pipelined(
+                conn, [_evalsha(s, c) for s, c in zip(scripts, calls)]
+            )
+            missing = [i for i, r in enumerate(replies) if isinstance(r, NoScriptError)]
+            if missing:
+                for script in {id(scripts[i]): scripts[i] for i in missing}.values():
+                    await conn.send_command("SCRIPT", "LOAD", script.script)
+                    await conn.read_response()
+                again = await _pipelined(
+                    conn, [_evalsha(scripts[i], calls[i]) for i in missing]
+                )
+                for i, reply in zip(missing, again):
+                    replies[i] = reply
+            return replies
+        except _BROKEN:
+            await self._drop()
+            return await self._through_redis_py(scripts, calls)
+        except BaseException:
+            # Cancelled between a send and its replies: the connection's
+            # next reply would belong to someone else.
+            await self._drop()
+            raise
+
+    async def _through_redis_py(
+        self, scripts: list[Any], calls: list[Eval]
+    ) -> list[Any]:
+        pipe = self.client.pipeline(transaction=False)
+        for script, call in zip(scripts, calls):
+            await script(call.keys, call.args, client=pipe)
+        replies: list[Any] = await pipe.execute(raise_on_error=False)
+        return replies
+
+    async def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            await conn.disconnect(nowait=True)
+            await self.client.connection_pool.release(conn)
+
+    async def close(self) -> None:
+        """Give the connection back to the client's pool (pending adds are
+        sent first)."""
+        if self._flusher is not None:
+            await asyncio.shield(self._flusher)
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            await self.client.connection_pool.release(conn)
+
+
+async def _pipelined(conn: Any, commands: list[tuple[Any, ...]]) -> list[Any]:
+    """Send commands in one write; their replies, error replies as values."""
+    await conn.send_packed_command(conn.pack_commands(commands))
+    replies: list[Any] = []
+    for _ in commands:
+        try:
+            replies.append(await conn.read_response())
+        except ResponseError as exc:
+            replies.append(exc)
+    return replies
+
+
+def _as_error(exc: BaseException) -> BaseException:
+    """What a waiting add raises when its batch could not be sent."""
+    if isinstance(exc, asyncio.CancelledError):
+        return RedisConnectionError("the add's pipeline was cancelled before its reply")
+    return exc
