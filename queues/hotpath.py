@@ -1,12 +1,15 @@
-"""The lean path of a queue's adds: the add scripts sent on a connection the
-queue holds, and, on asyncio, concurrent adds sent as one pipeline.
+"""The lean path of adds: the add scripts sent on one connection per redis-py
+client, and, on asyncio, concurrent adds sent as one pipeline.
 
 redis-py's per-command path (pool checkout and release, the retry wrapper,
 its observability hooks) costs a single add more client time than Bullpen's
 own preparation of the job. An add script here goes out as EVALSHA on one
 redis-py `Connection` (hiredis packing and parsing) taken from the client's
 pool and kept, and NOSCRIPT loads the script and sends it again, as
-`register_script` does.
+`register_script` does. The connection belongs to the client, not to a
+queue: the many short-lived `Queue` objects made on one shared client (the
+dashboard's, gpu_workers') share it, and `client.close()` closes it with the
+pool's others.
 
 Whatever goes wrong with that connection (Redis restarted, a failover, a
 timeout) is handed to redis-py's own path for the same calls: the dropped
@@ -31,8 +34,10 @@ sync `Queue` on a cluster adds through `queues.drive` as before.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import threading
+import weakref
 from typing import Any
 
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -52,10 +57,30 @@ ADD_SCRIPTS = frozenset(
 _BROKEN = (RedisConnectionError, RedisTimeoutError, OSError)
 
 
-def usable(client: Any) -> bool:
-    """Whether a sync `client`'s adds may take the lean path (not on a
-    cluster)."""
-    return not is_cluster_client(client)
+_sync: weakref.WeakKeyDictionary[Any, SyncAdds] = weakref.WeakKeyDictionary()
+_async: weakref.WeakKeyDictionary[Any, AsyncAdds] = weakref.WeakKeyDictionary()
+_made = threading.Lock()
+
+
+def sync_adds(client: Any) -> SyncAdds | None:
+    """The lean add path of a sync client (one per client); None on a
+    cluster, whose adds go through queues.drive."""
+    if is_cluster_client(client):
+        return None
+    with _made:
+        found = _sync.get(client)
+        if found is None:
+            found = _sync[client] = SyncAdds(client)
+        return found
+
+
+def async_adds(client: Any) -> AsyncAdds:
+    """The auto-pipelined add path of an asyncio client (one per client)."""
+    with _made:
+        found = _async.get(client)
+        if found is None:
+            found = _async[client] = AsyncAdds(client)
+        return found
 
 
 def _evalsha(script: Any, call: Eval) -> tuple[Any, ...]:
@@ -63,14 +88,14 @@ def _evalsha(script: Any, call: Eval) -> tuple[Any, ...]:
 
 
 class SyncAdds:
-    """A sync queue's add scripts on a connection of its own.
+    """A sync client's add scripts on a connection of their own.
 
     The connection serves one thread at a time: an add made while another
     thread's is in flight goes through redis-py's pool instead of waiting."""
 
-    def __init__(self, client: Any, scripts: Scripts) -> None:
+    def __init__(self, client: Any) -> None:
         self.client = client
-        self.scripts = scripts
+        self.scripts = Scripts(client)
         self._conn: Any = None
         self._pid = 0
         self._lock = threading.Lock()
@@ -114,21 +139,15 @@ class SyncAdds:
             conn.disconnect()
             self.client.connection_pool.release(conn)
 
-    def close(self) -> None:
-        """Give the connection back to the client's pool."""
-        with self._lock:
-            conn, self._conn = self._conn, None
-            if conn is not None and self._pid == os.getpid():
-                self.client.connection_pool.release(conn)
-
 
 class AsyncAdds:
-    """An asyncio queue's add scripts on a connection of its own, with the
+    """An asyncio client's add scripts on a connection of their own, with the
     adds made while one is in flight sent next as one pipeline."""
 
-    def __init__(self, client: Any, scripts: Scripts) -> None:
+    def __init__(self, client: Any) -> None:
         self.client = client
-        self.scripts = scripts
+        self.scripts = Scripts(client)
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._conn: Any = None
         self._busy = False
         self._waiting: list[tuple[Eval, asyncio.Future[Any]]] = []
@@ -137,6 +156,11 @@ class AsyncAdds:
 
     async def call(self, call: Eval) -> Any:
         """The reply of one add script (an error reply raises)."""
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            # A client used from a new event loop (asyncio.run again): what
+            # belonged to the old one cannot be awaited here.
+            self._loop, self._conn, self._busy, self._waiting = loop, None, False, []
         if self._busy:
             future = asyncio.get_running_loop().create_future()
             self._waiting.append((call, future))
@@ -232,14 +256,12 @@ class AsyncAdds:
             await conn.disconnect(nowait=True)
             await self.client.connection_pool.release(conn)
 
-    async def close(self) -> None:
-        """Give the connection back to the client's pool (pending adds are
-        sent first)."""
-        if self._flusher is not None:
-            await asyncio.shield(self._flusher)
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            await self.client.connection_pool.release(conn)
+    async def drain(self) -> None:
+        """Wait until the adds waiting for a pipeline have their replies."""
+        flusher = self._flusher
+        if flusher is not None and flusher.get_loop() is asyncio.get_running_loop():
+            with contextlib.suppress(Exception):
+                await asyncio.shield(flusher)
 
 
 async def _pipelined(conn: Any, commands: list[tuple[Any, ...]]) -> list[Any]:

@@ -307,12 +307,9 @@ class Queue(_QueueBase["Queue"]):
         self.client: redis.Redis = self._client_for(sync_client(connection))
         check_for(self.client, prefix, self.name)
         self.scripts = Scripts(self.client)
-        #: The lean path of adds (queues.hotpath); None on a cluster.
-        self.adds = (
-            hotpath.SyncAdds(self.client, self.scripts)
-            if hotpath.usable(self.client)
-            else None
-        )
+        #: The lean path of adds (queues.hotpath), shared by the queues of
+        #: one client; None on a cluster.
+        self.adds = hotpath.sync_adds(self.client)
 
     def drive(self, op: ops.Op[T]) -> T:
         """Run `op` on this queue's client; its result."""
@@ -320,8 +317,6 @@ class Queue(_QueueBase["Queue"]):
 
     def close(self) -> None:
         """Close the client's connections."""
-        if self.adds is not None:
-            self.adds.close()
         self.client.close()
 
     def __enter__(self) -> Queue:
@@ -347,11 +342,9 @@ class AsyncQueue(_QueueBase["AsyncQueue"]):
         self.client: aioredis.Redis = self._client_for(async_client(connection))
         check_for(self.client, prefix, self.name)
         self.scripts = Scripts(self.client)
-        #: The lean, auto-pipelined path of adds (queues.hotpath); None with
-        #: `auto_pipeline=False`.
-        self.adds = (
-            hotpath.AsyncAdds(self.client, self.scripts) if auto_pipeline else None
-        )
+        #: The lean, auto-pipelined path of adds (queues.hotpath), shared by
+        #: the queues of one client; None with `auto_pipeline=False`.
+        self.adds = hotpath.async_adds(self.client) if auto_pipeline else None
 
     def drive(self, op: ops.Op[T]) -> Awaitable[T]:
         """Run `op` on this queue's client; an awaitable of its result."""
@@ -360,7 +353,7 @@ class AsyncQueue(_QueueBase["AsyncQueue"]):
     async def close(self) -> None:
         """Close the client's connections."""
         if self.adds is not None:
-            await self.adds.close()
+            await self.adds.drain()
         await self.client.aclose()
 
     async def __aenter__(self) -> AsyncQueue:

@@ -151,6 +151,21 @@ def test_threads_share_a_sync_queue(redis_url: str, qname: str, r: redis.Redis) 
     assert sorted(waiting_ids(r, qname)) == sorted(ids)
 
 
+def test_queues_on_one_client_share_its_add_connection(
+    redis_url: str, qname: str, r: redis.Redis
+) -> None:
+    """A hundred short-lived Queue objects on one client, as the dashboard and
+    the GPU side make them, hold no connection each: their adds share one."""
+    client = redis.Redis.from_url(
+        redis_url, decode_responses=True, encoding_errors="surrogateescape"
+    )
+    before = len(r.client_list())
+    for i in range(100):
+        Queue(f"{qname}{i}", client).add("j")
+    assert len(r.client_list()) - before <= 2
+    client.close()
+
+
 def test_auto_pipeline_can_be_turned_off(
     redis_url: str, qname: str, r: redis.Redis
 ) -> None:
