@@ -19,10 +19,10 @@ that stays down raises redis-py's ConnectionError. So the lean path changes
 how fast an add goes, never what it does or how it fails.
 
 `AsyncAdds` also auto-pipelines, as ioredis's `enableAutoPipelining` does:
-an add made while another is on the wire waits for it, and every add that
-waited goes out next, together, as one pipeline. Each caller gets its own
-reply or its own error (a bad job fails alone); a caller has one add in
-flight at a time, so its adds stay in its order.
+an add made while the connection is on the wire waits; when it comes back,
+every add that waited goes out on it, together, as one pipeline.
+Each caller gets its own reply or its own error (a bad job fails alone); a
+caller has one add in flight at a time, so its adds stay in its order.
 
 On a Redis Cluster, `AsyncAdds` pipelines through redis-py's cluster
 pipeline (queues.clusterdrive: a queue's keys share one slot), which also
@@ -140,18 +140,30 @@ class SyncAdds:
             self.client.connection_pool.release(conn)
 
 
+class _Lane:
+    """One connection of an `AsyncAdds` and the client's socket timeout."""
+
+    conn: Any = None
+    timeout: float | None = None
+
+
 class AsyncAdds:
-    """An asyncio client's add scripts on a connection of their own, with the
-    adds made while one is in flight sent next as one pipeline."""
+    """An asyncio client's add scripts on connections of their own (`LANES`),
+    with the adds made while every lane is in flight sent, when one comes
+    back, as one pipeline."""
+
+    #: Connections. More would send the next batch while Redis runs the last;
+    #: on bench/throughput.py's 2-core machine 1, 2 and 3 lanes all measured
+    #: 22k adds/s (50 coroutines, median of 4), so one socket it is.
+    LANES = 1
 
     def __init__(self, client: Any) -> None:
         self.client = client
         self.scripts = Scripts(client)
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._conn: Any = None
-        self._busy = False
+        self._idle: list[_Lane] = []
         self._waiting: list[tuple[Eval, asyncio.Future[Any]]] = []
-        self._flusher: asyncio.Task[None] | None = None
+        self._flushers: set[asyncio.Task[None]] = set()
         self._cluster = is_cluster_client(client)
 
     async def call(self, call: Eval) -> Any:
@@ -160,28 +172,32 @@ class AsyncAdds:
         if loop is not self._loop:
             # A client used from a new event loop (asyncio.run again): what
             # belonged to the old one cannot be awaited here.
-            self._loop, self._conn, self._busy, self._waiting = loop, None, False, []
-        if self._busy:
-            future = asyncio.get_running_loop().create_future()
+            self._loop, self._waiting = loop, []
+            self._idle = [_Lane() for _ in range(self.LANES)]
+            self._flushers = set()
+        if not self._idle:
+            future = loop.create_future()
             self._waiting.append((call, future))
             return await future
-        self._busy = True
+        lane = self._idle.pop()
         try:
-            [reply] = await self._send([call])
+            [reply] = await self._send(lane, [call])
         finally:
-            self._next()
+            self._next(lane)
         if isinstance(reply, BaseException):
             raise reply
         return reply
 
-    def _next(self) -> None:
-        """After a send: the adds that waited go out, or the line is free."""
+    def _next(self, lane: _Lane) -> None:
+        """After a send: the adds that waited go out on `lane`, or it idles."""
         if self._waiting:
-            self._flusher = asyncio.get_running_loop().create_task(self._flush())
+            task = asyncio.get_running_loop().create_task(self._flush(lane))
+            self._flushers.add(task)
+            task.add_done_callback(self._flushers.discard)
         else:
-            self._busy = False
+            self._idle.append(lane)
 
-    async def _flush(self) -> None:
+    async def _flush(self, lane: _Lane) -> None:
         try:
             while self._waiting:
                 batch = [(c, f) for c, f in self._waiting if not f.done()]
@@ -189,7 +205,7 @@ class AsyncAdds:
                 if not batch:
                     continue
                 try:
-                    replies = await self._send([c for c, _ in batch])
+                    replies = await self._send(lane, [c for c, _ in batch])
                 except BaseException as exc:
                     for _, future in batch:
                         if not future.done():
@@ -202,43 +218,51 @@ class AsyncAdds:
                         future.set_exception(reply)
                     else:
                         future.set_result(reply)
-        finally:
-            self._busy = False
-            self._flusher = None
-            for _, future in self._waiting:  # only when the loop is stopping
+        except asyncio.CancelledError:
+            for _, future in self._waiting:  # the loop is stopping
                 future.cancel()
             self._waiting = []
+            raise
+        finally:
+            if not self._waiting:
+                self._idle.append(lane)
+            else:  # an unexpected error ended this flusher: another takes over
+                self._next(lane)
 
-    async def _send(self, calls: list[Eval]) -> list[Any]:
+    async def _send(self, lane: _Lane, calls: list[Eval]) -> list[Any]:
         """Each call's reply, or its error as a value."""
         if self._cluster:
             return await clusterdrive.replies_async(self.client, self.scripts, calls)
         scripts = [getattr(self.scripts, c.name) for c in calls]
         try:
-            if self._conn is None:
-                self._conn = await self.client.connection_pool.get_connection()
-            conn = self._conn
-            replies = await _pipelined(
-                conn, [_evalsha(s, c) for s, c in zip(scripts, calls)]
-            )
-            missing = [i for i, r in enumerate(replies) if isinstance(r, NoScriptError)]
-            if missing:
-                for script in {id(scripts[i]): scripts[i] for i in missing}.values():
-                    await conn.send_command("SCRIPT", "LOAD", script.script)
-                    await conn.read_response()
-                again = await _pipelined(
-                    conn, [_evalsha(scripts[i], calls[i]) for i in missing]
+            conn = lane.conn or await self._connect(lane)
+            # The client's socket timeout bounds the whole exchange, once:
+            # redis-py's per-read timeout (and the task its timed write
+            # makes) cost a single add 10-25 us of CPU.
+            async with asyncio.timeout(lane.timeout):
+                replies = await _pipelined(
+                    conn, [_evalsha(s, c) for s, c in zip(scripts, calls)]
                 )
-                for i, reply in zip(missing, again):
-                    replies[i] = reply
+                missing = [
+                    i for i, r in enumerate(replies) if isinstance(r, NoScriptError)
+                ]
+                if missing:
+                    for i in missing:
+                        await conn.send_command("SCRIPT", "LOAD", scripts[i].script)
+                        await conn.read_response()
+                    again = await _pipelined(
+                        conn, [_evalsha(scripts[i], calls[i]) for i in missing]
+                    )
+                    for i, reply in zip(missing, again):
+                        replies[i] = reply
             return replies
-        except _BROKEN:
-            await self._drop()
+        except _BROKEN:  # TimeoutError (asyncio.timeout's) is an OSError
+            await self._drop(lane)
             return await self._through_redis_py(scripts, calls)
         except BaseException:
             # Cancelled between a send and its replies: the connection's
             # next reply would belong to someone else.
-            await self._drop()
+            await self._drop(lane)
             raise
 
     async def _through_redis_py(
@@ -250,18 +274,27 @@ class AsyncAdds:
         replies: list[Any] = await pipe.execute(raise_on_error=False)
         return replies
 
-    async def _drop(self) -> None:
-        conn, self._conn = self._conn, None
+    async def _connect(self, lane: _Lane) -> Any:
+        conn = await self.client.connection_pool.get_connection()
+        lane.timeout = conn.socket_timeout
+        conn.socket_timeout = None  # while it is ours: see _send
+        lane.conn = conn
+        return conn
+
+    async def _drop(self, lane: _Lane) -> None:
+        conn, lane.conn = lane.conn, None
         if conn is not None:
             await conn.disconnect(nowait=True)
+            conn.socket_timeout = lane.timeout
             await self.client.connection_pool.release(conn)
 
     async def drain(self) -> None:
         """Wait until the adds waiting for a pipeline have their replies."""
-        flusher = self._flusher
-        if flusher is not None and flusher.get_loop() is asyncio.get_running_loop():
+        if self._loop is not asyncio.get_running_loop():
+            return
+        while pending := [t for t in self._flushers if not t.done()]:
             with contextlib.suppress(Exception):
-                await asyncio.shield(flusher)
+                await asyncio.shield(pending[0])
 
 
 async def _pipelined(conn: Any, commands: list[tuple[Any, ...]]) -> list[Any]:
