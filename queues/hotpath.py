@@ -312,5 +312,8 @@ async def _pipelined(conn: Any, commands: list[tuple[Any, ...]]) -> list[Any]:
 def _as_error(exc: BaseException) -> BaseException:
     """What a waiting add raises when its batch could not be sent."""
     if isinstance(exc, asyncio.CancelledError):
-        return RedisConnectionError("the add's pipeline was cancelled before its reply")
+        return RedisConnectionError(
+            "the pipeline carrying this add was cancelled before its reply came "
+            "(the job may have been stored)"
+        )
     return exc
