@@ -37,7 +37,6 @@ import asyncio
 import contextlib
 import os
 import threading
-import weakref
 from typing import Any
 
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -57,9 +56,18 @@ ADD_SCRIPTS = frozenset(
 _BROKEN = (RedisConnectionError, RedisTimeoutError, OSError)
 
 
-_sync: weakref.WeakKeyDictionary[Any, SyncAdds] = weakref.WeakKeyDictionary()
-_async: weakref.WeakKeyDictionary[Any, AsyncAdds] = weakref.WeakKeyDictionary()
 _made = threading.Lock()
+
+
+def _of(client: Any, attribute: str, make: type) -> Any:
+    """The object `make(client)` kept on the client itself: it lives and dies
+    with the client (a registry keyed by clients would keep them alive, as
+    the object refers back to its client)."""
+    found = client.__dict__.get(attribute)
+    if found is None:
+        with _made:
+            found = client.__dict__.setdefault(attribute, make(client))
+    return found
 
 
 def sync_adds(client: Any) -> SyncAdds | None:
@@ -67,20 +75,14 @@ def sync_adds(client: Any) -> SyncAdds | None:
     cluster, whose adds go through queues.drive."""
     if is_cluster_client(client):
         return None
-    with _made:
-        found = _sync.get(client)
-        if found is None:
-            found = _sync[client] = SyncAdds(client)
-        return found
+    found: SyncAdds = _of(client, "_bullpen_sync_adds", SyncAdds)
+    return found
 
 
 def async_adds(client: Any) -> AsyncAdds:
     """The auto-pipelined add path of an asyncio client (one per client)."""
-    with _made:
-        found = _async.get(client)
-        if found is None:
-            found = _async[client] = AsyncAdds(client)
-        return found
+    found: AsyncAdds = _of(client, "_bullpen_async_adds", AsyncAdds)
+    return found
 
 
 def _evalsha(script: Any, call: Eval) -> tuple[Any, ...]:

@@ -6,7 +6,9 @@ dead one behave as on redis-py's path. A real redis-server throughout."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +18,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 
 from queues import AsyncQueue, Queue
+from queues.connection import async_client
 from queues.devredis import RedisServer
 from queues.keys import QueueKeys
 
@@ -166,6 +169,23 @@ def test_queues_on_one_client_share_its_add_connection(
         Queue(f"{qname}{i}", client).add("j")
     assert len(r.client_list()) - before <= 2
     client.close()
+
+
+def test_a_client_and_its_add_path_are_freed_together(
+    redis_url: str, qname: str
+) -> None:
+    """The add path kept for a client does not keep the client alive (the
+    HTTP API makes an asyncio client per events request)."""
+
+    async def main() -> weakref.ref[Any]:
+        client = async_client(redis_url)
+        async with AsyncQueue(qname, client) as queue:
+            await queue.add("j")
+        return weakref.ref(client)
+
+    gone = asyncio.run(main())
+    gc.collect()
+    assert gone() is None
 
 
 def test_auto_pipeline_can_be_turned_off(
