@@ -21,6 +21,12 @@ bench/node/node_modules are there -- for BullMQ 6.7.0 (bench/node/bench.mjs):
               worker process's CPU time (user + system, all threads, between
               the start signal and the stop signal) per job; and the
               redis-server's CPU time per job over the same window.
+  producers   --add-jobs jobs added one call at a time (bench/throughput_adds.py):
+              single add sync (`Queue.add` in a loop), single add async
+              (`await AsyncQueue.add` in a loop), and concurrent adds from 50
+              coroutines on one AsyncQueue (auto-pipelined), against BullMQ's
+              `await queue.add` in a loop and 50 async loops on a Queue whose
+              ioredis connection has `enableAutoPipelining: true`.
   pickup      jobs added one at a time, --pickup-interval-ms apart, to an
               idle worker at concurrency 1: p50/p99 of (the processor's start
               time - the adder's time just before its add call), both
@@ -31,7 +37,11 @@ Both libraries are measured by this script in the same way, interleaved
 (each processing configuration runs for Bullpen, then for BullMQ), with fresh
 queue names on the same server, the database flushed between measurements.
 It prints one table and writes the figures as JSON to
-bench/results/throughput-<timestamp>.json.
+bench/results/throughput-<timestamp>.json. `--runs 3` repeats the whole run
+three times on the same server: the table then shows each figure's median and
+its range [min-max], and the `bar:` lines check the issue's bars (Bullpen/BullMQ
+ratios: single adds >= 1.0x, concurrent adds >= 1.5x, bulk add >= 1.2x,
+c=1/10/50 >= 1.0/1.2/1.5x) against the median ratios.
 """
 
 from __future__ import annotations
@@ -55,6 +65,7 @@ RESULTS = BENCH / "results"
 sys.path.insert(0, str(ROOT))
 
 import redis  # noqa: E402
+from throughput_adds import measure_producers  # noqa: E402
 from throughput_cluster import compare_cluster, run_on  # noqa: E402
 from throughput_libs import (  # noqa: E402
     CONCURRENCIES,
@@ -66,7 +77,13 @@ from throughput_libs import (  # noqa: E402
     Library,
 )
 from throughput_measure import measure_pickup, measure_processing  # noqa: E402
-from throughput_report import print_table, table_rows, targets  # noqa: E402
+from throughput_report import (  # noqa: E402
+    bars,
+    print_summary,
+    summarize,
+    table_rows,
+    targets,
+)
 
 from queues.cluster import is_cluster_url  # noqa: E402
 from tests.redis_server import RedisServer, find_redis_server  # noqa: E402
@@ -208,6 +225,20 @@ def main() -> int:
         default=2,
         help="processing runs per configuration; the fastest is reported",
     )
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=1,
+        help="whole runs, each with its own --budget-s; the table shows each "
+        "figure's median and range over them",
+    )
+    parser.add_argument(
+        "--add-jobs",
+        type=int,
+        default=3000,
+        help="jobs per producer measure (single adds sync/async, concurrent adds); "
+        "0 skips them",
+    )
     parser.add_argument("--pickup-jobs", type=int, default=200)
     parser.add_argument("--pickup-interval-ms", type=float, default=20.0)
     parser.add_argument("--no-node", action="store_true", help="measure Bullpen only")
@@ -311,57 +342,76 @@ def main() -> int:
         libs: list[Library] = [Bullpen(url)]
         if bullmq_lib:
             libs.append(bullmq_lib)
-        measured = measure_all(libs, r, args, budget, tag, notes)
-        bp = measured["Bullpen"]
-        bm = measured.get("BullMQ")
+        runs: list[dict[str, dict[str, Any]]] = []
+        for run_no in range(args.runs):
+            if args.runs > 1:
+                print(f"run {run_no + 1}/{args.runs}", file=sys.stderr)
+                budget = Budget(args.budget_s)
+            run_tag = f"{tag}-{run_no}"
+            measured = measure_all(libs, r, args, budget, run_tag, notes)
+            if args.add_jobs:
+                adds = measure_producers(libs, r, args.add_jobs, budget, run_tag, notes)
+                for name, rates in adds.items():
+                    measured[name]["adds"] = rates
+            runs.append(measured)
     finally:
         if server is not None:
             server.stop()
 
-    rows = table_rows(bp, bm)
+    bm_present = "BullMQ" in runs[0]
+    tables = [table_rows(m["Bullpen"], m.get("BullMQ")) for m in runs]
+    summary = summarize(tables)
     print()
     versus = (
         f"vs BullMQ {env['bullmq']} (Node {env['node']})"
-        if bm
+        if bm_present
         else "(BullMQ not measured)"
     )
     print(
         f"Bullpen {versus}, redis {env['redis_version']}, {env['cpus']} CPUs, "
         f"one worker process, {args.jobs} no-op jobs per run, best of {args.rounds}"
+        f" rounds; producers: {args.add_jobs} adds; "
+        + (f"median [range] of {args.runs} runs" if args.runs > 1 else "one run")
     )
-    print_table(rows, bm is not None)
-    if bm:
+    print_summary(summary, bm_present)
+    if bm_present:
         print(
             "ratio > 1 = Bullpen better (jobs/s: Bullpen/BullMQ; us and ms: "
             "BullMQ/Bullpen). The def-processor rows compare with BullMQ at the same "
-            "concurrency."
+            "concurrency. Concurrent adds: BullMQ with ioredis enableAutoPipelining."
         )
     print(
         f"pickup: {args.pickup_jobs} jobs, {args.pickup_interval_ms:g} ms apart, "
         "idle worker at c=1; processor start - adder's time before add "
         "(processedOn-timestamp rows: 1 ms resolution)"
     )
-    for line in targets(bp, bm):
+    last = runs[-1]
+    for line in targets(last["Bullpen"], last.get("BullMQ")):
         print("target: " + line)
+    for line in bars(summary, args.runs):
+        print("bar: " + line)
     for note in notes:
         print("note: " + note.splitlines()[0])
 
     result = {
         "started": started.isoformat(),
-        "seconds": round(args.budget_s - budget.left(), 1),
         "config": {
             "jobs": args.jobs,
             "rounds": args.rounds,
+            "runs": args.runs,
+            "add_jobs": args.add_jobs,
             "concurrency": list(CONCURRENCIES),
             "sync_concurrency": SYNC_CONCURRENCY,
             "pickup_jobs": args.pickup_jobs,
             "pickup_interval_ms": args.pickup_interval_ms,
         },
         "env": env,
-        "bullpen": bp,
-        "bullmq": bm,
-        "table": rows,
-        "targets": targets(bp, bm),
+        "runs": [
+            {"bullpen": m["Bullpen"], "bullmq": m.get("BullMQ"), "table": t}
+            for m, t in zip(runs, tables)
+        ],
+        "summary": summary,
+        "bars": bars(summary, args.runs),
         "notes": notes,
     }
     out = Path(args.output) if args.output else RESULTS / f"throughput-{tag}.json"

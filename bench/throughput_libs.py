@@ -216,7 +216,7 @@ class BullMQ(Library):
         self.node = node
         self.script = str(NODE_DIR / "bench.mjs")
 
-    def _run(self, args: list[str], timeout: float) -> dict[str, Any]:
+    def run_json(self, args: list[str], timeout: float) -> dict[str, Any]:
         try:
             done = subprocess.run(
                 [self.node, self.script, *args, "--url", self.url],
@@ -251,7 +251,9 @@ class BullMQ(Library):
         return versions
 
     def bulk_add(self, queue: str, n: int, budget: Budget) -> float:
-        reply = self._run(["add", "--queue", queue, "--jobs", str(n)], budget.cap(60))
+        reply = self.run_json(
+            ["add", "--queue", queue, "--jobs", str(n)], budget.cap(60)
+        )
         if reply["added"] != n:
             raise BenchError(f"BullMQ addBulk added {reply['added']} of {n} jobs")
         return float(reply["seconds"])
@@ -282,7 +284,7 @@ class BullMQ(Library):
     def pickup_add(
         self, queue: str, n: int, interval_ms: float, budget: Budget
     ) -> None:
-        self._run(
+        self.run_json(
             [
                 "pickup-add",
                 "--queue",

@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
+from throughput_adds import MODES
 from throughput_libs import CONCURRENCIES, SYNC_CONCURRENCY
+
+#: The issue's bars (median ratio of the runs, Bullpen/BullMQ): row key -> bar.
+BARS = {
+    "single_sync": 1.0,
+    "single_async": 1.0,
+    "concurrent": 1.5,
+    "bulk_add": 1.2,
+    "c1": 1.0,
+    "c10": 1.2,
+    "c50": 1.5,
+}
 
 
 def fmt(value: float | None, unit: str) -> str:
@@ -25,12 +38,14 @@ def table_rows(bp: dict[str, Any], bm: dict[str, Any] | None) -> list[dict[str, 
         ours: float | None,
         theirs: float | None,
         higher_is_better: bool,
+        key: str = "",
     ) -> None:
         ratio = None
         if ours and theirs:
             ratio = ours / theirs if higher_is_better else theirs / ours
         rows.append(
             {
+                "key": key or measure,
                 "measure": measure,
                 "unit": unit,
                 "bullpen": ours,
@@ -58,7 +73,17 @@ def table_rows(bp: dict[str, Any], bm: dict[str, Any] | None) -> list[dict[str, 
         bp["bulk_add_jobs_per_s"],
         bm["bulk_add_jobs_per_s"] if bm else None,
         True,
+        "bulk_add",
     )
+    for key, label in MODES.items():
+        add(
+            label,
+            "adds/s",
+            (bp.get("adds") or {}).get(key),
+            ((bm or {}).get("adds") or {}).get(key),
+            True,
+            key,
+        )
     for c in CONCURRENCIES:
         add(
             f"process c={c} (jobs/s)",
@@ -66,6 +91,7 @@ def table_rows(bp: dict[str, Any], bm: dict[str, Any] | None) -> list[dict[str, 
             proc(bp, f"c{c}", "jobs_per_s"),
             proc(bm, f"c{c}", "jobs_per_s"),
             True,
+            f"c{c}",
         )
     add(
         f"process c={SYNC_CONCURRENCY}, def processor (jobs/s)",
@@ -116,10 +142,14 @@ def table_rows(bp: dict[str, Any], bm: dict[str, Any] | None) -> list[dict[str, 
     return rows
 
 
-def print_table(rows: list[dict[str, Any]], with_bullmq: bool) -> None:
+def print_table(
+    rows: list[dict[str, Any]], with_bullmq: bool, preformatted: bool = False
+) -> None:
     header: tuple[str, ...] = ("measure", "Bullpen", "BullMQ", "ratio")
     body: list[tuple[str, ...]] = [
-        (
+        (r["measure"], r["bullpen"], r["bullmq"], r["ratio"])
+        if preformatted
+        else (
             r["measure"],
             fmt(r["bullpen"], r["unit"]),
             fmt(r["bullmq"], r["unit"]),
@@ -162,6 +192,68 @@ def targets(bp: dict[str, Any], bm: dict[str, Any] | None) -> list[str]:
         out.append(
             f"pickup p99 no worse than BullMQ: {a:.2f} ms vs {b:.2f} ms "
             f"({'met' if a <= b else 'NOT met'})"
+        )
+    return out
+
+
+# --- several runs -------------------------------------------------------------------
+def _spread(values: list[float], fmt_one: Any) -> str:
+    """`median [min-max]` of the values, or "-"."""
+    if not values:
+        return "-"
+    if len(values) == 1:
+        return str(fmt_one(values[0]))
+    return (
+        f"{fmt_one(statistics.median(values))} "
+        f"[{fmt_one(min(values))}-{fmt_one(max(values))}]"
+    )
+
+
+def summarize(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """One row per measure over the runs' tables: each column's values, and
+    their median."""
+    out: list[dict[str, Any]] = []
+    for i, first in enumerate(runs[0]):
+        row: dict[str, Any] = {
+            "key": first["key"],
+            "measure": first["measure"],
+            "unit": first["unit"],
+        }
+        for column in ("bullpen", "bullmq", "ratio"):
+            values = [t[i][column] for t in runs if t[i][column] is not None]
+            row[column + "_runs"] = values
+            row[column] = statistics.median(values) if values else None
+        out.append(row)
+    return out
+
+
+def print_summary(rows: list[dict[str, Any]], with_bullmq: bool) -> None:
+    """The table of medians, each with its range [min-max] over the runs."""
+    body = [
+        {
+            "measure": r["measure"],
+            "unit": "",
+            "bullpen": _spread(r["bullpen_runs"], lambda v, u=r["unit"]: fmt(v, u)),
+            "bullmq": _spread(r["bullmq_runs"], lambda v, u=r["unit"]: fmt(v, u)),
+            "ratio": _spread(r["ratio_runs"], lambda v: f"{v:.2f}x"),
+        }
+        for r in rows
+    ]
+    print_table(body, with_bullmq, preformatted=True)
+
+
+def bars(rows: list[dict[str, Any]], runs: int) -> list[str]:
+    """The issue's bars against this run's median ratios."""
+    out = []
+    for r in rows:
+        bar = BARS.get(r["key"])
+        if bar is None or r["ratio"] is None:
+            continue
+        spread = r.get("ratio_runs") or [r["ratio"]]
+        out.append(
+            f"{r['measure']} >= {bar:.1f}x BullMQ: {r['ratio']:.2f}x "
+            f"(median of {runs}, range {min(spread):.2f}-{max(spread):.2f}) "
+            f"{'met' if r['ratio'] >= bar else 'NOT met'}"
         )
     return out
 

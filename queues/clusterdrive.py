@@ -122,6 +122,12 @@ async def send_async(client: Any, scripts: Scripts, request: Any) -> Any:
     batch = _batch(request)
     if isinstance(request, Atomic):
         return await waiting_async(lambda: _atomic_on_node(client, scripts, batch))
+    return _first_error(await replies_async(client, scripts, batch))
+
+
+async def replies_async(client: Any, scripts: Scripts, batch: list[Any]) -> list[Any]:
+    """A pipeline on an asyncio cluster client: each command's reply, an
+    error reply as a value (the auto-pipelined adds of queues.hotpath)."""
     for name in _to_load(scripts, batch):
         await client.script_load(getattr(scripts, name).script)
         _LOADED[scripts].add(name)
@@ -136,7 +142,7 @@ async def send_async(client: Any, scripts: Scripts, request: Any) -> Any:
             replies[i] = reply
         todo, unloaded, moving = _to_resend(batch, replies, todo)
         if not todo or time.monotonic() > deadline:
-            return _first_error(replies)
+            return replies
         for name in unloaded:
             await client.script_load(getattr(scripts, name).script)
         if moving:

@@ -21,6 +21,7 @@ from redis.exceptions import ResponseError
 from . import clusterdrive
 from .cluster import is_cluster_client
 from .exceptions import QueueError
+from .hotpath import ADD_SCRIPTS
 from .ops import Atomic, Cmd, Eval, EveryPrimary, Op, Request
 from .outages import raise_if_unavailable
 from .scripts import Scripts
@@ -123,14 +124,24 @@ async def send_async(client: Any, scripts: Scripts, request: Request) -> Any:
     return await send_one_async(client, scripts, request)
 
 
-def run_sync(op: Op[T], client: Any, scripts: Scripts | None = None) -> T:
-    """Drive `op` to its end on a sync client; its result."""
+def run_sync(
+    op: Op[T], client: Any, scripts: Scripts | None = None, adds: Any = None
+) -> T:
+    """Drive `op` to its end on a sync client; its result. `adds` (a queue's
+    `hotpath.SyncAdds`) sends the add scripts on its own connection."""
     scripts = scripts if scripts is not None else scripts_for(client)
     try:
         request = next(op)
         while True:
             try:
-                reply = send_sync(client, scripts, request)
+                if (
+                    adds is not None
+                    and type(request) is Eval
+                    and (request.name in ADD_SCRIPTS)
+                ):
+                    reply = adds.call(request)
+                else:
+                    reply = send_sync(client, scripts, request)
             except ResponseError as exc:
                 request = op.throw(exc)
             else:
@@ -149,17 +160,25 @@ async def run_async(
     scripts: Scripts | None = None,
     *,
     refusals_as_unavailable: bool = True,
+    adds: Any = None,
 ) -> T:
     """Drive `op` to its end on an asyncio client; its result. A worker,
     which waits refusals out itself, passes `refusals_as_unavailable=False`
-    to get Redis's own error rather than a RedisUnavailable."""
+    to get Redis's own error rather than a RedisUnavailable. `adds` (a
+    queue's `hotpath.AsyncAdds`) sends the add scripts, auto-pipelined."""
     scripts = scripts if scripts is not None else scripts_for(client)
     cluster = is_cluster_client(client)
     try:
         request = next(op)
         while True:
             try:
-                if isinstance(request, Eval) and not cluster:  # the worker's hot path
+                if (
+                    adds is not None
+                    and type(request) is Eval
+                    and (request.name in ADD_SCRIPTS)
+                ):
+                    reply = await adds.call(request)
+                elif isinstance(request, Eval) and not cluster:  # worker's hot path
                     reply = await getattr(scripts, request.name)(
                         request.keys, request.args
                     )

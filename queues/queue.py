@@ -15,7 +15,7 @@ from typing import Any, TypeVar, cast
 import redis
 import redis.asyncio as aioredis
 
-from . import clients, codec, defaults, metrics, ops
+from . import clients, codec, defaults, hotpath, metrics, ops
 from .cluster import check_for
 from .connection import ConnectionLike, async_client, for_blocking, sync_client
 from .drive import run_async, run_sync
@@ -307,10 +307,13 @@ class Queue(_QueueBase["Queue"]):
         self.client: redis.Redis = self._client_for(sync_client(connection))
         check_for(self.client, prefix, self.name)
         self.scripts = Scripts(self.client)
+        #: The lean path of adds (queues.hotpath), shared by the queues of
+        #: one client; None on a cluster.
+        self.adds = hotpath.sync_adds(self.client)
 
     def drive(self, op: ops.Op[T]) -> T:
         """Run `op` on this queue's client; its result."""
-        return run_sync(op, self.client, self.scripts)
+        return run_sync(op, self.client, self.scripts, self.adds)
 
     def close(self) -> None:
         """Close the client's connections."""
@@ -333,18 +336,24 @@ class AsyncQueue(_QueueBase["AsyncQueue"]):
         prefix: str = defaults.PREFIX,
         default_job_options: Mapping[str, Any] | None = None,
         durability: Durability | None = None,
+        auto_pipeline: bool = True,
     ) -> None:
         super().__init__(name, prefix, default_job_options, durability)
         self.client: aioredis.Redis = self._client_for(async_client(connection))
         check_for(self.client, prefix, self.name)
         self.scripts = Scripts(self.client)
+        #: The lean, auto-pipelined path of adds (queues.hotpath), shared by
+        #: the queues of one client; None with `auto_pipeline=False`.
+        self.adds = hotpath.async_adds(self.client) if auto_pipeline else None
 
     def drive(self, op: ops.Op[T]) -> Awaitable[T]:
         """Run `op` on this queue's client; an awaitable of its result."""
-        return run_async(op, self.client, self.scripts)
+        return run_async(op, self.client, self.scripts, adds=self.adds)
 
     async def close(self) -> None:
         """Close the client's connections."""
+        if self.adds is not None:
+            await self.adds.drain()
         await self.client.aclose()
 
     async def __aenter__(self) -> AsyncQueue:

@@ -13,6 +13,14 @@
 //       prints {cpu_us, user_us, sys_us} (process.cpuUsage() between GO and
 //       STOP), then closes and exits. No event listeners are attached, so
 //       the worker does only what BullMQ itself does per job.
+//   node bench.mjs single-add --url URL --queue Q --jobs N
+//       Queue.add of N no-op jobs, one after another (each awaited before the
+//       next, as a web request adds); prints {seconds} around the adds only.
+//   node bench.mjs concurrent-add --url URL --queue Q --jobs N --concurrency C
+//       [--auto-pipelining 1]
+//       C async loops, each awaiting Queue.add of its share of N jobs, on one
+//       Queue whose ioredis connection has enableAutoPipelining when asked
+//       (concurrent adds of one tick go out as one pipeline); prints {seconds}.
 //   node bench.mjs pickup-add --url URL --queue Q --jobs N --interval-ms MS
 //       Queue.add of N jobs, one at a time, MS apart; each job's data.t is the
 //       wall-clock time (ms, sub-ms precision) just before its add call.
@@ -41,10 +49,10 @@ function parseArgs(argv) {
   return out;
 }
 
-function connectionOf(url) {
+function connectionOf(url, extra = {}) {
   const u = new URL(url);
   const db = Number((u.pathname || "/0").slice(1) || 0);
-  return { host: u.hostname, port: Number(u.port || 6379), db };
+  return { host: u.hostname, port: Number(u.port || 6379), db, ...extra };
 }
 
 // Wall-clock ms with sub-ms precision. performance.timeOrigin can be a few
@@ -89,6 +97,46 @@ async function cmdAdd(args) {
   const seconds = (performance.now() - t0) / 1000;
   await queue.close();
   emit({ seconds, added: added.length });
+}
+
+// A few adds first, so that the script is loaded and the connection is warm.
+const WARM_ADDS = 50;
+
+async function cmdSingleAdd(args) {
+  const n = Number(args.jobs);
+  const queue = new Queue(args.queue, { connection: connectionOf(args.url) });
+  await queue.waitUntilReady();
+  for (let i = 0; i < WARM_ADDS; i++) await queue.add("warm", {});
+  const t0 = performance.now();
+  for (let i = 0; i < n; i++) await queue.add("noop", {});
+  const seconds = (performance.now() - t0) / 1000;
+  await queue.close();
+  emit({ seconds, added: n });
+}
+
+async function cmdConcurrentAdd(args) {
+  const n = Number(args.jobs);
+  const c = Number(args.concurrency || 50);
+  const auto = args["auto-pipelining"] === "1";
+  const queue = new Queue(args.queue, {
+    connection: connectionOf(args.url, { enableAutoPipelining: auto }),
+  });
+  await queue.waitUntilReady();
+  for (let i = 0; i < WARM_ADDS; i++) await queue.add("warm", {});
+  let added = 0;
+  const loop = async (share) => {
+    for (let i = 0; i < share; i++) {
+      await queue.add("noop", {});
+      added++;
+    }
+  };
+  const shares = [];
+  for (let k = 0; k < c; k++) shares.push(Math.floor(n / c) + (k < n % c ? 1 : 0));
+  const t0 = performance.now();
+  await Promise.all(shares.map(loop));
+  const seconds = (performance.now() - t0) / 1000;
+  await queue.close();
+  emit({ seconds, added });
 }
 
 async function cmdPickupAdd(args) {
@@ -141,6 +189,8 @@ const commands = {
   add: cmdAdd,
   worker: cmdWorker,
   "pickup-add": cmdPickupAdd,
+  "single-add": cmdSingleAdd,
+  "concurrent-add": cmdConcurrentAdd,
 };
 const cmd = commands[args._[0]];
 if (!cmd) {
