@@ -21,7 +21,7 @@ from queues.drive import cmd, cmds, gather
 from queues.keys import QueueKeys
 from queues.ops import DEFAULT_STATES
 
-from . import gpu_fleet, on_reset, run
+from . import fleet_snapshot, on_reset, run
 
 MINUTE_MS = 60_000
 
@@ -164,17 +164,18 @@ def overview(refs: Iterable[QueueRef], now_ms: int | None = None) -> list[QueueS
         )
     )
     census = worker_census()
+    # GPU workers per queue, from the process's fleet snapshot (bounded age:
+    # BULLPEN_FLEET_MAX_AGE_S), indexed once: not a read of every heartbeat.
     try:
-        gpu = gpu_fleet().list_workers()
+        gpu = fleet_snapshot().workers
     except redis.RedisError:
         gpu = []
+    by_queue: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
+    for w in gpu:
+        by_queue.setdefault((w.get("prefix"), w.get("queue")), []).append(w)
     rows = []
     for ref, (counts, paused, done, failed, oldest) in zip(refs, results):
-        serving = [
-            w
-            for w in gpu
-            if (w.get("prefix"), w.get("queue")) == (ref.prefix, ref.name)
-        ]
+        serving = by_queue.get((ref.prefix, ref.name), [])
         connected = census.get(connection_name(ref.prefix, ref.name), 0)
         rows.append(
             QueueStats(
