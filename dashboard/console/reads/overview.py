@@ -44,6 +44,24 @@ class QueueStats:
         """Jobs in every state."""
         return sum(self.counts.values())
 
+    @property
+    def gpu_title(self) -> str:
+        """The GPU workers as the row's tooltip: counts per state, then the
+        first GPU_TITLE_WORKERS ids (a queue with a thousand workers is not a
+        thousand names on every overview)."""
+        states = Counter(str(w.get("state", "?")) for w in self.gpu_workers)
+        ids = [f"{w.get('id', '')} ({w.get('state', '?')})" for w in self.gpu_workers]
+        shown = " ".join(ids[:GPU_TITLE_WORKERS])
+        more = len(ids) - GPU_TITLE_WORKERS
+        counts = ", ".join(f"{n} {state}" for state, n in sorted(states.items()))
+        return f"{len(ids)} GPU workers: {counts}. {shown}" + (
+            f" and {more} more" if more > 0 else ""
+        )
+
+
+#: Worker ids an overview row's tooltip names.
+GPU_TITLE_WORKERS = 8
+
 
 #: Seconds after a minute ends before its count is kept: workers' clocks may lag.
 SETTLE_MS = 10_000
