@@ -129,28 +129,32 @@
   function apply(msg) {
     summary(msg.summary);
     if (version === null || msg.version === undefined) { return; }
-    if (msg.base !== version) {
-      if (msg.version > version) { load(); }
-      return;
-    }
     var shown = shownHosts();
     var touched = false;
     var changed = msg.cells || [];
-    for (var i = 0; i < changed.length; i++) {
-      var c = changed[i];
-      var el = els[key(c)];
-      if (!el) { load(); return; }   // a GPU the grid does not have yet
-      cells[key(c)] = c;
-      paint(el, c);
-      if (shown[c[0]]) { touched = true; }
-    }
-    if ((msg.gone || []).length) { load(); return; }
     var hosts = msg.hosts || [];
+    for (var t = 0; t < changed.length; t++) {
+      if (shown[changed[t][0]]) { touched = true; }
+    }
     for (var h = 0; h < hosts.length; h++) {
       if (shown[hosts[h]]) { touched = true; }
     }
-    version = msg.version;
-    grid.setAttribute("data-version", String(version));
+    if (msg.base !== version) {
+      // Not the version the grid is at: fetch it again (when newer).
+      if (msg.version > version) { load(); }
+    } else if ((msg.gone || []).length) {
+      load();
+    } else {
+      for (var i = 0; i < changed.length; i++) {
+        var c = changed[i];
+        var el = els[key(c)];
+        if (!el) { load(); break; }   // a GPU the grid does not have yet
+        cells[key(c)] = c;
+        paint(el, c);
+      }
+      version = msg.version;
+      grid.setAttribute("data-version", String(version));
+    }
     if (touched) {
       document.body.dispatchEvent(new CustomEvent("bullpen:hosts-changed", { detail: msg }));
     }
