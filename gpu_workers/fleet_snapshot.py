@@ -23,10 +23,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from queues import codec
+from queues.cluster import is_cluster_client
 
 from .clock import now_ms
 from .keys import BullpenKeys
 
+#: Oldest snapshot a cache still answers with while it reads the next (after
+#: a quiet spell); an older one makes the request wait for a read.
+STALE_S = 30.0
 #: A GPU's state on the page: a worker holds jobs; workers live, none busy;
 #: the reading failed or only failed workers; no worker at all.
 GPU_STATES = ("busy", "idle", "down", "unused")
@@ -300,6 +304,26 @@ def build(
     return snap
 
 
+#: Keys one MGET reads (single node).
+MGET_KEYS = 1_000
+
+
+def _get_all(client: Any, names: list[str]) -> list[Any]:
+    """The values of `names`, in one pipelined round trip: MGETs of
+    MGET_KEYS on one node; one GET each on a Redis Cluster, where the
+    records sit in many slots, which one MGET may not span."""
+    if not names:
+        return []
+    pipe = client.pipeline(transaction=False)
+    if is_cluster_client(client):
+        for name in names:
+            pipe.get(name)
+        return list(pipe.execute())
+    for at in range(0, len(names), MGET_KEYS):
+        pipe.mget(names[at : at + MGET_KEYS])
+    return [v for chunk in pipe.execute() for v in chunk]
+
+
 def read_snapshot(client: Any, keys: BullpenKeys) -> FleetSnapshot:
     """The fleet in three pipelined round trips whatever its size: the live
     index entries, their records, the OOM counters of their GPUs."""
@@ -308,13 +332,8 @@ def read_snapshot(client: Any, keys: BullpenKeys) -> FleetSnapshot:
     pipe.zrangebyscore(keys.hosts, f"({now}", "+inf")
     pipe.zrangebyscore(keys.workers, f"({now}", "+inf")
     host_ids, worker_ids = pipe.execute()
-    # One GET each, not MGET: on a Redis Cluster records sit in many slots.
-    pipe = client.pipeline(transaction=False)
-    for ident in host_ids:
-        pipe.get(keys.host(ident))
-    for ident in worker_ids:
-        pipe.get(keys.worker(ident))
-    values = pipe.execute() if host_ids or worker_ids else []
+    names = [keys.host(i) for i in host_ids] + [keys.worker(i) for i in worker_ids]
+    values = _get_all(client, names)
     hosts = parse_records(values[: len(host_ids)])
     workers = parse_records(values[len(host_ids) :])
     uuids = sorted({g["uuid"] for h in hosts for g in host_gpus(h)})
@@ -338,7 +357,7 @@ class SnapshotCache:
         self,
         read: Callable[[], FleetSnapshot],
         max_age_s: float,
-        stale_s: float = 30.0,
+        stale_s: float = STALE_S,
     ) -> None:
         self.read = read
         self.max_age_s = max_age_s
