@@ -2,8 +2,10 @@
 on each GPU with their running jobs, desired counts, and a capacity view
 (backlog against slots, with an ETA at the measured throughput).
 
-Worker state comes only from `gpu_workers.Fleet`; queue counts and finished-job
-counts are gathered ops (pipelined, one round trip for all queues).
+Worker state comes only from the process's fleet snapshot (reads.fleet_snapshot:
+gpu_workers/fleet_snapshot.py), for the hosts a page shows; desired counts and
+models are read for those hosts only; queue counts and finished-job counts are
+gathered ops (pipelined, one round trip for all queues).
 """
 
 from __future__ import annotations
@@ -216,21 +218,8 @@ def _worker(record: dict[str, Any], now_ms: int) -> WorkerView:
 
 
 def running_key(host: str, queue: QueueRef) -> str:
-    """`host/prefix:name`: a scaling row, as `running_workers` keys it."""
+    """`host/prefix:name`: a scaling row, as the snapshot's `running` keys it."""
     return f"{host}/{queue.key}"
-
-
-def running_workers(records: list[dict[str, Any]]) -> dict[str, int]:
-    """Workers running (not failed) per host and queue (`running_key`), from
-    worker records: the scaling table's Running column, rendered and live."""
-    counts: dict[str, int] = {}
-    for record in records:
-        if str(record.get("state", "unknown")) == "failed":
-            continue
-        ref = QueueRef(str(record.get("prefix", "bull")), str(record.get("queue", "")))
-        key = running_key(str(record.get("host", "")), ref)
-        counts[key] = counts.get(key, 0) + 1
-    return counts
 
 
 def shown_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
