@@ -256,7 +256,14 @@ def build(
     for w in workers:
         host = str(w.get("host", ""))
         snap.workers_by_host.setdefault(host, []).append(w)
-        q = snap.per_queue.setdefault(_queue_key(w), dict.fromkeys(_PER_QUEUE, 0))
+        # A record naming no queue counts in the fleet, not as a queue.
+        named = isinstance(w.get("queue"), str) and w["queue"]
+        unnamed: dict[str, int] = dict.fromkeys(_PER_QUEUE, 0)
+        q = (
+            snap.per_queue.setdefault(_queue_key(w), dict.fromkeys(_PER_QUEUE, 0))
+            if named
+            else unnamed
+        )
         running = w.get("running")
         jobs = len(running) if isinstance(running, list) else 0
         summary["workers"] += 1
@@ -277,7 +284,7 @@ def build(
     for h in hosts:  # queues a host may run: a row even with no worker yet
         limits = h.get("queues")
         for limit in (limits if isinstance(limits, dict) else {}).values():
-            if isinstance(limit, dict):
+            if isinstance(limit, dict) and limit.get("queue"):
                 key = f"{limit.get('prefix', 'bull')}:{limit.get('queue', '')}"
                 snap.per_queue.setdefault(key, dict.fromkeys(_PER_QUEUE, 0))
     for i, g in enumerate(snap.gpus):
@@ -366,26 +373,29 @@ class SnapshotCache:
         self._snap: FleetSnapshot | None = None
         self._at = 0.0
         self._refreshing = False
+        self._failed: Exception | None = None
         #: Reads done (for tests and the bench).
         self.reads = 0
 
     def get(self) -> FleetSnapshot:
-        """The snapshot: fresh enough, or stale while the next is read."""
+        """The snapshot: fresh enough, or stale while the next is read. When
+        the last read failed (Redis down), a stale one is not served: the
+        read's error is raised (and the next call tries again)."""
         if self.max_age_s <= 0:
             self.reads += 1
             return self.read()
         now = time.monotonic()
         with self._lock:
-            snap, age = self._snap, now - self._at
+            snap, age, failed = self._snap, now - self._at, self._failed
             if snap is not None and age <= self.max_age_s:
                 return snap
             start = not self._refreshing
             if start:
                 self._refreshing = True
-        if snap is not None and age <= self.stale_s:
+        if snap is not None and age <= self.stale_s and failed is None:
             if start:
                 threading.Thread(
-                    target=self._refresh, name="fleet-snapshot", daemon=True
+                    target=self._background, name="fleet-snapshot", daemon=True
                 ).start()
             return snap
         if start:
@@ -398,15 +408,23 @@ class SnapshotCache:
                     return self._snap
         return self.read()
 
+    def _background(self) -> None:
+        try:
+            self._refresh()
+        except Exception:  # noqa: BLE001 - kept in _failed, raised by get()
+            pass
+
     def _refresh(self) -> FleetSnapshot:
         try:
             snap = self.read()
-        finally:
+        except Exception as exc:
             with self._lock:
-                self._refreshing = False
+                self._refreshing, self._failed = False, exc
+            raise
         with self._lock:
             self.reads += 1
             self._snap, self._at = snap, time.monotonic()
+            self._refreshing, self._failed = False, None
         return snap
 
     def clear(self) -> None:

@@ -336,6 +336,12 @@ def test_gpus_subscription_gets_what_changed_in_the_fleet(
         await comm.connect()
         await comm.send_json_to({"type": "subscribe", "gpus": True})
         await following(gpus=True)
+        # A socket's first workers message: the version and summary alone,
+        # of a read made before the heartbeat below.
+        hello = await receive_until(
+            comm, lambda m: m["type"] == "workers" and m["base"] is None, timeout=8
+        )
+        assert hello["cells"] == [] and hello["running"] == {}
         publish("idle")
         got = await receive_until(
             comm, lambda m: m["type"] == "workers" and m["running"], timeout=8

@@ -134,3 +134,34 @@ def test_cache_serves_a_bounded_age_and_reads_in_the_background(
     never.get()
     assert never.reads == 2
     assert worker_id(0, 1) in {w["id"] for w in first.workers}
+
+
+def test_cache_raises_once_a_read_failed_rather_than_serve_stale(
+    r: redis.Redis, fleet: Fleet
+) -> None:
+    """Redis gone: the stale snapshot is served while the background read
+    tries; once that read failed, the next call raises its error, and the
+    call after Redis answers again reads afresh."""
+    publish_fleet(r, 1)
+    down = threading.Event()
+
+    def read():  # type: ignore[no-untyped-def]
+        if down.is_set():
+            raise redis.ConnectionError("refused")
+        return fleet.snapshot()
+
+    cache = SnapshotCache(read, max_age_s=0.1)
+    first = cache.get()
+    down.set()
+    time.sleep(0.2)
+    assert cache.get() is first  # stale, while the background read fails
+    deadline = time.monotonic() + 5
+    while cache._refreshing and time.monotonic() < deadline:
+        time.sleep(0.02)
+    try:
+        cache.get()
+        raise AssertionError("served a stale snapshot after a failed read")
+    except redis.ConnectionError:
+        pass
+    down.clear()
+    assert cache.get() is not first

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET, require_POST
 from dashboard.shared import conf
 from dashboard.shared.discovery import QueueRef
 from gpu_workers.exceptions import ValidationError
+from queues.drive import cmd
 
 from .. import reads
 from ..reads import fleet, fleet_page
@@ -32,6 +33,10 @@ from .common import (
 
 
 def _context(request: HttpRequest, with_capacity: bool = True) -> dict[str, Any]:
+    # The snapshot may be up to BULLPEN_FLEET_MAX_AGE_S old: one command
+    # checks that Redis answers now, so an outage is the 503 page, never a
+    # fleet that looks live.
+    reads.run(cmd("PING"))
     snap = reads.fleet_snapshot()
     flt = fleet_page.FleetFilter.from_query(request.GET)
     page = fleet_page.host_page(snap, flt)
