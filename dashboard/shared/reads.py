@@ -11,7 +11,8 @@ from typing import Any
 import redis
 
 from gpu_workers import Fleet
-from gpu_workers.fleet_snapshot import FleetSnapshot, SnapshotCache
+from gpu_workers.fleet_cache import SnapshotCache
+from gpu_workers.fleet_snapshot import FleetSnapshot
 from queues import drive, ops
 
 from . import conf
@@ -51,7 +52,7 @@ _snapshots: SnapshotCache | None = None
 
 def fleet_snapshot() -> FleetSnapshot:
     """The fleet as this process last read it, at most BULLPEN_FLEET_MAX_AGE_S
-    old while it can be (gpu_workers/fleet_snapshot.py): what the GPU page,
+    old while it can be (gpu_workers/fleet_cache.py): what the GPU page,
     the overview's GPU workers and /metrics show, so that their cost per
     request does not grow with the fleet."""
     global _snapshots

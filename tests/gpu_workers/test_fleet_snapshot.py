@@ -10,7 +10,8 @@ import time
 import redis
 
 from gpu_workers.fleet import Fleet
-from gpu_workers.fleet_snapshot import SnapshotCache, read_snapshot
+from gpu_workers.fleet_cache import SnapshotCache
+from gpu_workers.fleet_snapshot import read_snapshot
 from gpu_workers.keys import BullpenKeys
 from tests.gpu_workers.fleet_records import (
     GiB,
