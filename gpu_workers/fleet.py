@@ -36,6 +36,8 @@ from .clock import now_ms
 from .config import check_safe_queue_name, check_segment_name
 from .desired import parse_desired
 from .exceptions import ConfigError, ValidationError
+from .fleet_snapshot import FleetSnapshot, parse_records, read_snapshot
+from .fleet_snapshot import one_per_process as one_per_process  # fleet.py's API
 from .keys import BullpenKeys
 from .models import MODEL_NAME, check_model_name
 
@@ -67,44 +69,6 @@ def parse_pins(raw: dict[str, str]) -> dict[str, list[str]]:
     return found
 
 
-def one_per_process(workers: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The records with one per worker process: the queues of one GPU process
-    (a record with `process`) share its budget, committed VRAM and reading,
-    so a sum over them counts the process once (by host and pid)."""
-    seen: set[tuple[Any, Any]] = set()
-    out = []
-    for w in workers:
-        process = w.get("process")
-        if isinstance(process, dict) and w.get("pid") is not None:
-            key = (w.get("host"), w.get("pid"))
-            if key in seen:
-                continue
-            seen.add(key)
-        out.append(w)
-    return out
-
-
-def _simulated_reading(
-    gpu: dict[str, Any], workers: list[dict[str, Any]]
-) -> dict[str, Any]:
-    """A simulated GPU as its worker processes see it: only they hold its
-    memory, so the supervisor's own reading says idle and empty; memory is
-    their sum, utilisation and temperature their highest."""
-    snaps = [w.get("gpu") or {} for w in workers if w.get("state") != "failed"]
-    used = sum(snap.get("memory_used_bytes") or 0 for snap in snaps)
-    total = gpu["memory_total_bytes"]
-    out: dict[str, Any] = {
-        "memory_used_bytes": used,
-        "memory_free_bytes": total - used,
-        "utilization_memory_pct": int(100 * used / total) if total else 0,
-    }
-    for name in ("utilization_gpu_pct", "temperature_c"):
-        values = [snap[name] for snap in snaps if snap.get(name) is not None]
-        if values:
-            out[name] = max(values)
-    return out
-
-
 class Fleet:
     """Read model and write API over every host's supervisors and workers."""
 
@@ -131,53 +95,30 @@ class Fleet:
         pipe = self.client.pipeline(transaction=False)
         for ident in idents:
             pipe.get(key_of(ident))
-        values = pipe.execute()
-        records = []
-        for value in values:
-            if value:
-                try:
-                    records.append(codec.loads(value))
-                except codec.JSONDecodeError:
-                    continue
-        return records
+        return parse_records(pipe.execute())
 
     def list_hosts(self) -> list[dict[str, Any]]:
         """Supervisors with a fresh heartbeat, by host name."""
         hosts = self._live(self.keys.hosts, self.keys.host)
-        return sorted(hosts, key=lambda h: h.get("host", ""))
+        return sorted(hosts, key=lambda h: str(h.get("host", "")))
 
     def list_workers(self, host: str | None = None) -> list[dict[str, Any]]:
         """Worker records with a fresh heartbeat (failed ones included), sorted."""
         workers = self._live(self.keys.workers, self.keys.worker)
         if host is not None:
             workers = [w for w in workers if w.get("host") == host]
-        return sorted(workers, key=lambda w: w.get("id", ""))
+        return sorted(workers, key=lambda w: str(w.get("id", "")))
 
     def list_gpus(self) -> list[dict[str, Any]]:
         """Every live host's GPUs: the probe's reading, the budget and committed
-        VRAM of the workers on it, their ids, and the GPU's OOM count."""
-        workers = self.list_workers()
-        gpus = []
-        for host in self.list_hosts():
-            for gpu in host.get("gpus", []):
-                on_it = [
-                    w
-                    for w in workers
-                    if w.get("host") == host["host"]
-                    and (w.get("gpu") or {}).get("uuid") == gpu["uuid"]
-                ]
-                row = dict(gpu)
-                row["host"] = host["host"]
-                row["workers"] = [w["id"] for w in on_it]
-                procs = one_per_process(on_it)
-                row["budget_bytes"] = sum(w.get("budget_bytes", 0) for w in procs)
-                row["committed_bytes"] = sum(w.get("committed_bytes", 0) for w in procs)
-                if gpu.get("simulated"):
-                    row.update(_simulated_reading(gpu, procs))
-                counters = self.client.hgetall(self.keys.gpu_counters(gpu["uuid"]))
-                row["oom_total"] = int(counters.get("oom_total", 0))
-                gpus.append(row)
-        return gpus
+        VRAM of the workers on it, their ids, and the GPU's OOM count (the
+        snapshot's join: linear in the fleet, three round trips)."""
+        return self.snapshot().gpus
+
+    def snapshot(self) -> FleetSnapshot:
+        """Hosts, workers, GPUs and their aggregates, read at once
+        (fleet_snapshot.py)."""
+        return read_snapshot(self.client, self.keys)
 
     def get_desired(self, host: str) -> dict[str, dict[str, int]]:
         """`prefix:queue` -> {"workers": n, "slots": s} for one host."""

@@ -227,6 +227,8 @@ ROWS: tuple[Setting, ...] = (
     _S("BULLPEN_METRICS_ALLOW", LOOPBACK, names, "networks read /metrics freely"),
     _S("BULLPEN_METRICS_SAMPLE_JOBS", 100, int, "jobs per queue for histograms"),
     _S("BULLPEN_METRICS_TOP_GROUPS", 20, int, "groups per queue with a label"),
+    _S("BULLPEN_FLEET_MAX_AGE_S", 2.0, float, "oldest fleet snapshot pages show"),
+    _S("BULLPEN_METRICS_TOP_GPUS", 256, int, "GPUs /metrics labels one by one"),
     # --- logs and health checks ---
     _G("BULLPEN_LOG_FORMAT", "text", str, "text, or json: one object per line"),
     _G("BULLPEN_LIVENESS_FILE", "", str, "rewritten while alive", shown="empty (none)"),

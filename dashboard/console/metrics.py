@@ -1,8 +1,10 @@
 """Prometheus metrics: one custom collector that reads Redis at scrape time.
 
-Nothing is counted in the dashboard process; every scrape reads the queues and
-the worker registry, in a bounded number of pipelined round trips whatever the
-queue sizes (counts are O(1) per state, lists are never walked):
+Nothing is counted in the dashboard process; every scrape reads the queues in
+a bounded number of pipelined round trips whatever the queue sizes (counts
+are O(1) per state, lists are never walked), and the worker registry from the
+process's fleet snapshot (at most BULLPEN_FLEET_MAX_AGE_S old while it can
+be; its families are built once per snapshot):
 
 Queues (label `queue` = `prefix:name`)
   bullpen_queue_jobs{queue,state}                    jobs per state (gauge)
@@ -28,6 +30,14 @@ GPUs (labels host, gpu = UUID, index, name, simulated)
   bullpen_gpu_memory_{total,used,committed,free,budget}_bytes
   bullpen_gpu_utilization_ratio, bullpen_gpu_temperature_celsius,
   bullpen_gpu_power_watts, bullpen_gpu_oom_total
+Fleet (whole-fleet aggregates; dashboard/console/metrics_gpus.py)
+  bullpen_fleet_gpus{state}, bullpen_fleet_workers{queue,state},
+  bullpen_fleet_gpu_memory_{total,used,committed,budget}_bytes,
+  bullpen_fleet_gpu_oom_total, bullpen_fleet_gpus_labelled
+  Past BULLPEN_METRICS_TOP_GPUS GPUs, the worker, GPU and model families
+  label that many GPUs (those an alert may be about first: down, OOMs,
+  failed or restarted workers; then the fullest) and the workers on them,
+  so that a scrape stays small; the fleet families count every GPU.
 Models (labels gpu = UUID, model; at most 16 models a GPU, then "(other)";
 dashboard/console/metrics_models.py)
   bullpen_model_loads_total, bullpen_model_evictions_total,
@@ -74,6 +84,7 @@ from prometheus_client.registry import Collector
 from dashboard.console import metrics_gputime, reads
 from dashboard.shared import conf
 from dashboard.shared.discovery import QueueRef, known_queues
+from gpu_workers.fleet_snapshot import FleetSnapshot
 from queues import codec, ops
 from queues.clients import connection_name
 from queues.drive import cmd, cmds, gather
@@ -81,7 +92,7 @@ from queues.keys import QueueKeys
 from queues.names import qualified_name
 from queues.ops import DEFAULT_STATES
 
-from .metrics_gpus import gpu_families
+from .metrics_gpus import fleet_families, gpu_families, labelled
 from .metrics_groups import group_families
 from .metrics_models import model_families
 from .metrics_redis import redis_families
@@ -172,6 +183,10 @@ def _histogram(values: Sequence[float]) -> tuple[list[tuple[str, float]], float]
     buckets = [(str(b), float(bisect_right(ordered, b))) for b in BUCKETS_S]
     buckets.append(("+Inf", float(len(ordered))))
     return buckets, float(sum(ordered))
+
+
+#: The fleet families of the last snapshot scraped (the snapshot, families).
+_fleet_built: tuple[FleetSnapshot, list[Metric]] | None = None
 
 
 class BullpenCollector(Collector):
@@ -282,9 +297,19 @@ class BullpenCollector(Collector):
 
     # --- workers and GPUs -------------------------------------------------------------
     def _fleet_families(self) -> Iterable[Metric]:
-        fleet = reads.gpu_fleet()
-        workers = fleet.list_workers()
-        gpus = fleet.list_gpus()
+        # The process's fleet snapshot (at most BULLPEN_FLEET_MAX_AGE_S old
+        # while it can be): its families are built once per snapshot and
+        # reused by the scrapes in between.
+        snap = reads.fleet_snapshot()
+        global _fleet_built
+        built = _fleet_built
+        if built is None or built[0] is not snap:
+            built = _fleet_built = (snap, list(self._build_fleet(snap)))
+        return built[1]
+
+    def _build_fleet(self, snap: FleetSnapshot) -> Iterable[Metric]:
+        gpus, workers = labelled(snap, conf.get().metrics_top_gpus)
+        yield from fleet_families(snap, len(gpus))
         wl = ["worker", "host", "queue", "gpu"]
         state = GaugeMetricFamily(
             "bullpen_worker_state",

@@ -84,6 +84,8 @@ class Conf:
     metrics_allow: tuple[str, ...]
     metrics_sample_jobs: int
     metrics_top_groups: int
+    fleet_max_age_s: float
+    metrics_top_gpus: int
     # --- logs, health checks, security ---
     log_format: str
     liveness_file: str

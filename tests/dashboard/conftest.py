@@ -25,6 +25,7 @@ def dashboard_redis(settings: Any, redis_url: str) -> Iterator[str]:
     """Point the dashboard at the flushed test Redis; rescan queues on every page."""
     settings.REDIS_URL = redis_url
     settings.BULLPEN_DISCOVERY_TTL_S = 0
+    settings.BULLPEN_FLEET_MAX_AGE_S = 0
     reads.reset()
     yield redis_url
     reads.reset()

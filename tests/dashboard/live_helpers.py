@@ -16,6 +16,7 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client
 
 from dashboard.channel_layers import channel_layer_host
+from dashboard.console import reads
 from dashboard.console.live.hub import reset_hub
 from dashboard.console.live.reader import get_reader, reset_reader
 from queues import AsyncQueue
@@ -27,6 +28,8 @@ ORIGIN = (b"origin", b"http://127.0.0.1:8000")
 def live(settings: Any, redis_url: str) -> Iterator[str]:
     """Point Redis, the channel layer and the reader at the test server."""
     settings.REDIS_URL = redis_url
+    settings.BULLPEN_FLEET_MAX_AGE_S = 0  # every fleet read sees the last beat
+    reads.reset()
     settings.CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",

@@ -305,38 +305,59 @@ def test_replay_is_bounded(
     run(test)
 
 
-def test_gpus_subscription_gets_worker_snapshots(live: str, viewer: User) -> None:
-    """Following the GPUs sends Fleet snapshots after a heartbeat, with the
-    workers running per host and queue."""
+def test_gpus_subscription_gets_what_changed_in_the_fleet(
+    live: str, viewer: User
+) -> None:
+    """Following the GPUs sends, after a heartbeat, what changed since the
+    last message (live/snapshots.py): the workers running per host and queue,
+    the hosts whose workers changed, the summary; a worker that fails sends
+    its count back to 0, and nothing of what did not change."""
     from gpu_workers.heartbeat import queue_heartbeat
     from gpu_workers.keys import BullpenKeys
     from queues.connection import sync_from_url
 
     cookie_viewer = session_cookie(viewer)
 
-    async def test() -> None:
-        comm = await open_socket(ORIGIN, cookie_viewer)
-        await comm.connect()
-        await comm.send_json_to({"type": "subscribe", "gpus": True})
-        await following(gpus=True)
+    def publish(state: str) -> None:
         client = sync_from_url(live, decode_responses=True)  # a cluster's too
         pipe = client.pipeline()
         record = {
             "id": "h1:bull:gpu:GPU-1",
             "host": "h1",
             "queue": "gpu",
-            "state": "idle",
+            "state": state,
         }
         queue_heartbeat(pipe, BullpenKeys(), "worker", record["id"], record, 10)
         pipe.execute()
         client.close()
-        got = await receive_until(
-            comm, lambda m: m["type"] == "workers" and m["hosts"], timeout=8
+
+    async def test() -> None:
+        comm = await open_socket(ORIGIN, cookie_viewer)
+        await comm.connect()
+        await comm.send_json_to({"type": "subscribe", "gpus": True})
+        await following(gpus=True)
+        # A socket's first workers message: the version and summary alone,
+        # of a read made before the heartbeat below.
+        hello = await receive_until(
+            comm, lambda m: m["type"] == "workers" and m["base"] is None, timeout=8
         )
-        assert got["hosts"][0]["id"] == "h1:bull:gpu:GPU-1"
-        assert got["gpus"] == []
+        assert hello["cells"] == [] and hello["running"] == {}
+        publish("idle")
+        got = await receive_until(
+            comm, lambda m: m["type"] == "workers" and m["running"], timeout=8
+        )
         # The GPU page's Running column, per host/queue (failed ones left out).
         assert got["running"] == {"h1/bull:gpu": 1}
+        assert got["hosts"] == ["h1"] and got["cells"] == [] and got["gone"] == []
+        assert got["summary"]["workers"] == 1 and got["base"] is not None
+        assert got["version"] > got["base"]
+        publish("failed")
+        then = await receive_until(
+            comm, lambda m: m["type"] == "workers" and m["running"], timeout=8
+        )
+        assert then["running"] == {"h1/bull:gpu": 0}
+        assert then["base"] == got["version"]
+        assert then["summary"]["failed_workers"] == 1
 
     run(test)
 

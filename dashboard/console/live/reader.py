@@ -12,8 +12,11 @@ sockets that follow it:
   progress is coalesced), and `{"type": "queue.counts", "message": {...}}`
   when a queue's counts change (read once a second per followed queue, for
   all its queues in one pipelined round trip, however many sockets follow);
-- `{"type": "workers.update", "message": {...}}` at most once a second after
-  heartbeats (and every 5 s regardless, so dead hosts vanish).
+- `{"type": "workers.update", "message": {...}}`: what changed in the
+  process's fleet snapshot since the last one sent (snapshots.py: changed
+  GPU cells, Running counts, hosts, the summary; never the whole fleet), at
+  most once a second after heartbeats (and every 5 s regardless, so dead
+  hosts vanish).
 
 Each process reads what its own sockets follow, once: sockets never cause
 Redis reads per event, only subscribing does (replay.py, on `side`).
@@ -33,6 +36,7 @@ from redis.exceptions import ResponseError
 
 from dashboard.shared.conf import DEFAULTS
 from gpu_workers import Fleet
+from gpu_workers.fleet_snapshot import FleetSnapshot
 from gpu_workers.keys import BullpenKeys
 from queues.connection import async_waiting_client
 from queues.events import id_order
@@ -87,8 +91,13 @@ class EventsReader:
         route: Route,
         namespace: str = "bullpen",
         max_queues: int = DEFAULTS.live_max_queues_per_process,
+        fleet_snapshot: Callable[[], FleetSnapshot] | None = None,
     ) -> None:
         self.redis_url = redis_url
+        #: Where the fleet is read: the process's snapshot cache, which the
+        #: GPU page reads too, so that the grid's version is the messages'
+        #: (default: this reader's own Fleet, read each time).
+        self._fleet_snapshot = fleet_snapshot
         #: Most queues followed at once, for all of this process's sockets.
         self.max_queues = max_queues
         self.prefixes = list(prefixes)
@@ -98,7 +107,10 @@ class EventsReader:
         self.followed: dict[str, Followed] = {}
         self.worker_refs = 0
         self.workers_last_id = "$"
+        #: What a socket that starts following the GPUs is sent first (the
+        #: version and summary), and the state the next diff starts from.
         self.workers_snapshot: dict[str, Any] | None = None
+        self.workers_state: snapshots.WorkersState | None = None
         self.coalescer = Coalescer(defaults.PROGRESS_INTERVAL_S)
         self.stats = ReaderStats()
         # Counts, replays, unblocking: a small pool that waits when busy.
@@ -349,11 +361,26 @@ class EventsReader:
         self._workers_min_at = now + defaults.WORKERS_MIN_INTERVAL_S
         self._workers_max_at = now + defaults.WORKERS_MAX_INTERVAL_S
         self.stats.fleet_reads += 1
-        if self._fleet is None:
-            self._fleet = Fleet(self.redis_url, self.namespace)
-        snapshot = await asyncio.to_thread(snapshots.workers_message, self._fleet)
-        self.workers_snapshot = snapshot
-        self._send({"type": "workers.update", "message": snapshot})
+        read = self._fleet_snapshot
+        if read is None:
+            if self._fleet is None:
+                self._fleet = Fleet(self.redis_url, self.namespace)
+            read = self._fleet.snapshot
+        old = self.workers_state
+
+        def diff() -> tuple[snapshots.WorkersState, dict[str, Any] | None]:
+            new = snapshots.workers_state(read())
+            if old is not None and new.version <= old.version:
+                return old, None
+            return new, snapshots.workers_message(new, old)
+
+        new, message = await asyncio.to_thread(diff)
+        if message is None:
+            # Nothing changed: the next diff still starts from what was sent.
+            return
+        self.workers_state = new
+        self.workers_snapshot = snapshots.workers_message(new, None)
+        self._send({"type": "workers.update", "message": message})
 
     async def _drop_broken(self, by_stream: dict[str, Followed]) -> None:
         """Stop following keys that are not streams (one would fail every read)."""
@@ -375,6 +402,7 @@ def get_reader() -> EventsReader:
     from django.conf import settings
 
     from dashboard.shared import conf
+    from dashboard.shared.reads import fleet_snapshot
 
     loop = asyncio.get_running_loop()
     reader = _readers.get(loop)
@@ -385,6 +413,7 @@ def get_reader() -> EventsReader:
             get_hub().route,
             conf.get().namespace,
             max_queues=conf.get().live_max_queues_per_process,
+            fleet_snapshot=fleet_snapshot,
         )
         _readers[loop] = reader
     return reader

@@ -19,6 +19,6 @@ since queue discovery (dashboard/shared/discovery.py) uses it too.
 
 from __future__ import annotations
 
-from dashboard.shared.reads import gpu_fleet, on_reset, reset, run
+from dashboard.shared.reads import fleet_snapshot, gpu_fleet, on_reset, reset, run
 
-__all__ = ["gpu_fleet", "on_reset", "reset", "run"]
+__all__ = ["fleet_snapshot", "gpu_fleet", "on_reset", "reset", "run"]

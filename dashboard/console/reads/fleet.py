@@ -2,8 +2,10 @@
 on each GPU with their running jobs, desired counts, and a capacity view
 (backlog against slots, with an ETA at the measured throughput).
 
-Worker state comes only from `gpu_workers.Fleet`; queue counts and finished-job
-counts are gathered ops (pipelined, one round trip for all queues).
+Worker state comes only from the process's fleet snapshot (reads.fleet_snapshot:
+gpu_workers/fleet_snapshot.py), for the hosts a page shows; desired counts and
+models are read for those hosts only; queue counts and finished-job counts are
+gathered ops (pipelined, one round trip for all queues).
 """
 
 from __future__ import annotations
@@ -13,13 +15,14 @@ from typing import Any
 
 from dashboard.shared.discovery import QueueRef, slotless
 from dashboard.shared.redaction import redact, redact_fields
+from gpu_workers.fleet_snapshot import FleetSnapshot
 from queues import ops
 from queues.drive import cmd, gather
 from queues.keys import QueueKeys
 from queues.ops import DEFAULT_STATES
 
 from ..display import progress_parts
-from . import gpu_fleet, run
+from . import fleet_snapshot, gpu_fleet, run
 from .models import ModelPanel, panels
 from .overview import metrics_minutes_op
 
@@ -138,6 +141,8 @@ class HostView:
     scale: list[ScaleRow]
     #: Workers whose GPU the host does not list (should not happen; shown anyway).
     stray: list[WorkerView] = field(default_factory=list)
+    #: Its GPUs per state (busy, idle, down, unused) and in all (`gpus`).
+    counts: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -213,21 +218,8 @@ def _worker(record: dict[str, Any], now_ms: int) -> WorkerView:
 
 
 def running_key(host: str, queue: QueueRef) -> str:
-    """`host/prefix:name`: a scaling row, as `running_workers` keys it."""
+    """`host/prefix:name`: a scaling row, as the snapshot's `running` keys it."""
     return f"{host}/{queue.key}"
-
-
-def running_workers(records: list[dict[str, Any]]) -> dict[str, int]:
-    """Workers running (not failed) per host and queue (`running_key`), from
-    worker records: the scaling table's Running column, rendered and live."""
-    counts: dict[str, int] = {}
-    for record in records:
-        if str(record.get("state", "unknown")) == "failed":
-            continue
-        ref = QueueRef(str(record.get("prefix", "bull")), str(record.get("queue", "")))
-        key = running_key(str(record.get("host", "")), ref)
-        counts[key] = counts.get(key, 0) + 1
-    return counts
 
 
 def shown_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -259,34 +251,47 @@ def _gpu(row: dict[str, Any]) -> GpuView:
     )
 
 
-def hosts(now_ms: int | None = None) -> list[HostView]:
-    """Every live host with its GPUs, workers and scaling rows."""
+def hosts(
+    now_ms: int | None = None,
+    snap: FleetSnapshot | None = None,
+    names: list[str] | None = None,
+    gpus: set[int] | None = None,
+) -> list[HostView]:
+    """The hosts `names` (default every live host) with their GPUs (those of
+    `gpus`, indices into the snapshot's, when given), workers and scaling
+    rows, from the process's fleet snapshot: desired counts and models are
+    read for these hosts only."""
     now_ms = now_ms or ops.now_ms()
+    snap = snap or fleet_snapshot()
     registry = gpu_fleet()
-    records = registry.list_workers()
-    running = running_workers(records)
-    gpu_rows = registry.list_gpus()
+    by_name = {str(h.get("host", "")): h for h in snap.hosts}
+    wanted = [n for n in names if n in by_name] if names is not None else list(by_name)
     views = []
-    for host in registry.list_hosts():
-        name = str(host.get("host", ""))
-        mine = [_worker(w, now_ms) for w in records if w.get("host") == name]
+    records: list[dict[str, Any]] = []
+    for name in wanted:
+        host = by_name[name]
+        mine_records = snap.workers_by_host.get(name, [])
+        records.extend(mine_records)
+        mine = [_worker(w, now_ms) for w in mine_records]
         by_id = {w.id: w for w in mine}
-        gpus = [_gpu(g) for g in gpu_rows if g.get("host") == name]
         placed: set[str] = set()
-        for gpu in gpus:
-            record_ids: list[str] = next(
-                (
-                    g.get("workers", [])
-                    for g in gpu_rows
-                    if g.get("host") == name and g.get("uuid") == gpu.uuid
-                ),
-                [],
-            )
-            gpu.workers = [by_id[i] for i in record_ids if i in by_id]
-            placed.update(record_ids)
+        shown = []
+        for i in snap.gpus_by_host.get(name, []):
+            row = snap.gpus[i]
+            placed.update(row["workers"])
+            if gpus is not None and i not in gpus:
+                continue
+            view = _gpu(row)
+            view.workers = [by_id[w] for w in row["workers"] if w in by_id]
+            shown.append(view)
         desired = registry.get_desired(name)
         scale = []
-        for key, limits in sorted((host.get("queues") or {}).items()):
+        limits_of = host.get("queues")
+        for key, limits in sorted(
+            (limits_of if isinstance(limits_of, dict) else {}).items()
+        ):
+            if not isinstance(limits, dict):
+                continue
             ref = QueueRef(
                 str(limits.get("prefix", "bull")), str(limits.get("queue", ""))
             )
@@ -297,9 +302,9 @@ def hosts(now_ms: int | None = None) -> list[HostView]:
                     queue=ref,
                     desired_workers=want.get("workers"),
                     desired_slots=want.get("slots"),
-                    running_workers=running.get(running_key(name, ref), 0),
-                    max_workers=int(limits.get("max_workers", 0)),
-                    max_slots=int(limits.get("max_slots", 0)),
+                    running_workers=snap.running.get(running_key(name, ref), 0),
+                    max_workers=_int(limits.get("max_workers")),
+                    max_slots=_int(limits.get("max_slots")),
                 )
             )
         views.append(
@@ -309,21 +314,27 @@ def hosts(now_ms: int | None = None) -> list[HostView]:
                 mode=str(host.get("mode", "")),
                 simulated=bool(host.get("simulated")),
                 heartbeat_age_s=_age(host.get("ts_ms"), now_ms),
-                gpus=gpus,
+                gpus=shown,
                 scale=scale,
                 stray=[w for w in mine if w.id not in placed],
+                counts=snap.per_host.get(name, {}),
             )
         )
     every = [g for v in views for g in v.gpus]
-    found = panels(
-        [(g.uuid, g.budget_bytes) for g in every],
-        records,
-        registry.client,
-        registry.keys,
-    )
-    for gpu in every:
-        gpu.models = found.get(gpu.uuid)
+    if every:
+        found = panels(
+            [(g.uuid, g.budget_bytes) for g in every],
+            records,
+            registry.client,
+            registry.keys,
+        )
+        for gpu in every:
+            gpu.models = found.get(gpu.uuid)
     return views
+
+
+def _int(value: Any) -> int:
+    return int(value) if isinstance(value, (int, float)) else 0
 
 
 def _capacity_op(keys: QueueKeys, since_ms: int) -> ops.Op:
@@ -344,24 +355,23 @@ def _capacity_op(keys: QueueKeys, since_ms: int) -> ops.Op:
     return counts, max(int(done) + int(failed), counted)
 
 
-def capacity(views: list[HostView], now_ms: int | None = None) -> list[CapacityRow]:
-    """Per queue that GPU workers serve: backlog (waiting + prioritized) against
-    the slots of its live workers, with an ETA at the throughput of the last
-    THROUGHPUT_WINDOW_MIN minutes (finished jobs that retention keeps, or
+def capacity(
+    snap: FleetSnapshot | None = None, now_ms: int | None = None
+) -> list[CapacityRow]:
+    """Per queue that GPU workers serve (or a live host may run): backlog
+    (waiting + prioritized) against the slots of its live workers (the
+    snapshot's per-queue aggregates), with an ETA at the throughput of the
+    last THROUGHPUT_WINDOW_MIN minutes (finished jobs that retention keeps, or
     BullMQ's per-minute metrics where workers collect them)."""
     now_ms = now_ms or ops.now_ms()
-    workers: dict[QueueRef, list[WorkerView]] = {}
-    for host in views:
-        for gpu in host.gpus:
-            for w in gpu.workers:
-                workers.setdefault(w.queue, []).append(w)
-        for w in host.stray:
-            workers.setdefault(w.queue, []).append(w)
-        for row in host.scale:
-            workers.setdefault(row.queue, [])
+    snap = snap or fleet_snapshot()
+    per_queue = {}
+    for key, agg in snap.per_queue.items():
+        prefix, _, name = key.rpartition(":")
+        per_queue[QueueRef(prefix, name)] = agg
     # A queue without a hash tag on a cluster cannot be read (its record was
     # written elsewhere or by hand): no row, rather than a CROSSSLOT page.
-    refs = sorted(r for r in workers if not slotless(r))
+    refs = sorted(r for r in per_queue if not slotless(r))
     if not refs:
         return []
     since = now_ms - THROUGHPUT_WINDOW_MIN * 60_000
@@ -370,7 +380,7 @@ def capacity(views: list[HostView], now_ms: int | None = None) -> list[CapacityR
     )
     rows = []
     for ref, (counts, finished) in zip(refs, found):
-        live = [w for w in workers[ref] if w.state not in ("failed", "draining")]
+        agg = per_queue[ref]
         backlog = counts.get("waiting", 0) + counts.get("prioritized", 0)
         per_min = finished / THROUGHPUT_WINDOW_MIN
         eta = backlog / (per_min / 60) if backlog and per_min else None
@@ -381,8 +391,8 @@ def capacity(views: list[HostView], now_ms: int | None = None) -> list[CapacityR
                 prioritized=counts.get("prioritized", 0),
                 delayed=counts.get("delayed", 0),
                 active=counts.get("active", 0),
-                slots=sum(w.slots for w in live),
-                workers=len(live),
+                slots=agg["slots"],
+                workers=agg["workers"],
                 finished_per_min=per_min,
                 eta_s=eta,
             )

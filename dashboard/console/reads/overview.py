@@ -21,7 +21,7 @@ from queues.drive import cmd, cmds, gather
 from queues.keys import QueueKeys
 from queues.ops import DEFAULT_STATES
 
-from . import gpu_fleet, on_reset, run
+from . import fleet_snapshot, on_reset, run
 
 MINUTE_MS = 60_000
 
@@ -43,6 +43,24 @@ class QueueStats:
     def total(self) -> int:
         """Jobs in every state."""
         return sum(self.counts.values())
+
+    @property
+    def gpu_title(self) -> str:
+        """The GPU workers as the row's tooltip: counts per state, then the
+        first GPU_TITLE_WORKERS ids (a queue with a thousand workers is not a
+        thousand names on every overview)."""
+        states = Counter(str(w.get("state", "?")) for w in self.gpu_workers)
+        ids = [f"{w.get('id', '')} ({w.get('state', '?')})" for w in self.gpu_workers]
+        shown = " ".join(ids[:GPU_TITLE_WORKERS])
+        more = len(ids) - GPU_TITLE_WORKERS
+        counts = ", ".join(f"{n} {state}" for state, n in sorted(states.items()))
+        return f"{len(ids)} GPU workers: {counts}. {shown}" + (
+            f" and {more} more" if more > 0 else ""
+        )
+
+
+#: Worker ids an overview row's tooltip names.
+GPU_TITLE_WORKERS = 8
 
 
 #: Seconds after a minute ends before its count is kept: workers' clocks may lag.
@@ -164,17 +182,18 @@ def overview(refs: Iterable[QueueRef], now_ms: int | None = None) -> list[QueueS
         )
     )
     census = worker_census()
+    # GPU workers per queue, from the process's fleet snapshot (bounded age:
+    # BULLPEN_FLEET_MAX_AGE_S), indexed once: not a read of every heartbeat.
     try:
-        gpu = gpu_fleet().list_workers()
+        gpu = fleet_snapshot().workers
     except redis.RedisError:
         gpu = []
+    by_queue: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
+    for w in gpu:
+        by_queue.setdefault((w.get("prefix"), w.get("queue")), []).append(w)
     rows = []
     for ref, (counts, paused, done, failed, oldest) in zip(refs, results):
-        serving = [
-            w
-            for w in gpu
-            if (w.get("prefix"), w.get("queue")) == (ref.prefix, ref.name)
-        ]
+        serving = by_queue.get((ref.prefix, ref.name), [])
         connected = census.get(connection_name(ref.prefix, ref.name), 0)
         rows.append(
             QueueStats(

@@ -1,4 +1,6 @@
-"""GPU workers page: per host and GPU a VRAM gauge (used, committed by admission,
+"""GPU workers page: a summary and a grid of every GPU (coloured by
+utilisation or VRAM), filters by host, queue, model and state, then per host
+of the chosen page and GPU a VRAM gauge (used, committed by admission,
 budget, total), readings, the models resident on it (a stacked bar, loads,
 evictions, pins), each worker with its running jobs (live progress), scaling
 and pin controls for users with the scale permission, and a capacity view."""
@@ -7,15 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
+from dashboard.shared import conf
 from dashboard.shared.discovery import QueueRef
 from gpu_workers.exceptions import ValidationError
+from queues.drive import cmd
 
 from .. import reads
-from ..reads import fleet
+from ..reads import fleet, fleet_page
 from .common import (
     SCALE,
     VIEW,
@@ -28,17 +32,35 @@ from .common import (
 )
 
 
-def _context(request: HttpRequest) -> dict[str, Any]:
-    hosts = fleet.hosts()
-    capacity = fleet.capacity(hosts)
+def _context(request: HttpRequest, with_capacity: bool = True) -> dict[str, Any]:
+    # The snapshot may be up to BULLPEN_FLEET_MAX_AGE_S old: one command
+    # checks that Redis answers now, so an outage is the 503 page, never a
+    # fleet that looks live.
+    reads.run(cmd("PING"))
+    snap = reads.fleet_snapshot()
+    flt = fleet_page.FleetFilter.from_query(request.GET)
+    page = fleet_page.host_page(snap, flt)
+    hosts = fleet.hosts(snap=snap, names=page.names, gpus=page.gpus)
+    capacity = fleet.capacity(snap) if with_capacity else []
     queues = sorted({row.queue.key for row in capacity})
     return {
+        "snap": snap,
+        "summary": snap.summary,
+        "filter": flt,
+        "page": page,
+        "prev_query": flt.query(page=page.number - 1) if page.number > 1 else None,
+        "next_query": (
+            flt.query(page=page.number + 1) if page.number < page.pages else None
+        ),
+        "choices": fleet_page.choices(snap),
         "hosts": hosts,
         "capacity": capacity,
         "can_scale": request.user.has_perm(SCALE),
         "window_min": fleet.THROUGHPUT_WINDOW_MIN,
+        "max_age_s": conf.get().fleet_max_age_s,
         # Counts of the served queues and progress of their jobs update live;
-        # the panels re-render when the workers stream says something changed.
+        # the grid applies the workers stream's changed cells, and the cards
+        # re-render when a shown host changed (gpus.js).
         "live_json": live_json(queues=queues, gpus=True),
     }
 
@@ -46,22 +68,40 @@ def _context(request: HttpRequest) -> dict[str, Any]:
 @require_GET
 @perm_required(VIEW)
 def gpus_page(request: HttpRequest) -> HttpResponse:
-    """The whole page."""
+    """The whole page: summary, grid, filters, a page of hosts' cards."""
     return render(request, "dashboard/gpus.html", _context(request))
 
 
 @require_GET
 @perm_required(VIEW)
 def hosts_fragment(request: HttpRequest) -> HttpResponse:
-    """The hosts panel alone (htmx re-fetches it on `bullpen:workers`)."""
-    return render(request, "dashboard/_gpu_hosts.html", _context(request))
+    """The hosts panel alone, same filters (htmx re-fetches it when a shown
+    host changed)."""
+    return render(
+        request, "dashboard/_gpu_hosts.html", _context(request, with_capacity=False)
+    )
 
 
 @require_GET
 @perm_required(VIEW)
 def capacity_fragment(request: HttpRequest) -> HttpResponse:
     """The capacity table alone."""
-    return render(request, "dashboard/_gpu_capacity.html", _context(request))
+    snap = reads.fleet_snapshot()
+    return render(
+        request,
+        "dashboard/_gpu_capacity.html",
+        {"capacity": fleet.capacity(snap), "window_min": fleet.THROUGHPUT_WINDOW_MIN},
+    )
+
+
+@require_GET
+@perm_required(VIEW)
+def grid_json(request: HttpRequest) -> JsonResponse:
+    """Every GPU as a compact cell (gpus.js draws the grid), the filters'
+    matches, and the snapshot's time, which live diffs start from."""
+    snap = reads.fleet_snapshot()
+    flt = fleet_page.FleetFilter.from_query(request.GET)
+    return JsonResponse(fleet_page.grid(snap, flt))
 
 
 def _count(request: HttpRequest, field: str, low: int) -> int | None:

@@ -48,6 +48,7 @@ urlpatterns = [
     path("readyz", health.readyz, name="readyz"),
     path("gpus/", gpus.gpus_page, name="gpus"),
     path("gpus/fragments/hosts/", gpus.hosts_fragment, name="gpus-hosts"),
+    path("gpus/grid.json", gpus.grid_json, name="gpus-grid"),
     path("gpus/fragments/capacity/", gpus.capacity_fragment, name="gpus-capacity"),
     path("gpus/actions/scale/", gpus.scale, name="gpus-scale"),
     path("gpus/actions/pin/", gpus.pin, name="gpus-pin"),

@@ -13,9 +13,10 @@
  *               `bullpen:job-event` DOM event on each [data-live-job="<queue>:<job>"]
  *               (htmx triggers without eval'd filters, for the CSP), then a
  *               `bullpen:queue-event` DOM event on <body> (detail = message)
- *   workers  -> text of [data-live-running="<host>/<queue>"] (workers
- *               running there, 0 when absent), then a `bullpen:workers` DOM
- *               event on <body>
+ *   workers  -> what changed in the fleet (live/snapshots.py): text of
+ *               [data-live-running="<host>/<queue>"] for the counts it
+ *               carries (workers running there), then a `bullpen:workers`
+ *               DOM event on <body> (gpus.js applies the grid's cells)
  *   replayed -> also `bullpen:queue-event` (lists re-render after a gap)
  *   batch    -> {"messages": [...]}: several of the above, applied in order
  * It reconnects with capped exponential backoff and full jitter (a random
@@ -162,8 +163,10 @@
     var running = msg.running || {};
     var found = document.querySelectorAll("[data-live-running]");
     for (var i = 0; i < found.length; i++) {
-      var n = running[found[i].getAttribute("data-live-running")] || 0;
-      found[i].textContent = String(n);
+      var key = found[i].getAttribute("data-live-running");
+      if (Object.prototype.hasOwnProperty.call(running, key)) {
+        found[i].textContent = String(running[key] || 0);
+      }
     }
     fire("bullpen:workers", msg);
   }
