@@ -75,6 +75,8 @@ class SeriesSampler:
         #: The minute whose GPU claims this (host's) sampler tried last: its
         #: records are read once per minute, not every tick.
         self._gpu_minute: int | None = None
+        #: GPU uuid -> the info last written to series:gpu-info.
+        self._info: dict[str, str] = {}
         #: Claim keys this sampler tried, by minute: a tick every few seconds
         #: sees the same minute again, and a claim lost (or won) stays so.
         self._tried: dict[str, int] = {}
@@ -239,8 +241,10 @@ class SeriesSampler:
         keep = store.LEVELS[store.LEVEL_NAMES[-1]][1]
         for g in mine:
             pipe.zadd(self.keys.series_gpus(), {g["uuid"]: minute})
-            info = {k: g.get(k) for k in ("host", "index", "name")}
-            pipe.hset(self.keys.series_gpu_info(), g["uuid"], points.dump(info))
+            info = points.dump({k: g.get(k) for k in ("host", "index", "name")})
+            if self._info.get(g["uuid"]) != info:  # written once, then on change
+                pipe.hset(self.keys.series_gpu_info(), g["uuid"], info)
+                self._info[g["uuid"]] = info
         pipe.zremrangebyscore(self.keys.series_gpus(), "-inf", f"({now - keep}")
         pipe.execute()
         store.write(
