@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from queues.cluster import is_cluster_client, node_client
 from queues.connection import sibling_async_client, sibling_sync_client
 from queues.names import qualified_name
 
@@ -159,27 +160,43 @@ class ControlReader:
 
 class AsyncControlWatch(ControlReader):
     """A worker's side: a task holding the blocking read on a client of its
-    own; `pushed` is set whenever entries arrive."""
+    own; `pushed` is set whenever entries arrive. On a Redis Cluster that is
+    a plain client on the primary serving the streams' slot (a cluster
+    client would send COMMAND GETKEYS before each XREAD to route it), made
+    again after an error (the slot may have moved)."""
 
     def __init__(
         self, client: Any, streams: list[str], block_ms: int = defaults.CONTROL_BLOCK_MS
     ) -> None:
         super().__init__(streams, block_ms)
-        self.client = sibling_async_client(client, socket_timeout=self.timeout_s())
+        self._cluster: Any = client if is_cluster_client(client) else None
+        self.client: Any = (
+            None
+            if self._cluster is not None
+            else sibling_async_client(client, socket_timeout=self.timeout_s())
+        )
         self.pushed = asyncio.Event()
+
+    async def _connected(self) -> Any:
+        if self.client is None:
+            self.client = await node_client(
+                self._cluster, self.streams[0], socket_timeout=self.timeout_s()
+            )
+        return self.client
 
     async def run(self, stop: asyncio.Event, failed: Any) -> None:
         """Read until `stop` is set; `failed(what, exc)` reports errors."""
         while not stop.is_set():
             try:
+                client = await self._connected()
                 if self.ids is None:
-                    pipe = self.client.pipeline(transaction=False)
+                    pipe = client.pipeline(transaction=False)
                     for stream in self.streams:
                         pipe.xrevrange(stream, "+", "-", count=1)
                     self.first_ids(await pipe.execute())
                 assert self.ids is not None
                 self.reads += 1
-                reply = await self.client.xread(
+                reply = await client.xread(
                     dict(self.ids), count=READ_COUNT, block=self.block_ms
                 )
                 if self.note(reply):
@@ -188,6 +205,9 @@ class AsyncControlWatch(ControlReader):
                 raise
             except Exception as exc:  # noqa: BLE001 - keep watching after Redis blips
                 failed("control stream", exc)
+                if self._cluster is not None:  # find the slot's primary again
+                    await self.close()
+                    self.client = None
                 try:
                     await asyncio.wait_for(stop.wait(), RETRY_S)
                 except TimeoutError:
@@ -195,7 +215,8 @@ class AsyncControlWatch(ControlReader):
 
     async def close(self) -> None:
         try:
-            await self.client.aclose()
+            if self.client is not None:
+                await self.client.aclose()
         except Exception:  # noqa: BLE001 - closing a broken client
             pass
 
