@@ -269,7 +269,7 @@ def measure_size(
             ((stats1.get(k, 0) - stats0.get(k, 0), k) for k in stats1), reverse=True
         )
         idle["top_commands_per_s"] = {
-            k: round(n / idle["seconds"], 1) for n, k in top[:6]
+            k: round(n / idle["seconds"], 2) for n, k in top[:12] if n
         }
         out["idle"] = idle
         out["heartbeat"] = heartbeat_bytes(client)

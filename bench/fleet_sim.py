@@ -6,13 +6,15 @@ in this one process, on the real code paths, without child processes.
 
 Per host: a real `Supervisor` (gpu_workers/supervisor.py) over a
 SimulatedProbe (`sim:<gpus>x80GiB`, the host's name in its UUIDs), its
-children entered as running (no processes are spawned), publishing its host
-record every heartbeat interval (`Supervisor._publish`) and re-reading its
-desired counts every reconcile interval (`DesiredCounts.read`), from one
-thread for all hosts. Per simulated GPU: a real `GpuWorker` (one queue per
-GPU, the queues dealt round-robin over all GPUs) on this process's event
-loop, with its heartbeat, control and peak loops, claiming jobs named `noop`
-through VRAM admission (1 GiB each) and an async no-op handler.
+children entered as running with a stand-in process (no processes are
+spawned), running its own loop (`Supervisor.run`: host beats vouching for
+its workers, desired counts pushed on its control stream, the series
+sampler) in a thread of its own. Per simulated GPU: a real `GpuWorker` (one
+queue per GPU, the queues dealt round-robin over all GPUs) on this
+process's event loop, supervised (its spec names the liveness file its
+supervisor reads), with its heartbeat, control and peak loops, claiming jobs
+named `noop` through VRAM admission (1 GiB each) and an async no-op
+handler.
 
 Line protocol: prints {"ready": true, "workers": n, "hosts": h, "notes": [...]}
 once every worker has published its first heartbeat, then waits for a STOP
@@ -25,6 +27,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import sys
 import threading
 import time
@@ -33,7 +36,6 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gpu_workers import defaults  # noqa: E402
 from gpu_workers.children import Child, ChildState  # noqa: E402
 from gpu_workers.config import QueueConfig, SupervisorConfig, WorkerSpec  # noqa: E402
 from gpu_workers.exceptions import ConfigError  # noqa: E402
@@ -48,6 +50,28 @@ JOB_VRAM = "1GiB"
 
 async def noop(ctx: JobContext) -> None:
     return None
+
+
+class SimProcess:
+    """Stands in for a child's process: alive until signalled (its worker
+    is closed by then)."""
+
+    pid = os.getpid()
+
+    def __init__(self) -> None:
+        self.code: int | None = None
+
+    def poll(self) -> int | None:
+        return self.code
+
+    def kill(self) -> None:
+        self.code = -9
+
+    def wait(self, timeout: float | None = None) -> int:
+        return self.code or 0
+
+    def send_signal(self, sig: int) -> None:
+        self.code = 0
 
 
 def emit(obj: dict[str, Any]) -> None:
@@ -101,12 +125,18 @@ def build(
                 host=host,
                 gpus=spec,
                 handler_modules=[],
+                process_per_gpu=False,  # the children entered below
             ),
             probe,
+        )
+        # Never a real process: a child it wants beyond those is a note.
+        sup._spawn = lambda child, slots, notes=notes: notes.append(  # type: ignore[method-assign,misc]
+            f"a supervisor wanted to start {child.slot}: not simulated"
         )
         for name, qc in configs.items():
             for gpu, budget in sup._plan[qc.key]:
                 child = Child(qc, gpu, budget, state=ChildState.RUNNING)
+                child.proc = SimProcess()  # type: ignore[assignment]
                 sup.children[child.slot] = child
                 workers.append(
                     GpuWorker(
@@ -122,6 +152,7 @@ def build(
                             max_slots=qc.max_slots,
                             handler_modules=[],
                             metrics_data_points=0,
+                            alive_file=str(sup.alive_file(child)),
                         ),
                         probe,
                         registry,
@@ -131,25 +162,14 @@ def build(
     return supervisors, workers, notes
 
 
-def supervise(supervisors: list[Supervisor], stop: threading.Event) -> None:
-    """The supervisors' Redis traffic: host records and desired-count reads."""
-    for sup in supervisors:
-        sup._start()  # seeds the desired counts, publishes the first record
-    next_beat = time.monotonic() + defaults.HEARTBEAT_INTERVAL_S
-    while not stop.wait(defaults.RECONCILE_INTERVAL_S):
-        for sup in supervisors:
-            sup.desired.read()
-        if time.monotonic() >= next_beat:
-            next_beat += defaults.HEARTBEAT_INTERVAL_S
-            for sup in supervisors:
-                sup._publish()
-
-
 async def main(args: argparse.Namespace) -> None:
     supervisors, workers, notes = build(args)
-    stop = threading.Event()
-    thread = threading.Thread(target=supervise, args=(supervisors, stop), daemon=True)
-    thread.start()
+    threads = [
+        threading.Thread(target=sup.run, args=(False,), daemon=True)
+        for sup in supervisors
+    ]
+    for thread in threads:
+        thread.start()
     tasks = [asyncio.create_task(w.run(install_signals=False)) for w in workers]
     loop = asyncio.get_running_loop()
     # Ready once every worker has started (state leaves "starting").
@@ -177,10 +197,10 @@ async def main(args: argparse.Namespace) -> None:
     for w in workers:
         w.close(force=True)
     await asyncio.wait(tasks, timeout=20)
-    stop.set()
-    thread.join(5)
     for sup in supervisors:
-        sup.redis.close()
+        sup.stop()
+    for thread in threads:
+        thread.join(10)
     emit({"stopped": True})
 
 

@@ -129,11 +129,14 @@ class Child:
         return [worker_id(host, q.prefix, q.queue, self.gpu.uuid) for q in self.served]
 
 
-def spawn(child: Child, cfg: SupervisorConfig, slots: Mapping[str, int]) -> None:
+def spawn(
+    child: Child, cfg: SupervisorConfig, slots: Mapping[str, int], alive_file: str = ""
+) -> None:
     """Start the worker process of a (queue, GPU), or of a GPU with all its
     queues, pinned with CUDA_VISIBLE_DEVICES=<uuid>; `slots` by queue key;
-    `child` becomes RUNNING."""
-    specs = [spec_of(child, cfg, q, slots[q.key]) for q in child.served]
+    `alive_file`: the liveness file its supervisor vouches for it by
+    (heartbeat.py); `child` becomes RUNNING."""
+    specs = [spec_of(child, cfg, q, slots[q.key], alive_file) for q in child.served]
     text = (
         json.dumps([asdict(s) for s in specs]) if child.per_gpu else specs[0].to_json()
     )
@@ -163,7 +166,11 @@ def spawn(child: Child, cfg: SupervisorConfig, slots: Mapping[str, int]) -> None
 
 
 def spec_of(
-    child: Child, cfg: SupervisorConfig, q: QueueConfig, slots: int
+    child: Child,
+    cfg: SupervisorConfig,
+    q: QueueConfig,
+    slots: int,
+    alive_file: str = "",
 ) -> WorkerSpec:
     """The spec of one queue's worker in a child's process."""
     return WorkerSpec(
@@ -197,6 +204,7 @@ def spec_of(
         restarts=child.restarts,
         log_level=cfg.log_level,
         log_format=cfg.log_format,
+        alive_file=alive_file,
     )
 
 

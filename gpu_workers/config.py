@@ -267,6 +267,9 @@ class WorkerSpec:
     restarts: int = 0
     log_level: str = "INFO"
     log_format: str = "text"
+    #: Set by a supervisor: the liveness file this worker rewrites every beat
+    #: so the supervisor vouches for it (heartbeat.py); empty: it beats alone.
+    alive_file: str = ""
 
     @property
     def worker_id(self) -> str:

@@ -30,10 +30,36 @@ HEARTBEAT_INTERVAL_S: float = default("heartbeat_interval_s")
 HEARTBEAT_SOON_S = 0.2
 #: A record without a fresh heartbeat disappears after this (3 missed beats).
 HEARTBEAT_TTL_S: float = default("heartbeat_ttl_s")
-#: How often a worker looks at cancel flags, its slot target and its parent.
+#: How often a worker looks at its parent (a local call) and, while jobs
+#: run, at their cancel flags.
 CONTROL_INTERVAL_S = 0.25
-#: How often the supervisor re-reads desired counts (the spec wants <= 2 s).
+#: How often the supervisor reconciles its children locally (kills overdue
+#: drains); desired counts are re-read when pushed (control.py) or every
+#: DESIRED_SAFETY_S.
 RECONCILE_INTERVAL_S = 0.5
+#: How long a worker's or supervisor's blocking read of its control streams
+#: waits (control.py): an idle process sends one XREAD per this.
+CONTROL_BLOCK_MS = 20_000
+#: How often a worker re-reads its slot target without a push (a writer
+#: that did not announce its change).
+CONTROL_SAFETY_S = 60.0
+#: How often a supervisor re-reads its desired counts without a push: one
+#: HGETALL per host, so often enough to write back counts Redis lost (a
+#: flush, a failover to an empty replica) within seconds.
+DESIRED_SAFETY_S = 5.0
+#: Entries kept in each control stream (only the newest few matter).
+CONTROL_STREAM_MAXLEN = 100
+#: A supervised worker rewrites its record when it changes, else this often;
+#: its supervisor vouches for it in `bullpen:workers` every host beat.
+RECORD_REFRESH_S = 60.0
+#: How often a supervisor trims the expired entries of the index zsets.
+INDEX_TRIM_S = 30.0
+#: How long a GPU worker's idle BZPOPMIN on its queue's marker blocks. A
+#: job added, promoted or put back writes the marker and wakes it at once
+#: (and a claim re-adds it while others wait), so this only bounds how often
+#: an idle worker claims for nothing: each timeout costs a claim script of
+#: about ten commands (queues' default is 5 s: 2.4 commands/s per worker).
+WORKER_DRAIN_DELAY_S = 60.0
 #: How often the supervisor's reap loop polls its children.
 REAP_INTERVAL_S = 0.1
 #: How often a worker samples NVML per-process memory while jobs run.
@@ -122,6 +148,9 @@ SERIES_CLAIM_TTL_S = 3_600
 MODEL_LOAD_BUCKETS_S = (1.0, 2.5, 5.0, 10.0, 20.0, 40.0, 60.0, 120.0, 300.0)
 #: Weight of the newest load in a model's expected load time (EWMA).
 MODEL_LOAD_EWMA = 0.3
+#: How often a worker re-reads model stats, pins and its warm pool without
+#: a push (pins and pool changes are announced on the control stream).
+MODEL_REFRESH_S = 60.0
 #: A model whose load raised is not retried on that GPU for this long,
 #: doubling per failure up to the max.
 MODEL_LOAD_BACKOFF_S = 5.0

@@ -34,6 +34,7 @@ from queues.state import TERMINAL, JobState
 from . import defaults
 from .clock import now_ms
 from .config import check_safe_queue_name, check_segment_name
+from .control import announce_cancel, announce_desired, announce_models
 from .desired import parse_desired
 from .exceptions import ConfigError, ValidationError
 from .fleet_snapshot import FleetSnapshot, parse_records, read_snapshot
@@ -154,7 +155,8 @@ class Fleet:
         prefix: str = defaults.QUEUE_PREFIX,
     ) -> dict[str, int]:
         """Set how many worker processes (and slots each) a host runs for a
-        queue; the host's supervisor converges within about 2 s. Validated
+        queue; the host's supervisor and workers are told at once (control.py)
+        and converge within about 2 s. Validated
         against the limits the live host publishes."""
         try:
             check_segment_name(host, "a host name")
@@ -171,8 +173,10 @@ class Fleet:
                 raise ValidationError(
                     f"{name} must be an integer >= {low}, not {value!r}"
                 )
+        # Live by its index entry (the record may outlast it, heartbeat.py).
+        score = self.client.zscore(self.keys.hosts, host)
         raw_host = self.client.get(self.keys.host(host))
-        if not raw_host:
+        if not raw_host or score is None or float(score) <= now_ms():
             raise ValidationError(f"no live supervisor on host {host!r}")
         field = qualified_name(prefix, queue)
         limits = codec.loads(raw_host).get("queues", {}).get(field)
@@ -195,6 +199,7 @@ class Fleet:
         if slots is not None:
             current["slots"] = slots
         self.client.hset(key, field, codec.dumps(current))
+        announce_desired(self.client, self.keys, host, field)
         return current
 
     def pins(self) -> dict[str, list[str]]:
@@ -236,6 +241,7 @@ class Fleet:
             # Compare and set (a cluster has no WATCH across its nodes):
             # written only if the field is still what was read.
             if self.client.eval(_SET_IF_SAME, 1, key, gpu, raw or "", new):
+                announce_models(self.client, self.keys, [gpu])
                 return current
         raise ValidationError(f"the pins of GPU {gpu} kept changing: try again")
 
@@ -264,3 +270,4 @@ class Fleet:
             codec.dumps({"ts_ms": now_ms()}),
             ex=defaults.CANCEL_TTL_S,
         )
+        announce_cancel(self.client, self.keys, prefix, queue, job_id)

@@ -39,6 +39,11 @@ BullMQ clients ignore it. With the default namespace `bullpen`:
   warm pools the supervisors decided; `bullpen:models:planner` (string,
   SET NX PX): the supervisor planning them this tick
 - `bullpen:stream:workers` (stream, capped): heartbeats and state changes
+- `bullpen:{control}:host:{host}` (stream, capped): "the desired counts of
+  this host changed" (Fleet.set_desired); `bullpen:{control}:all` (stream,
+  capped): "a cancel was requested" (Fleet.request_cancel). Workers and
+  supervisors hold a blocking XREAD on them (control.py); the hash tag puts
+  both in one cluster slot, so one XREAD reads both
 - `bullpen:series:{prefix}:{queue}:{level}` (zset, level 1m / 10m / 1h):
   the queue's sampled points (JSON, score = the point's start in ms), trimmed
   on every write to the level's retention (series/; the key carries the
@@ -80,6 +85,14 @@ class BullpenKeys:
     def worker(self, worker_id: str) -> str:
         """A worker's heartbeat record."""
         return f"{self.ns}:worker:{worker_id}"
+
+    def control_host(self, host: str) -> str:
+        """A host's control stream: its desired counts changed."""
+        return f"{self.ns}:{{control}}:host:{host}"
+
+    def control_all(self) -> str:
+        """The fleet's control stream: a cancel was requested."""
+        return f"{self.ns}:{{control}}:all"
 
     def desired(self, host: str) -> str:
         """A host's desired worker counts and slots per queue."""

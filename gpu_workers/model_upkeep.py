@@ -98,6 +98,9 @@ class ModelUpkeep:
         self.placements: list[Placement] = []
         self.ttl_s = ttl_s
         self._published: tuple[frozenset[str], frozenset[str]] | None = None
+        #: Set when pins or the warm pool changed (control.py): loop() reads
+        #: them at its next round.
+        self.read_due = True
         self._stats_script = LUA.script(bp, "model_stats")
         residency.report = self.report
 
@@ -169,6 +172,11 @@ class ModelUpkeep:
 
     async def refresh(self) -> None:
         """Read stats, pins and the pool; preload; reclaim; publish."""
+        await self.read()
+        await self.act()
+
+    async def read(self) -> None:
+        """Read model stats, this GPU's pins and its warm pool."""
         res = self.residency
         pipe = self._bp.pipeline(transaction=False)
         pipe.hgetall(self.bkeys.model_stats())
@@ -189,6 +197,11 @@ class ModelUpkeep:
         res.pinned = frozenset(n for n in _names(pins) if n in res.registry)
         fresh = now_ms() - int(defaults.POOL_STALE_S * 1000)
         res.pool = frozenset(n for n in _names(pool, fresh) if n in res.registry)
+
+    async def act(self) -> None:
+        """Preload a wanted model when idle, reclaim, publish (by what was
+        read last)."""
+        res = self.residency
         if not self._waiting() and not res.admission.admitted:
             for name in sorted(res.wanted() - res.resident()):
                 if await res.preload(name):
@@ -225,14 +238,21 @@ class ModelUpkeep:
     async def loop(
         self, pause: Callable[[float], Awaitable[bool]], every: float
     ) -> None:
-        """refresh() every `every` seconds (the heartbeat's interval: the
+        """act() every `every` seconds (the heartbeat's interval: the
         warm/open members it renews expire with the heartbeat) until `pause`
-        says stop; nothing at all where no model is declared."""
+        says stop, reading first when `read_due` (a pushed change of pins
+        or pool) or every MODEL_REFRESH_S; nothing at all where no model is
+        declared."""
         if not self.residency.registry.names():
             return
+        read_at = 0.0
         while await pause(every):
             try:
-                await self.refresh()
+                if self.read_due or time.monotonic() >= read_at:
+                    self.read_due = False
+                    read_at = time.monotonic() + defaults.MODEL_REFRESH_S
+                    await self.read()
+                await self.act()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - keep going after Redis blips

@@ -26,6 +26,7 @@ from queues.keys import QueueKeys, names_queue_key
 
 from . import defaults
 from .config import SupervisorConfig, check_safe_queue_name, check_segment_name
+from .control import announce_models
 from .exceptions import ConfigError
 from .fleet import Fleet
 from .handlers import REGISTRY, load_handler_modules
@@ -181,6 +182,8 @@ class PoolPlanner:
         self.state: dict[str, GpuState] = {}
         self.fleet = Fleet(client, keys.ns)
         self._lock = client.register_script(_LOCK)
+        #: GPU uuid -> the models last announced as its pool.
+        self._announced: dict[str, list[str]] = {}
         self._next = -math.inf
 
     def tick_quietly(self, now: float) -> None:
@@ -336,6 +339,13 @@ class PoolPlanner:
         if gone:
             pipe.hdel(key, *gone)
         pipe.execute()
+        models = {uuid: list(dict.fromkeys(a.models)) for uuid, a in out.items()}
+        changed = sorted(
+            set(gone) | {u for u, m in models.items() if self._announced.get(u) != m}
+        )
+        if changed:  # the workers re-read their pool at once (control.py)
+            announce_models(self.client, self.keys, changed)
+        self._announced = models
 
 
 def _number(value: Any) -> TypeGuard[int | float]:

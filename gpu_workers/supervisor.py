@@ -6,19 +6,26 @@ It is a plain loop (rq's worker pool is the model): one place installs
 signal handlers, the reap loop polls children, a crashed child restarts
 after a growing delay, and more than `max_restarts` crashes within
 `restart_window_s` mark it failed (an OTP-style restart intensity). Every
-heartbeat interval it publishes the host record (GPU snapshots, limits,
-children) and records for children that have no live process (restarting
-or failed), so the read model shows them too.
+heartbeat interval it vouches in Redis for its host and, in one ZADD, for
+the children whose process runs and rewrote its liveness file lately
+(heartbeat.py); the host record (GPU snapshots, limits, children) and the
+records of children without a live process (restarting or failed) are
+rewritten when they change or every RECORD_REFRESH_S. Desired counts are
+re-read when a writer announces a change on the host's control stream
+(control.py), and every DESIRED_SAFETY_S.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import shutil
 import signal
+import tempfile
 import threading
 import time
 from enum import Enum
+from pathlib import Path
 from typing import Any
 
 import redis
@@ -29,8 +36,15 @@ from . import defaults
 from .children import Child, ChildState, child_entries, child_records, spawn
 from .clock import now_ms
 from .config import SupervisorConfig
+from .control import ControlThread
 from .desired import DesiredCounts
-from .heartbeat import queue_heartbeat, queue_removal
+from .heartbeat import (
+    queue_record,
+    queue_removal,
+    queue_trim,
+    queue_vouch,
+    settled,
+)
 from .keys import BullpenKeys
 from .liveness import LIVENESS_INTERVAL_S, LivenessFile
 from .planning import plan_gpus, queue_limits
@@ -72,8 +86,18 @@ class Supervisor:
         self.desired = DesiredCounts(
             self.redis, self.keys.desired(config.host), config.queues, self._plan
         )
-        self.sampler = SeriesSampler(self.redis, config.namespace)
+        self.sampler = SeriesSampler(self.redis, config.namespace, host=config.host)
         self.pools = pool_planner(self.redis, self.keys, config)  # None: off
+        #: Pushes of desired-count changes (started with the loop).
+        self.control = ControlThread(self.redis, [self.keys.control_host(config.host)])
+        #: The children's liveness files (spec.alive_file), one per process.
+        self.alive_dir = Path(tempfile.mkdtemp(prefix="bullpen-alive-"))
+        #: Desired counts last read (reconciled locally between reads).
+        self._desired: dict[str, dict[str, int]] | None = None
+        #: The host record last written (settled) and when to rewrite it.
+        self._written: str | None = None
+        self._refresh_at = 0.0
+        self._trim_at = 0.0
 
     def limits(self) -> dict[str, dict[str, Any]]:
         """What set_desired() validates against, per queue."""
@@ -95,7 +119,7 @@ class Supervisor:
             self.install_signal_handlers()
         self._start()
         interval = defaults.REAP_INTERVAL_S
-        next_reconcile = next_beat = next_sample = 0.0
+        next_reconcile = next_beat = next_sample = next_read = 0.0
         try:
             while True:
                 now = time.monotonic()
@@ -106,8 +130,15 @@ class Supervisor:
                     if self._drain_step(now):
                         break
                 else:
-                    if now >= next_reconcile:
-                        self._reconcile(now)
+                    pushed = self.control.pushed.is_set()
+                    if pushed or now >= next_read:  # desired counts from Redis
+                        self.control.pushed.clear()
+                        self.control.take()
+                        self._reconcile(now, read=True)
+                        next_read = now + defaults.DESIRED_SAFETY_S
+                        next_reconcile = now + self.config.reconcile_interval_s
+                    elif now >= next_reconcile:  # the last ones read, locally
+                        self._reconcile(now, read=False)
                         next_reconcile = now + self.config.reconcile_interval_s
                     self._restart_due(now)
                 if now >= next_beat:
@@ -135,6 +166,7 @@ class Supervisor:
                 cfg.host,
                 getattr(self.probe, "reason", "no GPUs"),
             )
+        self.control.start()
         for q in cfg.queues:
             self.desired.seed(q, self.desired.initial(q))
         log.info(
@@ -148,8 +180,15 @@ class Supervisor:
         self._publish()
 
     # --- children ---------------------------------------------------------------------
+    def alive_file(self, child: Child) -> Path:
+        """The liveness file a child's process rewrites every beat."""
+        name = child.worker_id(self.config.host).replace(":", "_").replace("*", "gpu")
+        return self.alive_dir / name
+
     def _spawn(self, child: Child, slots: dict[str, int]) -> None:
-        spawn(child, self.config, slots)
+        alive = self.alive_file(child)
+        alive.unlink(missing_ok=True)  # a former process's proves nothing
+        spawn(child, self.config, slots, str(alive))
         log.info(
             "started %s (pid %s, %d restart(s))",
             self._id(child),
@@ -187,10 +226,15 @@ class Supervisor:
                 self._spawn(child, slots)
                 self._publish_child(child)
 
-    def _reconcile(self, now: float) -> None:
+    def _reconcile(self, now: float, read: bool = True) -> None:
         """Start wanted processes; drain the ones no longer wanted, and a GPU
-        process whose set of queues changed (it restarts with the new set)."""
-        desired = self.desired.read()
+        process whose set of queues changed (it restarts with the new set).
+        `read`: the desired counts from Redis, else the last ones read."""
+        if read or self._desired is None:
+            fresh = self.desired.read()
+            if fresh is not None:
+                self._desired = fresh
+        desired = self._desired
         if desired is None:
             return
         wanted = wanted_processes(self.config, self._plan, desired)
@@ -288,6 +332,8 @@ class Supervisor:
         except redis.RedisError as exc:
             log.warning("could not remove the host's records: %r", exc)
         self.state = SupervisorState.STOPPED
+        self.control.stop()
+        shutil.rmtree(self.alive_dir, ignore_errors=True)
         if self.liveness:
             self.liveness.remove()
         self.redis.close()
@@ -328,6 +374,7 @@ class Supervisor:
                 for c in self.children.values()
                 for entry in child_entries(c, self.config.host)
             ],
+            "refresh_s": defaults.RECORD_REFRESH_S,
             "ts_ms": now_ms(),
         }
 
@@ -337,7 +384,7 @@ class Supervisor:
         try:
             pipe = self.redis.pipeline(transaction=False)
             for wid, record in child_records(child, self.config.host):
-                queue_heartbeat(
+                queue_record(
                     pipe, self.keys, "worker", wid, record, self.config.heartbeat_ttl_s
                 )
             pipe.execute()
@@ -353,33 +400,64 @@ class Supervisor:
         except redis.RedisError:
             pass
 
+    def vouched(self) -> dict[str, int]:
+        """Worker id -> index expiry (ms) for each child that shows itself
+        alive: its process runs and rewrote its liveness file, the expiry
+        counted from that write (so a hung worker drops out a TTL after its
+        last beat); a child without a process (restarting, failed) from now."""
+        ttl_ms = int(self.config.heartbeat_ttl_s * 1000)
+        out: dict[str, int] = {}
+        for child in self.children.values():
+            if child.state in (ChildState.BACKOFF, ChildState.FAILED):
+                expiry = now_ms() + ttl_ms
+            elif child.proc is not None:
+                try:
+                    seen = self.alive_file(child).stat().st_mtime
+                except OSError:
+                    continue  # not beating yet (it lists itself once it does)
+                expiry = int(seen * 1000) + ttl_ms
+            else:
+                continue
+            for wid in child.worker_ids(self.config.host):
+                out[wid] = expiry
+        return out
+
     def _publish(self) -> None:
+        """One host beat: SET the host record only when it changed (or is
+        due a refresh), ZADD the host, ONE ZADD for every vouched child, and
+        the index trims every INDEX_TRIM_S."""
+        now = time.monotonic()
+        ttl = self.config.heartbeat_ttl_s
+        record = self.host_record()
+        seen = settled(record)
+        changed = seen != self._written
+        refresh = now >= self._refresh_at
         try:
             pipe = self.redis.pipeline(transaction=False)
-            queue_heartbeat(
-                pipe,
-                self.keys,
-                "host",
-                self.config.host,
-                self.host_record(),
-                self.config.heartbeat_ttl_s,
-            )
-            for child in self.children.values():
-                if child.state not in (ChildState.BACKOFF, ChildState.FAILED):
-                    continue
-                for wid, record in child_records(child, self.config.host):
-                    queue_heartbeat(
-                        pipe,
-                        self.keys,
-                        "worker",
-                        wid,
-                        record,
-                        self.config.heartbeat_ttl_s,
-                        stream=False,
-                    )
+            host = self.config.host
+            if changed or refresh:
+                queue_record(pipe, self.keys, "host", host, record, ttl, changed)
+            else:
+                queue_vouch(pipe, self.keys, "host", {host: now_ms() + int(ttl * 1000)})
+            if refresh:  # records of children without a process
+                for child in self.children.values():
+                    if child.state in (ChildState.BACKOFF, ChildState.FAILED):
+                        for wid, rec in child_records(child, host):
+                            queue_record(
+                                pipe, self.keys, "worker", wid, rec, ttl, False
+                            )
+            queue_vouch(pipe, self.keys, "worker", self.vouched())
+            if now >= self._trim_at:
+                queue_trim(pipe, self.keys)
             pipe.execute()
         except redis.RedisError as exc:
             log.warning("heartbeat failed: %r", exc)
+            return
+        self._written = seen
+        if changed or refresh:
+            self._refresh_at = now + defaults.RECORD_REFRESH_S
+        if now >= self._trim_at:
+            self._trim_at = now + defaults.INDEX_TRIM_S
 
 
 def run_supervisor(config: SupervisorConfig, install_signals: bool = True) -> int:

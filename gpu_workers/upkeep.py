@@ -2,9 +2,14 @@
 while it runs jobs.
 
 - heartbeats: its record (GPU reading, budget, running jobs, counters) every
-  interval, and soon after a job is claimed, admitted or ends;
-- control: cancel flags of its claimed jobs, its slot target from the
-  desired counts, and whether its supervisor is still alive;
+  interval, and soon after a job is claimed, admitted or ends. Under a
+  supervisor (`spec.alive_file` set) a beat rewrites a local liveness file,
+  and the record only when it changed or every RECORD_REFRESH_S: the
+  supervisor vouches for the worker in Redis (heartbeat.py);
+- control: cancel flags of its claimed jobs (polled while jobs run, pushed
+  at any time), its slot target from the desired counts (pushed, and
+  re-read every CONTROL_SAFETY_S: control.py), and whether its supervisor
+  is still alive (a local call);
 - peaks: this process's VRAM, sampled while jobs run.
 """
 
@@ -24,11 +29,13 @@ from . import defaults
 from .admission import QueueClaims, VramAdmission
 from .clock import now_ms
 from .config import WorkerSpec
+from .control import AsyncControlWatch
 from .desired import parse_desired
 from .device import Device
 from .handlers import JobMeter
-from .heartbeat import queue_heartbeat, queue_removal
+from .heartbeat import queue_heartbeat, queue_record, queue_removal, settled
 from .keys import BullpenKeys
+from .liveness import LivenessFile
 from .model_upkeep import ModelUpkeep
 from .probe import GpuProbe
 
@@ -83,6 +90,15 @@ class WorkerUpkeep:
         #: Set when a job is claimed, admitted or ends: beat soon (see defaults).
         self._changed = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
+        #: Under a supervisor: the file it reads to vouch for this worker.
+        self.alive = LivenessFile(spec.alive_file, 0) if spec.alive_file else None
+        #: The last record written (settled), and when the next refresh is due.
+        self._written: str | None = None
+        self._refresh_at = 0.0
+        #: The blocking read of this host's and the fleet's control streams.
+        self.control = AsyncControlWatch(
+            bp, [bkeys.control_host(spec.host), bkeys.control_all()]
+        )
 
     def beat_soon(self) -> None:
         """A job was claimed, admitted or ended: heartbeat soon."""
@@ -97,6 +113,9 @@ class WorkerUpkeep:
         self._tasks = [
             asyncio.create_task(self._heartbeat_loop()),
             asyncio.create_task(self._control_loop()),
+            asyncio.create_task(
+                self.control.run(self._stop, self.worker.background.failed)
+            ),
             asyncio.create_task(self._peak_loop()),
         ]
         if self.models is not None and self.process is None:
@@ -114,9 +133,12 @@ class WorkerUpkeep:
             task.cancel()
         if self._tasks:
             await asyncio.wait(self._tasks, timeout=5)
+        await self.control.close()
 
     async def unpublish(self) -> None:
         """Remove this worker's record (a clean stop)."""
+        if self.alive is not None:  # the supervisor stops vouching first
+            self.alive.remove()
         try:
             pipe = self._bp.pipeline(transaction=False)
             queue_removal(pipe, self.bkeys, "worker", self.spec.worker_id)
@@ -166,6 +188,8 @@ class WorkerUpkeep:
             record["working_bytes"] = adm.working_bytes
         if self.process is not None:
             record["process"] = dict(self.process)
+        if self.alive is not None:
+            record["refresh_s"] = defaults.RECORD_REFRESH_S
         return record
 
     def _running(self, meter: JobMeter) -> dict[str, Any]:
@@ -181,16 +205,41 @@ class WorkerUpkeep:
         return summary
 
     async def _heartbeat(self) -> None:
+        record = self.heartbeat_record()
+        if self.alive is None:  # on its own: the whole heartbeat, every beat
+            pipe = self._bp.pipeline(transaction=False)
+            queue_heartbeat(
+                pipe,
+                self.bkeys,
+                "worker",
+                self.spec.worker_id,
+                record,
+                self.spec.heartbeat_ttl_s,
+            )
+            await pipe.execute()
+            return
+        try:
+            self.alive.beat()
+        except OSError as exc:  # the supervisor stops vouching: it shows
+            log.warning("liveness file %s: %r", self.alive.path, exc)
+        now = time.monotonic()
+        seen = settled(record)
+        changed = seen != self._written
+        if not changed and now < self._refresh_at:
+            return
         pipe = self._bp.pipeline(transaction=False)
-        queue_heartbeat(
+        queue_record(
             pipe,
             self.bkeys,
             "worker",
             self.spec.worker_id,
-            self.heartbeat_record(),
+            record,
             self.spec.heartbeat_ttl_s,
+            stream=changed,
         )
         await pipe.execute()
+        self._written = seen
+        self._refresh_at = now + defaults.RECORD_REFRESH_S
 
     async def _pause(self, seconds: float) -> bool:
         """Sleep; False once the helpers are told to stop."""
@@ -230,42 +279,66 @@ class WorkerUpkeep:
                 self.worker.background.failed("heartbeat", exc)
 
     async def _control_loop(self) -> None:
-        """Cancel flags of claimed jobs, the slot target, and the parent's life."""
-        desired_key = self.bkeys.desired(self.spec.host)
-        field = qualified_name(self.spec.prefix, self.spec.queue)
-        while await self._pause(self.spec.control_interval_s):
+        """The parent's life (locally, every control interval), cancel flags
+        of claimed jobs (polled while jobs run, read at once when pushed),
+        and the slot target (read when pushed, and every CONTROL_SAFETY_S)."""
+        safety_at = time.monotonic()  # read once at start, then when due
+        while not self._stop.is_set():
+            pushed = self.control.pushed
+            try:
+                await asyncio.wait_for(pushed.wait(), self.spec.control_interval_s)
+            except TimeoutError:
+                pass
+            if self._stop.is_set():
+                return
+            pushed.clear()
+            found = self.control.take()
             if os.getppid() != self._ppid and not self.worker.closing:
                 log.warning(
                     "worker %s: supervisor is gone; draining", self.spec.worker_id
                 )
                 self.worker.close()
+            if found.models and self.models is not None:
+                self.models.read_due = True
+            mine = qualified_name(self.spec.prefix, self.spec.queue)
+            asked = {job for queue, job in found.cancels if queue == mine}
+            safety = time.monotonic() >= safety_at
             try:
-                ids = list(self.meters)
-                if ids:
-                    # GETs in a pipeline, not MGET: the flags may sit in
-                    # different slots of a Redis Cluster.
-                    pipe = self._bp.pipeline(transaction=False)
-                    for i in ids:
-                        pipe.get(
-                            self.bkeys.cancel(self.spec.prefix, self.spec.queue, i)
-                        )
-                    flags = await pipe.execute()
-                    poke = False
-                    for job_id, flag in zip(ids, flags, strict=True):
-                        meter = self.meters.get(job_id)
-                        if flag and meter is not None and not meter.cancel.is_set():
-                            log.info("job %s: cancel requested", job_id)
-                            meter.cancel.set()
-                            poke = True
-                    if poke:
-                        await self.admission.poke()
-                slots = parse_desired(await self._bp.hget(desired_key, field)).get(
-                    "slots"
-                )
-                if slots and slots != self.claims.slots:
-                    self.claims.resize(min(slots, self.spec.max_slots))
+                if self.meters and (asked & set(self.meters) or not found):
+                    await self._read_cancels()
+                if found.desired or safety:
+                    safety_at = time.monotonic() + defaults.CONTROL_SAFETY_S
+                    await self._read_slots()
             except Exception as exc:  # noqa: BLE001 - keep watching after Redis blips
                 self.worker.background.failed("control loop", exc)
+
+    async def _read_cancels(self) -> None:
+        """Set the cancel of each claimed job whose flag is set."""
+        ids = list(self.meters)
+        # GETs in a pipeline, not MGET: the flags may sit in different slots
+        # of a Redis Cluster.
+        pipe = self._bp.pipeline(transaction=False)
+        for i in ids:
+            pipe.get(self.bkeys.cancel(self.spec.prefix, self.spec.queue, i))
+        flags = await pipe.execute()
+        poke = False
+        for job_id, flag in zip(ids, flags, strict=True):
+            meter = self.meters.get(job_id)
+            if flag and meter is not None and not meter.cancel.is_set():
+                log.info("job %s: cancel requested", job_id)
+                meter.cancel.set()
+                poke = True
+        if poke:
+            await self.admission.poke()
+
+    async def _read_slots(self) -> None:
+        """Follow the slot target of this host's desired counts."""
+        field = qualified_name(self.spec.prefix, self.spec.queue)
+        raw = await self._bp.hget(self.bkeys.desired(self.spec.host), field)
+        slots = parse_desired(raw).get("slots")
+        if slots and slots != self.claims.slots:
+            self.claims.resize(min(slots, self.spec.max_slots))
+            self.beat_soon()  # pages show the new slots at once
 
     async def _peak_loop(self) -> None:
         """Sample this process's VRAM (NVML by pid, or simulated) while jobs run."""

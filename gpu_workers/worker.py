@@ -128,6 +128,7 @@ class GpuWorker:
             max_stalled_count=spec.max_stalled_count,
             worker_name=f"{spec.host}.{spec.queue}.gpu{self.device.index}",
             close_timeout=spec.drain_timeout_s,
+            drain_delay=defaults.WORKER_DRAIN_DELAY_S,
             metrics=(
                 MetricsOptions(spec.metrics_data_points)
                 if spec.metrics_data_points

@@ -1,7 +1,8 @@
 """The sampler: one point per queue and per GPU each minute, cluster-wide.
 
-Every supervisor (its own queues) and every dashboard process (every queue
-it discovers) runs `tick()` every few seconds. A tick samples the minute that
+Every supervisor (its own queues and its own host's GPUs, read by key: it
+never lists the fleet) and every dashboard process (every queue it
+discovers) runs `tick()` every few seconds. A tick samples the minute that
 ended last, once its settle time passed; whoever first claims a series'
 minute (SET NX EX on its claim key) samples it, the others skip it, so any
 number of samplers write one point per minute and none counts twice.
@@ -13,6 +14,7 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
+from queues import codec
 from queues.connection import sync_client
 from queues.drive import gather, run_sync
 from queues.keys import QueueKeys
@@ -20,7 +22,7 @@ from queues.metrics import MINUTE_MS
 
 from .. import defaults
 from ..clock import now_ms as clock_ms
-from ..fleet import Fleet
+from ..fleet import Fleet, _simulated_reading, one_per_process
 from ..keys import BullpenKeys
 from . import points, store
 from .sample import queue_point_op
@@ -62,11 +64,19 @@ class SeriesSampler:
         connection: Any,
         namespace: str = defaults.NAMESPACE,
         sample_jobs: int = defaults.SERIES_SAMPLE_JOBS,
+        host: str | None = None,
     ) -> None:
         # A decoding client (replies are str), the given one when it decodes.
         self.client: Any = sync_client(connection)
         self.keys = BullpenKeys(namespace)
         self.sample_jobs = sample_jobs
+        #: A supervisor's host: only its GPUs are sampled (None: every GPU).
+        self.host = host
+        #: The minute whose GPU claims this (host's) sampler tried last: its
+        #: records are read once per minute, not every tick.
+        self._gpu_minute: int | None = None
+        #: GPU uuid -> the info last written to series:gpu-info.
+        self._info: dict[str, str] = {}
         #: Claim keys this sampler tried, by minute: a tick every few seconds
         #: sees the same minute again, and a claim lost (or won) stays so.
         self._tried: dict[str, int] = {}
@@ -168,12 +178,59 @@ class SeriesSampler:
     def _gpu_key_of(self, uuid: str) -> store.KeyOf:
         return lambda level: self.keys.gpu_series(uuid, level)
 
-    def _tick_gpus(self, minute: int, now: int) -> int:
-        rows = [
-            g
-            for g in Fleet(self.client, self.keys.ns).list_gpus()
-            if isinstance(g.get("uuid"), str)
+    def host_gpus(self, host: str) -> list[dict[str, Any]]:
+        """One host's GPUs as Fleet.list_gpus rows (without `oom_total`),
+        from its host record and its children's worker records, by key."""
+        try:
+            record = codec.loads(self.client.get(self.keys.host(host)) or "null")
+        except (codec.JSONDecodeError, TypeError, ValueError):
+            return []
+        if not isinstance(record, dict):
+            return []
+        ids = [
+            c["id"]
+            for c in record.get("children") or []
+            if isinstance(c, dict) and isinstance(c.get("id"), str)
         ]
+        workers = []
+        if ids:
+            pipe = self.client.pipeline(transaction=False)
+            for wid in ids:
+                pipe.get(self.keys.worker(wid))
+            for raw in pipe.execute():
+                try:
+                    w = codec.loads(raw) if raw else None
+                except (codec.JSONDecodeError, TypeError, ValueError):
+                    continue
+                if isinstance(w, dict) and w.get("host") == host:
+                    workers.append(w)
+        rows = []
+        for gpu in record.get("gpus") or []:
+            if not isinstance(gpu, dict) or not isinstance(gpu.get("uuid"), str):
+                continue
+            on_it = [
+                w for w in workers if (w.get("gpu") or {}).get("uuid") == gpu["uuid"]
+            ]
+            procs = one_per_process(on_it)
+            row = dict(gpu, host=host, workers=[w.get("id") for w in on_it])
+            row["budget_bytes"] = sum(w.get("budget_bytes") or 0 for w in procs)
+            row["committed_bytes"] = sum(w.get("committed_bytes") or 0 for w in procs)
+            if gpu.get("simulated") and isinstance(gpu.get("memory_total_bytes"), int):
+                row.update(_simulated_reading(gpu, procs))
+            rows.append(row)
+        return rows
+
+    def _tick_gpus(self, minute: int, now: int) -> int:
+        if self.host is not None:
+            if self._gpu_minute == minute:
+                return 0
+            self._gpu_minute = minute
+        found = (
+            self.host_gpus(self.host)
+            if self.host is not None
+            else Fleet(self.client, self.keys.ns).list_gpus()
+        )
+        rows = [g for g in found if isinstance(g.get("uuid"), str)]
         claims = self._claim(
             [self.keys.gpu_series_claim(g["uuid"], minute) for g in rows], minute
         )
@@ -184,8 +241,10 @@ class SeriesSampler:
         keep = store.LEVELS[store.LEVEL_NAMES[-1]][1]
         for g in mine:
             pipe.zadd(self.keys.series_gpus(), {g["uuid"]: minute})
-            info = {k: g.get(k) for k in ("host", "index", "name")}
-            pipe.hset(self.keys.series_gpu_info(), g["uuid"], points.dump(info))
+            info = points.dump({k: g.get(k) for k in ("host", "index", "name")})
+            if self._info.get(g["uuid"]) != info:  # written once, then on change
+                pipe.hset(self.keys.series_gpu_info(), g["uuid"], info)
+                self._info[g["uuid"]] = info
         pipe.zremrangebyscore(self.keys.series_gpus(), "-inf", f"({now - keep}")
         pipe.execute()
         store.write(
@@ -199,12 +258,16 @@ class SeriesSampler:
     def tick_quietly(
         self,
         queues: Iterable[tuple[str, str]],
-        gpus: bool = True,
+        gpus: bool | None = None,
         overall: bool = False,
     ) -> int:
         """`tick()` (and with `overall`, `tick_overall()` over the same
-        queues), logging instead of raising (a sampler's loop must go on)."""
+        queues), logging instead of raising (a sampler's loop must go on).
+        GPUs by default only where this sampler has a host: each supervisor
+        samples its own, and a dashboard's loop never walks the fleet."""
         refs = list(queues)
+        if gpus is None:
+            gpus = self.host is not None
         try:
             written = self.tick(refs, gpus)
             if overall:

@@ -16,6 +16,7 @@ import pytest
 import redis
 
 from gpu_workers import defaults
+from gpu_workers.control import announce_models
 from gpu_workers.fleet import Fleet
 from gpu_workers.gputime import read_totals
 from gpu_workers.keys import BullpenKeys
@@ -328,6 +329,13 @@ def test_a_worker_killed_while_loading_leaves_no_ghost_model(
     assert [m["name"] for m in final[0]["models"]] == ["t-slow"]
 
 
+def plan_pool(r: redis.Redis, record: str) -> None:
+    """Write GPU SIM-t-0's warm pool as the supervisors' planner does:
+    the record, then its announcement on the control stream (control.py)."""
+    r.hset(KEYS.model_pool(), "SIM-t-0", record)
+    announce_models(r, KEYS, ["SIM-t-0"])
+
+
 def test_an_idle_worker_preloads_its_pool_and_pins(
     redis_url: str,
     qname: str,
@@ -342,13 +350,12 @@ def test_an_idle_worker_preloads_its_pool_and_pins(
     workers.append(w)
     worker = w.worker
     assert worker is not None
-    pool = KEYS.model_pool()
     stale = {"models": ["t-big"], "ts_ms": 1}  # no supervisor plans any more
-    r.hset(pool, "SIM-t-0", json.dumps(stale))
+    plan_pool(r, json.dumps(stale))
     fleet.pin_model("SIM-t-0", "t-small")
     wait_until(lambda: ("load", "t-small") in events(r), what="the pinned model loaded")
     now = int(time.time() * 1000)
-    r.hset(pool, "SIM-t-0", json.dumps({"models": ["t-mid"], "ts_ms": now}))
+    plan_pool(r, json.dumps({"models": ["t-mid"], "ts_ms": now}))
     wait_until(lambda: ("load", "t-mid") in events(r), what="the pool's model loaded")
     assert ("load", "t-big") not in events(r)  # the stale record was ignored
 
@@ -361,7 +368,7 @@ def test_an_idle_worker_preloads_its_pool_and_pins(
     assert models["t-small"]["pinned"] and models["t-small"]["wanted"]
     assert models["t-mid"]["wanted"] and not models["t-mid"]["pinned"]
     now = int(time.time() * 1000)
-    r.hset(pool, "SIM-t-0", json.dumps({"models": [], "ts_ms": now}))
+    plan_pool(r, json.dumps({"models": [], "ts_ms": now}))
     wait_until(lambda: "t-mid" not in worker.residency.wanted(), what="the new pool")
     assert set(worker.residency.resident()) == {"t-mid", "t-small"}  # kept, idle
     assert [k for k, _m in events(r)].count("evict") == 0
