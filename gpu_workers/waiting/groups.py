@@ -58,9 +58,7 @@ class GroupFacts:
 def _places(
     keys: QueueKeys, groups: list[str], jobs: Sequence[tuple[str, str]]
 ) -> Op[tuple[dict[str, int | None], list[int | None]]]:
-    batch: list[Cmd | Eval] = [
-        Cmd(("LPOS", keys.groups_ready, g)) for g in groups
-    ]
+    batch: list[Cmd | Eval] = [Cmd(("LPOS", keys.groups_ready, g)) for g in groups]
     batch += [Cmd(("ZRANK", keys.group(g) + ":wait", i)) for i, g in jobs]
     replies = yield batch
     turns = {g: as_int(v) for g, v in zip(groups, replies)}

@@ -97,8 +97,14 @@ def move_jobs_to_wait(
         # Grouped delayed jobs (docs/groups.md): to their groups.
         grouped = Eval(
             "move_jobs_to_wait",
-            (keys.events, keys.groups_delayed, keys.wait, keys.meta,
-             keys.marker, keys.active),
+            (
+                keys.events,
+                keys.groups_delayed,
+                keys.wait,
+                keys.meta,
+                keys.marker,
+                keys.active,
+            ),
             (keys.base, count, "+inf", st.value),
         )
         while int((yield grouped)):

@@ -111,7 +111,7 @@ class Finisher:
             entry = {
                 "id": job.id,
                 "token": job.token,
-            "gid": job.raw.get("gid", ""),
+                "gid": job.raw.get("gid", ""),
                 "target": "failed",
                 "value": _text(f"{exc} (and then: {bug})"),
                 "attempts": 0,

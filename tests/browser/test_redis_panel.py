@@ -106,7 +106,8 @@ def test_redis_panel_numbers_equal_info(page: Any, stack: Stack) -> None:
     for name in MOVING:
         low, high, step = moved(seen[name])
         value = int(values[name])
-        assert low - step <= value <= high + step, (name, low, high, step, len(seen[name]))
+        where = (name, low, high, step, len(seen[name]))
+        assert low - step <= value <= high + step, where
     assert values["dbsize"] == str(r.dbsize())
     assert page.locator("[data-warning=memory]").count() == 0
     try:

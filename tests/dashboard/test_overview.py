@@ -216,9 +216,8 @@ def test_prewarm_scans_once_and_first_pages_answer_from_the_registry(
     import threading
     import time
 
-    from queues.discovery import REGISTRY_KEY
-
     import queues.discovery
+    from queues.discovery import REGISTRY_KEY
 
     settings.BULLPEN_DISCOVERY_TTL_S = 60
     monkeypatch.setattr(queues.discovery, "SMALL_KEYSPACE", 0)  # as if 1M keys
@@ -254,7 +253,7 @@ def test_prewarm_scans_once_and_first_pages_answer_from_the_registry(
         assert qname + "-new" not in names
     assert not discovery._discovery.complete()
     page = admin_client.get("/").content.decode()
-    assert "data-discovering" in page and 'every 2s' in page
+    assert "data-discovering" in page and "every 2s" in page
     assert f'data-queue="bull:{qname}"' in page
     release.set()
     deadline = time.monotonic() + 10

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-
 from queues import Queue
 from tests.helpers import wait_until
 
