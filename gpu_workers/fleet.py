@@ -37,7 +37,7 @@ from .config import check_safe_queue_name, check_segment_name
 from .control import announce_cancel, announce_desired, announce_models
 from .desired import parse_desired
 from .exceptions import ConfigError, ValidationError
-from .fleet_snapshot import FleetSnapshot, parse_records, read_snapshot
+from .fleet_snapshot import FleetSnapshot, parse_live, read_snapshot
 from .fleet_snapshot import one_per_process as one_per_process  # fleet.py's API
 from .keys import BullpenKeys
 from .models import MODEL_NAME, check_model_name
@@ -88,15 +88,17 @@ class Fleet:
     def _live(self, index: str, key_of: Any) -> list[dict[str, Any]]:
         # Entries up to now have expired: skip them (exclusive min), and leave
         # trimming them to the writers (heartbeat.py).
-        idents = self.client.zrangebyscore(index, f"({now_ms()}", "+inf")
-        if not idents:
+        entries = self.client.zrangebyscore(
+            index, f"({now_ms()}", "+inf", withscores=True
+        )
+        if not entries:
             return []
         # One GET each in a pipeline, not MGET: on a Redis Cluster the records
         # sit in different slots, which one MGET may not span.
         pipe = self.client.pipeline(transaction=False)
-        for ident in idents:
+        for ident, _ in entries:
             pipe.get(key_of(ident))
-        return parse_records(pipe.execute())
+        return parse_live(pipe.execute(), (expiry for _, expiry in entries))
 
     def list_hosts(self) -> list[dict[str, Any]]:
         """Supervisors with a fresh heartbeat, by host name."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from queues import codec
 from queues.cluster import is_cluster_client
@@ -44,7 +44,30 @@ def parse_records(values: Iterable[Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _number(value: Any) -> bool:
+def seen_ms(record: dict[str, Any], expiry_ms: Any) -> int | None:
+    """When a host or worker was last seen (ms): its index entry's expiry
+    less the TTL its record carries (a vouched-for record's `ts_ms` says
+    only when it was last written, up to RECORD_REFRESH_S ago); `ts_ms` for
+    a record without `ttl_s` (written before it was carried)."""
+    ttl = record.get("ttl_s")
+    if _number(ttl) and _number(expiry_ms):
+        return int(expiry_ms - ttl * 1000)
+    ts = record.get("ts_ms")
+    return int(ts) if _number(ts) else None
+
+
+def parse_live(values: Iterable[Any], expiries: Iterable[Any]) -> list[dict[str, Any]]:
+    """The JSON objects among the records of live index entries (others
+    skipped), each given `seen_ms` from its entry's expiry."""
+    out = []
+    for value, expiry in zip(values, expiries, strict=True):
+        for record in parse_records([value]):
+            record["seen_ms"] = seen_ms(record, expiry)
+            out.append(record)
+    return out
+
+
+def _number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
@@ -329,13 +352,14 @@ def read_snapshot(client: Any, keys: BullpenKeys) -> FleetSnapshot:
     index entries, their records, the OOM counters of their GPUs."""
     now = now_ms()
     pipe = client.pipeline(transaction=False)
-    pipe.zrangebyscore(keys.hosts, f"({now}", "+inf")
-    pipe.zrangebyscore(keys.workers, f"({now}", "+inf")
-    host_ids, worker_ids = pipe.execute()
-    names = [keys.host(i) for i in host_ids] + [keys.worker(i) for i in worker_ids]
+    pipe.zrangebyscore(keys.hosts, f"({now}", "+inf", withscores=True)
+    pipe.zrangebyscore(keys.workers, f"({now}", "+inf", withscores=True)
+    host_entries, worker_entries = pipe.execute()
+    names = [keys.host(i) for i, _ in host_entries]
+    names += [keys.worker(i) for i, _ in worker_entries]
     values = _get_all(client, names)
-    hosts = parse_records(values[: len(host_ids)])
-    workers = parse_records(values[len(host_ids) :])
+    hosts = parse_live(values[: len(host_entries)], (e for _, e in host_entries))
+    workers = parse_live(values[len(host_entries) :], (e for _, e in worker_entries))
     uuids = sorted({g["uuid"] for h in hosts for g in host_gpus(h)})
     ooms: dict[str, int] = {}
     if uuids:

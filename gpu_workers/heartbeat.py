@@ -21,6 +21,10 @@ Two ways to beat:
   carries `refresh_s` (how often it is rewritten at least) and its `ts_ms`
   is when it was last written, not when the process was last seen: that is
   its index entry's score minus the heartbeat TTL.
+
+Every record written here carries that TTL (`ttl_s`), so a reader tells when
+a host or worker was last seen from its index entry (fleet_snapshot.py's
+`seen_ms`) however it beats.
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ def queue_heartbeat(
     """Queue the commands writing one heartbeat on a (sync or async) pipeline,
     and trimming the expired entries of the index it writes."""
     ttl_ms = max(int(ttl_s * 1000), 1)
-    payload = codec.dumps(record)
+    payload = codec.dumps({**record, "ttl_s": ttl_s})
     now = now_ms()
     if kind == "host":
         record_key, index = keys.host(ident), keys.hosts
@@ -104,7 +108,7 @@ def queue_record(
     """Queue the commands writing a record that is vouched for (see above):
     its key with record_ttl_s(ttl_s), its index entry for ttl_s (so a new
     one is listed at once), and, with `stream`, an entry in the stream."""
-    payload = codec.dumps(record)
+    payload = codec.dumps({**record, "ttl_s": ttl_s})
     index = keys.hosts if kind == "host" else keys.workers
     record_key = keys.host(ident) if kind == "host" else keys.worker(ident)
     pipe.set(record_key, payload, px=max(int(record_ttl_s(ttl_s) * 1000), 1))

@@ -361,8 +361,8 @@ class BullpenCollector(Collector):
             current = w.get("state")
             for s in WORKER_STATES:
                 state.add_metric([*labels, s], 1 if s == current else 0)
-            if isinstance(w.get("ts_ms"), (int, float)):
-                beat.add_metric(labels, w["ts_ms"] / 1000)
+            if isinstance(w.get("seen_ms"), (int, float)):  # last seen
+                beat.add_metric(labels, w["seen_ms"] / 1000)
             restarts.add_metric(labels, float(w.get("restarts") or 0))
             counters = w.get("counters") or {}
             for outcome in WORKER_OUTCOMES:

@@ -22,7 +22,8 @@ from queues.metrics import MINUTE_MS
 
 from .. import defaults
 from ..clock import now_ms as clock_ms
-from ..fleet import Fleet, _simulated_reading, one_per_process
+from ..fleet import Fleet
+from ..fleet_snapshot import join_gpus
 from ..keys import BullpenKeys
 from . import points, store
 from .sample import queue_point_op
@@ -204,20 +205,11 @@ class SeriesSampler:
                     continue
                 if isinstance(w, dict) and w.get("host") == host:
                     workers.append(w)
-        rows = []
-        for gpu in record.get("gpus") or []:
-            if not isinstance(gpu, dict) or not isinstance(gpu.get("uuid"), str):
-                continue
-            on_it = [
-                w for w in workers if (w.get("gpu") or {}).get("uuid") == gpu["uuid"]
-            ]
-            procs = one_per_process(on_it)
-            row = dict(gpu, host=host, workers=[w.get("id") for w in on_it])
-            row["budget_bytes"] = sum(w.get("budget_bytes") or 0 for w in procs)
-            row["committed_bytes"] = sum(w.get("committed_bytes") or 0 for w in procs)
-            if gpu.get("simulated") and isinstance(gpu.get("memory_total_bytes"), int):
-                row.update(_simulated_reading(gpu, procs))
-            rows.append(row)
+        # The fleet snapshot's join, on this one host (its oom_total left out:
+        # a point does not carry it).
+        rows = join_gpus([record], workers, {})
+        for row in rows:
+            row.pop("oom_total", None)
         return rows
 
     def _tick_gpus(self, minute: int, now: int) -> int:

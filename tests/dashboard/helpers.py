@@ -55,10 +55,22 @@ H200_GPU: dict[str, Any] = {
 }
 
 
-def beat(r: redis.Redis, kind: str, ident: str, record: dict[str, Any]) -> None:
-    """Publish one heartbeat record as a worker or supervisor does."""
+def beat(
+    r: redis.Redis,
+    kind: str,
+    ident: str,
+    record: dict[str, Any],
+    ttl_s: float = 30,
+    seen_ms: int | None = None,
+) -> None:
+    """Publish one heartbeat record as a worker or supervisor does; with
+    `seen_ms`, as one last seen then (its index entry expiring `ttl_s` after)."""
+    keys = BullpenKeys()
     pipe = r.pipeline(transaction=False)
-    queue_heartbeat(pipe, BullpenKeys(), kind, ident, record, 30)
+    queue_heartbeat(pipe, keys, kind, ident, record, ttl_s)
+    if seen_ms is not None:
+        index = keys.hosts if kind == "host" else keys.workers
+        pipe.zadd(index, {ident: seen_ms + int(ttl_s * 1000)})
     pipe.execute()
 
 

@@ -88,6 +88,8 @@ def fleet_on(r: redis.Redis, job_name: str = "txt2img") -> None:
             "state": "busy",
             "ts_ms": now - 65_000,
         },
+        ttl_s=120,  # last seen 65 s ago, still live (its supervisor vouched)
+        seen_ms=now - 65_000,
     )
     beat(
         r,

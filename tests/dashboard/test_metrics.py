@@ -145,8 +145,12 @@ def test_worker_and_gpu_metrics(dashboard_redis: str, r: redis.Redis) -> None:
         "draining": 0,
         "failed": 0,
     }
+    # When it was last seen: its index entry's expiry less its TTL (30 s), not
+    # its record's ts_ms (when the record was last written).
+    expiry = r.zscore("bullpen:workers", worker["worker"])
+    assert expiry is not None
     assert value(families["bullpen_worker_heartbeat_timestamp_seconds"], **worker) == (
-        1_700_000_001.5
+        (expiry - 30_000) / 1000
     )
     assert value(families["bullpen_worker_restarts"], **worker) == 2
     assert value(families["bullpen_worker_jobs"], outcome="oom", **worker) == 1

@@ -4,6 +4,7 @@ live record, GPUs joined with their workers, and the aggregates pages and
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
@@ -12,6 +13,7 @@ import redis
 from gpu_workers.fleet import Fleet
 from gpu_workers.fleet_cache import SnapshotCache
 from gpu_workers.fleet_snapshot import read_snapshot
+from gpu_workers.heartbeat import queue_record, queue_vouch
 from gpu_workers.keys import BullpenKeys
 from tests.gpu_workers.fleet_records import (
     GiB,
@@ -19,6 +21,7 @@ from tests.gpu_workers.fleet_records import (
     host_name,
     publish_fleet,
     worker_id,
+    worker_record,
 )
 
 
@@ -166,3 +169,27 @@ def test_cache_raises_once_a_read_failed_rather_than_serve_stale(
         pass
     down.clear()
     assert cache.get() is not first
+
+
+def test_last_seen_comes_from_the_vouched_index_entry(
+    r: redis.Redis, fleet: Fleet
+) -> None:
+    """A quiet worker's record is rewritten once a minute (its ts_ms then
+    old) while its supervisor vouches for it every beat: when it was last
+    seen is its index entry's expiry less its record's TTL, in the snapshot
+    and in list_workers; a record without ttl_s (an older writer) keeps ts_ms."""
+    keys = BullpenKeys()
+    now = int(time.time() * 1000)
+    written = worker_record(0, 0) | {"ts_ms": now - 50_000}
+    pipe = r.pipeline(transaction=False)
+    queue_record(pipe, keys, "worker", worker_id(0, 0), written, 10)
+    queue_vouch(pipe, keys, "worker", {worker_id(0, 0): now + 10_000})
+    pipe.execute()
+    [w] = fleet.snapshot().workers
+    assert w["ts_ms"] == now - 50_000 and w["seen_ms"] == now
+    assert [x["seen_ms"] for x in fleet.list_workers()] == [now]
+    old = worker_record(0, 1) | {"ts_ms": now - 3_000}
+    r.set(keys.worker(worker_id(0, 1)), json.dumps(old))
+    r.zadd(keys.workers, {worker_id(0, 1): now + 10_000})
+    seen = {x["id"]: x["seen_ms"] for x in fleet.snapshot().workers}
+    assert seen == {worker_id(0, 0): now, worker_id(0, 1): now - 3_000}

@@ -175,10 +175,13 @@ class CapacityRow:
         return self.queue.key
 
 
-def _age(ts_ms: Any, now_ms: int) -> float | None:
-    if not isinstance(ts_ms, (int, float)):
+def _age(seen_ms: Any, now_ms: int) -> float | None:
+    """Seconds since a record's host or worker was last seen (`seen_ms`,
+    gpu_workers.fleet_snapshot: its record's `ts_ms` is when it was last
+    written, which a quiet worker does once a minute)."""
+    if not isinstance(seen_ms, (int, float)):
         return None
-    return max(now_ms - ts_ms, 0) / 1000
+    return max(now_ms - seen_ms, 0) / 1000
 
 
 def _worker(record: dict[str, Any], now_ms: int) -> WorkerView:
@@ -204,7 +207,7 @@ def _worker(record: dict[str, Any], now_ms: int) -> WorkerView:
         id=str(record.get("id", "")),
         queue=ref,
         state=str(record.get("state", "unknown")),
-        heartbeat_age_s=_age(record.get("ts_ms"), now_ms),
+        heartbeat_age_s=_age(record.get("seen_ms"), now_ms),
         slots=int(record.get("slots") or 0),
         budget_bytes=int(record.get("budget_bytes") or 0),
         committed_bytes=int(record.get("committed_bytes") or 0),
@@ -313,7 +316,7 @@ def hosts(
                 state=str(host.get("state", "")),
                 mode=str(host.get("mode", "")),
                 simulated=bool(host.get("simulated")),
-                heartbeat_age_s=_age(host.get("ts_ms"), now_ms),
+                heartbeat_age_s=_age(host.get("seen_ms"), now_ms),
                 gpus=shown,
                 scale=scale,
                 stray=[w for w in mine if w.id not in placed],
