@@ -74,7 +74,11 @@ from gpu_workers import Fleet  # noqa: E402
 from queues import Queue  # noqa: E402
 from queues.cluster import is_cluster_client  # noqa: E402
 from queues.connection import sync_from_url  # noqa: E402
-from queues.devredis import RedisClusterSet, RedisServer  # noqa: E402
+from queues.devredis import (  # noqa: E402
+    RedisClusterSet,
+    RedisServer,
+    interrupt_on_sigterm,
+)
 
 
 def queue_names(backend: str, n: int) -> list[str]:
@@ -584,6 +588,7 @@ def print_report(rows: list[dict[str, Any]]) -> None:
 
 
 def main() -> int:
+    interrupt_on_sigterm()  # a killed run still stops its redis-server
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

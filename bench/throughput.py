@@ -86,6 +86,7 @@ from throughput_report import (  # noqa: E402
 )
 
 from queues.cluster import is_cluster_url  # noqa: E402
+from queues.devredis import interrupt_on_sigterm  # noqa: E402
 from tests.redis_server import RedisServer, find_redis_server  # noqa: E402
 
 
@@ -213,6 +214,7 @@ def redis_version(r: redis.Redis) -> str:
 
 
 def main() -> int:
+    interrupt_on_sigterm()  # a killed run still stops its redis-server
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

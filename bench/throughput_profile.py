@@ -155,7 +155,10 @@ def main() -> int:
     parser.add_argument("--root", type=Path, default=ROOT, help="the checkout")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
+    from queues.devredis import interrupt_on_sigterm
     from tests.redis_server import RedisServer
+
+    interrupt_on_sigterm()  # a killed run still stops its redis-server
 
     sys.path.insert(0, str(args.root.resolve()))
     for name in [m for m in sys.modules if m == "queues" or m.startswith("queues.")]:
