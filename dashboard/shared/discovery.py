@@ -18,7 +18,7 @@ from queues.names import check_queue_name, qualified_name
 
 from . import conf
 from . import redis as pages_redis
-from .reads import gpu_fleet, on_reset, run
+from .reads import fleet_snapshot, on_reset, run
 
 log = logging.getLogger(__name__)
 
@@ -169,8 +169,9 @@ def queue_exists(ref: QueueRef) -> bool:
     keys = QueueKeys(ref.name, ref.prefix)
     if run(cmd("EXISTS", keys.meta, keys.id)):
         return True
-    served = {(w.get("prefix"), w.get("queue")) for w in gpu_fleet().list_workers()}
-    return (ref.prefix, ref.name) in served
+    # The process's fleet snapshot (bounded age), not every worker record:
+    # a request for a mistyped queue must not read the whole fleet.
+    return ref.key in fleet_snapshot().per_queue
 
 
 def is_read_only(ref: QueueRef) -> bool:

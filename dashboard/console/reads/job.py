@@ -18,7 +18,7 @@ from queues.drive import cmd, gather
 from queues.keys import QueueKeys
 from queues.state import JobState
 
-from . import gpu_fleet, run
+from . import fleet_snapshot, gpu_fleet, run
 
 #: Children of each outcome shown per parent in a job's flow tree.
 FLOW_CHILDREN = 10
@@ -123,7 +123,9 @@ def vram_wait_ms(vram: dict[str, Any]) -> int | None:
 def running_vram(ref: QueueRef, job_id: str) -> dict[str, Any] | None:
     """What the live GPU workers' heartbeats say of a job they hold now (its
     declared need and GPU; the peak is recorded when it ends), or None."""
-    for w in gpu_fleet().list_workers():
+    # From the process's fleet snapshot (bounded age), not every worker
+    # record per job page.
+    for w in fleet_snapshot().workers:
         if (w.get("prefix"), w.get("queue")) != (ref.prefix, ref.name):
             continue
         for job in w.get("running") or []:
