@@ -249,19 +249,27 @@ def _columns(
 
 
 def gpu_series(
-    client: Any, keys: BullpenKeys, range_name: str, now_ms: int
+    client: Any,
+    keys: BullpenKeys,
+    range_name: str,
+    now_ms: int,
+    live_gpus: list[dict[str, Any]] | None = None,
+    only: list[str] | None = None,
 ) -> dict[str, Any]:
     """Per GPU utilisation (%) and committed VRAM (bytes) over a range:
     {"range", "step_s", "t", "gpus": [{uuid, host, index, name, total,
-    util, committed}]}; the open minute is the GPUs' reading now."""
+    util, committed}]}; the open minute is the GPUs' reading now.
+    `live_gpus`: the live GPUs' rows (Fleet.list_gpus' shape) when the
+    caller has them (else read); `only`: just these GPUs (else every GPU
+    sampled in the range or live)."""
     level, width, starts = grid(range_name, now_ms)
-    uuids = client.zrangebyscore(keys.series_gpus(), starts[0], "+inf")
-    live = {
-        g["uuid"]: g
-        for g in Fleet(client, keys.ns).list_gpus()
-        if isinstance(g.get("uuid"), str)
-    }
-    uuids = sorted(set(uuids) | set(live))
+    rows = Fleet(client, keys.ns).list_gpus() if live_gpus is None else live_gpus
+    live = {g["uuid"]: g for g in rows if isinstance(g.get("uuid"), str)}
+    if only is not None:
+        uuids = sorted(set(only))
+    else:
+        sampled = client.zrangebyscore(keys.series_gpus(), starts[0], "+inf")
+        uuids = sorted(set(sampled) | set(live))
     infos = client.hmget(keys.series_gpu_info(), uuids) if uuids else []
     stored = store.read(
         client,

@@ -13,6 +13,7 @@ from dashboard.console.display import sparkline
 from dashboard.console.views.overview import peak
 from queues import Queue
 from tests.dashboard.helpers import gpu_fleet, run_jobs
+from tests.gpu_workers.fleet_records import gpu_uuid, host_name, publish_fleet
 
 pytestmark = pytest.mark.usefixtures("dashboard_redis")
 
@@ -63,6 +64,30 @@ def test_gpu_series_lists_each_gpu(viewer_client: Client, r: redis.Redis) -> Non
     real = {g["uuid"]: g for g in one_min["gpus"]}["GPU-abc"]
     assert real["util"][-1] == 87 and real["committed"][-1] == 30 * 2**30
 
+
+
+def test_gpu_series_follows_the_hosts_the_page_shows(
+    viewer_client: Client, r: redis.Redis
+) -> None:
+    """At 6 hosts x 8 GPUs the chart holds the GPUs of the page's hosts (4
+    a page), with the page's filters and page number, never every GPU."""
+    publish_fleet(r, 6)
+    url = reverse("bullpen:gpus-series")
+
+    def hosts(query: dict[str, str]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for g in viewer_client.get(url, query).json()["gpus"]:
+            found[g["host"]] = found.get(g["host"], 0) + 1
+        return found
+
+    first = [host_name(h) for h in range(4)]
+    assert hosts({}) == dict.fromkeys(first, 8)
+    assert hosts({"page": "2"}) == {host_name(4): 8, host_name(5): 8}
+    assert hosts({"host": host_name(5)}) == {host_name(5): 8}
+    one = viewer_client.get(url, {"gpu": gpu_uuid(2, 3)}).json()["gpus"]
+    assert [g["uuid"] for g in one] == [gpu_uuid(2, 3)]
+    page = viewer_client.get(reverse("bullpen:gpus"), {"host": host_name(5)})
+    assert f"{url}?host={host_name(5)}" in page.content.decode()
 
 def test_pages_carry_their_charts(viewer_client: Client, q: Queue) -> None:
     """Queue page, overview and GPU page each have a chart section pointing

@@ -11,16 +11,21 @@ from typing import Any
 
 from dashboard.shared import conf
 from dashboard.shared.discovery import QueueRef, known_queues
+from dashboard.shared.reads import fleet_snapshot
 from dashboard.shared.redis import client
 from gpu_workers import defaults as gpu_defaults
 from gpu_workers.keys import BullpenKeys
 from gpu_workers.series import SeriesSampler, gpu_series, overall_series, queue_series
 from queues import ops
 
+from .fleet_page import FleetFilter, host_page
+
 log = logging.getLogger(__name__)
 
 #: Queues the overall chart combines at most (the first, by name).
 OVERALL_MAX_QUEUES = 500
+#: GPUs the GPU page's chart draws at most (its page of hosts' GPUs).
+CHART_GPUS_MAX = 64
 
 
 def _keys() -> BullpenKeys:
@@ -50,9 +55,27 @@ def overall_chart(range_name: str) -> dict[str, Any]:
     return chart
 
 
-def gpu_chart(range_name: str) -> dict[str, Any]:
-    """Utilisation and committed VRAM per GPU over a range."""
-    return gpu_series(client(), _keys(), range_name, ops.now_ms())
+def gpu_chart(range_name: str, flt: FleetFilter | None = None) -> dict[str, Any]:
+    """Utilisation and committed VRAM over a range of the GPUs whose cards
+    the GPU page shows with these filters (its page of hosts, at most
+    CHART_GPUS_MAX GPUs): a chart of every GPU of a large fleet would be
+    thousands of lines, and its read one zset per GPU."""
+    snap = fleet_snapshot()
+    page = host_page(snap, flt or FleetFilter())
+    shown = [
+        snap.gpus[i]
+        for name in page.names
+        for i in snap.gpus_by_host.get(name, [])
+        if page.gpus is None or i in page.gpus
+    ][:CHART_GPUS_MAX]
+    return gpu_series(
+        client(),
+        _keys(),
+        range_name,
+        ops.now_ms(),
+        live_gpus=shown,
+        only=[g["uuid"] for g in shown],
+    )
 
 
 class _Sampler:

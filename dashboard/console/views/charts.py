@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET
 from gpu_workers.series import RANGES
 
 from ..reads import charts
+from ..reads.fleet_page import FleetFilter
 from .common import VIEW, perm_required, queue_ref
 
 DEFAULT_RANGE = "1h"
@@ -62,5 +63,7 @@ def overall_series(request: HttpRequest) -> HttpResponse:
 @require_GET
 @perm_required(VIEW)
 def gpu_series(request: HttpRequest) -> HttpResponse:
-    """Utilisation and committed VRAM per GPU."""
-    return _answer(request, charts.gpu_chart)
+    """Utilisation and committed VRAM per GPU of the hosts the GPU page
+    shows with the same filters and page (its query string)."""
+    flt = FleetFilter.from_query(request.GET)
+    return _answer(request, lambda r: charts.gpu_chart(r, flt))
