@@ -331,7 +331,7 @@ def build(
 MGET_KEYS = 1_000
 
 
-def _get_all(client: Any, names: list[str]) -> list[Any]:
+def get_all(client: Any, names: list[str]) -> list[Any]:
     """The values of `names`, in one pipelined round trip: MGETs of
     MGET_KEYS on one node; one GET each on a Redis Cluster, where the
     records sit in many slots, which one MGET may not span."""
@@ -357,7 +357,7 @@ def read_snapshot(client: Any, keys: BullpenKeys) -> FleetSnapshot:
     host_entries, worker_entries = pipe.execute()
     names = [keys.host(i) for i, _ in host_entries]
     names += [keys.worker(i) for i, _ in worker_entries]
-    values = _get_all(client, names)
+    values = get_all(client, names)
     hosts = parse_live(values[: len(host_entries)], (e for _, e in host_entries))
     workers = parse_live(values[len(host_entries) :], (e for _, e in worker_entries))
     uuids = sorted({g["uuid"] for h in hosts for g in host_gpus(h)})

@@ -326,16 +326,20 @@ class PoolPlanner:
         key = self.keys.model_pool()
         gone = [g for g in self.client.hkeys(key) if g not in out]
         ts_ms = int(now * 1000)
-        pipe = self.client.pipeline(transaction=False)
+        records = {}
         for uuid, a in out.items():
             since = self.state[uuid].since
-            record = {
-                "models": list(dict.fromkeys(a.models)),
-                "ts_ms": ts_ms,
-                "why": a.why,
-                "since_ms": int(since * 1000) if math.isfinite(since) else ts_ms,
-            }
-            pipe.hset(key, uuid, codec.dumps(record))
+            records[uuid] = codec.dumps(
+                {
+                    "models": list(dict.fromkeys(a.models)),
+                    "ts_ms": ts_ms,
+                    "why": a.why,
+                    "since_ms": int(since * 1000) if math.isfinite(since) else ts_ms,
+                }
+            )
+        pipe = self.client.pipeline(transaction=False)
+        if records:  # one HSET for every GPU, not one each: a tick a fleet
+            pipe.hset(key, mapping=records)
         if gone:
             pipe.hdel(key, *gone)
         pipe.execute()
