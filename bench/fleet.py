@@ -49,7 +49,6 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import time
@@ -61,7 +60,13 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT))
 
-from fleet_dashboard import fmt_page, login_cookie, start_dashboard, time_page  # noqa: E402
+from fleet_dashboard import (  # noqa: E402
+    fmt_page,
+    login_cookie,
+    start_dashboard,
+    stop_dashboard,
+    time_page,
+)
 from throughput_cluster import flush, server_counters  # noqa: E402
 from throughput_libs import (  # noqa: E402
     BenchError,
@@ -490,12 +495,7 @@ def main_records(args: argparse.Namespace, sizes: list[int]) -> int:
                     }
                 )
     finally:
-        if daphne is not None:
-            daphne.send_signal(2)
-            try:
-                daphne.wait(15)
-            except subprocess.TimeoutExpired:
-                daphne.kill()
+        stop_dashboard(daphne)
         server.stop()
     print_records_report(rows, label)
     path = (
@@ -671,12 +671,7 @@ def main() -> int:
                 tail = log.read_text(errors="replace")[-1500:]
                 print(f"daphne log ({backend}), tail:\n{tail}")
         finally:
-            if daphne is not None:
-                daphne.send_signal(2)
-                try:
-                    daphne.wait(15)
-                except subprocess.TimeoutExpired:
-                    daphne.kill()
+            stop_dashboard(daphne)
             server.stop()
     print_report(rows)
     result = {

@@ -132,3 +132,14 @@ def fmt_page(p: dict[str, Any]) -> str:
         bad = {k: v for k, v in p["statuses"].items() if k != "200"}
         return f"{p['p50_ms']:.0f}/{p['p95_ms']:.0f}" + (f" {bad}" if bad else "")
     return "HTTP " + ",".join(f"{k}x{v}" for k, v in p["statuses"].items())
+
+
+def stop_dashboard(daphne: subprocess.Popen[bytes] | None) -> None:
+    """Stop a daphne start_dashboard started (SIGINT, then SIGKILL after 15 s)."""
+    if daphne is None:
+        return
+    daphne.send_signal(2)
+    try:
+        daphne.wait(15)
+    except subprocess.TimeoutExpired:
+        daphne.kill()

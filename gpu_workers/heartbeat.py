@@ -38,6 +38,37 @@ from .clock import now_ms
 from .keys import BullpenKeys
 
 
+def _queue_write(
+    pipe: Any,
+    keys: BullpenKeys,
+    kind: str,
+    ident: str,
+    record: dict[str, Any],
+    ttl_s: float,
+    record_ttl: float,
+    stream: bool,
+    trim: bool,
+) -> None:
+    """Queue the writes of a record (kept `record_ttl` s) and its index
+    entry (for `ttl_s`), the trim of the index's expired entries with `trim`,
+    and its stream entry with `stream`."""
+    payload = codec.dumps({**record, "ttl_s": ttl_s})
+    now = now_ms()
+    index = keys.hosts if kind == "host" else keys.workers
+    record_key = keys.host(ident) if kind == "host" else keys.worker(ident)
+    pipe.set(record_key, payload, px=max(int(record_ttl * 1000), 1))
+    if trim:
+        pipe.zremrangebyscore(index, "-inf", now)
+    pipe.zadd(index, {ident: now + max(int(ttl_s * 1000), 1)})
+    if stream:
+        pipe.xadd(
+            keys.stream,
+            {"kind": kind, "id": ident, "record": payload},
+            maxlen=defaults.STREAM_MAXLEN,
+            approximate=True,
+        )
+
+
 def queue_heartbeat(
     pipe: Any,
     keys: BullpenKeys,
@@ -49,23 +80,7 @@ def queue_heartbeat(
 ) -> None:
     """Queue the commands writing one heartbeat on a (sync or async) pipeline,
     and trimming the expired entries of the index it writes."""
-    ttl_ms = max(int(ttl_s * 1000), 1)
-    payload = codec.dumps({**record, "ttl_s": ttl_s})
-    now = now_ms()
-    if kind == "host":
-        record_key, index = keys.host(ident), keys.hosts
-    else:
-        record_key, index = keys.worker(ident), keys.workers
-    pipe.set(record_key, payload, px=ttl_ms)
-    pipe.zremrangebyscore(index, "-inf", now)
-    pipe.zadd(index, {ident: now + ttl_ms})
-    if stream:
-        pipe.xadd(
-            keys.stream,
-            {"kind": kind, "id": ident, "record": payload},
-            maxlen=defaults.STREAM_MAXLEN,
-            approximate=True,
-        )
+    _queue_write(pipe, keys, kind, ident, record, ttl_s, ttl_s, stream, trim=True)
 
 
 def queue_removal(
@@ -108,18 +123,9 @@ def queue_record(
     """Queue the commands writing a record that is vouched for (see above):
     its key with record_ttl_s(ttl_s), its index entry for ttl_s (so a new
     one is listed at once), and, with `stream`, an entry in the stream."""
-    payload = codec.dumps({**record, "ttl_s": ttl_s})
-    index = keys.hosts if kind == "host" else keys.workers
-    record_key = keys.host(ident) if kind == "host" else keys.worker(ident)
-    pipe.set(record_key, payload, px=max(int(record_ttl_s(ttl_s) * 1000), 1))
-    pipe.zadd(index, {ident: now_ms() + max(int(ttl_s * 1000), 1)})
-    if stream:
-        pipe.xadd(
-            keys.stream,
-            {"kind": kind, "id": ident, "record": payload},
-            maxlen=defaults.STREAM_MAXLEN,
-            approximate=True,
-        )
+    _queue_write(
+        pipe, keys, kind, ident, record, ttl_s, record_ttl_s(ttl_s), stream, False
+    )
 
 
 def queue_vouch(

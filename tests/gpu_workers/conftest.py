@@ -10,7 +10,11 @@ from typing import Any
 import pytest
 
 from gpu_workers.fleet import Fleet
-from tests.gpu_workers.helpers import SupervisorProcess, supervisor_config
+from tests.gpu_workers.helpers import (
+    SupervisorProcess,
+    WorkerThread,
+    supervisor_config,
+)
 
 
 @pytest.fixture
@@ -50,3 +54,13 @@ def supervise(
         log_dir = Path(proc.config["log_dir"])
         for path in sorted(log_dir.glob("*.log")) if log_dir.exists() else []:
             print(f"--- {path.name}:\n{path.read_text(errors='replace')[-4000:]}")
+
+
+@pytest.fixture
+def workers() -> Iterator[list[WorkerThread]]:
+    """GpuWorkers in threads, drained at teardown."""
+    started: list[WorkerThread] = []
+    yield started
+    for w in started:
+        if w.alive:
+            w.stop()

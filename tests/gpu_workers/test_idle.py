@@ -8,10 +8,9 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-import pytest
 import redis
 
 import gpu_workers.demo_handlers  # noqa: F401 - registers `demo`
@@ -34,15 +33,6 @@ Supervise = Callable[..., SupervisorProcess]
 #: The worker's own cancel poll and safety re-read are slower than this, so
 #: only a push can make a change within it.
 SLOW_POLL_S = 5.0
-
-
-@pytest.fixture
-def workers() -> Iterator[list[WorkerThread]]:
-    started: list[WorkerThread] = []
-    yield started
-    for w in started:
-        if w.alive:
-            w.stop()
 
 
 def live_host(r: redis.Redis, host: str, qname: str) -> None:

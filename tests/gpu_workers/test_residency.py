@@ -9,7 +9,7 @@ import json
 import os
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -28,16 +28,6 @@ from tests.helpers import wait_until
 GiB = 2**30
 Supervise = Callable[..., SupervisorProcess]
 KEYS = BullpenKeys()
-
-
-@pytest.fixture
-def workers() -> Iterator[list[WorkerThread]]:
-    """GpuWorkers in threads, drained at teardown."""
-    started: list[WorkerThread] = []
-    yield started
-    for w in started:
-        if w.alive:
-            w.stop()
 
 
 def done(q: Queue, *ids: str) -> list[Any] | None:

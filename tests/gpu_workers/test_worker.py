@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,16 +21,6 @@ from tests.gpu_workers.helpers import WorkerThread, make_spec
 from tests.helpers import wait_until
 
 GiB = 2**30
-
-
-@pytest.fixture
-def workers() -> Iterator[list[WorkerThread]]:
-    """GpuWorkers in threads, drained at teardown."""
-    started: list[WorkerThread] = []
-    yield started
-    for w in started:
-        if w.alive:
-            w.stop()
 
 
 def finished(q: Queue, job_id: str) -> Any:
