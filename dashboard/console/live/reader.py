@@ -357,6 +357,7 @@ class EventsReader:
 
     async def _send_workers(self) -> None:
         now = time.monotonic()
+        changed = self._workers_dirty
         self._workers_dirty = False
         self._workers_min_at = now + defaults.WORKERS_MIN_INTERVAL_S
         self._workers_max_at = now + defaults.WORKERS_MAX_INTERVAL_S
@@ -376,7 +377,11 @@ class EventsReader:
 
         new, message = await asyncio.to_thread(diff)
         if message is None:
-            # Nothing changed: the next diff still starts from what was sent.
+            # No newer snapshot: the next diff still starts from what was sent.
+            # A heartbeat was announced meanwhile, though: the process's
+            # snapshot (bounded age) may predate it, so look again after the
+            # minimum interval rather than at the maximum one.
+            self._workers_dirty = changed
             return
         self.workers_state = new
         self.workers_snapshot = snapshots.workers_message(new, None)
