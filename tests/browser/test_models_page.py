@@ -64,43 +64,61 @@ def _card(page: Any) -> Any:
     return page.locator(f'article.gpu[data-gpu="{GPU}"]')
 
 
+#: The GPU card's model bar, counts and events, read in one go in the page:
+#: live updates re-render a shown host's cards, so element by element reads
+#: could meet a card replaced halfway (and wait for a segment that is gone).
+_READ_CARD = """card => {
+  const bar = card.querySelector(".model-bar");
+  if (!bar) return null;
+  const bytes = el => el ? parseInt(el.getAttribute("data-bytes") || "-1", 10) : -1;
+  const segments = {};
+  for (const seg of bar.querySelectorAll("[data-segment=model]")) {
+    segments[seg.getAttribute("data-model")] = [
+      seg.getAttribute("data-model-state"),
+      parseInt(seg.getAttribute("data-bytes") || "-1", 10),
+      seg.getAttribute("title") || "",
+    ];
+  }
+  const counts = {};
+  for (const row of card.querySelectorAll("tr[data-model-counts]")) {
+    counts[row.getAttribute("data-model-counts")] = [...row.querySelectorAll("td")]
+      .map(td => td.innerText);
+  }
+  const events = [...card.querySelectorAll("li[data-model-event]")].map(li => [
+    li.getAttribute("data-model-event"),
+    li.querySelector("strong").innerText,
+  ]);
+  return {
+    label: bar.getAttribute("aria-label") || "",
+    segments,
+    working: bytes(bar.querySelector("[data-segment=working]")),
+    free: bytes(bar.querySelector("[data-segment=free]")),
+    counts,
+    events,
+  };
+}"""
+
+
 def _gpu_models(page: Any, url: str) -> dict[str, Any]:
     """Reload the GPU page; this GPU's bar and counts as the DOM has them:
     {"budget": ..., "segments": {model: (state, bytes, title)}, "working",
     "counts": {model: {"loads", "mean_s", "evictions"}}, "events": [(kind, model)]}."""
     page.goto(url)
     card = _card(page)
-    if not card.count() or not card.locator(".model-bar").count():
+    read = card.evaluate(_READ_CARD) if card.count() else None
+    if read is None:
         return {"segments": None, "working": None, "counts": {}, "events": []}
-    segments = {}
-    for seg in card.locator(".model-bar [data-segment=model]").all():
-        segments[seg.get_attribute("data-model")] = (
-            seg.get_attribute("data-model-state"),
-            int(seg.get_attribute("data-bytes") or -1),
-            seg.get_attribute("title") or "",
-        )
-    working = card.locator(".model-bar [data-segment=working]")
-    free = card.locator(".model-bar [data-segment=free]")
-    counts = {}
-    for row in card.locator("tr[data-model-counts]").all():
-        cells = row.locator("td").all_inner_texts()
-        counts[row.get_attribute("data-model-counts")] = {
+    read["segments"] = {m: tuple(v) for m, v in read["segments"].items()}
+    read["counts"] = {
+        m: {
             "loads": int(cells[1]),
             "mean_s": float(cells[2].split()[0]) if cells[2] != "–" else None,
             "evictions": int(cells[3]),
         }
-    events = [
-        (li.get_attribute("data-model-event"), li.locator("strong").inner_text())
-        for li in card.locator("li[data-model-event]").all()
-    ]
-    return {
-        "label": card.locator(".model-bar").get_attribute("aria-label") or "",
-        "segments": segments,
-        "working": int(working.get_attribute("data-bytes") or -1),
-        "free": int(free.get_attribute("data-bytes") or -1),
-        "counts": counts,
-        "events": events,
+        for m, cells in read["counts"].items()
     }
+    read["events"] = [tuple(e) for e in read["events"]]
+    return read
 
 
 def _state(read: dict[str, Any], model: str) -> str | None:
