@@ -17,7 +17,7 @@ from .. import codec, defaults, ops
 from ..cluster import is_cluster_client
 from ..drive import run_async
 from ..outages import recoverable
-from .support import blocking_client
+from .support import blocking_client, log
 
 if TYPE_CHECKING:
     from ..keys import QueueKeys
@@ -86,6 +86,10 @@ class Claimer:
         self._block_until = 0.0
         self._blocking: Any = None
         self._block_task: asyncio.Task[Any] | None = None
+        #: In wait_for_job, looking at the block task (it takes what it pops).
+        self._looking = False
+        #: Markers popped while not looking, being given back.
+        self._given_back: set[asyncio.Task[Any]] = set()
 
     def opts(self, fetch: int = 0) -> str:
         """The worker opts of a claim, or of a finish claiming `fetch` jobs."""
@@ -160,12 +164,19 @@ class Claimer:
             return
         if self._block_task is None:
             self._block_task = asyncio.ensure_future(self._block())
+            self._block_task.add_done_callback(self._popped_meanwhile)
         block_task = self._block_task
         woken = asyncio.create_task(wake.wait())
         timeout = (self._block_until - now) / 1000 if self._block_until else None
-        done, _ = await asyncio.wait(
-            {block_task, woken}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
-        )
+        self._looking = True
+        try:
+            done, _ = await asyncio.wait(
+                {block_task, woken},
+                timeout=timeout,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+        finally:
+            self._looking = False
         woken.cancel()
         if block_task in done:
             self._block_task = None
@@ -178,6 +189,33 @@ class Claimer:
                 self.drained = False
         elif not done:
             self._block_until = 0
+            self.drained = False
+
+    def _popped_meanwhile(self, task: asyncio.Task[Any]) -> None:
+        """A wait cut short by `wake` leaves its BZPOPMIN pending while the
+        worker runs, claims or has no room. A marker it pops then wakes no
+        one: the other workers of the queue stay blocked on the marker it
+        took (up to their drain delay, a minute for GPU workers) while a job
+        waits. So give the marker back, as it was, and forget the pop; this
+        worker blocks anew when it next waits."""
+        if self._looking or task is not self._block_task or task.cancelled():
+            return
+        if task.exception() is not None:
+            return  # seen (and raised) when the worker next waits
+        popped = task.result()
+        if not popped:
+            return  # timed out: the next wait blocks again, as after a look
+        self._block_task = None
+        member, score = popped[1], float(popped[2])
+        back = asyncio.ensure_future(self._give_back(member, score))
+        self._given_back.add(back)
+        back.add_done_callback(self._given_back.discard)
+
+    async def _give_back(self, member: Any, score: float) -> None:
+        try:
+            await self._client.zadd(self._keys.marker, {member: score})
+        except Exception as exc:  # noqa: BLE001 - its next wait claims anyway
+            log.warning("could not put a popped marker back: %r", exc)
             self.drained = False
 
     def interrupted(self) -> None:
