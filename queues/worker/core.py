@@ -303,7 +303,14 @@ class AsyncWorker:
             if hold > 0:
                 await self._sleep_or_wake(hold)
                 return
-        await self._claimer.claim(self._batch())
+        batch = self._batch()
+        if batch <= 0:
+            # The room went while the gate looked (another queue of a shared
+            # GPU process claimed): a claim of none would answer "nothing
+            # waits" and leave the worker drained, blocked on a marker already
+            # taken while its jobs wait. Wait for room instead.
+            return
+        await self._claimer.claim(batch)
 
     async def _save_finished(self) -> None:
         """Save what finished, claiming the next jobs in the same call unless
