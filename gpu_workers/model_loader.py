@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from . import defaults
 from .device import Device
-from .models import LoadContext
+from .models import LoadContext, free_cached_memory
 from .probe import GpuProbe
 from .resident import Resident
 
@@ -52,12 +52,14 @@ class ModelLoader:
         nothing can be read)."""
         loop = asyncio.get_running_loop()
         before = self.measure()
-        obj, resident.obj = resident.obj, None
+        # Handed over in a list the release empties: a reference kept here
+        # would keep the weights allocated through its empty_cache().
+        holder, resident.obj = [resident.obj], None
         try:
-            await loop.run_in_executor(self._thread, resident.model.release, obj)
+            await loop.run_in_executor(self._thread, resident.model.release, holder)
         except Exception as exc:  # noqa: BLE001 - count it, keep the bytes held
             log.warning("unloading model %s raised: %r", resident.model.name, exc)
-        del obj
+        holder.clear()
         after = self.measure()
         if before is None or after is None:
             return 0
@@ -65,6 +67,12 @@ class ModelLoader:
         if freed >= resident.weights_bytes * defaults.MODEL_RECLAIM_SHARE:
             return 0
         return resident.weights_bytes - freed
+
+    async def free_cached(self) -> None:
+        """Give what the allocator caches back to the driver (gc, then
+        torch's empty_cache), in the load thread."""
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._thread, free_cached_memory)
 
     def close(self) -> None:
         """Stop the thread (loaded objects go with the process)."""

@@ -80,15 +80,25 @@ class Model:
     #: Simulated weights (bytes held in simulated memory; sim_model).
     sim_bytes: int = 0
 
-    def release(self, obj: Any) -> None:
-        """Run the unload, then free what the allocator caches."""
+    def release(self, holder: list[Any]) -> None:
+        """Run the unload on the object `holder` hands over (its caller keeps
+        no other reference), drop it, then free what the allocator caches:
+        torch gives a tensor's memory back to the driver only in
+        empty_cache() and only once nothing references the tensor."""
+        obj = holder.pop()
         if self.unload is not None:
             self.unload(obj)
         del obj
-        gc.collect()
-        torch = sys.modules.get("torch")
-        if torch is not None and torch.cuda.is_available():
-            torch.cuda.empty_cache()
+        free_cached_memory()
+
+
+def free_cached_memory() -> None:
+    """Collect garbage, then give torch's cached blocks back to the driver
+    (where torch is imported), so the probe's reading shows them free."""
+    gc.collect()
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 class ModelRegistry:

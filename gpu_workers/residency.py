@@ -10,7 +10,8 @@ working memory <= the budget.
 - A model with a job on it is never evicted; idle ones are, least recently
   used first, when a job lacks room. The unload (torch: drop references,
   empty_cache) is confirmed by the probe's reading of this process; a
-  shortfall stays held (`unreclaimed`) until an idle reading shows it free.
+  shortfall stays held (`unreclaimed`) until an idle reading, taken after
+  the allocator's cache is given back, shows it free.
 - A model of unknown weights reserves every byte its job does not need
   while it loads, then holds what the load measurably took.
 - A CUDA OOM during a load evicts every idle model and retries once; a second
@@ -353,6 +354,7 @@ class Residency:
         unreclaimed bytes it no longer holds are released."""
         if UNRECLAIMED not in self.admission.held or self.admission.admitted:
             return
+        await self.loader.free_cached()  # what a job or unload left cached
         used = self.loader.measure()
         if used is None:
             return
