@@ -418,11 +418,13 @@ def main() -> int:
             60,
             "the follow-up job",
         )
-        seen_ms = int(time.time() * 1000)
+        # Records are rewritten when they change (heartbeat.py), so the first
+        # one written since the follow-up job finished carries its counters.
+        done_ms = queue.get_job(follow.id).finished_on or int(time.time() * 1000)
         after = wait_for(
-            lambda: [w for w in fleet.list_workers() if w["ts_ms"] > seen_ms],
+            lambda: [w for w in fleet.list_workers() if w["ts_ms"] >= done_ms],
             10,
-            "a fresh heartbeat",
+            "a heartbeat written after the follow-up job",
         )[0]
         gpu_ooms = sum(g["oom_total"] for g in fleet.list_gpus())
         print(

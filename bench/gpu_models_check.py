@@ -77,7 +77,7 @@ def run_job(queue: Queue, model: str) -> Any:
         j = queue.get_job(job.id)
         return j if j is not None and j.finished_on else None
 
-    return wait_for(done, 300, f"a {model} job")
+    return wait_for(done, 60, f"a {model} job")
 
 
 def main() -> int:
@@ -151,6 +151,15 @@ def main() -> int:
             w["pid"] == pid and bool(after.returnvalue),
         )
         print(json.dumps(r.hgetall("bullpen:models:stats"), indent=1))
+    except Exception as exc:  # noqa: BLE001 - report what the worker held
+        ok = False
+        held = [
+            {k: w.get(k) for k in ("state", "models", "weights_bytes", "working_bytes")}
+            for w in fleet.list_workers()
+        ]
+        print(f"\nERROR: {exc!r}\nworkers: {held}\nevents: {events(r)}")
+        if sup is not None:
+            print(sup.logs())
     finally:
         if sup is not None:
             sup.stop()

@@ -46,6 +46,24 @@ def test_nvml_probe_reads_recorded_h200() -> None:
     }
 
 
+def test_nvml_probe_reads_an_h200_recorded_by_the_device_check() -> None:
+    """The fixture bench/gpu_device.sh recorded on a lent H200 (2026-12-04,
+    idle, no process): the readings nvidia-smi showed beside it (143771 MiB,
+    616 MiB reserved, 37 C, 80.8 W of 700 W, 345 MHz)."""
+    probe = NvmlProbe(FakeNvml("nvml_h200_recorded.json"))
+    [info] = probe.devices()
+    assert info.name == "NVIDIA H200" and info.pci_bus_id == "00000000:00:06.0"
+    assert info.memory_total_bytes // 2**20 == 143771
+    snap = probe.snapshot(info.uuid)
+    assert snap.memory_reserved_bytes // 2**20 == 615
+    assert snap.memory_used_bytes == snap.memory_reserved_bytes
+    assert round(snap.memory_free_bytes / 2**20) == 143156
+    assert (snap.temperature_c, snap.sm_clock_mhz) == (37, 345)
+    assert snap.power_w == pytest.approx(80.867)
+    assert snap.power_limit_w == pytest.approx(700.0)
+    assert snap.processes == {} and snap.xid_count == 0
+
+
 def test_nvml_probe_per_process_memory_by_pid() -> None:
     """Per-process memory is read by pid (how workers measure job peaks)."""
     nvml = FakeNvml("nvml_h200.json")
