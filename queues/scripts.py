@@ -3,7 +3,8 @@ any package directory and registers them per redis-py client (sync or
 asyncio, single node or cluster); `Scripts` are BullMQ's, in `queues/lua/`.
 
 A script may pull shared helpers from its directory's `includes/` with a line
-`--- @include "name"`; each include is inlined once, in order. A registered
+`--- @include "name"`; each include is inlined once, in order, and the helpers
+the script never calls are left out (luaprune.py). A registered
 script is sent as EVALSHA and loaded again when Redis answers NOSCRIPT (after
 a SCRIPT FLUSH, a restart, or on another node): redis-py's `register_script`.
 gpu_workers (`gpu_workers/lua/`) and dashboard (`dashboard/console/lua/`,
@@ -18,6 +19,8 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from .luaprune import drop_unused_helpers
 
 _INCLUDE = re.compile(r'^--- @include "([a-z_]+)"\s*$', re.MULTILINE)
 #: Clients whose registered scripts `LuaDir.on` keeps (the most recently used).
@@ -52,11 +55,8 @@ class LuaDir:
     def _read(self, relative: str) -> str:
         return (self.directory / relative).read_text("utf-8")
 
-    def source(self, name: str) -> str:
-        """The full text of a script with its includes inlined (read once)."""
-        found = self._sources.get(name)
-        if found is not None:
-            return found
+    def inlined(self, name: str) -> str:
+        """The text of a script with its includes inlined, each once."""
         if name not in self.names:
             raise KeyError(f"no script {name!r} in {self.directory}")
         seen: set[str] = set()
@@ -71,8 +71,15 @@ class LuaDir:
 
             return _INCLUDE.sub(include, text)
 
-        text = self._sources[name] = expand(self._read(f"{name}.lua"))
-        return text
+        return expand(self._read(f"{name}.lua"))
+
+    def source(self, name: str) -> str:
+        """What Redis runs: the inlined script without the helpers it never
+        calls (read once)."""
+        found = self._sources.get(name)
+        if found is None:
+            found = self._sources[name] = drop_unused_helpers(self.inlined(name))
+        return found
 
     def register(self, client: Any) -> ScriptSet:
         """The scripts registered anew on `client`."""
