@@ -2,6 +2,7 @@
 (docs/groups.md, issue 25's throughput goal), steady on a noisy machine.
 
     .venv/bin/python bench/groups_instructions.py [--jobs 2000] [--groups 0 1 100 2000]
+        [--batch 50] [--chain]
 
 One throwaway redis-server runs under valgrind's callgrind (Debian's
 `valgrind`; about 30x slower, so a few thousand jobs). For each configuration
@@ -9,7 +10,10 @@ One throwaway redis-server runs under valgrind's callgrind (Debian's
 jobs are added, then claimed 50 at a time and finished 50 at a time, as a
 worker at concurrency 50 does (tests/queues/transitions/helpers.py). Only the
 claims and finishes are counted (`callgrind_control -z` before, `-d` after).
-It prints instructions per job, the Redis commands the scripts ran per job,
+`--batch N` claims and finishes N at a time instead; `--chain` finishes each
+job with a fetch of the next in the same call, as a worker at concurrency 1
+does (one script call per job: what each call costs Redis to set up counts
+whole). It prints instructions per job, the Redis commands the scripts ran per job,
 and the ratio against the ungrouped figure of the same run; repeatable to
 about 0.2 %, where jobs/s on this VM move by a third from second to second.
 Instructions leave out cache misses, which add to 10,000 groups' cost.
@@ -18,6 +22,7 @@ Instructions leave out cache misses, which add to 10,000 groups' cost.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import glob
 import shutil
 import subprocess
@@ -61,7 +66,13 @@ def dumped_total(folder: str, pid: int) -> int:
 
 
 def measure(
-    url: str, pid: int, folder: str, groups: int, jobs: int
+    url: str,
+    pid: int,
+    folder: str,
+    groups: int,
+    jobs: int,
+    batch: int = BATCH,
+    chain: bool = False,
 ) -> tuple[float, float]:
     """(instructions per job, Redis commands per job) of claiming and
     finishing `jobs` jobs over `groups` groups (0: ungrouped)."""
@@ -83,8 +94,10 @@ def measure(
     admin.config_resetstat()
     control(pid, "-z")
     now, done, seq = int(time.time() * 1000), 0, 0
+    if chain:
+        done = finish_chained(q, groups, len(specs), now)
     while done < len(specs):
-        got = claimed(move_to_active(q, now=now, count=BATCH, seq=seq))
+        got = claimed(move_to_active(q, now=now, count=batch, seq=seq))
         if not got:
             raise SystemExit(
                 f"{groups} groups: a claim found nothing after {done} jobs"
@@ -107,17 +120,51 @@ def measure(
     return total / done, inner / done
 
 
+def finish_chained(q: Queue, groups: int, jobs: int, now: int) -> int:
+    """Claim one job, then finish each with a fetch of the next (a worker at
+    concurrency 1); returns the jobs finished."""
+    got = claimed(move_to_active(q, now=now, count=1, seq=0))
+    done = 0
+    while got:
+        job_id, token, fields = got[0]
+        e = entry(job_id, token=token)
+        e["gid"] = fields.get("gid", "")
+        reply = move_to_finished(q, [e], now=now, fetch=1, seq=done + 1)
+        if reply[0] != [0]:
+            raise SystemExit(f"{groups} groups: finish codes {reply[0]}")
+        done += 1
+        got = claimed(reply[1:])
+    if done < jobs:
+        raise SystemExit(f"{groups} groups: the chain ended after {done} jobs")
+    return done
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=2000)
     parser.add_argument("--groups", type=int, nargs="+", default=[0, 1, 100, 2000])
+    parser.add_argument(
+        "--batch", type=int, default=BATCH, help="jobs per claim and per finish"
+    )
+    parser.add_argument(
+        "--chain",
+        action="store_true",
+        help="finish each job with a fetch of the next (a worker at concurrency 1)",
+    )
+    parser.add_argument(
+        "--keep",
+        metavar="DIR",
+        help="leave callgrind's dumps in DIR (for callgrind_annotate)",
+    )
     args = parser.parse_args()
     if not shutil.which("valgrind") or not shutil.which("callgrind_control"):
         print("needs valgrind (apt install valgrind)", file=sys.stderr)
         return 2
     configs = args.groups if 0 in args.groups else [0, *args.groups]
     port = free_port()
-    with tempfile.TemporaryDirectory() as folder:
+    with contextlib.ExitStack() as stack:
+        folder = args.keep or stack.enter_context(tempfile.TemporaryDirectory())
+        Path(folder).mkdir(parents=True, exist_ok=True)
         server = subprocess.Popen(
             [
                 "valgrind",
@@ -149,16 +196,21 @@ def main() -> int:
                         ) from exc
                     time.sleep(0.2)
             results = {
-                g: measure(url, server.pid, folder, g, args.jobs) for g in configs
+                g: measure(
+                    url, server.pid, folder, g, args.jobs, args.batch, args.chain
+                )
+                for g in configs
             }
         finally:
             server.terminate()
             server.wait(30)
     base = results[0][0]
-    print(
-        f"{args.jobs} jobs, claims and finishes of {BATCH}, "
-        "redis-server under callgrind"
+    how = (
+        "each finished with a fetch of the next"
+        if args.chain
+        else f"claims and finishes of {args.batch}"
     )
+    print(f"{args.jobs} jobs, {how}, redis-server under callgrind")
     print(f"{'':<14}{'instructions/job':>18}{'commands/job':>14}{'vs ungrouped':>14}")
     for groups, (per_job, cmds) in results.items():
         label = {0: "ungrouped", 1: "1 group"}.get(groups, f"{groups:,} groups")

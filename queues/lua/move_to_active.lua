@@ -34,6 +34,7 @@
 
 local q = {wait = KEYS[1], active = KEYS[2], prioritized = KEYS[3], events = KEYS[4],
   limiter = KEYS[5], delayed = KEYS[6], meta = KEYS[7], pc = KEYS[8], marker = KEYS[9]}
-local claimed = claimJobs(q, ARGV[1], tonumber(ARGV[2]), cjson.decode(ARGV[3]),
-  tonumber(ARGV[4]), isMarkerContended(q.marker))
+local opts = cjson.decode(ARGV[3])
+local claimed = claimJobs(q, ARGV[1], tonumber(ARGV[2]), opts, tonumber(ARGV[4]),
+  claimContended(q, opts))
 return claimed

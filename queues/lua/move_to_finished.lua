@@ -68,8 +68,9 @@ local q = {wait = KEYS[1], active = KEYS[2], prioritized = KEYS[3], events = KEY
   limiter = KEYS[5], delayed = KEYS[6], meta = KEYS[7], pc = KEYS[8], marker = KEYS[9]}
 local prefix = ARGV[1]
 local now = tonumber(ARGV[2])
+local nowText = intText(now)
 local opts = cjson.decode(ARGV[3])
-local contended = isMarkerContended(q.marker)
+local contended = claimContended(q, opts)
 local entries = cjson.decode(ARGV[4])
 local codes = {}
 local trimmed = false
@@ -95,7 +96,7 @@ local function finishOne(e)
     return code
   end
   updateJobFields(jobKey, e["fields"])
-  if rcall("LREM", q.active, -1, jobId) < 1 then
+  if rcall("LREM", q.active, "-1", jobId) < 1 then
     return -3
   end
   -- The worker says the group it claimed the job in ("" none): no read.
@@ -112,8 +113,9 @@ local function finishOne(e)
     trimEvents(q.meta, q.events)
     trimmed = true
   end
-  removeDeduplicationKeyOnFinish(prefix, jobKey, jobId)
-  local deid = rcall("HGET", jobKey, "deid")
+  local attrs = rcall("HMGET", jobKey, "parentKey", "parent", "deid")
+  local deid = attrs[3]
+  removeDeduplicationKeyOnFinish(prefix, deid, jobId)
   if deid then
     requeueDeduplicatedJob(prefix, deid, now, getOrSetMaxEvents(q.meta))
   end
@@ -121,8 +123,8 @@ local function finishOne(e)
   if target == "failed" then
     field = "failedReason"
   end
-  onChildFinished(prefix, jobKey, target, e["value"], now)
-  local attemptsMade = rcall("HINCRBY", jobKey, "atm", 1)
+  onChildFinished(prefix, jobKey, target, e["value"], now, attrs)
+  local attemptsMade = rcall("HINCRBY", jobKey, "atm", "1")
   local keep = e["keep"] or {}
   local maxCount = keep["count"] or -1
   if maxCount ~= 0 then
@@ -130,8 +132,8 @@ local function finishOne(e)
     if target == "failed" then
       targetSet = KEYS[12]
     end
-    rcall("ZADD", targetSet, now, jobId)
-    rcall("HSET", jobKey, field, e["value"], "finishedOn", now)
+    rcall("ZADD", targetSet, nowText, jobId)
+    rcall("HSET", jobKey, field, e["value"], "finishedOn", nowText)
     if target == "failed" then
       rcall("HDEL", jobKey, "defa")
     end
@@ -180,7 +182,7 @@ settleGroupJobs(prefix, groupsLeft)
 -- worker queues for the marker behind the idle ones (Redis serves blocked
 -- BZPOPMIN clients in order), so the slots of the cap rotate instead of
 -- staying with one worker.
-local meta = rcall("HMGET", q.meta, "paused", "concurrency")
+local meta = queueMeta(q.meta)
 local concurrency = meta[2]
 if concurrency and not meta[1] then
   if rcall("LLEN", q.active) < tonumber(concurrency) and

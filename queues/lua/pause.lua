@@ -23,6 +23,7 @@
 
 if ARGV[1] == "paused" then
   rcall("HSET", KEYS[3], "paused", 1)
+  metaRead[KEYS[3]] = nil
   rcall("DEL", KEYS[7])
   if ARGV[2] == "1" then
     rcall("XADD", KEYS[5], "*", "event", "paused")
@@ -31,6 +32,7 @@ if ARGV[1] == "paused" then
 end
 
 rcall("HDEL", KEYS[3], "paused")
+metaRead[KEYS[3]] = nil
 local remaining = 0
 if rcall("EXISTS", KEYS[2]) == 1 then
   if rcall("EXISTS", KEYS[1]) == 0 then

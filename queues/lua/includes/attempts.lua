@@ -16,5 +16,5 @@ local function pushAttempt(attempt, code)
   if rcall("LPUSH", key, attempt["record"] .. outcome) > keep then
     rcall("LTRIM", key, 0, keep - 1)
   end
-  rcall("EXPIRE", key, tonumber(attempt["ttl"]))
+  rcall("EXPIRE", key, intText(tonumber(attempt["ttl"])))
 end

@@ -21,6 +21,16 @@ local function isMarkerContended(markerKey)
   return not rcall("ZSCORE", markerKey, "0")
 end
 
+-- isMarkerContended where its answer counts (a queue with a global
+-- concurrency or rate limit, or a worker with a limiter), else false.
+local function claimContended(q, opts)
+  local meta = queueMeta(q.meta)
+  if meta[2] or meta[3] or opts["limiter"] then
+    return isMarkerContended(q.marker)
+  end
+  return false
+end
+
 -- The next ungrouped job, from `wait` (tail) then `prioritized`, moved to
 -- `active`; skips a deletion marker ("0:...").
 local function popUngrouped(q)
@@ -61,11 +71,24 @@ local function adoptTail(q, prefix)
   end
 end
 
+-- Set `field` of a flat HGETALL array to `value`, appending it when absent.
+local function setHashField(hash, field, value)
+  for i = 1, #hash, 2 do
+    if hash[i] == field then
+      hash[i + 1] = value
+      return
+    end
+  end
+  hash[#hash + 1] = field
+  hash[#hash + 1] = value
+end
+
 -- The next job to claim, moved to `active`: the rotation's turn when the
 -- queue has groups (docs/groups.md), else (or on the ungrouped jobs' turn)
 -- an ungrouped job. A grouped job met in `wait` (a Node producer's, or one a
 -- BullMQ client moved there) is adopted into its group and the turn goes on.
--- Returns jobId and, for a grouped job, its group id.
+-- Returns jobId and, for a grouped job, its group id; for an ungrouped one,
+-- its hash as read (HGETALL) to tell, which the claim then completes.
 local function popNext(q, prefix, now, st)
   for _ = 1, GROUP_STEP_LIMIT do
     if st.grouped then
@@ -80,9 +103,16 @@ local function popNext(q, prefix, now, st)
     end
     local jobKey = prefix .. jobId
     -- Bullpen writes opts.group on every grouped job, so opts alone tells.
-    local gid = optsGroup(rcall("HGET", jobKey, "opts"))
+    local hash = rcall("HGETALL", jobKey)
+    local gid
+    for i = 1, #hash, 2 do
+      if hash[i] == "opts" then
+        gid = optsGroup(hash[i + 1])
+        break
+      end
+    end
     if not gid then
-      return jobId
+      return jobId, nil, hash
     end
     rcall("LREM", q.active, 1, jobId)
     flushGroupClaims(prefix, st)  -- the rotation and groups as this call left them
@@ -109,12 +139,13 @@ local function claimJobs(q, prefix, now, opts, count, contended)
   local limiter = opts["limiter"]
   local maxJobs = tonumber(metaMax or (limiter and limiter["max"]))
   local duration = (limiter and limiter["duration"]) or metaDuration
-  local concurrency = tonumber(rcall("HGET", q.meta, "concurrency"))
+  local concurrency = tonumber(queueMeta(q.meta)[2])
   if contended and (concurrency or maxJobs) then
     -- The marker re-added below lets the next waiting worker claim the next.
     count = math.min(count, 1)
   end
   st.want = count
+  local nowText = intText(now)
   local jobs = {}
   local claimed = 0
   while claimed < count do
@@ -140,7 +171,7 @@ local function claimJobs(q, prefix, now, opts, count, contended)
       end
       break
     end
-    local jobId, gid = popNext(q, prefix, now, st)
+    local jobId, gid, hash = popNext(q, prefix, now, st)
     if not jobId then
       break
     end
@@ -152,26 +183,35 @@ local function claimJobs(q, prefix, now, opts, count, contended)
         rcall("PEXPIRE", q.limiter, math.floor(math.abs(tonumber(duration) or 0)))
       end
     end
-    local token = opts["token"] .. ":" .. (opts["seq"] + claimed)
+    local token = string.format("%s:%d", opts["token"], opts["seq"] + claimed)
     if gid then
       -- No expiry: a Node worker's stalled check never moves a grouped job;
       -- its worker's lease in `groups:leases` says whether that worker lives.
       rcall("SET", jobKey .. ":lock", token)
       st.leaseEnd = st.leaseEnd or serverTimeMs() + opts["lockDuration"]
     else
-      rcall("SET", jobKey .. ":lock", token, "PX", opts["lockDuration"])
+      rcall("SET", jobKey .. ":lock", token, "PX", intText(opts["lockDuration"]))
     end
     rcall("XADD", q.events, "*", "event", "active", "jobId", jobId, "prev", "waiting")
     if opts["name"] then
-      rcall("HSET", jobKey, "processedOn", now, "pb", opts["name"])
+      rcall("HSET", jobKey, "processedOn", nowText, "pb", opts["name"])
     else
-      rcall("HSET", jobKey, "processedOn", now)
+      rcall("HSET", jobKey, "processedOn", nowText)
     end
-    rcall("HINCRBY", jobKey, "ats", 1)
+    local ats = rcall("HINCRBY", jobKey, "ats", "1")
+    if hash then  -- read before these writes: the same fields as written
+      setHashField(hash, "processedOn", nowText)
+      if opts["name"] then
+        setHashField(hash, "pb", tostring(opts["name"]))
+      end
+      setHashField(hash, "ats", tostring(ats))
+    else
+      hash = rcall("HGETALL", jobKey)
+    end
     claimed = claimed + 1
     jobs[#jobs + 1] = jobId
     jobs[#jobs + 1] = token
-    jobs[#jobs + 1] = rcall("HGETALL", jobKey)
+    jobs[#jobs + 1] = hash
     if concurrency and rcall("LLEN", q.active) + #st.taken >= concurrency then
       isPausedOrMaxed = true
     end

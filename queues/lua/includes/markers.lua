@@ -4,7 +4,7 @@
 ]]
 local function addBaseMarkerIfNeeded(markerKey, isPausedOrMaxed)
   if not isPausedOrMaxed then
-    rcall("ZADD", markerKey, 0, "0")
+    rcall("ZADD", markerKey, "0", "0")
   end
 end
 

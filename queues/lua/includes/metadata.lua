@@ -10,7 +10,7 @@ local function isQueueMaxed(metaKey, activeKey, concurrency)
 end
 
 local function getQueueMetadata(metaKey, activeKey)
-  local meta = rcall("HMGET", metaKey, "paused", "concurrency", "max", "duration")
+  local meta = queueMeta(metaKey)
   if meta[1] then
     return true, meta[3], meta[4]
   end
@@ -19,7 +19,7 @@ end
 
 -- Paused or maxed only (no limiter fields), for add and requeue paths.
 local function isQueuePausedOrMaxed(metaKey, activeKey)
-  local meta = rcall("HMGET", metaKey, "paused", "concurrency")
+  local meta = queueMeta(metaKey)
   if meta[1] then
     return true
   end

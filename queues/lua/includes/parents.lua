@@ -5,8 +5,8 @@
   idof?, rdof?}) or from `parentKey`.
   Requires: base, markers, metadata, scores.
 ]]
-local function removeDeduplicationKeyOnFinish(prefix, jobKey, jobId)
-  local deid = rcall("HGET", jobKey, "deid")
+-- `deid`: the finished job's deduplication id (nil or false: none).
+local function removeDeduplicationKeyOnFinish(prefix, deid, jobId)
   if deid then
     local deKey = prefix .. "de:" .. deid
     local pttl = rcall("PTTL", deKey)
@@ -78,8 +78,8 @@ local function failParentOfChild(parentQueueKey, parentKey, parentId, childKey, 
   end
 end
 
-local function onChildFinished(prefix, jobKey, target, value, now)
-  local attrs = rcall("HMGET", jobKey, "parentKey", "parent")
+-- `attrs`: the child's parentKey and parent fields.
+local function onChildFinished(prefix, jobKey, target, value, now, attrs)
   local parentKey = attrs[1]
   local parent = {}
   if attrs[2] then

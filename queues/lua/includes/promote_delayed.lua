@@ -6,7 +6,8 @@
 ]]
 local function promoteDelayedJobs(delayedKey, markerKey, waitKey, prioritizedKey,
                                   eventsKey, prefix, now, priorityCounterKey, isPausedOrMaxed)
-  local jobs = rcall("ZRANGEBYSCORE", delayedKey, 0, (now + 1) * 0x1000 - 1, "LIMIT", 0, 1000)
+  local jobs = rcall("ZRANGEBYSCORE", delayedKey, "0",
+    string.format("%d", (now + 1) * 0x1000 - 1), "LIMIT", "0", "1000")
   if #jobs > 0 then
     rcall("ZREM", delayedKey, unpack(jobs))
     for _, jobId in ipairs(jobs) do
