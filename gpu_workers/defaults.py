@@ -39,7 +39,7 @@ CONTROL_INTERVAL_S = 0.25
 RECONCILE_INTERVAL_S = 0.5
 #: How long a worker's or supervisor's blocking read of its control streams
 #: waits (control.py): an idle process sends one XREAD per this.
-CONTROL_BLOCK_MS = 20_000
+CONTROL_BLOCK_MS = 60_000
 #: How often a worker re-reads its slot target without a push (a writer
 #: that did not announce its change).
 CONTROL_SAFETY_S = 60.0
@@ -164,6 +164,10 @@ MODEL_RECLAIM_SHARE = 0.9
 # --- warm pools: which models GPUs keep resident (pools.py) ---
 #: How often the planning supervisor redraws the pools (the others skip).
 POOL_TICK_S = 10.0
+#: ... and how often while its last tick found nothing waiting and changed
+#: no pool (an idle fleet): the records are still rewritten well within
+#: POOL_STALE_S, and the planner lock outlives it.
+POOL_IDLE_TICK_S = 30.0
 #: Waiting jobs read per queue (wait list and prioritized each) for a backlog
 #: estimate, and the longest job data read for its model (longer: no model).
 POOL_BACKLOG_SAMPLE = 200
@@ -181,4 +185,4 @@ POOL_DEAD_BAND_SHARE = 0.25
 #: Most models an operator may pin to one GPU.
 POOL_MAX_PINS = 8
 #: A worker ignores a pool record older than this (no supervisor plans).
-POOL_STALE_S = 3 * POOL_TICK_S
+POOL_STALE_S = 2 * POOL_IDLE_TICK_S

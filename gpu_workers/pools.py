@@ -1,6 +1,7 @@
 """Warm pools: which model each GPU keeps resident, from the backlog.
 
-Every POOL_TICK_S the supervisor holding `bullpen:models:planner` samples
+Every POOL_TICK_S (POOL_IDLE_TICK_S while nothing waits and no pool
+changes) the supervisor holding `bullpen:models:planner` samples
 the waiting jobs of every served queue (`sample_backlog`), weighs each
 model's backlog by its mean job seconds, shares the live GPUs among the
 models in proportion (`plan`) and writes `bullpen:models:pool`: GPU uuid ->
@@ -170,6 +171,7 @@ class PoolPlanner:
         weights_of: Callable[[str], int | None] = lambda m: None,
         rules: Hysteresis | None = None,
         tick_s: float = defaults.POOL_TICK_S,
+        idle_tick_s: float = defaults.POOL_IDLE_TICK_S,
     ) -> None:
         self.client = client
         self.keys = keys
@@ -178,6 +180,9 @@ class PoolPlanner:
         self.weights_of = weights_of
         self.rules = rules or Hysteresis()
         self.tick_s = tick_s
+        self.idle_tick_s = max(idle_tick_s, tick_s)
+        #: The last tick planned, found nothing waiting and changed no pool.
+        self.quiet = False
         self.ident = f"{config.host}:{os.getpid()}:{id(self):x}"
         self.state: dict[str, GpuState] = {}
         self.fleet = Fleet(client, keys.ns)
@@ -185,21 +190,26 @@ class PoolPlanner:
         #: GPU uuid -> the models last announced as its pool.
         self._announced: dict[str, list[str]] = {}
         self._next = -math.inf
+        self._every = tick_s
 
     def tick_quietly(self, now: float) -> None:
-        """`tick(now)` once every `tick_s` (wall seconds), logging instead of
-        raising: the supervisor's loop must go on."""
-        if self._next - self.tick_s <= now < self._next:
+        """`tick(now)` once every `tick_s` (wall seconds; `idle_tick_s` after
+        a quiet tick), logging instead of raising: the supervisor's loop
+        must go on."""
+        if self._next - self._every <= now < self._next:
             return
-        self._next = now + self.tick_s
+        self.quiet = False
         try:
             self.tick(now)
         except Exception as exc:  # noqa: BLE001 - Redis away, read-only, odd data
             log.warning("planning the warm pools failed: %r", exc)
+        self._every = self.idle_tick_s if self.quiet else self.tick_s
+        self._next = now + self._every
 
     def tick(self, now: float) -> dict[str, Assignment] | None:
         """Plan and write the pools (None: another supervisor plans)."""
-        ttl_ms = max(int(2 * self.tick_s * 1000), 1000)
+        ttl_ms = max(int(2 * self.idle_tick_s * 1000), 1000)
+        self.quiet = False
         if not self._lock(keys=[self.keys.model_planner()], args=[self.ident, ttl_ms]):
             self.state.clear()  # whoever plans next starts from the record
             return None
@@ -224,11 +234,16 @@ class PoolPlanner:
             }
             gpus[uuid] = GpuView(seen["budget"], frozenset(fits), seen["resident"])
         pins = self._pins()
-        current = self._current(pins, now)
+        current, recorded = self._current(pins, now)
         out, self.state = plan(
             gpus, backlog, job_seconds, current, pins, self.state, now, self.rules
         )
-        self._write(out, now)
+        changed = self._write(out, recorded, now)
+        self.quiet = (
+            not changed
+            and not any(n > 0 for n in backlog.values())
+            and not any(st.pending_ticks for st in self.state.values())
+        )
         return out
 
     def _gpus(self) -> dict[str, dict[str, Any]]:
@@ -302,11 +317,13 @@ class PoolPlanner:
 
     def _current(
         self, pins: Mapping[str, tuple[str, ...]], now: float
-    ) -> dict[str, tuple[str, ...]]:
-        """The planned models of each GPU's pool record (pins apart); a GPU
-        this planner has no state for takes its dwell from the record."""
+    ) -> tuple[dict[str, tuple[str, ...]], set[str]]:
+        """The planned models of each GPU's pool record (pins apart), and
+        every GPU with a record; a GPU this planner has no state for takes
+        its dwell from the record."""
         current = {}
-        for uuid, raw in self.client.hgetall(self.keys.model_pool()).items():
+        records = self.client.hgetall(self.keys.model_pool())
+        for uuid, raw in records.items():
             rec = _json_dict(raw)
             models = rec.get("models")
             if not isinstance(models, list):
@@ -320,11 +337,15 @@ class PoolPlanner:
             since = rec.get("since_ms")
             if uuid not in self.state and _number(since):
                 self.state[uuid] = GpuState(min(since / 1000.0, now))
-        return current
+        return current, set(records)
 
-    def _write(self, out: Mapping[str, Assignment], now: float) -> None:
+    def _write(
+        self, out: Mapping[str, Assignment], recorded: set[str], now: float
+    ) -> list[str]:
+        """Write every GPU's pool record (fresh `ts_ms`), drop the records of
+        GPUs gone; returns the GPUs whose pool changed (announced)."""
         key = self.keys.model_pool()
-        gone = [g for g in self.client.hkeys(key) if g not in out]
+        gone = sorted(g for g in recorded if g not in out)
         ts_ms = int(now * 1000)
         records = {}
         for uuid, a in out.items():
@@ -350,6 +371,7 @@ class PoolPlanner:
         if changed:  # the workers re-read their pool at once (control.py)
             announce_models(self.client, self.keys, changed)
         self._announced = models
+        return changed
 
 
 def _number(value: Any) -> TypeGuard[int | float]:

@@ -292,6 +292,37 @@ def test_pins_gone_gpus_and_a_second_planner(fleet4: Fleet4, r: redis.Redis) -> 
     assert fleet4.pool()["GPU-0"]["models"] == ["b"]
 
 
+def test_an_idle_fleet_is_planned_less_often_and_a_backlog_brings_it_back(
+    fleet4: Fleet4,
+) -> None:
+    """Nothing waiting and no pool changing: the next tick comes after
+    POOL_IDLE_TICK_S, still rewriting every record well before a worker
+    would call it stale; a backlog brings back POOL_TICK_S."""
+    idle = defaults.POOL_IDLE_TICK_S
+    assert TICK < idle < defaults.POOL_STALE_S
+    for queue in fleet4.queues.values():
+        queue.pause()  # nothing counts as waiting
+    planner = fleet4.planner
+    planner.tick_quietly(0.0)  # the first tick announces every GPU's pool
+    assert not planner.quiet
+    planner.tick_quietly(TICK)
+    assert planner.quiet
+    written = fleet4.pool()
+    planner.tick_quietly(2 * TICK)  # not due at the idle cadence
+    assert fleet4.pool() == written
+    planner.tick_quietly(TICK + idle)
+    assert {rec["ts_ms"] for rec in fleet4.pool().values()} == {
+        int((TICK + idle) * 1000)
+    }
+    fleet4.favour("a")
+    planner.tick_quietly(TICK + 2 * idle)
+    assert not planner.quiet and fleet4.gpus_of()["a"] >= 1
+    planner.tick_quietly(2 * TICK + 2 * idle)  # due again after POOL_TICK_S
+    assert {rec["ts_ms"] for rec in fleet4.pool().values()} == {
+        int((2 * TICK + 2 * idle) * 1000)
+    }
+
+
 def test_tick_quietly_survives_redis_going_away(
     registry: HandlerRegistry, caplog: pytest.LogCaptureFixture
 ) -> None:
