@@ -1,6 +1,8 @@
 """Writing and reading points: one sorted set per series and level (keys.py),
-scored by each point's start. Every write trims its set to the level's
-retention and size, and rewrites the coarser levels' bucket that holds the
+scored by each point's start. A write into one bucket in TRIM_EVERY trims
+its set to the level's retention and size (the bound a wrong clock meets),
+so a set holds at most TRIM_EVERY - 1 points past them (reads take ranges);
+every write rewrites the coarser levels' bucket that holds the
 new point from the finer points in it, so every series stays bounded and the
 open 10-minute and hour buckets are current. Single-key commands only, so a
 Redis Cluster serves them whatever slots the keys fall in.
@@ -20,6 +22,9 @@ LEVELS = {
 }
 LEVEL_NAMES = tuple(LEVELS)
 
+#: The trims run when a point's bucket number is a multiple of this.
+TRIM_EVERY = 10
+
 #: What names a series' key at a level.
 KeyOf = Callable[[str], str]
 #: What combines the points of a bucket into its point.
@@ -27,12 +32,13 @@ Combine = Callable[[Sequence[Point], int], Point]
 
 
 def _put(pipe: Any, key: str, level: str, point: Point, now_ms: int) -> None:
-    _, keep, most = LEVELS[level]
+    width, keep, most = LEVELS[level]
     t = int(point["t"])
     pipe.zremrangebyscore(key, t, t)
     pipe.zadd(key, {dump(point): t})
-    pipe.zremrangebyscore(key, "-inf", f"({now_ms - keep}")
-    pipe.zremrangebyrank(key, 0, -(most + 1))
+    if (t // width) % TRIM_EVERY == 0:
+        pipe.zremrangebyscore(key, "-inf", f"({now_ms - keep}")
+        pipe.zremrangebyrank(key, 0, -(most + 1))
 
 
 def write(

@@ -121,6 +121,27 @@ def test_rollups_follow_and_every_level_stays_bounded(r: redis.Redis) -> None:
     assert all(p and (p["c"], p["m"]) == (120, 60) for p in hours)
 
 
+def test_a_point_a_minute_keeps_the_retention_within_the_trim_period(
+    r: redis.Redis,
+) -> None:
+    """Written as a sampler writes (one minute at a time), a level is
+    trimmed one bucket in TRIM_EVERY: never more than TRIM_EVERY - 1 points
+    past its retention, and back to it at every trim."""
+    start = 1_700_000_400_000 - 1_700_000_400_000 % 3600_000
+    keep_points = 24 * 60
+
+    def key_of(level: str) -> str:
+        return KEYS.series("bull", "minutely", level)
+
+    sizes = []
+    for i in range(keep_points + 45):
+        point = {"t": start + i * MIN, "m": 1, "c": 1, "f": 0, "b": 0, "n": 1}
+        store.write(r, [(key_of, point)], points.over_time, point["t"] + MIN)
+        sizes.append(r.zcard(key_of("1m")))
+    over = [n - keep_points for n in sizes[keep_points:]]
+    assert max(over) == store.TRIM_EVERY - 1 and min(over) == 0
+
+
 def test_chart_read_has_gaps_and_a_live_minute(
     r: redis.Redis, q: Queue, redis_url: str
 ) -> None:
