@@ -36,7 +36,15 @@ local prefix = ARGV[1]
 -- check below takes, and only when a worker's lease lapsed.
 local recovered = {}
 local leasesKey = prefix .. "groups:leases"
-local lapsed = rcall("ZRANGEBYSCORE", leasesKey, "-inf", serverTimeMs(), "LIMIT", 0, 100)
+-- The earliest lease first: a queue without grouped work pays one read.
+local lapsed = {}
+local earliest = rcall("ZRANGE", leasesKey, "0", "0", "WITHSCORES")
+if earliest[2] then
+  local nowMs = serverTimeMs()
+  if tonumber(earliest[2]) <= nowMs then
+    lapsed = rcall("ZRANGEBYSCORE", leasesKey, "-inf", intText(nowMs), "LIMIT", "0", "100")
+  end
+end
 if #lapsed > 0 then
   local owners = {}
   for _, owner in ipairs(lapsed) do
