@@ -158,12 +158,15 @@ def test_idle_host_sends_at_most_one_command_per_gpu_per_second(
     every per-minute and per-30-s chore, the series sample included, falls
     in it): Redis processes at most 8 commands a second for it, counted by
     Redis itself (commands inside scripts included), this test's own reads
-    too. Its handlers declare no model (as bench/fleet.py's): with models,
-    the model upkeep and the warm-pool planner add theirs (docs/scaling.md)."""
+    too. Its handlers declare models, so the model upkeep and the warm-pool
+    planner (the host's supervisor plans) count too (docs/scaling.md)."""
     gpus = 8
     supervise(
         gpus=f"sim:{gpus}x24GiB",
-        handler_modules=["gpu_workers.demo_handlers"],
+        handler_modules=[
+            "gpu_workers.demo_handlers",
+            "tests.gpu_workers.handlers_for_tests",
+        ],
         heartbeat_interval_s=defaults.HEARTBEAT_INTERVAL_S,
         heartbeat_ttl_s=defaults.HEARTBEAT_TTL_S,
         reconcile_interval_s=defaults.RECONCILE_INTERVAL_S,
