@@ -9,7 +9,9 @@ A stopped or hung loop stops rewriting the file, so the check fails after
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -43,15 +45,78 @@ class LivenessFile:
         self.path.unlink(missing_ok=True)
 
 
-def read_pid(path: str | os.PathLike[str]) -> int | None:
-    """The pid a liveness file names (`<time> <pid>`, as `beat` writes it);
-    None when the file is missing or names none."""
+#: A folder of liveness files nothing rewrote for this long, whose owner is
+#: gone, is what a killed supervisor left (its workers beat every 2 s).
+STALE_DIR_S = 300.0
+#: The file naming a liveness folder's owner (its pid).
+OWNER_FILE = "owner"
+
+
+def liveness_dir(prefix: str = "bullpen-alive-") -> Path:
+    """A new folder for a supervisor's children's liveness files, its pid
+    in OWNER_FILE, after sweeping what killed supervisors left."""
+    sweep_stale_dirs(Path(tempfile.gettempdir()), prefix)
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    (path / OWNER_FILE).write_text(f"{os.getpid()}\n")
+    return path
+
+
+def touch_owner(path: Path) -> None:
+    """Mark a supervisor's liveness folder as in use (no child may beat)."""
+    try:
+        os.utime(path / OWNER_FILE)
+    except OSError:
+        pass
+
+
+def sweep_stale_dirs(
+    parent: Path, prefix: str, stale_s: float = STALE_DIR_S, now: float | None = None
+) -> int:
+    """Remove the `prefix`* folders under `parent` that nothing touched for
+    `stale_s` and whose owner process is gone (or unnamed); returns how
+    many. A SIGKILLed supervisor cannot remove its own; a live one's
+    children rewrite theirs every few seconds, so it is never swept, even
+    from another pid namespace sharing the folder."""
+    now = time.time() if now is None else now
+    removed = 0
+    for path in parent.glob(f"{prefix}*"):
+        try:
+            if not path.is_dir() or path.is_symlink():
+                continue
+            touched = max(
+                [path.stat().st_mtime] + [p.stat().st_mtime for p in path.iterdir()]
+            )
+        except OSError:
+            continue
+        if now - touched < stale_s or _running(read_pid(path / OWNER_FILE, 0)):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed += 1
+    return removed
+
+
+def _running(pid: int | None) -> bool:
+    if pid is None or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # someone else's: it exists
+        return True
+    return True
+
+
+def read_pid(path: str | os.PathLike[str], field: int = 1) -> int | None:
+    """The pid a liveness file names (`<time> <pid>`, as `beat` writes it;
+    `field` 0 for an owner file); None when the file is missing or names
+    none."""
     try:
         fields = Path(path).read_text().split()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError):
         return None
     try:
-        return int(fields[1])
+        return int(fields[field])
     except (IndexError, ValueError):
         return None
 

@@ -21,7 +21,6 @@ import logging
 import os
 import shutil
 import signal
-import tempfile
 import threading
 import time
 from enum import Enum
@@ -46,7 +45,7 @@ from .heartbeat import (
     settled,
 )
 from .keys import BullpenKeys
-from .liveness import LIVENESS_INTERVAL_S, LivenessFile
+from .liveness import LIVENESS_INTERVAL_S, LivenessFile, liveness_dir, touch_owner
 from .planning import plan_gpus, queue_limits
 from .pools import pool_planner
 from .probe import GpuProbe, make_probe
@@ -91,7 +90,7 @@ class Supervisor:
         #: Pushes of desired-count changes (started with the loop).
         self.control = ControlThread(self.redis, [self.keys.control_host(config.host)])
         #: The children's liveness files (spec.alive_file), one per process.
-        self.alive_dir = Path(tempfile.mkdtemp(prefix="bullpen-alive-"))
+        self.alive_dir = liveness_dir()
         #: Desired counts last read (reconciled locally between reads).
         self._desired: dict[str, dict[str, int]] | None = None
         #: The host record last written (settled) and when to rewrite it.
@@ -144,6 +143,7 @@ class Supervisor:
                 if now >= next_beat:
                     self._publish()
                     next_beat = now + self.config.heartbeat_interval_s
+                    touch_owner(self.alive_dir)  # never swept while we run
                 if now >= next_sample:  # the charts' series (series/)
                     self.sampler.tick_quietly(
                         (q.prefix, q.queue) for q in self.config.queues

@@ -6,12 +6,20 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from gpu_workers.liveness import (
+    OWNER_FILE,
+    STALE_DIR_S,
+    liveness_dir,
+    read_pid,
+    sweep_stale_dirs,
+)
 from tests.gpu_workers.helpers import SupervisorProcess, supervisor_config
 from tests.helpers import wait_until
 
@@ -88,3 +96,41 @@ def test_supervisor_liveness_goes_stale_when_stopped_and_logs_json(
         assert {"time", "level", "logger", "message"} <= record.keys(), record
     assert any(r["logger"] == "gpu_workers.child" for r in supervisor_lines)
     assert any("stopped" in r["message"] for r in supervisor_lines)
+
+
+def test_folders_killed_supervisors_left_are_swept(tmp_path: Path) -> None:
+    """What a SIGKILLed supervisor left (no owner running, nothing touched
+    for STALE_DIR_S) goes; a live owner's folder, a freshly touched one and
+    anything not named like it stay."""
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    old = time.time() - STALE_DIR_S - 60
+
+    def folder(name: str, owner: int | None, age: float | None) -> Path:
+        path = tmp_path / name
+        path.mkdir()
+        beat = path / "h1_gpu_0"
+        beat.write_text("1 2\n")
+        if owner is not None:
+            (path / OWNER_FILE).write_text(f"{owner}\n")
+        if age is not None:
+            for p in (*path.iterdir(), path):
+                os.utime(p, (age, age))
+        return path
+
+    dead = folder("bullpen-alive-dead", gone.pid, old)
+    unowned = folder("bullpen-alive-unowned", None, old)
+    mine = folder("bullpen-alive-mine", os.getpid(), old)
+    fresh = folder("bullpen-alive-fresh", gone.pid, None)
+    other = folder("other-dead", gone.pid, old)
+    assert sweep_stale_dirs(tmp_path, "bullpen-alive-") == 2
+    assert not dead.exists() and not unowned.exists()
+    assert mine.exists() and fresh.exists() and other.exists()
+
+
+def test_a_supervisor_folder_names_its_owner() -> None:
+    path = liveness_dir()
+    try:
+        assert read_pid(path / OWNER_FILE, 0) == os.getpid()
+    finally:
+        shutil.rmtree(path)
