@@ -8,7 +8,22 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from gpu_workers.device import Device
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+#: The UUID of nvml_h200.json's GPU (a placeholder: the doc elided it).
+H200_UUID = "GPU-00000000-0000-0000-0000-0000000000h2"
+
+
+def h200_device() -> Device:
+    """nvml_h200.json's GPU as a worker sees it (real, not simulated)."""
+    return Device(
+        uuid=H200_UUID,
+        index=0,
+        name="NVIDIA H200",
+        memory_total_bytes=140 * 2**30,
+        simulated=False,
+    )
 
 
 class NVMLError(Exception):

@@ -14,17 +14,15 @@ from typing import Any
 import pytest
 
 from gpu_workers.admission import VramAdmission
-from gpu_workers.device import Device
 from gpu_workers.model_loader import ModelLoader
 from gpu_workers.models import Model, ModelRegistry
 from gpu_workers.probe import NvmlProbe
 from gpu_workers.residency import UNRECLAIMED, Residency
 from gpu_workers.resident import Resident
-from tests.gpu_workers.fake_nvml import FakeNvml
+from tests.gpu_workers.fake_nvml import H200_UUID, FakeNvml, h200_device
 from tests.gpu_workers.fake_torch import make_fake_torch
 
 GiB = 2**30
-H200 = "GPU-00000000-0000-0000-0000-0000000000h2"
 CONTEXT = GiB // 2
 
 
@@ -77,16 +75,6 @@ def allocator(monkeypatch: pytest.MonkeyPatch) -> Allocator:
     return alloc
 
 
-def device() -> Device:
-    return Device(
-        uuid=H200,
-        index=0,
-        name="NVIDIA H200",
-        memory_total_bytes=140 * GiB,
-        simulated=False,
-    )
-
-
 def model(alloc: Allocator, nbytes: int, unload: Any = None) -> Model:
     return Model("m", lambda ctx: alloc.tensor(nbytes), nbytes, unload)
 
@@ -95,7 +83,7 @@ def test_an_unload_gives_the_weights_back(allocator: Allocator) -> None:
     """The loader keeps no reference through the release's empty_cache(), so
     the probe shows the weights (and a job's cached activations) gone."""
     probe = NvmlProbe(allocator.nvml)
-    loader = ModelLoader(device(), probe)
+    loader = ModelLoader(h200_device(), probe)
     m = model(allocator, 4 * GiB)
 
     async def run() -> tuple[int | None, int]:
@@ -125,10 +113,10 @@ def test_an_idle_reading_frees_the_cache_an_unload_left(
     gets them back."""
     kept: list[Any] = []
     probe = NvmlProbe(allocator.nvml)
-    admission = VramAdmission(12 * GiB, 1, H200)
+    admission = VramAdmission(12 * GiB, 1, H200_UUID)
     registry = ModelRegistry()
     registry.register(model(allocator, 4 * GiB, unload=kept.append))
-    residency = Residency(admission, device(), probe, registry)
+    residency = Residency(admission, h200_device(), probe, registry)
 
     async def run() -> tuple[int, dict[str, int]]:
         resident = Resident(registry.get("m"), "loading", 4 * GiB)

@@ -16,9 +16,7 @@ from gpu_workers.probe import (
     make_probe,
     parse_sim_spec,
 )
-from tests.gpu_workers.fake_nvml import FakeNvml
-
-H200_UUID = "GPU-00000000-0000-0000-0000-0000000000h2"
+from tests.gpu_workers.fake_nvml import H200_UUID, FakeNvml
 
 
 def test_nvml_probe_reads_recorded_h200() -> None:

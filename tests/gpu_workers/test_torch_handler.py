@@ -11,18 +11,17 @@ from typing import Any
 import pytest
 
 import gpu_workers.torch_handlers  # noqa: F401 - registers torch.matmul
-from gpu_workers.device import Device
 from gpu_workers.exceptions import OOM_REASON
 from gpu_workers.oom import cuda_self_check, is_cuda_oom
 from gpu_workers.probe import NvmlProbe
 from queues import Queue
-from tests.gpu_workers.fake_nvml import FakeNvml
+from tests.gpu_workers.fake_nvml import H200_UUID, FakeNvml, h200_device
 from tests.gpu_workers.fake_torch import OutOfMemoryError, make_fake_torch
 from tests.gpu_workers.helpers import WorkerThread, make_spec
 from tests.helpers import wait_until
 
 GiB = 2**30
-H200 = "GPU-00000000-0000-0000-0000-0000000000h2"
+H200 = H200_UUID
 
 
 @pytest.fixture
@@ -30,16 +29,6 @@ def torch(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     fake = make_fake_torch()
     monkeypatch.setitem(sys.modules, "torch", fake)
     yield fake
-
-
-def real_device() -> Device:
-    return Device(
-        uuid=H200,
-        index=0,
-        name="NVIDIA H200",
-        memory_total_bytes=140 * GiB,
-        simulated=False,
-    )
 
 
 def test_is_cuda_oom() -> None:
@@ -61,10 +50,10 @@ def test_is_cuda_oom() -> None:
 def test_self_check_uses_torch_when_loaded(torch: Any) -> None:
     """After an OOM: empty the cache and run a tiny kernel; a failure means
     CUDA is broken."""
-    assert cuda_self_check(real_device()) is True
+    assert cuda_self_check(h200_device()) is True
     assert "empty_cache" in torch.calls and "ones" in torch.calls
     sys.modules["torch"] = make_fake_torch(broken=True)
-    assert cuda_self_check(real_device()) is False
+    assert cuda_self_check(h200_device()) is False
 
 
 def test_torch_handler_allocates_declared_and_steps(
