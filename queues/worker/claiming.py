@@ -91,9 +91,13 @@ class Claimer:
         #: Markers popped while not looking, being given back.
         self._given_back: set[asyncio.Task[Any]] = set()
 
-    def opts(self, fetch: int = 0) -> str:
-        """The worker opts of a claim, or of a finish claiming `fetch` jobs."""
-        return f'{{"seq":{self._seq},"fetch":{fetch},{self._static}'
+    def opts(self, fetch: int = 0, claims: int = 0) -> str:
+        """The worker opts of a claim of `claims` jobs, or of a finish
+        claiming `fetch`; their seq numbers (in their lock tokens) are
+        reserved, so calls in flight together never share one."""
+        seq = self._seq
+        self._seq += fetch + claims
+        return f'{{"seq":{seq},"fetch":{fetch},{self._static}'
 
     def limited_for(self) -> float:
         """Seconds until the rate limit window ends (0 or less: not limited)."""
@@ -116,7 +120,7 @@ class Claimer:
             self._claim_keys,
             self._keys.base,
             int(time.time() * 1000),
-            self.opts(),
+            self.opts(claims=count),
             count,
         )
         flat, ttl, next_delay = await run_async(
@@ -130,7 +134,6 @@ class Claimer:
     def take(self, flat: list[Any], ttl: Any, next_delay: Any) -> None:
         """Start the jobs of a claim's answer (or a finish's); note a rate
         limit reached, or an empty queue and its next due time."""
-        self._seq += len(flat) // 3
         for i in range(0, len(flat), 3):
             self._start(flat[i], codec.pairs_to_dict(flat[i + 2]), flat[i + 1])
         ttl = int(ttl or 0)

@@ -67,12 +67,13 @@ class Finisher:
         self.failed = 0
         #: Finished attempts waiting to be saved.
         self.pending: list[Entry] = []
-        #: Those being saved now.
-        self._saving: list[Entry] = []
+        #: Those being saved now, by call in flight.
+        self._saving: list[list[Entry]] = []
 
     def locks(self) -> dict[str, str | None]:
         """The lock of each finished job not saved yet: kept until saved."""
-        return {e["id"]: e["token"] for e in (*self._saving, *self.pending)}
+        saving = [e for entries in self._saving for e in entries]
+        return {e["id"]: e["token"] for e in (*saving, *self.pending)}
 
     # --- one attempt ----------------------------------------------------------
     def completion(self, job: Job, result: Any) -> Entry:
@@ -223,12 +224,22 @@ class Finisher:
                 await asyncio.sleep(self._outage.failed(exc))
 
     # --- saving ---------------------------------------------------------------
-    async def save(self, opts: str) -> tuple[list[Any], Any, Any]:
-        """Save the pending attempts in one call, which claims the next jobs
-        as `opts` says (its fetch); the claim's part of the answer. When the
-        call fails they stay pending, their locks renewed meanwhile."""
+    def begin(self) -> list[Entry]:
+        """The pending attempts, taken for one call to save (their locks
+        still renewed while it is in flight)."""
         entries, self.pending = self.pending, []
-        self._saving = entries
+        self._saving.append(entries)
+        return entries
+
+    async def save(
+        self, opts: str, entries: list[Entry] | None = None
+    ) -> tuple[list[Any], Any, Any]:
+        """Save `entries` (taken by begin(); default: the pending attempts)
+        in one call, which claims the next jobs as `opts` says (its fetch);
+        the claim's part of the answer. When the call fails they are pending
+        again, their locks renewed meanwhile."""
+        if entries is None:
+            entries = self.begin()
         finish = ops.finish(
             self._finish_keys,
             self._keys.base,
@@ -244,7 +255,7 @@ class Finisher:
             self.pending = entries + self.pending
             raise
         finally:
-            self._saving = []
+            self._saving = [s for s in self._saving if s is not entries]
         self._outage.succeeded()
         for entry, code in zip(entries, codes):
             if code != 0:
