@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -87,7 +88,14 @@ class SupervisorRun:
         send_on_stdin(self.proc, json.dumps(self.config))
 
     def stop(self, timeout: float = 60) -> int | None:
-        """SIGTERM (drain), SIGKILL the group if it does not exit in time."""
+        """SIGTERM (drain), SIGKILL the group if it does not exit in time;
+        then remove the log folder (print `logs()` before, when they count)."""
+        try:
+            return self._stop(timeout)
+        finally:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _stop(self, timeout: float) -> int | None:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
