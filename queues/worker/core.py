@@ -296,8 +296,12 @@ class AsyncWorker:
                     self._claimer.interrupted()
                     await self._sleep_or_wake(delay)
         finally:
-            if self._saves:  # what fails stays pending: the drain saves it
+            if self._saves:  # what fails is pending again: the drain saves it
                 await asyncio.wait(self._saves)
+                for task in self._saves:
+                    if not task.cancelled():
+                        task.exception()  # seen: no "never retrieved" warning
+                self._saves.clear()
             await self._claimer.stop_waiting()
 
     async def _sleep_or_wake(self, seconds: float) -> None:
