@@ -198,7 +198,6 @@ class PoolPlanner:
         must go on."""
         if self._next - self._every <= now < self._next:
             return
-        self.quiet = False
         try:
             self.tick(now)
         except Exception as exc:  # noqa: BLE001 - Redis away, read-only, odd data

@@ -7,7 +7,7 @@
 local function promoteDelayedJobs(delayedKey, markerKey, waitKey, prioritizedKey,
                                   eventsKey, prefix, now, priorityCounterKey, isPausedOrMaxed)
   local jobs = rcall("ZRANGEBYSCORE", delayedKey, "0",
-    string.format("%d", (now + 1) * 0x1000 - 1), "LIMIT", "0", "1000")
+    intText((now + 1) * 0x1000 - 1), "LIMIT", "0", "1000")
   if #jobs > 0 then
     rcall("ZREM", delayedKey, unpack(jobs))
     for _, jobId in ipairs(jobs) do
