@@ -84,9 +84,18 @@ def parse_cluster_url(url: str) -> ClusterUrl:
     return ClusterUrl(nodes, username, password, scheme.lower().startswith("rediss"))
 
 
+#: The answer of is_cluster_client by client class: redis-py's cluster
+#: classes are Protocols, whose isinstance costs a worker 3-4 us per job.
+_cluster_classes: dict[type, bool] = {}
+
+
 def is_cluster_client(client: Any) -> bool:
     """Whether `client` is a redis-py cluster client (either flavour)."""
-    return isinstance(client, _CLUSTERS)
+    kind = type(client)
+    found = _cluster_classes.get(kind)
+    if found is None:
+        found = _cluster_classes[kind] = issubclass(kind, _CLUSTERS)
+    return found
 
 
 def _flavour_class(flavour: Any) -> Any:

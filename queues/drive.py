@@ -161,24 +161,27 @@ async def run_async(
     *,
     refusals_as_unavailable: bool = True,
     adds: Any = None,
+    calls: Any = None,
 ) -> T:
     """Drive `op` to its end on an asyncio client; its result. A worker,
     which waits refusals out itself, passes `refusals_as_unavailable=False`
     to get Redis's own error rather than a RedisUnavailable. `adds` (a
-    queue's `hotpath.AsyncAdds`) sends the add scripts, auto-pipelined."""
+    queue's `hotpath.AsyncCalls`) sends the add scripts, auto-pipelined;
+    `calls` (a worker's hotpath.worker_calls) sends every script."""
     scripts = scripts if scripts is not None else scripts_for(client)
-    cluster = is_cluster_client(client)
     try:
         request = next(op)
         while True:
             try:
-                if (
+                if calls is not None and type(request) is Eval:
+                    reply = await calls.call(request)
+                elif (
                     adds is not None
                     and type(request) is Eval
                     and (request.name in ADD_SCRIPTS)
                 ):
                     reply = await adds.call(request)
-                elif isinstance(request, Eval) and not cluster:  # worker's hot path
+                elif isinstance(request, Eval) and not is_cluster_client(client):
                     reply = await getattr(scripts, request.name)(
                         request.keys, request.args
                     )

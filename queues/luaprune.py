@@ -30,7 +30,7 @@ def _words(text: str) -> set[str]:
     return set(_WORD.findall(_NOISE.sub(" ", text)))
 
 
-def _blocks(text: str) -> list[tuple[str | None, str]] | None:
+def helper_blocks(text: str) -> list[tuple[str | None, str]] | None:
     """(helper name or None, text) pieces in order; None: not the layout."""
     blocks: list[tuple[str | None, list[str]]] = []
     current: str | None = None
@@ -60,7 +60,7 @@ def _blocks(text: str) -> list[tuple[str | None, str]] | None:
 
 def drop_unused_helpers(text: str) -> str:
     """`text` without the top-level helpers nothing live calls."""
-    blocks = _blocks(text)
+    blocks = helper_blocks(text)
     if blocks is None:
         return text
     names = {name for name, _ in blocks if name is not None}

@@ -20,9 +20,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from .luafunctions import LuaFunction, build
 from .luaprune import drop_unused_helpers
 
 _INCLUDE = re.compile(r'^--- @include "([a-z_]+)"\s*$', re.MULTILINE)
+#: Where a script's own text starts, once its includes are inlined.
+_BODY = "--- @body"
 #: Clients whose registered scripts `LuaDir.on` keeps (the most recently used).
 CLIENTS_KEPT = 64
 
@@ -33,6 +36,9 @@ class ScriptSet:
 
     def __init__(self, lua: LuaDir, client: Any) -> None:
         self.client = client
+        self.names = lua.names
+        #: The scripts' function libraries (LuaDir.function).
+        self.function = lua.function
         for name in lua.names:
             setattr(self, name, client.register_script(lua.source(name)))
 
@@ -49,6 +55,7 @@ class LuaDir:
         self.directory = directory
         self.names = tuple(names)
         self._sources: dict[str, str] = {}
+        self._functions: dict[str, LuaFunction | None] = {}
         self._lock = threading.Lock()
         self._sets: OrderedDict[Any, ScriptSet] = OrderedDict()
 
@@ -57,21 +64,22 @@ class LuaDir:
 
     def inlined(self, name: str) -> str:
         """The text of a script with its includes inlined, each once."""
+        return self._expand(self._own(name), set())
+
+    def _own(self, name: str) -> str:
         if name not in self.names:
             raise KeyError(f"no script {name!r} in {self.directory}")
-        seen: set[str] = set()
+        return self._read(f"{name}.lua")
 
-        def expand(text: str) -> str:
-            def include(match: re.Match[str]) -> str:
-                inc = match.group(1)
-                if inc in seen:
-                    return ""
-                seen.add(inc)
-                return expand(self._read(f"includes/{inc}.lua"))
+    def _expand(self, text: str, seen: set[str]) -> str:
+        def include(match: re.Match[str]) -> str:
+            inc = match.group(1)
+            if inc in seen:
+                return ""
+            seen.add(inc)
+            return self._expand(self._read(f"includes/{inc}.lua"), seen)
 
-            return _INCLUDE.sub(include, text)
-
-        return expand(self._read(f"{name}.lua"))
+        return _INCLUDE.sub(include, text)
 
     def source(self, name: str) -> str:
         """What Redis runs: the inlined script without the helpers it never
@@ -79,6 +87,27 @@ class LuaDir:
         found = self._sources.get(name)
         if found is None:
             found = self._sources[name] = drop_unused_helpers(self.inlined(name))
+        return found
+
+    def function(self, name: str) -> LuaFunction | None:
+        """The script as a function library (queues/luafunctions.py), or None
+        when it has no includes or they do not fit the layout (made once)."""
+        if name in self._functions:
+            return self._functions[name]
+        own = self._own(name)
+        includes = list(_INCLUDE.finditer(own))
+        found = None
+        if includes:
+            seen: set[str] = set()
+            cut = includes[-1].end()
+            text = drop_unused_helpers(
+                self._expand(own[:cut], seen)
+                + f"\n{_BODY}\n"
+                + self._expand(own[cut:], seen)
+            )
+            head, _, body = text.partition(f"\n{_BODY}\n")
+            found = build(name, head, body)
+        self._functions[name] = found
         return found
 
     def register(self, client: Any) -> ScriptSet:

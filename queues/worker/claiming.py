@@ -20,6 +20,7 @@ from ..outages import recoverable
 from .support import blocking_client, log
 
 if TYPE_CHECKING:
+    from ..hotpath import AsyncCalls
     from ..keys import QueueKeys
     from ..metrics import MetricsOptions
     from ..outages import Outage
@@ -58,6 +59,7 @@ class Claimer:
         keys: QueueKeys,
         client: Any,
         once: Scripts,
+        calls: AsyncCalls | None,
         connection_name: str,
         static: str,
         drain_delay: float,
@@ -70,6 +72,7 @@ class Claimer:
         #: The queue's client: the blocking client is its sibling.
         self._client = client
         self._once = once
+        self._calls = calls
         self._connection_name = connection_name
         self._static = static
         self._drain_delay = drain_delay
@@ -124,7 +127,11 @@ class Claimer:
             count,
         )
         flat, ttl, next_delay = await run_async(
-            claim, self._once.client, self._once, refusals_as_unavailable=False
+            claim,
+            self._once.client,
+            self._once,
+            refusals_as_unavailable=False,
+            calls=self._calls,
         )
         # Only a claim or a finish ends an outage: reads (and a script with
         # nothing to write) may succeed while Redis still refuses writes.

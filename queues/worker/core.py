@@ -25,6 +25,7 @@ from typing import Any
 from .. import defaults
 from ..attempts import AttemptHistory
 from ..connection import ConnectionLike, sent_once_client, worker_client
+from ..hotpath import worker_calls
 from ..job import Job
 from ..metrics import MetricsOptions
 from ..options import BackoffStrategy
@@ -114,6 +115,8 @@ class AsyncWorker:
         )
         # Claims and finishes go where redis-py never re-sends a command.
         self._once = Scripts(sent_once_client(self.queue.client))
+        #: Their lean path (None on a cluster): a connection per finish call.
+        self._calls = worker_calls(self._once, SAVES_IN_FLIGHT)
         self._outage = Outage(f"worker {name}", log)
         #: Set when the loop should look again: a job ended, capacity grew,
         #: Redis answered again, close() was called.
@@ -126,6 +129,7 @@ class AsyncWorker:
             name=name,
             keys=self.keys,
             once=self._once,
+            calls=self._calls,
             backoff_strategy=backoff_strategy,
             remove_on_complete=remove_on_complete,
             remove_on_fail=remove_on_fail,
@@ -145,6 +149,7 @@ class AsyncWorker:
             keys=self.keys,
             client=self.queue.client,
             once=self._once,
+            calls=self._calls,
             connection_name=blocking_connection_name(
                 self.keys.prefix, name, worker_name
             ),

@@ -19,6 +19,7 @@ from ..outages import recoverable
 from .support import _text, log
 
 if TYPE_CHECKING:
+    from ..hotpath import AsyncCalls
     from ..keys import QueueKeys
     from ..options import BackoffStrategy
     from ..outages import Outage
@@ -44,6 +45,7 @@ class Finisher:
         name: str,
         keys: QueueKeys,
         once: Scripts,
+        calls: AsyncCalls | None,
         backoff_strategy: BackoffStrategy | None,
         remove_on_complete: Any,
         remove_on_fail: Any,
@@ -55,6 +57,7 @@ class Finisher:
         self._keys = keys
         self._finish_keys = keys.move_to_finished_keys()
         self._once = once
+        self._calls = calls
         self._backoff_strategy = backoff_strategy
         self._remove_on_complete = remove_on_complete
         self._remove_on_fail = remove_on_fail
@@ -202,7 +205,11 @@ class Finisher:
                     )
                 once = self._once
                 code = await run_async(
-                    retry, once.client, once, refusals_as_unavailable=False
+                    retry,
+                    once.client,
+                    once,
+                    refusals_as_unavailable=False,
+                    calls=self._calls,
                 )
                 self._outage.succeeded()
                 if code != 0:
@@ -249,7 +256,11 @@ class Finisher:
         )
         try:
             codes, flat, ttl, next_delay = await run_async(
-                finish, self._once.client, self._once, refusals_as_unavailable=False
+                finish,
+                self._once.client,
+                self._once,
+                refusals_as_unavailable=False,
+                calls=self._calls,
             )
         except Exception:
             self.pending = entries + self.pending

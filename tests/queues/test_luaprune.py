@@ -14,7 +14,7 @@ from dashboard.api import scripts as api_scripts
 from dashboard.console import login_throttle
 from gpu_workers import gputime
 from queues import scripts as queue_scripts
-from queues.luaprune import _blocks, drop_unused_helpers
+from queues.luaprune import helper_blocks, drop_unused_helpers
 from queues.scripts import LuaDir
 
 DIRS = [queue_scripts.QUEUE_LUA, gputime.LUA, api_scripts.LUA, login_throttle._LUA]
@@ -68,7 +68,7 @@ def test_every_script_keeps_the_layout_and_compiles(
     """The inlined text is the layout (so pruning applies), no helper left
     out is named by what stays, and Redis compiles what stays."""
     kept = lua.source(name)
-    inlined = _blocks(kept)
+    inlined = helper_blocks(kept)
     assert inlined is not None, f"{name}: not the layout luaprune reads"
     gone = set(DEF.findall(lua.inlined(name))) - set(DEF.findall(kept))
     for helper in gone:
