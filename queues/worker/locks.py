@@ -54,5 +54,8 @@ class LockRenewer:
                 self._reports.error(exc)
                 continue
             self._background.answered()
-            for job_id in lost:
+            # A job saved while the renewal was in Redis let its lock go
+            # itself: only a lock still held was lost.
+            still = self._held()
+            for job_id in (j for j in lost if still.get(j) == held.get(j)):
                 log.warning("worker %s: lost the lock of job %s", self.name, job_id)
