@@ -18,7 +18,7 @@ except ImportError:  # hiredis is optional: redis-py's own packer then
     pass
 
 #: Argument types hiredis packs exactly as redis-py does (not bool, float).
-_PACKABLE = (str, bytes, int)
+_PACKABLE = frozenset({str, bytes, int})
 
 
 class HiredisPacking:
@@ -33,7 +33,7 @@ class HiredisPacking:
         if (
             type(first) is str
             and " " not in first
-            and all(type(a) in _PACKABLE for a in args)
+            and _PACKABLE.issuperset(map(type, args))
         ):
             try:
                 return [HIREDIS_PACK(args)]
