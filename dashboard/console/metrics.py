@@ -69,7 +69,7 @@ from __future__ import annotations
 import logging
 import time
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import redis
@@ -187,6 +187,18 @@ def _histogram(values: Sequence[float]) -> tuple[list[tuple[str, float]], float]
 
 #: The fleet families of the last snapshot scraped (the snapshot, families).
 _fleet_built: tuple[FleetSnapshot, list[Metric]] | None = None
+#: ... and written out, by the encoder that wrote them.
+_fleet_text: tuple[FleetSnapshot, Any, bytes] | None = None
+
+
+class _Families:
+    """Families as prometheus_client's encoders take them (a registry)."""
+
+    def __init__(self, families: list[Metric]) -> None:
+        self.families = families
+
+    def collect(self) -> Iterator[Metric]:
+        return iter(self.families)
 
 
 class BullpenCollector(Collector):
@@ -197,32 +209,55 @@ class BullpenCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         """One scrape: every family, or only bullpen_redis_up 0 when Redis fails."""
+        for part in self._scrape():
+            yield from part[1]
+
+    def exposition(self, encoder: Callable[[Any], bytes]) -> bytes:
+        """One scrape as `encoder` (prometheus_client's) writes it, the
+        fleet's families written once per snapshot and encoder: at 4,096
+        GPUs they are most of a scrape's megabyte."""
+        parts = []
+        for snap, families in self._scrape():
+            if snap is None:
+                parts.append(encoder(_Families(families)))
+                continue
+            global _fleet_text
+            found = _fleet_text
+            if found is None or found[0] is not snap or found[1] is not encoder:
+                found = _fleet_text = (snap, encoder, encoder(_Families(families)))
+            parts.append(found[2])
+        # OpenMetrics ends with "# EOF": once, at the end.
+        eof = b"# EOF\n"
+        return b"".join(p.removesuffix(eof) for p in parts) + (
+            eof if parts and parts[-1].endswith(eof) else b""
+        )
+
+    def _scrape(self) -> Iterator[tuple[FleetSnapshot | None, list[Metric]]]:
+        """The scrape's families in parts: (the snapshot, its families) for
+        the fleet's, (None, families) for the rest."""
         started = time.perf_counter()
         up = GaugeMetricFamily(
             "bullpen_redis_up",
             "1 when Redis answered this scrape (from this dashboard process)",
         )
         try:
-            families = [
-                *self._queue_families(),
-                *self._fleet_families(),
-                *redis_families(),
-                *metrics_gputime.gputime_families(),
-            ]
+            queues = list(self._queue_families())
+            snap, fleet = self._fleet_families()
+            rest = [*redis_families(), *metrics_gputime.gputime_families()]
         except redis.RedisError as exc:
             log.warning("metrics scrape failed: %r", exc)
             up.add_metric([], 0)
-            yield up
+            yield None, [up]
             return
         up.add_metric([], 1)
-        yield up
-        yield from families
+        yield None, [up, *queues]
+        yield snap, fleet
         spent = GaugeMetricFamily(
             "bullpen_scrape_duration_seconds",
             "Time this scrape spent reading Redis (this dashboard process's own)",
         )
         spent.add_metric([], time.perf_counter() - started)
-        yield spent
+        yield None, [*rest, spent]
 
     # --- queues -----------------------------------------------------------------------
     def _sample_size(self, queues: int) -> int:
@@ -296,7 +331,7 @@ class BullpenCollector(Collector):
         return [*families, *group_families(refs)]
 
     # --- workers and GPUs -------------------------------------------------------------
-    def _fleet_families(self) -> Iterable[Metric]:
+    def _fleet_families(self) -> tuple[FleetSnapshot, list[Metric]]:
         # The process's fleet snapshot (at most BULLPEN_FLEET_MAX_AGE_S old
         # while it can be): its families are built once per snapshot and
         # reused by the scrapes in between.
@@ -305,7 +340,7 @@ class BullpenCollector(Collector):
         built = _fleet_built
         if built is None or built[0] is not snap:
             built = _fleet_built = (snap, list(self._build_fleet(snap)))
-        return built[1]
+        return built
 
     def _build_fleet(self, snap: FleetSnapshot) -> Iterable[Metric]:
         gpus, workers = labelled(snap, conf.get().metrics_top_gpus)

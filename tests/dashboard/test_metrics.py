@@ -241,3 +241,52 @@ def test_grafana_and_alert_rules_use_only_exported_metrics(
     source = (Path(__file__).resolve().parents[2] / path).read_text()
     used = set(re.findall(r"bullpen_[a-z_]+", source))
     assert used and used <= exported, used - exported
+
+
+def test_the_fleet_is_written_once_per_snapshot_the_queues_every_scrape(
+    dashboard_redis: str, r: redis.Redis, qname: str, settings: Any
+) -> None:
+    """The fleet's families (most of a scrape at 4,096 GPUs) are written out
+    once per fleet snapshot and encoder; the queues' are read and written on
+    every scrape; an OpenMetrics scrape still ends with one `# EOF`."""
+    from prometheus_client.exposition import generate_latest
+    from prometheus_client.openmetrics import exposition as om
+    from prometheus_client.openmetrics.parser import (
+        text_string_to_metric_families as om_families,
+    )
+
+    from dashboard.console import reads
+    from dashboard.console.metrics import BullpenCollector
+
+    settings.BULLPEN_FLEET_MAX_AGE_S = 3600  # one snapshot until reset
+    reads.reset()
+    gpu_fleet(r)
+    q = Queue(qname, dashboard_redis)
+    written: list[set[str]] = []
+
+    def encoder(registry: Any) -> bytes:
+        written.append({f.name for f in registry.collect()})
+        return generate_latest(registry)
+
+    def waiting(text: bytes) -> float:
+        family = {f.name: f for f in text_string_to_metric_families(text.decode())}
+        return value(
+            family["bullpen_queue_jobs"], queue=f"bull:{qname}", state="waiting"
+        )
+
+    collector = BullpenCollector()
+    q.add("one")
+    first = collector.exposition(encoder)
+    q.add("two")
+    second = collector.exposition(encoder)
+    assert (waiting(first), waiting(second)) == (1, 2)
+    fleet = [names for names in written if "bullpen_gpu_memory_total_bytes" in names]
+    assert len(fleet) == 1 and sum("bullpen_queue_jobs" in n for n in written) == 2
+    reads.reset()  # a new snapshot: written again
+    collector.exposition(encoder)
+    assert sum("bullpen_gpu_memory_total_bytes" in n for n in written) == 2
+
+    text = collector.exposition(om.generate_latest).decode()
+    assert text.count("# EOF") == 1 and text.endswith("# EOF\n")
+    names = {f.name for f in om_families(text)}
+    assert {"bullpen_gpu_memory_total_bytes", "bullpen_queue_jobs"} <= names

@@ -16,7 +16,6 @@ from functools import cache
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
-from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
 from dashboard.shared import conf
@@ -26,11 +25,9 @@ from ..metrics import BullpenCollector
 
 
 @cache
-def registry() -> CollectorRegistry:
-    """This process's registry: the one Bullpen collector and nothing else."""
-    found = CollectorRegistry(auto_describe=False)
-    found.register(BullpenCollector())
-    return found
+def collector() -> BullpenCollector:
+    """This process's collector (it keeps the fleet's families written)."""
+    return BullpenCollector()
 
 
 def _networks() -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
@@ -66,4 +63,4 @@ def metrics(request: HttpRequest) -> HttpResponse:
             return response
         return HttpResponse("not from an allowed network\n", status=403)
     encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
-    return HttpResponse(encoder(registry()), content_type=content_type)
+    return HttpResponse(collector().exposition(encoder), content_type=content_type)
