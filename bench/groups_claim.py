@@ -102,8 +102,14 @@ def measure(url: str, groups: int, claims: int) -> tuple[float, float, float]:
 
 def script_commands(stats: dict[str, Any]) -> int:
     """The commands scripts ran, from INFO commandstats reset before them:
-    every command but the scripts' EVALSHAs and the counting's own."""
-    own = ("cmdstat_evalsha", "cmdstat_config|resetstat", "cmdstat_info")
+    every command but the scripts' calls (EVALSHA, FCALL) and the counting's
+    own."""
+    own = (
+        "cmdstat_evalsha",
+        "cmdstat_fcall",
+        "cmdstat_config|resetstat",
+        "cmdstat_info",
+    )
     return sum(v["calls"] for k, v in stats.items() if k not in own)
 
 

@@ -2,7 +2,7 @@
 (docs/groups.md, issue 25's throughput goal), steady on a noisy machine.
 
     .venv/bin/python bench/groups_instructions.py [--jobs 2000] [--groups 0 1 100 2000]
-        [--batch 50] [--chain]
+        [--batch 50] [--chain] [--evalsha]
 
 One throwaway redis-server runs under valgrind's callgrind (Debian's
 `valgrind`; about 30x slower, so a few thousand jobs). For each configuration
@@ -13,9 +13,12 @@ claims and finishes are counted (`callgrind_control -z` before, `-d` after).
 `--batch N` claims and finishes N at a time instead; `--chain` finishes each
 job with a fetch of the next in the same call, as a worker at concurrency 1
 does (one script call per job: what each call costs Redis to set up counts
-whole). It prints instructions per job, the Redis commands the scripts ran per job,
-and the ratio against the ungrouped figure of the same run; repeatable to
-about 0.2 %, where jobs/s on this VM move by a third from second to second.
+whole). The calls go as workers send them on Redis 7 (FCALL of each
+script's function library, queues/luafunctions.py); `--evalsha` sends
+them as EVALSHA instead. It prints instructions per job, the Redis commands
+the scripts ran per job, and the ratio against the ungrouped figure of the
+same run; repeatable to about 0.2 %, where jobs/s on this VM move by a
+third from second to second.
 Instructions leave out cache misses, which add to 10,000 groups' cost.
 """
 
@@ -30,6 +33,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import redis
 
@@ -38,6 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from groups_claim import script_commands  # noqa: E402
 
 from queues import Queue  # noqa: E402
+from queues.hotpath import sync_adds  # noqa: E402
+from queues.ops import Eval  # noqa: E402
 from tests.queues.transitions.helpers import (  # noqa: E402
     claimed,
     entry,
@@ -73,12 +79,15 @@ def measure(
     jobs: int,
     batch: int = BATCH,
     chain: bool = False,
+    evalsha: bool = False,
 ) -> tuple[float, float]:
     """(instructions per job, Redis commands per job) of claiming and
     finishing `jobs` jobs over `groups` groups (0: ungrouped)."""
     admin = redis.Redis.from_url(url)
     admin.flushall()
     q = Queue(f"cost{groups}", url)
+    if not evalsha:
+        as_functions(q)
     if groups:
         per = max(1, jobs // groups)
         specs = [
@@ -120,6 +129,18 @@ def measure(
     return total / done, inner / done
 
 
+def as_functions(q: Queue) -> None:
+    """Send q's claims and finishes as a worker's lean path does (FCALL)."""
+    lean = sync_adds(q.client)
+    assert lean is not None
+    for name in ("move_to_active", "move_to_finished"):
+
+        def call(keys: Any, args: Any, name: str = name) -> Any:
+            return lean.call(Eval(name, keys, args))
+
+        setattr(q.scripts, name, call)
+
+
 def finish_chained(q: Queue, groups: int, jobs: int, now: int) -> int:
     """Claim one job, then finish each with a fetch of the next (a worker at
     concurrency 1); returns the jobs finished."""
@@ -150,6 +171,9 @@ def main() -> int:
         "--chain",
         action="store_true",
         help="finish each job with a fetch of the next (a worker at concurrency 1)",
+    )
+    parser.add_argument(
+        "--evalsha", action="store_true", help="send EVALSHA, not FCALL"
     )
     parser.add_argument(
         "--keep",
@@ -197,7 +221,14 @@ def main() -> int:
                     time.sleep(0.2)
             results = {
                 g: measure(
-                    url, server.pid, folder, g, args.jobs, args.batch, args.chain
+                    url,
+                    server.pid,
+                    folder,
+                    g,
+                    args.jobs,
+                    args.batch,
+                    args.chain,
+                    args.evalsha,
                 )
                 for g in configs
             }
@@ -210,7 +241,8 @@ def main() -> int:
         if args.chain
         else f"claims and finishes of {args.batch}"
     )
-    print(f"{args.jobs} jobs, {how}, redis-server under callgrind")
+    sent = "EVALSHA" if args.evalsha else "FCALL"
+    print(f"{args.jobs} jobs, {how}, as {sent}, redis-server under callgrind")
     print(f"{'':<14}{'instructions/job':>18}{'commands/job':>14}{'vs ungrouped':>14}")
     for groups, (per_job, cmds) in results.items():
         label = {0: "ungrouped", 1: "1 group"}.get(groups, f"{groups:,} groups")
