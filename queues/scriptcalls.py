@@ -5,8 +5,10 @@ and what a reply saying the call never ran asks for first.
 Such a reply is one of: NOSCRIPT (the script is not in Redis's cache: after
 a restart or SCRIPT FLUSH), "Function not found" (the library is not loaded:
 a first call, a restart without persistence, FUNCTION FLUSH), or, for FCALL,
-an unknown command (Redis 6) or NOPERM (an ACL that allows EVALSHA but not
-FCALL or FUNCTION): then this path goes back to EVALSHA for good. A library
+an unknown command (Redis 6) or NOPERM for the command FCALL or FUNCTION
+itself (an ACL that allows EVALSHA but not them): then this path goes back
+to EVALSHA for good (a NOPERM for the keys stands: EVALSHA would meet it
+too). A library
 that will not load (which no test has seen) leaves its script on EVALSHA
 too. Each of these refusals comes before the script runs, so the call is
 sent again; nothing else ever is.
@@ -68,7 +70,10 @@ class Routes:
         text = str(reply)
         if text.startswith("Function not found"):
             return ("FUNCTION", "LOAD", self._library(sent[1]))
-        if text.startswith("unknown command") or isinstance(reply, NoPermissionError):
+        refused = isinstance(reply, NoPermissionError) and (
+            "'fcall'" in text.lower() or "'function" in text.lower()
+        )
+        if text.startswith("unknown command") or refused:
             if self.functions:
                 log.info("Redis runs no functions here (%s): using EVALSHA", text)
             self.functions = False

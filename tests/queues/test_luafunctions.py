@@ -157,6 +157,26 @@ def test_a_redis_that_refuses_fcall_gets_evalsha(
     admin.close()
 
 
+def test_a_refusal_for_the_keys_stands_and_keeps_functions(
+    own_server: RedisServer, qname: str
+) -> None:
+    """NOPERM for the keys (not for FCALL) is the caller's error, as EVALSHA
+    would answer it; the client keeps sending FCALL."""
+    admin = redis.Redis.from_url(own_server.url, decode_responses=True)
+    user = f"k{uuid.uuid4().hex[:8]}"
+    admin.execute_command(
+        "ACL", "SETUSER", user, "on", ">pw", "~elsewhere:*", "&*", "+@all"
+    )
+    url = own_server.url.replace("redis://", f"redis://{user}:pw@")
+    with Queue(qname, url) as queue:
+        with pytest.raises(redis.exceptions.NoPermissionError):
+            queue.add("job")
+        lean = sync_adds(queue.client)
+        assert lean is not None and lean.routes.functions is True
+    assert admin.llen(f"bull:{qname}:wait") == 0
+    admin.close()
+
+
 def test_a_library_that_will_not_load_leaves_its_script_on_evalsha(
     tmp_path: Path, r: redis.Redis
 ) -> None:
