@@ -27,6 +27,9 @@ from .keys import BullpenKeys
 #: A GPU's state on the page: a worker holds jobs; workers live, none busy;
 #: the reading failed or only failed workers; no worker at all.
 GPU_STATES = ("busy", "idle", "down", "unused")
+#: The grid's colour step (gpus.css h0..h10): a cell's percentages are
+#: rounded to it.
+CELL_STEP_PCT = 10
 
 
 def parse_records(values: Iterable[Any]) -> list[dict[str, Any]]:
@@ -223,21 +226,30 @@ class FleetSnapshot:
 
     def cell(self, i: int) -> list[Any]:
         """GPU i as the grid draws it: [host, index, uuid, state, util %,
-        VRAM used %, committed %] (numbers rounded; None when unknown)."""
+        VRAM used %, committed %], the percentages rounded to the grid's
+        colour step (CELL_STEP_PCT: a live diff then carries a cell when its
+        colour may change, not whenever a reading moves; None when unknown)."""
         g = self.gpus[i]
         total = _num(g.get("memory_total_bytes"))
         used: Any = g.get("memory_used_bytes")
         util: Any = g.get("utilization_gpu_pct")
-        used_pct = round(100 * float(used) / total) if total and _number(used) else None
         return [
             g["host"],
             g.get("index") if isinstance(g.get("index"), int) else None,
             g["uuid"],
             self.gpu_state[i],
-            round(float(util)) if _number(util) else None,
-            used_pct,
-            round(100 * _num(g.get("committed_bytes")) / total) if total else None,
+            _step(float(util)) if _number(util) else None,
+            _step(100 * float(used) / total) if total and _number(used) else None,
+            _step(100 * _num(g.get("committed_bytes")) / total) if total else None,
         ]
+
+
+def _step(pct: float) -> int:
+    """A percentage to the nearest CELL_STEP_PCT, halves up (as the grid's
+    Math.round), within 0..100."""
+    return min(max(int(pct / CELL_STEP_PCT + 0.5), 0), 100 // CELL_STEP_PCT) * (
+        CELL_STEP_PCT
+    )
 
 
 def build(

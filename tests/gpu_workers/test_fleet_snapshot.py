@@ -55,8 +55,30 @@ def test_aggregates_of_a_published_fleet(r: redis.Redis, fleet: Fleet) -> None:
     assert snap.running[f"{host_name(0)}/bull:gpu0"] == 4
     i = next(n for n, g in enumerate(snap.gpus) if g["uuid"] == gpu_uuid(2, 1))
     assert snap.gpu_state[i] == "busy" and snap.gpu_queues[i] == ["bull:gpu1"]
-    assert snap.cell(i) == [host_name(2), 1, gpu_uuid(2, 1), "busy", 90, 38, 5]
+    # Percentages in the grid's colour steps (10 %), halves up: used 38 %,
+    # committed 5 %.
+    assert snap.cell(i) == [host_name(2), 1, gpu_uuid(2, 1), "busy", 90, 40, 10]
     assert fleet.list_gpus() == fleet.snapshot().gpus
+
+
+def test_cell_percentages_round_to_the_colour_step_halves_up() -> None:
+    """As the grid's Math.round(v / 10) colours them, clamped to 0..100: a
+    reading that moves within a step leaves the cell (what a live diff
+    compares) as it was."""
+    from gpu_workers.fleet_snapshot import _step
+
+    assert [_step(p) for p in (0, 4.9, 5, 14.9, 91, 94.9, 95, 100, 130, -3)] == [
+        0,
+        0,
+        10,
+        10,
+        90,
+        90,
+        100,
+        100,
+        100,
+        0,
+    ]
 
 
 def test_odd_records_are_skipped_never_raised(r: redis.Redis, fleet: Fleet) -> None:

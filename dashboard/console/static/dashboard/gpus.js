@@ -1,7 +1,8 @@
 /* GPU page (templates/dashboard/gpus.html): the grid of every GPU.
  *
  * #gpu-grid[data-grid-url] answers {version, cells: [[host, index, uuid,
- * state, util %, VRAM used %, committed %], ...], match: [indices] | null}
+ * state, util %, VRAM used %, committed %] (percentages in the colours'
+ * 10 % steps), ...], match: [indices] | null}
  * (reads/fleet_page.py). Each GPU is one square, grouped by host, coloured
  * by utilisation or VRAM (h0..h10 in gpus.css; the buttons switch), faded
  * when the filters leave it out; a click opens its card (?host=&gpu=).
@@ -52,9 +53,9 @@
     el.className = cls;
     el.setAttribute("data-state", c[3]);
     el.title = c[0] + " · GPU " + (c[1] === null ? "?" : c[1]) + " · " + c[3] +
-      " · utilisation " + (c[4] === null ? "–" : c[4] + "%") +
-      " · VRAM " + (c[5] === null ? "–" : c[5] + "% used") +
-      (c[6] === null ? "" : ", " + c[6] + "% committed");
+      " · utilisation " + (c[4] === null ? "–" : "≈" + c[4] + "%") +
+      " · VRAM " + (c[5] === null ? "–" : "≈" + c[5] + "% used") +
+      (c[6] === null ? "" : ", ≈" + c[6] + "% committed");
   }
 
   function draw(data) {
