@@ -80,7 +80,11 @@ def _split_statements(text: str) -> tuple[list[str], list[str]] | None:
         if not code:
             continue
         found = _ASSIGN.match(code)
-        if found is None or not _balanced(found.group(2)):
+        if (
+            found is None
+            or not _balanced(found.group(2))
+            or ";" in re.sub(_STRING, "", code)  # more than one statement
+        ):
             return None
         stays.append(f"local {found.group(1)}")
         runs.append(f"{found.group(1)} = {found.group(2)}")

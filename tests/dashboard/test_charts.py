@@ -65,7 +65,6 @@ def test_gpu_series_lists_each_gpu(viewer_client: Client, r: redis.Redis) -> Non
     assert real["util"][-1] == 87 and real["committed"][-1] == 30 * 2**30
 
 
-
 def test_gpu_series_follows_the_hosts_the_page_shows(
     viewer_client: Client, r: redis.Redis
 ) -> None:
@@ -88,6 +87,7 @@ def test_gpu_series_follows_the_hosts_the_page_shows(
     assert [g["uuid"] for g in one] == [gpu_uuid(2, 3)]
     page = viewer_client.get(reverse("bullpen:gpus"), {"host": host_name(5)})
     assert f"{url}?host={host_name(5)}" in page.content.decode()
+
 
 def test_pages_carry_their_charts(viewer_client: Client, q: Queue) -> None:
     """Queue page, overview and GPU page each have a chart section pointing

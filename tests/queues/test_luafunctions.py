@@ -204,6 +204,7 @@ def test_a_library_that_will_not_load_leaves_its_script_on_evalsha(
         'rcall("SET", "x", "1")',  # a statement that is not `local NAME = expr`
         "local T = {\n  1,\n}",  # one spanning lines
         "local a, b = 1, 2",
+        "local a = 1; local b = 2",
     ],
 )
 def test_includes_outside_the_layout_make_no_library(head: str) -> None:
