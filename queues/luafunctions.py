@@ -13,10 +13,14 @@ Redis runs a library's top level in a bare environment (no `redis.call`,
 `string`, `unpack`, `ipairs`), so the includes' top-level statements, all of
 the form `local NAME = expr` in `queues/lua`'s layout, are split: `local
 NAME` stays where it was (the same scoping) and `NAME = expr` runs at the
-start of every call, in order, exactly as the chunk ran them before (a
-per-call cache such as base.lua's `metaRead` starts empty each call). A
-script whose includes do not fit that layout gets no library: it keeps
-going as EVALSHA (`build` returns None).
+start of a call, in order, as the chunk ran them: on every call (a per-call
+cache such as base.lua's `metaRead` starts empty each call), except a
+constant, named in capitals and reading nothing of the call (no KEYS, ARGV,
+redis), which is set on the library's first call and kept (23k of the 368k
+instructions of a finish-and-claim went to re-making them). House style
+never changes a capitalised name once set (tests/queues/test_luafunctions.py
+checks every Lua directory). A script whose includes do not fit that layout
+gets no library: it keeps going as EVALSHA (`build` returns None).
 """
 
 from __future__ import annotations
@@ -28,6 +32,10 @@ from dataclasses import dataclass
 from .luaprune import helper_blocks
 
 _ASSIGN = re.compile(r"^local ([A-Za-z_]\w*) = (\S.*)$")
+# A constant: named in capitals (house style: never changed once set).
+_CONSTANT = re.compile(r"^[A-Z][A-Z0-9_]*$")
+# What a value read per call names: then it is computed on every call.
+_PER_CALL = re.compile(r"\b(?:KEYS|ARGV|redis|rcall)\b")
 # A line's code without its comment (strings kept whole).
 _STRING = r"\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*'"
 _CODE = re.compile(_STRING + r"|--.*$|[^\"'-]+|-")
@@ -86,8 +94,12 @@ def _split_statements(text: str) -> tuple[list[str], list[str]] | None:
             or ";" in re.sub(_STRING, "", code)  # more than one statement
         ):
             return None
-        stays.append(f"local {found.group(1)}")
-        runs.append(f"{found.group(1)} = {found.group(2)}")
+        name, value = found.groups()
+        stays.append(f"local {name}")
+        if _CONSTANT.match(name) and not _PER_CALL.search(re.sub(_STRING, "", value)):
+            runs.append(f"if {name} == nil then {name} = {value} end")
+        else:
+            runs.append(f"{name} = {value}")
     return stays, runs
 
 

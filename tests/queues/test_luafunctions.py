@@ -6,6 +6,7 @@ that will not load all fall back without losing a call."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +22,7 @@ from queues import Queue, codec
 from queues import scripts as queue_scripts
 from queues.hotpath import _drive_sync, sync_adds
 from queues.luafunctions import build
+from queues.luaprune import _NOISE as NOISE
 from queues.ops import Eval
 from queues.scriptcalls import Routes, exchange
 from queues.scripts import LuaDir, ScriptSet
@@ -211,10 +213,14 @@ def test_includes_outside_the_layout_make_no_library(head: str) -> None:
     assert build("x", head, "return 1") is None
 
 
-def test_constants_run_each_call_and_stay_declared_where_they_were() -> None:
+def test_top_level_statements_stay_declared_and_run_in_the_call() -> None:
+    """Each `local NAME = expr` of the includes stays declared where it was;
+    the call sets it: every call, or once for a capitalised constant that
+    reads nothing of the call."""
     head = (
         "--[[ a comment\n  local NOT = 1\n]]\nlocal rcall = redis.call  -- note\n"
-        "local function f()\n  return rcall\nend\nlocal PIN = string.rep('-', 3)"
+        "local function f()\n  return rcall\nend\nlocal PIN = string.rep('-', 3)\n"
+        "local cache = {}\nlocal FIRST = ARGV[1]"
     )
     function = build("x", head, "return f()")
     assert function is not None
@@ -228,9 +234,62 @@ def test_constants_run_each_call_and_stay_declared_where_they_were() -> None:
         "  return rcall",
         "end",
         "local PIN",
+        "local cache",
+        "local FIRST",
     ]
-    assert lines[start + 1 : start + 3] == [
+    assert lines[start + 1 : start + 5] == [
         "rcall = redis.call",
-        "PIN = string.rep('-', 3)",
+        "if PIN == nil then PIN = string.rep('-', 3) end",
+        "cache = {}",
+        "FIRST = ARGV[1]",
     ]
     assert lines[-3:] == ["return f()", "end)", ""]
+
+
+def changes(name: str, code: str) -> list[str]:
+    """Where `code` (comments and strings left out) changes `name`."""
+    return re.findall(
+        rf"(?<![\w.])(?<!local ){name}\s*(?:\[[^\]]*\]|\.\w+)*\s*=(?!=)"
+        rf"|table\.(?:insert|remove|sort)\(\s*{name}\b",
+        code,
+    )
+
+
+@pytest.mark.parametrize("lua", DIRS, ids=lambda d: d.directory.name)
+def test_capitalised_names_are_never_changed(lua: LuaDir) -> None:
+    """Libraries keep such constants from call to call (luafunctions.py), so
+    no Lua file of the directory assigns one after its declaration, into
+    it, or through table.insert/remove/sort."""
+    files = [*lua.directory.glob("*.lua"), *lua.directory.glob("includes/*.lua")]
+    codes = {path.name: NOISE.sub(" ", path.read_text()) for path in files}
+    names = {
+        name
+        for code in codes.values()
+        for name in re.findall(r"^local ([A-Z][A-Z0-9_]*) =", code, re.M)
+    }
+    for file, code in codes.items():
+        for name in names:
+            assert changes(name, code) == [], (file, name)
+    # What the check catches.
+    assert changes("NO_SETTINGS", "local NO_SETTINGS = {}\nNO_SETTINGS[1] = true")
+    assert changes("LIMITS", "x = 1\n  LIMITS = {}")
+    assert changes("LIMITS", "table.insert(LIMITS, 2)")
+    assert not changes("LIMITS", "local LIMITS = {}\nif LIMITS == x then end")
+
+
+def test_a_call_keeps_its_constants_and_starts_its_caches_afresh(
+    r: redis.Redis,
+) -> None:
+    """In Redis: a constant set on the first call is the same table on the
+    next; a per-call cache is new each call."""
+    head = "local seen = {}\nlocal SHARED = {}"
+    function = build(
+        "keep",
+        head,
+        "local n = #SHARED\nSHARED[n + 1] = 1\n"
+        "seen[#seen + 1] = 1\nreturn {#SHARED, #seen}",
+    )
+    assert function is not None
+    r.execute_command("FUNCTION", "LOAD", "REPLACE", function.text)
+    assert r.execute_command("FCALL", function.name, 0) == [1, 1]
+    assert r.execute_command("FCALL", function.name, 0) == [2, 1]
