@@ -259,7 +259,6 @@ class AsyncCalls:
         """Each call's reply, or its error as a value."""
         if self._cluster:
             return await clusterdrive.replies_async(self.client, self.scripts, calls)
-        scripts = [getattr(self.scripts, c.name) for c in calls]
         try:
             conn = lane.conn or await self._connect(lane)
             if lane.timeout is None:
@@ -273,19 +272,17 @@ class AsyncCalls:
             await self._drop(lane)
             if not self._resend:
                 raise
-            return await self._through_redis_py(scripts, calls)
+            return await self._through_redis_py(calls)
         except BaseException:
             # Cancelled between a send and its replies: the connection's
             # next reply would belong to someone else.
             await self._drop(lane)
             raise
 
-    async def _through_redis_py(
-        self, scripts: list[Any], calls: list[Eval]
-    ) -> list[Any]:
+    async def _through_redis_py(self, calls: list[Eval]) -> list[Any]:
         pipe = self.client.pipeline(transaction=False)
-        for script, call in zip(scripts, calls):
-            await script(call.keys, call.args, client=pipe)
+        for call in calls:
+            await getattr(self.scripts, call.name)(call.keys, call.args, client=pipe)
         replies: list[Any] = await pipe.execute(raise_on_error=False)
         return replies
 

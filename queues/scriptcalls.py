@@ -8,10 +8,9 @@ a first call, a restart without persistence, FUNCTION FLUSH), or, for FCALL,
 an unknown command (Redis 6) or NOPERM for the command FCALL or FUNCTION
 itself (an ACL that allows EVALSHA but not them): then this path goes back
 to EVALSHA for good (a NOPERM for the keys stands: EVALSHA would meet it
-too). A library
-that will not load (which no test has seen) leaves its script on EVALSHA
-too. Each of these refusals comes before the script runs, so the call is
-sent again; nothing else ever is.
+too). A library that will not load leaves its script on EVALSHA too. Each
+of these refusals comes before the script runs, so the call is sent again;
+nothing else ever is.
 
 `exchange` is written without I/O: it yields the commands to pipeline and
 is sent their replies (error replies as values), so the sync and asyncio
@@ -54,22 +53,22 @@ class Routes:
         script = getattr(self.scripts, call.name)
         return ("EVALSHA", script.sha, len(call.keys), *call.keys, *call.args)
 
-    def fix(self, sent: tuple[Any, ...], reply: Any) -> tuple[Any, ...] | None:
-        """For a reply saying `sent` never ran: the command to send first (a
-        load; () when none is needed), else None (the reply stands)."""
+    def fix(
+        self, name: str, sent: tuple[Any, ...], reply: Any
+    ) -> tuple[Any, ...] | None:
+        """For a reply saying `sent` (a call of script `name`) never ran: the
+        command to send first (a load; () when none is needed), else None
+        (the reply stands)."""
         if not isinstance(reply, ResponseError):
             return None
         if isinstance(reply, NoScriptError):
-            for name in self.scripts.names:
-                script = getattr(self.scripts, name)
-                if script.sha == sent[1]:
-                    return ("SCRIPT", "LOAD", script.script)
-            return None
+            return ("SCRIPT", "LOAD", getattr(self.scripts, name).script)
         if sent[0] != "FCALL":
             return None
         text = str(reply)
-        if text.startswith("Function not found"):
-            return ("FUNCTION", "LOAD", self._library(sent[1]))
+        function = self.scripts.function(name)
+        if text.startswith("Function not found") and function is not None:
+            return ("FUNCTION", "LOAD", function.text)
         refused = isinstance(reply, NoPermissionError) and (
             "'fcall'" in text.lower() or "'function" in text.lower()
         )
@@ -80,26 +79,15 @@ class Routes:
             return ()
         return None
 
-    def loaded(self, load: tuple[Any, ...], reply: Any) -> None:
-        """Note a FUNCTION LOAD's reply: a library that would not load sends
-        its script as EVALSHA from now (one loaded meanwhile by another
-        client says "already exists": fine)."""
-        if load[:2] != ("FUNCTION", "LOAD") or not isinstance(reply, ResponseError):
+    def loaded(self, name: str, load: tuple[Any, ...], reply: Any) -> None:
+        """Note the reply to `load` for script `name`: a library that would
+        not load sends its script as EVALSHA from now (one loaded meanwhile
+        by another client says "already exists": fine)."""
+        if load[0] != "FUNCTION" or not isinstance(reply, ResponseError):
             return
-        if "already exists" in str(reply):
-            return
-        for name in self.scripts.names:
-            function = self.scripts.function(name)
-            if function is not None and function.text == load[2]:
-                log.warning("function library of %s not loaded: %s", name, reply)
-                self._unloadable.add(name)
-
-    def _library(self, function_name: str) -> str:
-        for name in self.scripts.names:
-            function = self.scripts.function(name)
-            if function is not None and function.name == function_name:
-                return function.text
-        raise KeyError(function_name)
+        if "already exists" not in str(reply):
+            log.warning("function library of %s not loaded: %s", name, reply)
+            self._unloadable.add(name)
 
 
 def exchange(routes: Routes, calls: list[Eval]) -> Steps:
@@ -108,14 +96,18 @@ def exchange(routes: Routes, calls: list[Eval]) -> Steps:
     replies = yield sent
     # At most: a function load, then (no functions after all) a script load.
     for _ in range(3):
-        fixes = [(i, routes.fix(sent[i], r)) for i, r in enumerate(replies)]
-        again = [i for i, fix in fixes if fix is not None]
+        fixes = [routes.fix(c.name, s, r) for c, s, r in zip(calls, sent, replies)]
+        again = [i for i, fix in enumerate(fixes) if fix is not None]
         if not again:
             break
-        loads = list(dict.fromkeys(fix for _, fix in fixes if fix))
+        # One load per script, whatever its calls in the batch.
+        loads: dict[str, tuple[Any, ...]] = {}
+        for i in again:
+            if fix := fixes[i]:
+                loads[calls[i].name] = fix
         if loads:
-            for load, reply in zip(loads, (yield loads)):
-                routes.loaded(load, reply)
+            for (name, load), reply in zip(loads.items(), (yield list(loads.values()))):
+                routes.loaded(name, load, reply)
         for i in again:
             sent[i] = routes.command(calls[i])
         for i, reply in zip(again, (yield [sent[i] for i in again])):

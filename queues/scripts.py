@@ -36,7 +36,6 @@ class ScriptSet:
 
     def __init__(self, lua: LuaDir, client: Any) -> None:
         self.client = client
-        self.names = lua.names
         #: The scripts' function libraries (LuaDir.function).
         self.function = lua.function
         for name in lua.names:
