@@ -29,7 +29,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from .luaprune import helper_blocks
+from .luaprune import STRING, helper_blocks
 
 _ASSIGN = re.compile(r"^local ([A-Za-z_]\w*) = (\S.*)$")
 # A constant: named in capitals (house style: never changed once set).
@@ -37,8 +37,7 @@ _CONSTANT = re.compile(r"^[A-Z][A-Z0-9_]*$")
 # What a value read per call names: then it is computed on every call.
 _PER_CALL = re.compile(r"\b(?:KEYS|ARGV|redis|rcall)\b")
 # A line's code without its comment (strings kept whole).
-_STRING = r"\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*'"
-_CODE = re.compile(_STRING + r"|--.*$|[^\"'-]+|-")
+_CODE = re.compile(STRING + r"|--.*$|[^\"'-]+|-")
 
 
 @dataclass(frozen=True)
@@ -61,10 +60,11 @@ def _code(line: str) -> str:
     return "".join(out).rstrip()
 
 
-def _balanced(code: str) -> bool:
-    """Whether `code` closes every bracket it opens (strings left out)."""
+def _balanced(bare: str) -> bool:
+    """Whether `bare` (code without its strings) closes every bracket it
+    opens."""
     depth = 0
-    for char in re.sub(_STRING, "", code):
+    for char in bare:
         depth += (char in "({[") - (char in ")}]")
         if depth < 0:
             return False
@@ -88,15 +88,13 @@ def _split_statements(text: str) -> tuple[list[str], list[str]] | None:
         if not code:
             continue
         found = _ASSIGN.match(code)
-        if (
-            found is None
-            or not _balanced(found.group(2))
-            or ";" in re.sub(_STRING, "", code)  # more than one statement
-        ):
+        bare = re.sub(STRING, "", code)
+        # One statement, whole on its line.
+        if found is None or not _balanced(bare) or ";" in bare:
             return None
         name, value = found.groups()
         stays.append(f"local {name}")
-        if _CONSTANT.match(name) and not _PER_CALL.search(re.sub(_STRING, "", value)):
+        if _CONSTANT.match(name) and not _PER_CALL.search(bare):
             runs.append(f"if {name} == nil then {name} = {value} end")
         else:
             runs.append(f"{name} = {value}")

@@ -17,10 +17,10 @@ from __future__ import annotations
 import re
 
 _DEF = re.compile(r"^local function ([A-Za-z_]\w*)")
+#: A quoted Lua string on one line.
+STRING = r"\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'"
 # Comments and quoted strings: their words name nothing.
-_NOISE = re.compile(
-    r"--\[\[.*?\]\]|--[^\n]*|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S
-)
+_NOISE = re.compile(r"--\[\[.*?\]\]|--[^\n]*|" + STRING, re.S)
 _WORD = re.compile(r"(?<![.:\w])([A-Za-z_]\w*)")
 _OPENERS = re.compile(r"\b(?:function|if|do)\b")
 _END = re.compile(r"\bend\b")
