@@ -185,10 +185,9 @@ def _histogram(values: Sequence[float]) -> tuple[list[tuple[str, float]], float]
     return buckets, float(sum(ordered))
 
 
-#: The fleet families of the last snapshot scraped (the snapshot, families).
-_fleet_built: tuple[FleetSnapshot, list[Metric]] | None = None
-#: ... and written out, by the encoder that wrote them.
-_fleet_text: tuple[FleetSnapshot, Any, bytes] | None = None
+#: The fleet families of the last snapshot scraped (the snapshot, families,
+#: and their text by the encoder that wrote it).
+_fleet_built: tuple[FleetSnapshot, list[Metric], dict[Any, bytes]] | None = None
 
 
 class _Families:
@@ -217,24 +216,23 @@ class BullpenCollector(Collector):
         fleet's families written once per snapshot and encoder: at 4,096
         GPUs they are most of a scrape's megabyte."""
         parts = []
-        for snap, families in self._scrape():
-            if snap is None:
+        for texts, families in self._scrape():
+            if texts is None:
                 parts.append(encoder(_Families(families)))
                 continue
-            global _fleet_text
-            found = _fleet_text
-            if found is None or found[0] is not snap or found[1] is not encoder:
-                found = _fleet_text = (snap, encoder, encoder(_Families(families)))
-            parts.append(found[2])
+            text = texts.get(encoder)
+            if text is None:
+                text = texts[encoder] = encoder(_Families(families))
+            parts.append(text)
         # OpenMetrics ends with "# EOF": once, at the end.
         eof = b"# EOF\n"
         return b"".join(p.removesuffix(eof) for p in parts) + (
             eof if parts and parts[-1].endswith(eof) else b""
         )
 
-    def _scrape(self) -> Iterator[tuple[FleetSnapshot | None, list[Metric]]]:
-        """The scrape's families in parts: (the snapshot, its families) for
-        the fleet's, (None, families) for the rest."""
+    def _scrape(self) -> Iterator[tuple[dict[Any, bytes] | None, list[Metric]]]:
+        """The scrape's families in parts: (their texts by encoder, the
+        families) for the fleet's, (None, families) for the rest."""
         started = time.perf_counter()
         up = GaugeMetricFamily(
             "bullpen_redis_up",
@@ -242,7 +240,7 @@ class BullpenCollector(Collector):
         )
         try:
             queues = list(self._queue_families())
-            snap, fleet = self._fleet_families()
+            _, fleet, texts = self._fleet_families()
             rest = [*redis_families(), *metrics_gputime.gputime_families()]
         except redis.RedisError as exc:
             log.warning("metrics scrape failed: %r", exc)
@@ -251,7 +249,7 @@ class BullpenCollector(Collector):
             return
         up.add_metric([], 1)
         yield None, [up, *queues]
-        yield snap, fleet
+        yield texts, fleet
         spent = GaugeMetricFamily(
             "bullpen_scrape_duration_seconds",
             "Time this scrape spent reading Redis (this dashboard process's own)",
@@ -331,7 +329,9 @@ class BullpenCollector(Collector):
         return [*families, *group_families(refs)]
 
     # --- workers and GPUs -------------------------------------------------------------
-    def _fleet_families(self) -> tuple[FleetSnapshot, list[Metric]]:
+    def _fleet_families(
+        self,
+    ) -> tuple[FleetSnapshot, list[Metric], dict[Any, bytes]]:
         # The process's fleet snapshot (at most BULLPEN_FLEET_MAX_AGE_S old
         # while it can be): its families are built once per snapshot and
         # reused by the scrapes in between.
@@ -339,7 +339,7 @@ class BullpenCollector(Collector):
         global _fleet_built
         built = _fleet_built
         if built is None or built[0] is not snap:
-            built = _fleet_built = (snap, list(self._build_fleet(snap)))
+            built = _fleet_built = (snap, list(self._build_fleet(snap)), {})
         return built
 
     def _build_fleet(self, snap: FleetSnapshot) -> Iterable[Metric]:
