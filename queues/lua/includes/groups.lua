@@ -93,17 +93,28 @@ end
 -- says the group may be forgotten.
 local GROUP_FLAG = 1099511627776  -- 2^40
 
--- A count of `groups:active` as Redis text: an integer, formatted as one
--- (a plain Lua number goes through the float formatting, digit by digit).
-local function countText(n)
-  return string.format("%d", n)
-end
-
 -- A field of `groups:active` that is never a group id (`~` is not allowed
 -- in one), longer than Redis's hash-max-listpack-value (64): it keeps the
 -- hash a hash table. As a listpack, every field read or write walks the
 -- fields, and a batch reads and writes one per group it meets.
 local GROUP_ACTIVE_PIN = string.rep("~", 65)
+
+-- The texts of counts this call wrote to `groups:active` (as integers: a
+-- plain Lua number goes through the float formatting, digit by digit). A
+-- batch writes one per group it meets, mostly the same few numbers. (Made
+-- on a call's first count: most calls write none.)
+local countTexts = false
+local function countText(n)
+  if not countTexts then
+    countTexts = {}
+  end
+  local text = countTexts[n]
+  if not text then
+    text = string.format("%d", n)
+    countTexts[n] = text
+  end
+  return text
+end
 
 -- The running count and flag (-1 parked, 1 idle-bound, 0 none) of a stored value.
 local function splitActive(stored)
@@ -230,21 +241,27 @@ local function forgetGroups(prefix, gids, checked)
   end
   rcall("ZREM", prefix .. "groups:index", unpack(gids))
   rcall("HDEL", prefix .. "groups:active", unpack(gids))
-  rcall("HDEL", prefix .. "groups:turns", unpack(gids))
+  -- Turns are kept only while weights are in use: mostly there is no hash.
+  local turnsKey = prefix .. "groups:turns"
+  if rcall("EXISTS", turnsKey) == 1 then
+    rcall("HDEL", turnsKey, unpack(gids))
+  end
 end
 
 -- Grouped jobs of `gid` left `active` and its stored count is `v` after
 -- them: the flag says the rest. A group parked at its cap goes back in the
 -- rotation if jobs wait, else with nothing running it may be forgotten
--- (into `freed.maybe`: forgetGroups looks); an idle-bound one is forgotten
--- (into `freed.idle`) when its last running job left. Returns what
--- `groups:active` must hold for it, as text (the count without the flag
--- once it is no longer parked).
+-- (into `freed.maybe`: forgetGroups looks and writes); an idle-bound one is
+-- forgotten (into `freed.idle`) when its last running job left. Returns
+-- what `groups:active` must hold for it, as text (the count without the
+-- flag once it is no longer parked), or nil for a group in `freed`, which
+-- forgetFreed writes.
 local function groupSlotsFreed(prefix, gid, v, freed)
   local active, flag = splitActive(v)
   if flag == 1 then
     if active == 0 then
       freed.idle[#freed.idle + 1] = gid
+      return nil
     end
     return countText(v)
   elseif flag == -1 then
@@ -252,6 +269,7 @@ local function groupSlotsFreed(prefix, gid, v, freed)
       makeGroupReady(prefix, gid)
     elseif active == 0 then
       freed.maybe[#freed.maybe + 1] = gid
+      return nil
     end
   end
   return countText(active)
@@ -274,7 +292,7 @@ local function groupJobLeft(prefix, gid, done)
     local activeKey = prefix .. "groups:active"
     local v = rcall("HINCRBY", activeKey, gid, -1)
     local stored = groupSlotsFreed(prefix, gid, v, freed)
-    if stored ~= countText(v) then
+    if stored and stored ~= countText(v) then
       rcall("HSET", activeKey, gid, stored)
     end
     forgetFreed(prefix, freed)
@@ -303,11 +321,16 @@ local function settleGroupJobs(prefix, done)
   local stored = rcall("HMGET", activeKey, unpack(order))
   local writes, freed = {GROUP_ACTIVE_PIN, 0}, {idle = {}, maybe = {}}
   for i, gid in ipairs(order) do
-    writes[#writes + 1] = gid
-    writes[#writes + 1] = groupSlotsFreed(prefix, gid,
+    local text = groupSlotsFreed(prefix, gid,
       (tonumber(stored[i]) or 0) - done.count[gid], freed)
+    if text then
+      writes[#writes + 1] = gid
+      writes[#writes + 1] = text
+    end
   end
-  rcall("HSET", activeKey, unpack(writes))
+  if #writes > 2 then
+    rcall("HSET", activeKey, unpack(writes))
+  end
   forgetFreed(prefix, freed)
 end
 

@@ -77,7 +77,8 @@ local function loadStates(prefix, st, items, from)
     local key = groupKey(prefix, gid)
     local running, flag = splitActive(active[i])
     local t = tonumber(turns[i]) or 0
-    local s = {key = key, active = running, flag = flag, turns = t, turnsRead = t}
+    local s = {key = key, waitKey = key .. ":wait", active = running, flag = flag,
+      turns = t, turnsRead = t}
     if own[i] == 1 then
       s.own = true
       applyLimits(s, rcall("HMGET", key, unpack(GROUP_STATE)), d)
@@ -328,7 +329,7 @@ local function nextGroupedJob(q, prefix, now, st)
       local blocked, untilMs = groupBlocked(prefix, gid, s, now)
       local popped
       if not blocked then
-        popped = rcall("ZPOPMIN", s.key .. ":wait")
+        popped = rcall("ZPOPMIN", s.waitKey)
       end
       if not popped or #popped == 0 then
         ringAdvance(ring, false)
@@ -345,7 +346,7 @@ local function nextGroupedJob(q, prefix, now, st)
             rcall("PEXPIRE", s.key .. ":limiter", s.duration or 1000)
           end
         end
-        s.waiting = rcall("ZCARD", s.key .. ":wait")
+        s.waiting = rcall("ZCARD", s.waitKey)
         if s.waiting == 0 then
           -- Empty now: out of the rotation at once (an add brings it back).
           ringAdvance(ring, false)
