@@ -13,7 +13,9 @@ claims and finishes are counted (`callgrind_control -z` before, `-d` after).
 `--batch N` claims and finishes N at a time instead; `--chain` finishes each
 job with a fetch of the next in the same call, as a worker at concurrency 1
 does (one script call per job: what each call costs Redis to set up counts
-whole). The calls go as workers send them on Redis 7 (FCALL of each
+whole). `--history` gives each finish the attempt record a worker's attempt
+history attaches (queues/attempts.py), as every Bullpen worker does by
+default. The calls go as workers send them on Redis 7 (FCALL of each
 script's function library, queues/luafunctions.py); `--evalsha` sends
 them as EVALSHA instead. It prints instructions per job, the Redis commands
 the scripts ran per job, and the ratio against the ungrouped figure of the
@@ -41,7 +43,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from groups_claim import script_commands  # noqa: E402
 
-from queues import Queue  # noqa: E402
+from queues import AttemptHistory, Job, Queue  # noqa: E402
+from queues.attempts import AttemptRecorder  # noqa: E402
 from queues.hotpath import sync_adds  # noqa: E402
 from queues.ops import Eval  # noqa: E402
 from tests.queues.transitions.helpers import (  # noqa: E402
@@ -80,6 +83,7 @@ def measure(
     batch: int = BATCH,
     chain: bool = False,
     evalsha: bool = False,
+    history: bool = False,
 ) -> tuple[float, float]:
     """(instructions per job, Redis commands per job) of claiming and
     finishing `jobs` jobs over `groups` groups (0: ungrouped)."""
@@ -88,6 +92,13 @@ def measure(
     q = Queue(f"cost{groups}", url)
     if not evalsha:
         as_functions(q)
+    recorder = (
+        AttemptRecorder(AttemptHistory(), q.client, q.prefix, q.name, "w1", None)
+        if history
+        else None
+    )
+    # The arguments a worker with history sends with every finish.
+    kept = {} if recorder is None else {"history": recorder.args()}
     if groups:
         per = max(1, jobs // groups)
         specs = [
@@ -104,19 +115,15 @@ def measure(
     control(pid, "-z")
     now, done, seq = int(time.time() * 1000), 0, 0
     if chain:
-        done = finish_chained(q, groups, len(specs), now)
+        done = finish_chained(q, groups, len(specs), now, recorder, kept)
     while done < len(specs):
         got = claimed(move_to_active(q, now=now, count=batch, seq=seq))
         if not got:
             raise SystemExit(
                 f"{groups} groups: a claim found nothing after {done} jobs"
             )
-        entries = []
-        for job_id, token, fields in got:
-            e = entry(job_id, token=token)
-            e["gid"] = fields.get("gid", "")
-            entries.append(e)
-        codes = move_to_finished(q, entries, now=now)[0]
+        entries = [finish_entry(q, job, recorder) for job in got]
+        codes = move_to_finished(q, entries, now=now, **kept)[0]
         if any(code != 0 for code in codes):
             raise SystemExit(f"{groups} groups: finish codes {codes}")
         seq += len(got)
@@ -141,16 +148,35 @@ def as_functions(q: Queue) -> None:
         setattr(q.scripts, name, call)
 
 
-def finish_chained(q: Queue, groups: int, jobs: int, now: int) -> int:
+def finish_entry(
+    q: Queue, job: tuple[str, str, dict[str, str]], recorder: AttemptRecorder | None
+) -> dict[str, Any]:
+    """The finish entry of a claimed (id, token, fields), as a worker makes it."""
+    job_id, token, fields = job
+    e = entry(job_id, token=token)
+    e["gid"] = fields.get("gid", "")
+    if recorder is not None:
+        claimed_job = Job.from_hash(q, job_id, fields)
+        claimed_job.token = token
+        e["attempt"] = recorder.record(claimed_job, "completed", None)
+    return e
+
+
+def finish_chained(
+    q: Queue,
+    groups: int,
+    jobs: int,
+    now: int,
+    recorder: AttemptRecorder | None,
+    kept: dict[str, Any],
+) -> int:
     """Claim one job, then finish each with a fetch of the next (a worker at
     concurrency 1); returns the jobs finished."""
     got = claimed(move_to_active(q, now=now, count=1, seq=0))
     done = 0
     while got:
-        job_id, token, fields = got[0]
-        e = entry(job_id, token=token)
-        e["gid"] = fields.get("gid", "")
-        reply = move_to_finished(q, [e], now=now, fetch=1, seq=done + 1)
+        e = finish_entry(q, got[0], recorder)
+        reply = move_to_finished(q, [e], now=now, fetch=1, seq=done + 1, **kept)
         if reply[0] != [0]:
             raise SystemExit(f"{groups} groups: finish codes {reply[0]}")
         done += 1
@@ -174,6 +200,11 @@ def main() -> int:
     )
     parser.add_argument(
         "--evalsha", action="store_true", help="send EVALSHA, not FCALL"
+    )
+    parser.add_argument(
+        "--history",
+        action="store_true",
+        help="each finish carries its attempt record, as workers send it",
     )
     parser.add_argument(
         "--keep",
@@ -229,6 +260,7 @@ def main() -> int:
                     args.batch,
                     args.chain,
                     args.evalsha,
+                    args.history,
                 )
                 for g in configs
             }
@@ -242,7 +274,8 @@ def main() -> int:
         else f"claims and finishes of {args.batch}"
     )
     sent = "EVALSHA" if args.evalsha else "FCALL"
-    print(f"{args.jobs} jobs, {how}, as {sent}, redis-server under callgrind")
+    kept = ", with attempt records" if args.history else ""
+    print(f"{args.jobs} jobs, {how}, as {sent}{kept}, redis-server under callgrind")
     print(f"{'':<14}{'instructions/job':>18}{'commands/job':>14}{'vs ungrouped':>14}")
     for groups, (per_job, cmds) in results.items():
         label = {0: "ungrouped", 1: "1 group"}.get(groups, f"{groups:,} groups")

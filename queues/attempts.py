@@ -6,8 +6,9 @@ by move_to_finished, a retry (saved or refused) by push_attempts right
 after it. A refused end (the job's lock was lost) is recorded as `lost`
 with the code, never as what the worker hoped (lua/includes/attempts.lua).
 So the history costs a completing job no round trip of its own: the record
-rides in its finish entry. Each write LPUSHes the record, LTRIMs the list to
-the newest `keep` and EXPIREs it.
+rides with its finish entry (an argument of its own; where the lists are and
+how many to keep, three more per call: `args()`). Each
+write LPUSHes the record, LTRIMs the list to the newest `keep` and EXPIREs it.
 
 The list lives at `attempts_key()` (`bullpen:attempts:{prefix}:{queue}:{id}`),
 outside the queue's keys, so BullMQ's scripts and Node workers never see it.
@@ -96,9 +97,9 @@ class AttemptRecorder:
         self.on_lost: OnLost | None = None
         self._push = client.register_script(source("push_attempts"))
         self._notes: dict[tuple[str, str | None], dict[str, Any]] = {}
-        #: Retries' records and their codes, and lost jobs to report, waiting
+        #: Retries' (job id, record, code), and lost jobs to report, waiting
         #: for the writer, which sends all it finds at once.
-        self._pending: list[tuple[dict[str, Any], int]] = []
+        self._pending: list[tuple[str, str, int]] = []
         self._lost: list[tuple[str, int]] = []
         self._writer: asyncio.Future[None] | None = None
 
@@ -110,8 +111,16 @@ class AttemptRecorder:
         """Drop the notes held for `job` (its end will not be saved by us)."""
         self._notes.pop((job.id, job.token), None)
 
-    def attempt(self, job: Job, intended: str, error: Any) -> dict[str, Any]:
-        """The attempt as a finish entry carries it (lua/includes/attempts.lua)."""
+    def args(self) -> tuple[str, str, str]:
+        """Where the records go (a job's list: this + its id), how many of
+        them stay and for how long (s), as move_to_finished takes them."""
+        h = self.history
+        return (h.key(self.prefix, self.queue, ""), str(h.keep), str(h.ttl_s))
+
+    def record(self, job: Job, intended: str, error: Any) -> str:
+        """The record of `job`'s attempt as the scripts take it: JSON text
+        ending with `outcome` = `intended`, which the script replaces when
+        Redis refused the end (lua/includes/attempts.lua)."""
         record: dict[str, Any] = {
             "attempt": job.attempts_started or job.attempts_made + 1,
             "started_ms": job.processed_on,
@@ -122,21 +131,14 @@ class AttemptRecorder:
             "error": _error_text(error),
         }
         record.update(self._notes.pop((job.id, job.token), {}))
-        record["intended"] = intended
-        h = self.history
-        return {
-            "key": h.key(self.prefix, self.queue, job.id),
-            "keep": h.keep,
-            "ttl": h.ttl_s,
-            "intended": intended,
-            # Closed by the script, with the outcome Redis decided.
-            "record": codec.dumps(record)[:-1],
-        }
+        record.pop("outcome", None)  # a note's: `outcome` must come last
+        record["intended"] = record["outcome"] = intended
+        return codec.dumps(record)
 
     def retried(self, job: Job, error: BaseException, delay_ms: int, code: int) -> None:
         """A failed attempt's retry was saved (code 0) or refused."""
         self.annotate(job, delay_ms=delay_ms)
-        self._pending.append((self.attempt(job, "retried", error), code))
+        self._pending.append((job.id, self.record(job, "retried", error), code))
         if code != 0:
             self._lost.append((job.id, code))
         self._kick()
@@ -161,11 +163,15 @@ class AttemptRecorder:
             lost, self._lost = self._lost, []
             try:
                 if pending:
+                    h = self.history
                     await self._push(
-                        keys=[a["key"] for a, _ in pending],
+                        keys=[h.key(self.prefix, self.queue, i) for i, _, _ in pending],
                         args=[
-                            codec.dumps([a for a, _ in pending]),
-                            codec.dumps([c for _, c in pending]),
+                            codec.dumps(
+                                {"keep": h.keep, "ttl": h.ttl_s, "intended": "retried"}
+                            ),
+                            codec.dumps([c for _, _, c in pending]),
+                            *(r for _, r, _ in pending),
                         ],
                     )
                 if self.on_lost is not None:

@@ -8,7 +8,8 @@
   turn a deduplicated "next job" (keepLastIfActive) into a job, and count it
   in the per-minute metrics of its target when the worker collects them.
   With the entry's attempt record, push it on the job's attempt history
-  (saying `lost` with the code when the finish is refused).
+  (saying `lost` with the code when the finish is refused; the outcome it
+  intended is the entry's target).
 
   KEYS[1] wait
   KEYS[2] active
@@ -36,9 +37,15 @@
           no metrics)
   ARGV[4] JSON array of entries {id, token, target ("completed"|"failed"),
           value (returnvalue JSON or raw failedReason), fields (flat array or
-          absent), keep {count, age?, limit?}, attempts, gid (the job's group
-          as claimed, "" for none; absent: read from the hash), attempt (absent
-          without attempt history: the record, includes/attempts.lua)}
+          absent), keep {count, age?, limit?}, attempts,
+          gid (the job's group as claimed, "" for none; absent: read from the
+          hash)}
+  With attempt history (absent without):
+  ARGV[5] where attempt records go (a job's list: this .. its id), ARGV[6]
+          how many a list keeps, ARGV[7] for how long (s)
+  ARGV[7 + i] entry i's attempt record ("" without), includes/attempts.lua
+          (arguments of their own, not JSON, for speed: queues/ops/worker.py
+          finish_args)
 
   Returns {codes, jobs, rateLimitTtl, nextDelayedMs}: one code per entry
   (0 done, -1 missing job, -2 lock missing, -3 not in active, -4 pending
@@ -160,10 +167,15 @@ if maxMetricsSize and maxMetricsSize < 1 then
   maxMetricsSize = nil
 end
 
+local historyKeys = ARGV[5]
+local historyKeep = tonumber(ARGV[6])
+
 for i, e in ipairs(entries) do
   codes[i] = finishOne(e)
-  if type(e["attempt"]) == "table" then
-    pushAttempt(e["attempt"], codes[i])
+  local record = historyKeys and ARGV[7 + i]
+  if record and record ~= "" then
+    pushAttempt(historyKeys .. e["id"], record, e["target"], codes[i], historyKeep,
+      ARGV[7])
   end
   if codes[i] == 0 and maxMetricsSize then
     if e["target"] == "failed" then

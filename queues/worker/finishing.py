@@ -65,6 +65,8 @@ class Finisher:
         self._closing = closing
         self._outage = outage
         self._reports = reports
+        #: Where finishes push their attempt records (ops.finish).
+        self._history = None if reports.attempts is None else reports.attempts.args()
         #: Attempts that completed, and that failed (retried or not).
         self.processed = 0
         self.failed = 0
@@ -252,7 +254,8 @@ class Finisher:
             self._keys.base,
             int(time.time() * 1000),
             opts,
-            codec.dumps(entries),
+            entries,
+            self._history,
         )
         try:
             codes, flat, ttl, next_delay = await run_async(

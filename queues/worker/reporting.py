@@ -85,7 +85,7 @@ class WorkerReports:
     ) -> dict[str, Any]:
         """`entry` (a finish) with its attempt record when history is kept."""
         if self.attempts is not None:
-            entry["attempt"] = self.attempts.attempt(job, intended, error)
+            entry["attempt"] = self.attempts.record(job, intended, error)
         return entry
 
     def completed(self, job: Job, result: Any) -> None:

@@ -3,12 +3,14 @@ calls as `queues/worker.py` makes them, and readers of the resulting keys."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import redis
 
 from queues import codec
 from queues.keys import QueueKeys
+from queues.ops.worker import finish_args
 from queues.queue import Queue
 
 #: A fixed "now" (ms) for scripts that take it in ARGV.
@@ -100,15 +102,17 @@ def finish_keys(k: QueueKeys) -> tuple[str, ...]:
 
 
 def move_to_finished(
-    q: Queue, entries: list[dict[str, Any]], now: int = NOW, **opts: Any
+    q: Queue,
+    entries: list[dict[str, Any]],
+    now: int = NOW,
+    history: Sequence[str] | None = None,
+    **opts: Any,
 ) -> list[Any]:
-    """Call move_to_finished; returns [codes, claimed flat, ttl, next delay]."""
+    """Call move_to_finished; returns [codes, claimed flat, ttl, next delay].
+    `history`: AttemptRecorder.args() for entries with an attempt record."""
     k = q.keys
-    return list(
-        q.scripts.move_to_finished(
-            finish_keys(k), (k.base, now, worker_opts(**opts), codec.dumps(entries))
-        )
-    )
+    args = (k.base, now, worker_opts(**opts), *finish_args(entries, history))
+    return list(q.scripts.move_to_finished(finish_keys(k), args))
 
 
 def move_to_delayed(
