@@ -6,9 +6,9 @@ by move_to_finished, a retry (saved or refused) by push_attempts right
 after it. A refused end (the job's lock was lost) is recorded as `lost`
 with the code, never as what the worker hoped (lua/includes/attempts.lua).
 So the history costs a completing job no round trip of its own: the record
-rides with its finish entry (an argument of its own; where the lists are and
-how many to keep, three more per call: `args()`). Each
-write LPUSHes the record, LTRIMs the list to the newest `keep` and EXPIREs it.
+rides with its finish entry, an argument of its own (where the lists are and
+how many to keep: three more per call, `args()`). Each write LPUSHes the
+record, LTRIMs the list to the newest `keep` and EXPIREs it.
 
 The list lives at `attempts_key()` (`bullpen:attempts:{prefix}:{queue}:{id}`),
 outside the queue's keys, so BullMQ's scripts and Node workers never see it.
