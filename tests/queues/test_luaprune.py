@@ -14,7 +14,7 @@ from dashboard.api import scripts as api_scripts
 from dashboard.console import login_throttle
 from gpu_workers import gputime
 from queues import scripts as queue_scripts
-from queues.luaprune import helper_blocks, drop_unused_helpers
+from queues.luaprune import drop_unused_helpers, helper_blocks
 from queues.scripts import LuaDir
 
 DIRS = [queue_scripts.QUEUE_LUA, gputime.LUA, api_scripts.LUA, login_throttle._LUA]
