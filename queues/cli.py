@@ -20,7 +20,8 @@ from urllib.parse import urlsplit
 import redis
 import redis.sentinel
 
-from . import cli_groups, codec, defaults
+from . import cli_groups, codec, defaults, functionlibs
+from .cluster import is_cluster_client
 from .connection import DEFAULT_URL, sync_from_url
 from .exceptions import QueueError
 from .job import Job
@@ -207,6 +208,43 @@ def cmd_clean(queue: Queue, args: argparse.Namespace) -> None:
     print(f"removed {len(removed)} {parse_state(args.state).value} jobs")
 
 
+def cmd_functions(client: Any, args: argparse.Namespace) -> None:
+    """List Bullpen's function libraries in this Redis (current: this version
+    sends them); --prune deletes the others (a Bullpen of another version
+    still running loads its own again on its next call)."""
+    if is_cluster_client(client):
+        print("none: on a Redis Cluster Bullpen sends EVALSHA, never FCALL")
+        return
+    try:
+        found = functionlibs.libraries(client)
+        deleted = functionlibs.prune(client) if args.prune else []
+    except redis.exceptions.NoPermissionError as exc:
+        raise CliError(
+            f"this Redis user may not run FUNCTION (its ACL): {exc}; "
+            "Bullpen sends EVALSHA where FCALL is refused"
+        ) from exc
+    except redis.exceptions.ResponseError as exc:
+        if "unknown command" in str(exc).lower():
+            raise CliError(
+                "this Redis has no functions (7.0+): Bullpen sends EVALSHA here"
+            ) from exc
+        raise
+    if args.json:
+        rows = [{"name": lib.name, "current": lib.current} for lib in found]
+        print(codec.dumps({"libraries": rows, "deleted": deleted}))
+        return
+    for lib in found:
+        state = (
+            "current" if lib.current else "deleted" if lib.name in deleted else "old"
+        )
+        print(f"{lib.name}  {state}")
+    old = sum(not lib.current for lib in found)
+    print(
+        f"{len(found)} libraries: {len(found) - old} current, {old} old"
+        + (f", {len(deleted)} deleted" if args.prune else "")
+    )
+
+
 def cmd_pause(queue: Queue, args: argparse.Namespace) -> None:
     """Stop workers from taking jobs."""
     queue.pause()
@@ -314,6 +352,12 @@ def build_parser(redis_default: str = DEFAULT_URL) -> argparse.ArgumentParser:
     command(cmd_pause)
     command(cmd_resume)
     cli_groups.add_commands(command, positive, count)
+    doc = cmd_functions.__doc__ or ""
+    p = sub.add_parser(
+        "functions", parents=[common], help=doc.split(" (")[0], description=doc
+    )
+    p.add_argument("--prune", action="store_true", help="delete the old libraries")
+    p.add_argument("--json", action="store_true")
     return parser
 
 
@@ -342,6 +386,9 @@ def run(args: argparse.Namespace) -> int:
     )
     try:
         client.ping()
+        if args.command == "functions":
+            cmd_functions(client, args)
+            return 0
         queue = Queue(args.queue, client, args.prefix)
         if args.command not in CREATING and not _known(queue):
             raise CliError(
