@@ -21,7 +21,9 @@
   ARGV[4] how many jobs to claim at most
 
   Returns {jobs, rateLimitTtl, nextDelayedMs}; jobs is a flat array of
-  (jobId, lockToken, hash field/value array) triples.
+  (jobId, lockToken, hash field/value array) triples (the hash as read
+  before the claim, then the fields the claim wrote: where a field comes
+  twice, the later value is the one in Redis).
 ]]
 --- @include "base"
 --- @include "markers"

@@ -71,18 +71,6 @@ local function adoptTail(q, prefix)
   end
 end
 
--- Set `field` of a flat HGETALL array to `value`, appending it when absent.
-local function setHashField(hash, field, value)
-  for i = 1, #hash, 2 do
-    if hash[i] == field then
-      hash[i + 1] = value
-      return
-    end
-  end
-  hash[#hash + 1] = field
-  hash[#hash + 1] = value
-end
-
 -- The next job to claim, moved to `active`: the rotation's turn when the
 -- queue has groups (docs/groups.md), else (or on the ungrouped jobs' turn)
 -- an ungrouped job. A grouped job met in `wait` (a Node producer's, or one a
@@ -176,6 +164,10 @@ local function claimJobs(q, prefix, now, opts, count, contended)
       break
     end
     local jobKey = prefix .. jobId
+    if not hash then
+      -- Read before the claim's writes, which the reply then lists after it.
+      hash = rcall("HGETALL", jobKey)
+    end
     -- A job claimed only to be failed at once (`defa`) takes no rate-limit
     -- slot, as in BullMQ 6.7.0.
     if maxJobs and rcall("HEXISTS", jobKey, "defa") == 0 then
@@ -199,15 +191,15 @@ local function claimJobs(q, prefix, now, opts, count, contended)
       rcall("HSET", jobKey, "processedOn", nowText)
     end
     local ats = rcall("HINCRBY", jobKey, "ats", "1")
-    if hash then  -- read before these writes: the same fields as written
-      setHashField(hash, "processedOn", nowText)
-      if opts["name"] then
-        setHashField(hash, "pb", tostring(opts["name"]))
-      end
-      setHashField(hash, "ats", tostring(ats))
-    else
-      hash = rcall("HGETALL", jobKey)
+    -- The hash as read before these writes, then the fields they wrote (a
+    -- field read before comes again: the reply's later pair wins).
+    local n = #hash
+    hash[n + 1], hash[n + 2] = "processedOn", nowText
+    if opts["name"] then
+      hash[n + 3], hash[n + 4] = "pb", tostring(opts["name"])
+      n = n + 2
     end
+    hash[n + 3], hash[n + 4] = "ats", tostring(ats)
     claimed = claimed + 1
     jobs[#jobs + 1] = jobId
     jobs[#jobs + 1] = token

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import redis
 
 from .helpers import (
@@ -58,6 +59,21 @@ def test_batch_claim_tokens_and_worker_name(
     assert r.get(q.keys.lock("3")) == "w1:9"
     assert 0 < r.pttl(q.keys.lock("3")) <= 5000
     assert job_hash(r, q, "2")["ats"] == "1"
+
+
+@pytest.mark.parametrize("group", [None, "g1"])
+def test_a_reclaimed_jobs_reply_reads_as_its_hash(
+    r: redis.Redis, redis_url: str, qname: str, group: str | None
+) -> None:
+    """A job claimed before (processedOn, pb, ats set): the reply lists its
+    hash as read, then the fields the claim wrote; read as a dict (a later
+    pair wins) it is the hash now in Redis, grouped or not."""
+    q = new_queue(redis_url, qname)
+    q.add("x", timestamp=NOW, **({"group": group} if group else {}))
+    r.hset(q.keys.job("1"), mapping={"processedOn": "5", "pb": "old", "ats": "4"})
+    [(_, _, h)] = claimed(move_to_active(q, now=NOW, name="gpu-2"))
+    assert h == job_hash(r, q, "1")
+    assert (h["processedOn"], h["pb"], h["ats"]) == (str(NOW), "gpu-2", "5")
 
 
 def test_attempts_started_increments(
