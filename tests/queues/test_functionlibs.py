@@ -6,9 +6,7 @@ server-wide: a shared server's would be other tests')."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
-import pytest
 import redis
 
 from queues import Queue, functionlibs
@@ -29,37 +27,30 @@ def library(name: str) -> str:
     )
 
 
-@pytest.fixture
-def server() -> Iterator[RedisServer]:
-    own = RedisServer().start()
-    yield own
-    own.stop()
-
-
 def test_lists_and_prunes_only_old_bullpen_libraries(
-    server: RedisServer, qname: str
+    own_redis: RedisServer, qname: str
 ) -> None:
-    client = redis.Redis.from_url(server.url, decode_responses=True)
-    with Queue(qname, server.url) as queue:
+    client = redis.Redis.from_url(own_redis.url, decode_responses=True)
+    with Queue(qname, own_redis.url) as queue:
         queue.add("before")  # an add goes as FCALL: its library loads
         for name in (OLD, FOREIGN):
             client.execute_command("FUNCTION", "LOAD", library(name))
         current = {n for n in names(client) if n.startswith("bullpen_")} - {OLD}
         assert current and current <= functionlibs.current_names()
 
-        listed = json.loads(ok(cli(server.url, "functions", "--json")))
+        listed = json.loads(ok(cli(own_redis.url, "functions", "--json")))
         assert {(r["name"], r["current"]) for r in listed["libraries"]} == {
             (OLD, False),
             *((n, True) for n in current),
         }
         assert listed["deleted"] == []
-        table = ok(cli(server.url, "functions")).splitlines()
+        table = ok(cli(own_redis.url, "functions")).splitlines()
         assert f"{OLD}  old" in table
         assert (
             table[-1] == f"{len(current) + 1} libraries: {len(current)} current, 1 old"
         )
 
-        pruned = ok(cli(server.url, "functions", "--prune")).splitlines()
+        pruned = ok(cli(own_redis.url, "functions", "--prune")).splitlines()
         assert f"{OLD}  deleted" in pruned and pruned[-1].endswith(", 1 deleted")
         assert names(client) == current | {FOREIGN}
         # Nothing old left: a second prune deletes nothing.

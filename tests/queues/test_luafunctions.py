@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -105,16 +104,9 @@ def test_a_call_through_a_library_answers_as_evalsha_and_starts_afresh(
     assert first[1:] == second[1:] == third[1:]
 
 
-@pytest.fixture
-def own_server() -> Iterator[RedisServer]:
-    server = RedisServer().start()
-    yield server
-    server.stop()
-
-
-def test_a_flushed_library_is_loaded_again(own_server: RedisServer, qname: str) -> None:
-    client = redis.Redis.from_url(own_server.url, decode_responses=True)
-    with Queue(qname, own_server.url) as queue:
+def test_a_flushed_library_is_loaded_again(own_redis: RedisServer, qname: str) -> None:
+    client = redis.Redis.from_url(own_redis.url, decode_responses=True)
+    with Queue(qname, own_redis.url) as queue:
         queue.add("one")
         assert any(
             n.startswith("bullpen_add_standard_job_") for n in function_names(client)
@@ -130,11 +122,11 @@ def test_a_flushed_library_is_loaded_again(own_server: RedisServer, qname: str) 
 
 
 def test_a_redis_that_refuses_fcall_gets_evalsha(
-    own_server: RedisServer, qname: str
+    own_redis: RedisServer, qname: str
 ) -> None:
     """An ACL allowing EVALSHA but not FCALL or FUNCTION (Redis 6 answers
     FCALL "unknown command" the same way): every add is stored, by EVALSHA."""
-    admin = redis.Redis.from_url(own_server.url, decode_responses=True)
+    admin = redis.Redis.from_url(own_redis.url, decode_responses=True)
     user, password = f"u{uuid.uuid4().hex[:8]}", "pw"
     admin.execute_command(
         "ACL",
@@ -148,7 +140,7 @@ def test_a_redis_that_refuses_fcall_gets_evalsha(
         "-fcall",
         "-function",
     )
-    url = own_server.url.replace("redis://", f"redis://{user}:{password}@")
+    url = own_redis.url.replace("redis://", f"redis://{user}:{password}@")
     with Queue(qname, url) as queue:
         for i in range(3):
             queue.add("job", {"i": i})
@@ -160,16 +152,16 @@ def test_a_redis_that_refuses_fcall_gets_evalsha(
 
 
 def test_a_refusal_for_the_keys_stands_and_keeps_functions(
-    own_server: RedisServer, qname: str
+    own_redis: RedisServer, qname: str
 ) -> None:
     """NOPERM for the keys (not for FCALL) is the caller's error, as EVALSHA
     would answer it; the client keeps sending FCALL."""
-    admin = redis.Redis.from_url(own_server.url, decode_responses=True)
+    admin = redis.Redis.from_url(own_redis.url, decode_responses=True)
     user = f"k{uuid.uuid4().hex[:8]}"
     admin.execute_command(
         "ACL", "SETUSER", user, "on", ">pw", "~elsewhere:*", "&*", "+@all"
     )
-    url = own_server.url.replace("redis://", f"redis://{user}:pw@")
+    url = own_redis.url.replace("redis://", f"redis://{user}:pw@")
     with Queue(qname, url) as queue:
         with pytest.raises(redis.exceptions.NoPermissionError):
             queue.add("job")

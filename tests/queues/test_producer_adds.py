@@ -9,7 +9,6 @@ import asyncio
 import gc
 import threading
 import weakref
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -203,55 +202,47 @@ def test_auto_pipeline_can_be_turned_off(
 
 
 # --- a Redis of its own, stopped and restarted ------------------------------------
-@pytest.fixture
-def own_server() -> Iterator[RedisServer]:
-    """A redis-server for this test alone (it is stopped and restarted)."""
-    server = RedisServer().start()
-    yield server
-    server.stop()
-
-
 def test_sync_adds_reconnect_after_a_restart_and_fail_clearly_when_down(
-    own_server: RedisServer, qname: str
+    own_redis: RedisServer, qname: str
 ) -> None:
     """A restarted Redis costs no add an error (the held connection is
     replaced); a stopped one raises redis-py's ConnectionError, and adds work
     again once it is back."""
-    r = redis.Redis.from_url(own_server.url, decode_responses=True)
-    with Queue(qname, own_server.url) as queue:
+    r = redis.Redis.from_url(own_redis.url, decode_responses=True)
+    with Queue(qname, own_redis.url) as queue:
         queue.add("before")
-        own_server.restart()
+        own_redis.restart()
         kept = queue.add("after restart").id
         assert waiting_ids(r, qname) == [kept]
-        own_server.stop()
+        own_redis.stop()
         with pytest.raises(RedisConnectionError):
             queue.add("while down")
-        own_server.start()
+        own_redis.start()
         back = queue.add("back").id
         assert waiting_ids(r, qname) == [back]
     r.close()
 
 
 def test_async_adds_reconnect_after_a_restart_and_fail_clearly_when_down(
-    own_server: RedisServer, qname: str
+    own_redis: RedisServer, qname: str
 ) -> None:
     """The same for an AsyncQueue, single and pipelined: after a restart
     every add is stored; while Redis is down each caller gets a
     ConnectionError; once it is back, adds work again."""
-    r = redis.Redis.from_url(own_server.url, decode_responses=True)
+    r = redis.Redis.from_url(own_redis.url, decode_responses=True)
 
     async def main() -> None:
-        async with AsyncQueue(qname, own_server.url) as queue:
+        async with AsyncQueue(qname, own_redis.url) as queue:
             await queue.add("before")
-            own_server.restart()
+            own_redis.restart()
             jobs = await asyncio.gather(*(queue.add("after") for _ in range(10)))
             assert sorted(waiting_ids(r, qname)) == sorted(j.id for j in jobs)
-            own_server.stop()
+            own_redis.stop()
             down = await asyncio.gather(
                 *(queue.add("down") for _ in range(5)), return_exceptions=True
             )
             assert all(isinstance(e, RedisConnectionError) for e in down)
-            own_server.start()
+            own_redis.start()
             back = await queue.add("back")
             assert waiting_ids(r, qname) == [back.id]
 

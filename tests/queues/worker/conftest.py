@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from tests.queues.worker.helpers import WorkerProcess, start_worker_process
-from tests.redis_server import RedisServer
 
 
 @pytest.fixture
@@ -31,11 +30,3 @@ def spawn(
     for worker in started:
         print(f"--- worker process {worker.pid} (exit {worker.proc.returncode}) log:")
         print(worker.log())
-
-
-@pytest.fixture
-def own_redis() -> Iterator[RedisServer]:
-    """A redis-server of the test's own, which it may restart."""
-    server = RedisServer().start()
-    yield server
-    server.stop()
