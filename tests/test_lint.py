@@ -1,4 +1,5 @@
-"""House style holds: ruff is clean and mypy strict passes on the three packages."""
+"""House style holds: ruff is clean (packages, tests, benches) and mypy strict
+passes on the three packages."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 #: What ruff and mypy --strict check: the two libraries and the Django project.
 PACKAGES = ["queues", "gpu_workers", "dashboard"]
+#: What ruff checks besides (mypy --strict does not: tests and benches).
+SCRIPTS = ["tests", "bench"]
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -22,8 +25,9 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_ruff_is_clean() -> None:
-    """ruff finds nothing in the packages (rules in pyproject.toml)."""
-    result = _run("ruff", "check", *PACKAGES)
+    """ruff finds nothing in the packages, tests and benches (rules in
+    pyproject.toml)."""
+    result = _run("ruff", "check", *PACKAGES, *SCRIPTS)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
