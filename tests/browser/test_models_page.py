@@ -21,7 +21,7 @@ from django.urls import reverse
 from queues import Queue
 from tests.gpu_workers.helpers import SupervisorProcess, supervisor_config
 
-from .conftest import Stack, logged_in_page
+from .conftest import Stack, logged_in_page, playwright_api
 from .slow_loads import LOAD_SCALE
 from .test_dashboard_live import _poll
 
@@ -62,6 +62,19 @@ def fleet(stack: Stack, tmp_path: Path) -> Iterator[SupervisorProcess]:
 
 def _card(page: Any) -> Any:
     return page.locator(f'article.gpu[data-gpu="{GPU}"]')
+
+
+def _shoot_card(page: Any, path: Path) -> None:
+    """A screenshot of the GPU's card. A live update can replace the card
+    while it is taken (Playwright then says it is not attached): the next
+    try takes the new one."""
+    for tries_left in (2, 1, 0):
+        try:
+            _card(page).screenshot(path=str(path))
+            return
+        except playwright_api.Error as exc:
+            if "not attached" not in str(exc) or not tries_left:
+                raise
 
 
 #: The GPU card's model bar, counts and events, read in one go in the page:
@@ -202,7 +215,7 @@ def test_models_load_and_evict_on_the_gpu_page(
             == 1
         )  # the striped class the CSS draws
         assert abs(_drawn(gpu_page, "t-slow") - 100 * 4 / 18) < 0.01
-        _card(gpu_page).screenshot(path=str(tmp_path / "gpu-models-loading.png"))
+        _shoot_card(gpu_page, tmp_path / "gpu-models-loading.png")
         # Counted when a load ends: none yet, and no load event.
         assert loading["counts"].get("t-slow", {"loads": 0})["loads"] == 0
         assert ("load", "t-slow") not in loading["events"]
