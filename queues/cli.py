@@ -217,7 +217,7 @@ def cmd_functions(client: Any, args: argparse.Namespace) -> None:
         return
     try:
         found = functionlibs.libraries(client)
-        deleted = functionlibs.prune(client) if args.prune else []
+        deleted = functionlibs.prune(client, found) if args.prune else []
     except redis.exceptions.NoPermissionError as exc:
         raise CliError(
             f"this Redis user may not run FUNCTION (its ACL): {exc}; "

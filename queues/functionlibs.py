@@ -57,10 +57,11 @@ def libraries(client: Any) -> list[Library]:
     return [Library(name, name in current) for name in sorted(names)]
 
 
-def prune(client: Any) -> list[str]:
-    """Delete the Bullpen libraries this version does not send; their names."""
+def prune(client: Any, found: list[Library] | None = None) -> list[str]:
+    """Delete the Bullpen libraries this version does not send; their names.
+    `found`: what libraries() just listed (else listed here)."""
     deleted = []
-    for library in libraries(client):
+    for library in libraries(client) if found is None else found:
         if library.current:
             continue
         try:
