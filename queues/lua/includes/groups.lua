@@ -99,10 +99,9 @@ local GROUP_FLAG = 1099511627776  -- 2^40
 -- fields, and a batch reads and writes one per group it meets.
 local GROUP_ACTIVE_PIN = string.rep("~", 65)
 
--- The texts of counts this call wrote to `groups:active` (as integers: a
--- plain Lua number goes through the float formatting, digit by digit). A
--- batch writes one per group it meets, mostly the same few numbers. (Made
--- on a call's first count: most calls write none.)
+-- The texts of counts this call wrote to `groups:active` (base.lua's
+-- intText, kept: a batch writes one per group it meets, mostly the same few
+-- numbers). (Made on a call's first count: most calls write none.)
 local countTexts = false
 local function countText(n)
   if not countTexts then
@@ -110,7 +109,7 @@ local function countText(n)
   end
   local text = countTexts[n]
   if not text then
-    text = string.format("%d", n)
+    text = intText(n)
     countTexts[n] = text
   end
   return text
