@@ -73,16 +73,31 @@ local function loadStates(prefix, st, items, from)
   if (tonumber(d[5]) or 0) > 0 or (tonumber(d[1]) or 1) > 1 then
     turns = rcall("HMGET", prefix .. "groups:turns", unpack(gids))
   end
+  local groupPrefix = prefix .. "group:"
   for i, gid in ipairs(gids) do
-    local key = groupKey(prefix, gid)
-    local running, flag = splitActive(active[i])
-    local t = tonumber(turns[i]) or 0
-    local s = {key = key, waitKey = key .. ":wait", active = running, flag = flag,
-      turns = t, turnsRead = t}
+    local running, flag = 0, 0
+    if active[i] then
+      running, flag = splitActive(active[i])
+    end
+    local t = 0
+    if turns[i] then
+      t = tonumber(turns[i]) or 0
+    end
+    -- Every field a claim sets is made here (a field added later may grow
+    -- the table: a rehash each). `free`: nothing can hold the group back
+    -- (no settings of its own, no default limit), so no check is made.
+    local s = {waitKey = groupPrefix .. gid .. ":wait", active = running, flag = flag,
+      turns = t, turnsRead = t, dirty = false, waiting = false, gone = false,
+      popped = false, nextPop = 0, free = false, key = false}
     if own[i] == 1 then
-      s.own = true
-      applyLimits(s, rcall("HMGET", key, unpack(GROUP_STATE)), d)
+      s.key, s.own = groupPrefix .. gid, true
+      applyLimits(s, rcall("HMGET", s.key, unpack(GROUP_STATE)), d)
     else
+      if st.limited then
+        s.key = groupPrefix .. gid
+      else
+        s.free = true
+      end
       setmetatable(s, st.plain)
     end
     st.groups[gid] = s
@@ -157,6 +172,44 @@ local function ringFlush(ring)
   for i = 1, #rest, 1000 do
     rcall("RPUSH", ring.key, unpack(rest, i, math.min(i + 999, #rest)))
   end
+end
+
+-- How many of the group's jobs its turn takes in a row if the call goes
+-- on, when more than one may be (its weight's turns left, or it alone in
+-- the rotation): as many as the call still wants and the group's
+-- concurrency allows. A rate-limited group takes one at a time.
+local function runLength(st, ring, s)
+  if s.max then
+    return 1
+  end
+  local n = st.want - #st.taken
+  if not (ring.whole and ring.head == #ring.items and #ring.kept == 0) then
+    local left = s.weight - s.turns
+    if left < n then
+      n = left
+    end
+  end
+  local room = s.concurrency and s.concurrency - s.active
+  if room and room < n then
+    n = room
+  end
+  if n < 1 then
+    return 1
+  end
+  return n
+end
+
+-- A run's jobs (popped together, taken one per turn) that the call did not
+-- take go back to their group's zset with the scores they had: their place
+-- is what it was.
+local function returnPopped(s)
+  local popped, back = s.popped, {}
+  for i = s.nextPop, #popped, 2 do
+    back[#back + 1] = popped[i + 1]
+    back[#back + 1] = popped[i]
+  end
+  rcall("ZADD", s.waitKey, unpack(back))
+  s.popped = false
 end
 
 -- Why the group cannot take a turn now (empty aside: the pop tells): nil
@@ -241,6 +294,9 @@ local function flushGroupClaims(prefix, st)
     local active, index, turns, turnsDone = {GROUP_ACTIVE_PIN, 0}, {}, {}, {}
     for _, gid in ipairs(st.order) do
       local s = st.groups[gid]
+      if s and s.popped and s.nextPop <= #s.popped then
+        returnPopped(s)
+      end
       if s and s.dirty then
         active[#active + 1] = gid
         active[#active + 1] = countText(s.active + s.flag * GROUP_FLAG)
@@ -302,6 +358,8 @@ local function nextGroupedJob(q, prefix, now, st)
     if not st.defaults then
       st.defaults = groupDefaults(prefix)
       st.plain = plainLimits(st.defaults)
+      local limits = st.plain.__index
+      st.limited = (limits.concurrency or limits.max) and true or false
     end
     st.groups, st.order, st.dropped, st.forgets = {}, {}, {}, {}
   end
@@ -326,19 +384,46 @@ local function nextGroupedJob(q, prefix, now, st)
         loadStates(prefix, st, ring.items, ring.head)
       end
       local s = st.groups[gid]
-      local blocked, untilMs = groupBlocked(prefix, gid, s, now)
-      local popped
-      if not blocked then
-        popped = rcall("ZPOPMIN", s.waitKey)
+      local blocked, untilMs
+      if not s.free then
+        blocked, untilMs = groupBlocked(prefix, gid, s, now)
       end
-      if not popped or #popped == 0 then
+      local jobId
+      if not blocked then
+        local popped, i = s.popped, s.nextPop
+        if popped and i <= #popped then
+          -- The run of turns popped together goes on.
+          jobId, s.nextPop, s.waiting = popped[i], i + 2, s.waiting - 1
+        else
+          local n = 1
+          if st.runs and (s.weight > 1 or ring.whole) then
+            n = runLength(st, ring, s)
+          end
+          if n == 1 then
+            popped = rcall("ZPOPMIN", s.waitKey)
+          else
+            popped = rcall("ZPOPMIN", s.waitKey, n)
+          end
+          if #popped > 0 then
+            -- A pop that came short emptied the group: no count to read.
+            local left = 0
+            if #popped == n + n then
+              left = rcall("ZCARD", s.waitKey)
+            end
+            jobId, s.waiting = popped[1], left + #popped / 2 - 1
+            if n > 1 then
+              s.popped, s.nextPop = popped, 3
+            end
+          end
+        end
+      end
+      if not jobId then
         ringAdvance(ring, false)
         if not blocked then
           s.waiting = 0
         end
         dropGroup(prefix, gid, s, blocked, untilMs, st)
       else
-        local jobId = popped[1]
         st.taken[#st.taken + 1] = jobId  -- to active, out of groups:waiting
         s.active, s.dirty, s.flag = s.active + 1, true, 0
         if s.max then
@@ -346,7 +431,6 @@ local function nextGroupedJob(q, prefix, now, st)
             rcall("PEXPIRE", s.key .. ":limiter", s.duration or 1000)
           end
         end
-        s.waiting = rcall("ZCARD", s.waitKey)
         if s.waiting == 0 then
           -- Empty now: out of the rotation at once (an add brings it back).
           ringAdvance(ring, false)
