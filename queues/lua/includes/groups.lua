@@ -92,6 +92,8 @@ end
 -- own takes the idle-bound flag off first (keepGroup), so the flag alone
 -- says the group may be forgotten.
 local GROUP_FLAG = 1099511627776  -- 2^40
+--- Stored counts from here up (and from minus this down) carry a flag.
+local GROUP_FLAGGED = GROUP_FLAG / 2
 
 -- A field of `groups:active` that is never a group id (`~` is not allowed
 -- in one), longer than Redis's hash-max-listpack-value (64): it keeps the
@@ -119,9 +121,9 @@ end
 local function splitActive(stored)
   local v = tonumber(stored) or 0
   local flag = 0
-  if v <= -GROUP_FLAG / 2 then
+  if v <= -GROUP_FLAGGED then
     v, flag = v + GROUP_FLAG, -1
-  elseif v >= GROUP_FLAG / 2 then
+  elseif v >= GROUP_FLAGGED then
     v, flag = v - GROUP_FLAG, 1
   end
   return math.max(v, 0), flag
@@ -131,7 +133,7 @@ end
 local function keepGroup(prefix, gid)
   local activeKey = prefix .. "groups:active"
   local v = tonumber(rcall("HGET", activeKey, gid))
-  if v and v >= GROUP_FLAG / 2 then
+  if v and v >= GROUP_FLAGGED then
     rcall("HSET", activeKey, gid, countText(v - GROUP_FLAG))
   end
 end
@@ -319,9 +321,15 @@ local function settleGroupJobs(prefix, done)
   local activeKey = prefix .. "groups:active"
   local stored = rcall("HMGET", activeKey, unpack(order))
   local writes, freed = {GROUP_ACTIVE_PIN, 0}, {idle = {}, maybe = {}}
-  for i, gid in ipairs(order) do
-    local text = groupSlotsFreed(prefix, gid,
-      (tonumber(stored[i]) or 0) - done.count[gid], freed)
+  for i = 1, #order do
+    local gid = order[i]
+    local v = (tonumber(stored[i]) or 0) - done.count[gid]
+    local text
+    if v >= 0 and v < GROUP_FLAGGED then
+      text = countText(v)  -- no flag: the count is all there is to write
+    else
+      text = groupSlotsFreed(prefix, gid, v, freed)
+    end
     if text then
       writes[#writes + 1] = gid
       writes[#writes + 1] = text

@@ -74,10 +74,12 @@ local function loadStates(prefix, st, items, from)
     turns = rcall("HMGET", prefix .. "groups:turns", unpack(gids))
   end
   local groupPrefix = prefix .. "group:"
-  for i, gid in ipairs(gids) do
-    local running, flag = 0, 0
-    if active[i] then
-      running, flag = splitActive(active[i])
+  -- (Numeric loops: an ipairs step is a function call.)
+  for i = 1, #gids do
+    local gid = gids[i]
+    local running, flag, stored = 0, 0, active[i]
+    if stored and stored ~= "0" then
+      running, flag = splitActive(stored)
     end
     local t = 0
     if turns[i] then
@@ -166,8 +168,9 @@ local function ringFlush(ring)
   elseif ring.head > 1 then
     rcall("LTRIM", ring.key, ring.head - 1, -1)
   end
-  for _, entry in ipairs(ring.kept) do
-    rest[#rest + 1] = entry
+  local kept = ring.kept
+  for i = 1, #kept do
+    rest[#rest + 1] = kept[i]
   end
   for i = 1, #rest, 1000 do
     rcall("RPUSH", ring.key, unpack(rest, i, math.min(i + 999, #rest)))
@@ -292,14 +295,20 @@ end
 local function flushGroupClaims(prefix, st)
   if st.order then
     local active, index, turns, turnsDone = {GROUP_ACTIVE_PIN, 0}, {}, {}, {}
-    for _, gid in ipairs(st.order) do
+    local order = st.order
+    for i = 1, #order do
+      local gid = order[i]
       local s = st.groups[gid]
       if s and s.popped and s.nextPop <= #s.popped then
         returnPopped(s)
       end
       if s and s.dirty then
         active[#active + 1] = gid
-        active[#active + 1] = countText(s.active + s.flag * GROUP_FLAG)
+        if s.flag == 0 then
+          active[#active + 1] = countText(s.active)
+        else
+          active[#active + 1] = countText(s.active + s.flag * GROUP_FLAG)
+        end
         -- The index (the pages' order) stays within 16 jobs of the truth,
         -- exact as a group empties (an add writes it exactly).
         if s.waiting and (s.gone or s.waiting % 16 == 0) then
@@ -368,7 +377,11 @@ local function nextGroupedJob(q, prefix, now, st)
   end
   local ring = st.ring
   for _ = 1, GROUP_STEP_LIMIT do
-    local gid = ringPeek(ring)
+    -- (ringPeek only where the read entries ran out: a call per turn costs.)
+    local gid = ring.items[ring.head]
+    if gid == nil then
+      gid = ringPeek(ring)
+    end
     if not gid then
       return "*"
     end
@@ -440,7 +453,9 @@ local function nextGroupedJob(q, prefix, now, st)
           s.turns = s.turns + 1
           if s.turns >= s.weight then
             s.turns = 0
-            ringAdvance(ring, true)
+            local kept = ring.kept  -- ringAdvance(ring, true), inline
+            kept[#kept + 1] = gid
+            ring.head = ring.head + 1
           end
         end
         return jobId, gid
