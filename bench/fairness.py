@@ -271,7 +271,7 @@ def report(a: dict[str, Any], c: dict[str, Any], d: dict[str, Any]) -> list[str]
         x = d[groups] / base
         lines.append(
             f"(d) {int(groups):>6,} groups: {d[groups]:,.0f} jobs/s vs ungrouped "
-            f"{base:,.0f} jobs/s = {x:.2f}x (goal >= 0.9x)  {verdict(x >= 0.9)}"
+            f"{base:,.0f} jobs/s = {x:.3f}x (goal >= 0.9x)  {verdict(x >= 0.9)}"
         )
     lines.append(
         "    redis-server CPU per job (us, least round): ungrouped "
