@@ -86,19 +86,18 @@ local function loadStates(prefix, st, items, from)
       t = tonumber(turns[i]) or 0
     end
     -- Every field a claim sets is made here (a field added later may grow
-    -- the table: a rehash each). `free`: nothing can hold the group back
-    -- (no settings of its own, no default limit), so no check is made.
+    -- the table: a rehash each). `key` only where something may hold the
+    -- group back (settings of its own, a default limit): a group without
+    -- one gets no checks.
     local s = {waitKey = groupPrefix .. gid .. ":wait", active = running, flag = flag,
       turns = t, turnsRead = t, dirty = false, waiting = false, gone = false,
-      popped = false, nextPop = 0, free = false, key = false}
+      popped = false, nextPop = 0, key = false}
     if own[i] == 1 then
       s.key, s.own = groupPrefix .. gid, true
       applyLimits(s, rcall("HMGET", s.key, unpack(GROUP_STATE)), d)
     else
       if st.limited then
         s.key = groupPrefix .. gid
-      else
-        s.free = true
       end
       setmetatable(s, st.plain)
     end
@@ -304,11 +303,7 @@ local function flushGroupClaims(prefix, st)
       end
       if s and s.dirty then
         active[#active + 1] = gid
-        if s.flag == 0 then
-          active[#active + 1] = countText(s.active)
-        else
-          active[#active + 1] = countText(s.active + s.flag * GROUP_FLAG)
-        end
+        active[#active + 1] = countText(s.active + s.flag * GROUP_FLAG)
         -- The index (the pages' order) stays within 16 jobs of the truth,
         -- exact as a group empties (an add writes it exactly).
         if s.waiting and (s.gone or s.waiting % 16 == 0) then
@@ -398,7 +393,7 @@ local function nextGroupedJob(q, prefix, now, st)
       end
       local s = st.groups[gid]
       local blocked, untilMs
-      if not s.free then
+      if s.key then  -- something may hold it back (loadStates)
         blocked, untilMs = groupBlocked(prefix, gid, s, now)
       end
       local jobId
