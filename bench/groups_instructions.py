@@ -99,24 +99,15 @@ def measure(
     )
     # The arguments a worker with history sends with every finish.
     kept = {} if recorder is None else {"history": recorder.args()}
-    if groups:
-        per = max(1, jobs // groups)
-        specs = [
-            {"name": "noop", "data": None, "opts": {"group": f"g{i % groups}"}}
-            for i in range(per * groups)
-        ]
-    else:
-        specs = [{"name": "noop", "data": None}] * jobs
-    for start in range(0, len(specs), 1000):
-        q.add_bulk(specs[start : start + 1000])
+    added = add_jobs(q, groups, jobs)
     move_to_active(q, count=0)  # loads the scripts outside the count
     move_to_finished(q, [])
     admin.config_resetstat()
     control(pid, "-z")
     now, done, seq = int(time.time() * 1000), 0, 0
     if chain:
-        done = finish_chained(q, groups, len(specs), now, recorder, kept)
-    while done < len(specs):
+        done = finish_chained(q, groups, added, now, recorder, kept)
+    while done < added:
         got = claimed(move_to_active(q, now=now, count=batch, seq=seq))
         if not got:
             raise SystemExit(
@@ -134,6 +125,22 @@ def measure(
     q.close()
     admin.close()
     return total / done, inner / done
+
+
+def add_jobs(q: Queue, groups: int, jobs: int) -> int:
+    """`jobs` no-op jobs (0 groups: ungrouped), spread over `groups` groups
+    (at least one each); how many were added."""
+    if groups:
+        per = max(1, jobs // groups)
+        specs = [
+            {"name": "noop", "data": None, "opts": {"group": f"g{i % groups}"}}
+            for i in range(per * groups)
+        ]
+    else:
+        specs = [{"name": "noop", "data": None}] * jobs
+    for start in range(0, len(specs), 1000):
+        q.add_bulk(specs[start : start + 1000])
+    return len(specs)
 
 
 def as_functions(q: Queue) -> None:

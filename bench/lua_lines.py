@@ -31,12 +31,13 @@ import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from groups_instructions import add_jobs, finish_entry  # noqa: E402
+
 from queues import Queue  # noqa: E402
 from queues import scripts as lua_scripts  # noqa: E402
 from queues.devredis import interrupt_on_sigterm  # noqa: E402
 from tests.queues.transitions.helpers import (  # noqa: E402
     claimed,
-    entry,
     move_to_active,
     move_to_finished,
 )
@@ -74,27 +75,19 @@ def measure(url: str, groups: int, jobs: int, batch: int) -> tuple[int, dict[Any
     r = redis.Redis.from_url(url, decode_responses=True)
     r.flushall()
     q = Queue(f"lines{groups}", url)
-    if groups:
-        specs = [
-            {"name": "noop", "data": None, "opts": {"group": f"g{i % groups}"}}
-            for i in range(max(jobs, groups))
-        ]
-    else:
-        specs = [{"name": "noop", "data": None}] * jobs
-    for start in range(0, len(specs), 1000):
-        q.add_bulk(specs[start : start + 1000])
+    added = add_jobs(q, groups, jobs)
     move_to_active(q, count=0)  # loads the scripts
     r.delete(COUNTS)
     counts: dict[Any, int] = {}
     done = 0
-    while done < len(specs):
+    while done < added:
         got = claimed(move_to_active(q, count=batch, seq=done))
         if not got:
             raise SystemExit(
                 f"{groups} groups: a claim found nothing after {done} jobs"
             )
         take_counts(r, "move_to_active", counts)
-        entries = [dict(entry(i, token=t), gid=h.get("gid", "")) for i, t, h in got]
+        entries = [finish_entry(q, job, None) for job in got]
         codes = move_to_finished(q, entries)[0]
         if any(code != 0 for code in codes):
             raise SystemExit(f"{groups} groups: finish codes {codes}")
