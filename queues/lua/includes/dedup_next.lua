@@ -12,7 +12,7 @@ local function requeueDeduplicatedJob(prefix, deid, now, maxEvents)
   end
   local f = rcall("HMGET", nextKey, "name", "data", "opts", "pk", "pd", "rjk", "jid")
   local counter = rcall("INCR", prefix .. "id")
-  local jobId = f[7] or tostring(counter)
+  local jobId = f[7] or intText(counter)
   local opts = decodeOpts(f[3])
   local de = opts["de"]
   if type(de) == "table" then

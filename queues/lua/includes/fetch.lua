@@ -202,7 +202,7 @@ local function claimJobs(q, prefix, now, opts, count, contended)
       hash[n + 3], hash[n + 4] = "pb", tostring(opts["name"])
       n = n + 2
     end
-    hash[n + 3], hash[n + 4] = "ats", tostring(ats)
+    hash[n + 3], hash[n + 4] = "ats", intText(ats)
     claimed = claimed + 1
     jobs[#jobs + 1] = jobId
     jobs[#jobs + 1] = token

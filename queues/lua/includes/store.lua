@@ -63,7 +63,7 @@ local function storeJob(prefix, idKey, metaKey, eventsKey, args, data, noReplace
   local maxEvents = getOrSetMaxEvents(metaKey)
   local jobId = args["id"]
   if jobId == nil or jobId == "" then
-    jobId = tostring(counter)
+    jobId = intText(counter)
   elseif rcall("EXISTS", prefix .. jobId) == 1 then
     return handleDuplicatedJob(prefix, jobId, args, eventsKey, maxEvents), true, maxEvents
   end
