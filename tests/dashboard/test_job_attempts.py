@@ -78,3 +78,15 @@ def test_attempts_known_from_bullmq(
     assert "known from BullMQ" in html
     (row,) = _rows(html)
     assert ">failed<" in row and "node failure" in row
+
+
+def test_a_job_not_started_has_no_attempt_source(
+    dashboard_redis: str, admin_client: Client, qname: str
+) -> None:
+    """A waiting job never ran: the panel says so, and does not say another
+    client ran it."""
+    q = Queue(qname, dashboard_redis)
+    job = q.add("test.sleep", {"s": 0})
+    html = admin_client.get(job_url(q, job.id)).content.decode()
+    assert "Not started yet." in html
+    assert "known from BullMQ" not in html
