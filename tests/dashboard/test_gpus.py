@@ -163,6 +163,25 @@ def test_page_shows_each_gpu_and_worker(
     assert live == {"queues": ["bull:gpu"], "gpus": True}
 
 
+def test_summary_counts_name_their_units_in_the_singular_for_one(
+    dashboard_redis: str, r: redis.Redis, viewer_client: Client
+) -> None:
+    """"2 GPUs on 1 host", "1 job running": each unit word agrees with its
+    count (gpus.js keeps it so on live updates, from the same attributes)."""
+    fleet_on(r)
+    body = page(viewer_client)
+    pairs = re.findall(
+        r'data-summary="(\w+)">(\d+)</span> (?:OOM )?<span data-unit="(\w+)" '
+        r'data-one="(\w+)" data-many="(\w+)">(\w+)</span>',
+        body,
+    )
+    assert {p[0] for p in pairs} == {"gpus", "hosts", "running_jobs", "workers", "oom_total"}
+    for field, count, unit, one, many, shown in pairs:
+        assert unit == field
+        assert shown == (one if count == "1" else many), (field, count, shown)
+    assert '">host</span>' in body and '">GPUs</span>' in body
+
+
 def test_job_names_render_inert(
     dashboard_redis: str, r: redis.Redis, viewer_client: Client
 ) -> None:

@@ -120,6 +120,15 @@
       var name = nums[i].getAttribute("data-summary");
       if (name in s) { nums[i].textContent = String(s[name]); }
     }
+    // Each count's unit word, singular for one (the server renders it so too).
+    var units = document.querySelectorAll("[data-unit]");
+    for (var u = 0; u < units.length; u++) {
+      var of = units[u].getAttribute("data-unit");
+      if (of in s) {
+        units[u].textContent = units[u].getAttribute(
+          Number(s[of]) === 1 ? "data-one" : "data-many");
+      }
+    }
     var sizes = document.querySelectorAll("[data-summary-bytes]");
     for (var j = 0; j < sizes.length; j++) {
       var field = sizes[j].getAttribute("data-summary-bytes");
