@@ -166,8 +166,9 @@ def test_page_shows_each_gpu_and_worker(
 def test_summary_counts_name_their_units_in_the_singular_for_one(
     dashboard_redis: str, r: redis.Redis, viewer_client: Client
 ) -> None:
-    """"2 GPUs on 1 host", "1 job running": each unit word agrees with its
-    count (gpus.js keeps it so on live updates, from the same attributes)."""
+    """The summary says "2 GPUs on 1 host", "1 job running": each unit word
+    agrees with its count (gpus.js keeps it so on live updates, from the same
+    attributes)."""
     fleet_on(r)
     body = page(viewer_client)
     pairs = re.findall(
@@ -175,7 +176,8 @@ def test_summary_counts_name_their_units_in_the_singular_for_one(
         r'data-one="(\w+)" data-many="(\w+)">(\w+)</span>',
         body,
     )
-    assert {p[0] for p in pairs} == {"gpus", "hosts", "running_jobs", "workers", "oom_total"}
+    fields = {p[0] for p in pairs}
+    assert fields == {"gpus", "hosts", "running_jobs", "workers", "oom_total"}
     for field, count, unit, one, many, shown in pairs:
         assert unit == field
         assert shown == (one if count == "1" else many), (field, count, shown)
