@@ -12,6 +12,8 @@ closes the worker and exits.
 `noop` processors return None; `stamp` ones return the wall-clock time (ms)
 at which they started, stored by the worker as the job's returnvalue.
 `--sync` uses a plain `def` processor (run in the worker's thread pool).
+It runs on the event loop Bullpen's own runners use (queues/eventloop.py:
+uvloop where installed), as a `Worker.run()` or `bullpen-worker` does.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from queues import AsyncWorker  # noqa: E402
+from queues.eventloop import run  # noqa: E402
 
 
 async def noop_async(job: object) -> None:
@@ -114,4 +117,5 @@ if __name__ == "__main__":
     parser.add_argument("--processor", choices=("noop", "stamp"), default="noop")
     parser.add_argument("--sync", action="store_true", help="plain `def` processor")
     parser.add_argument("--cprofile", help="write cProfile stats (GO..STOP) here")
-    asyncio.run(main(parser.parse_args()))
+    # On the loop Worker.run() and bullpen-worker use (uvloop where installed).
+    run(main(parser.parse_args()))

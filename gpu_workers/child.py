@@ -11,10 +11,11 @@ EXIT_CONFIG when it could not start (bad spec, handler import, no GPU).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import sys
+
+from queues.eventloop import run
 
 from . import defaults, logs
 from .config import WorkerSpec
@@ -70,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
             " shared by the process's queues" if many else "",
             s.slots,
         )
-    asyncio.run(runner.run())
+    run(runner.run())  # uvloop where installed (queues/eventloop.py)
     log.info("stopped (exit %d)", runner.exit_code)
     return runner.exit_code
 

@@ -6,6 +6,7 @@ import asyncio
 import threading
 from typing import Any
 
+from ..eventloop import run
 from .core import AsyncWorker
 from .support import Processor
 
@@ -22,14 +23,14 @@ class Worker:
         return getattr(self._core, attr)
 
     def run(self) -> None:
-        """Process jobs until closed."""
+        """Process jobs until closed (on uvloop where installed: eventloop.py)."""
 
         async def main() -> None:
             self._loop = asyncio.get_running_loop()
             self._started.set()
             await self._core.run()
 
-        asyncio.run(main())
+        run(main())
 
     def close(self, force: bool = False) -> None:
         """Ask the worker to stop (safe from any thread); `force`: at once,
