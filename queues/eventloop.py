@@ -3,8 +3,9 @@ also `bullpen-worker`) and each GPU worker process.
 
 uvloop (libuv's loop, as Node's, for asyncio) where it is installed, which
 it is with Bullpen on Linux and macOS; asyncio's own loop elsewhere. On it a
-worker at concurrency 1 spends about an eighth less CPU a job (measured with
-bench/throughput.py, which runs its Bullpen worker the same way). An
+worker spends 10-15 us less CPU a job at concurrency 1 (about a tenth) and
+a tenth less at 50 (bench/throughput.py, which runs its Bullpen worker the
+same way; docs/scaling.md). An
 `AsyncWorker` runs on whatever loop its caller runs: awaiting it inside
 `asyncio.run()` keeps asyncio's loop.
 """
