@@ -1,4 +1,5 @@
-"""Template filters for times, durations and sizes (all return plain text)."""
+"""Template filters for times, durations and sizes (all return plain text), and
+the GPU summary's unit words (`unit`, HTML)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django import template
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
 from dashboard.shared.discovery import QueueRef
 
@@ -107,3 +110,18 @@ def get(mapping: Any, key: Any) -> Any:
 def queue_ref(queue: Any) -> Any:
     """The QueueRef of a Queue object (for `.odd` and `.label` in templates)."""
     return QueueRef(queue.prefix, queue.name)
+
+
+@register.simple_tag
+def unit(field: str, count: Any, one: str, many: str) -> SafeString:
+    """The unit word after a count of the GPU summary (`data-summary=field`):
+    `one` for 1, else `many`; both ride along for gpus.js, which picks again
+    when a live update changes the count."""
+    word = one if str(count) == "1" else many
+    return format_html(
+        '<span data-unit="{}" data-one="{}" data-many="{}">{}</span>',
+        field,
+        one,
+        many,
+        word,
+    )
