@@ -5,9 +5,8 @@ uvloop (libuv's loop, as Node's, for asyncio) where it is installed, which
 it is with Bullpen on Linux and macOS; asyncio's own loop elsewhere. On it a
 worker spends 10-15 us less CPU a job at concurrency 1 (about a tenth) and
 a tenth less at 50 (bench/throughput.py, which runs its Bullpen worker the
-same way; docs/scaling.md). An
-`AsyncWorker` runs on whatever loop its caller runs: awaiting it inside
-`asyncio.run()` keeps asyncio's loop.
+same way; docs/scaling.md). An `AsyncWorker` runs on whatever loop its
+caller runs: awaiting it inside `asyncio.run()` keeps asyncio's loop.
 """
 
 from __future__ import annotations
