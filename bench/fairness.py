@@ -1,7 +1,7 @@
 """Fair turns between groups (docs/groups.md), measured on real Bullpen workers.
 
     .venv/bin/python bench/fairness.py [--burst 5000] [--small 50] [--jobs 10000]
-        [--weighted 2000] [--concurrency 50] [--rounds 1] [--output FILE]
+        [--weighted 2000] [--concurrency 50] [--rounds 3] [--output FILE]
 
 One throwaway redis-server (a free port, no persistence); the jobs are no-op
 jobs processed by ONE Bullpen worker in its own OS process
@@ -24,8 +24,10 @@ read back from Redis (each job's timestamp, processedOn and finishedOn).
                 Goal: within 5 % of 3.
   (d) overhead  --jobs no-op jobs added first, then processed at
                 --concurrency: jobs/s (first processedOn to last finishedOn)
-                spread over 1, 100 and 10,000 groups against ungrouped jobs.
-                Goal: every grouped figure >= 0.9x the ungrouped one.
+                spread over 1, 100 and 10,000 groups against ungrouped jobs,
+                each round one grouped run and one ungrouped run back to back
+                (which goes first alternates): --rounds ratios per spread.
+                Goal: the median ratio of every spread >= 0.9x.
 
 It prints a table of ratios with PASS/FAIL per goal and writes the figures to
 bench/results/fairness-<timestamp>.json (git-ignored). The default run takes
@@ -204,38 +206,77 @@ def redis_cpu_s(r: redis.Redis) -> float:
     return float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
 
 
+def one_overhead(
+    url: str, r: redis.Redis, groups: int, args: argparse.Namespace
+) -> tuple[float, float, float]:
+    """One (d) measurement of --jobs no-op jobs spread over `groups` groups
+    (0: ungrouped): jobs/s, the redis-server's CPU us per job and its us per
+    job inside the worker's scripts."""
+    q = Queue(f"fair-overhead-{groups}", connection=url)
+    ids: list[str] = []
+    if groups == 0:
+        ids = add(q, args.jobs, None)
+    else:
+        per = max(1, args.jobs // groups)
+        jobs = [
+            {"name": "noop", "data": None, "opts": {"group": f"g{i % groups}"}}
+            for i in range(per * groups)
+        ]
+        for start in range(0, len(jobs), ADD_BATCH):
+            added = q.add_bulk(jobs[start : start + ADD_BATCH])
+            ids.extend(str(j.id) for j in added)
+    r.config_resetstat()
+    before = redis_cpu_s(r)
+    with worker(url, q.name, args.concurrency):
+        wait_done(q, len(ids))
+    used = redis_cpu_s(r) - before
+    scripts = script_usec(r)
+    stamps = times(r, q, ids)
+    span_ms = max(t[2] for t in stamps) - min(t[1] for t in stamps)
+    q.obliterate(force=True)
+    q.close()
+    n = len(ids)
+    return len(ids) / max(span_ms, 1) * 1000, used * 1e6 / n, scripts / n
+
+
+def script_usec(r: redis.Redis) -> float:
+    """Microseconds Redis spent in scripts (FCALL, EVALSHA, EVAL) since the
+    last CONFIG RESETSTAT: the worker's claims and finishes, without the
+    rest of the server's CPU (event loop, replies, the machine's noise)."""
+    stats = r.info("commandstats")
+    return sum(
+        float(stats.get(f"cmdstat_{c}", {}).get("usec", 0))
+        for c in ("fcall", "evalsha", "eval")
+    )
+
+
 def overhead(url: str, r: redis.Redis, args: argparse.Namespace) -> dict[str, Any]:
-    """(d): jobs/s ungrouped and spread over 1, 100 and 10,000 groups (the
-    best round), and the redis-server's CPU per job (the least round)."""
-    found: dict[str, list[float]] = {}
+    """(d): each round measures every grouped spread (1, 100, 10,000 groups)
+    back to back with an ungrouped run, in turn first and second, so that each
+    ratio compares two runs seconds apart (this VM's speed drifts by a third
+    over a minute). The verdict is the median of the rounds' ratios; the
+    range is shown beside it. Also the redis-server's CPU per job and the
+    time per job inside the worker's scripts (medians): the scripts' share is
+    the steadier figure of what groups cost Redis."""
+    ratios: dict[str, list[float]] = {}
+    rates: dict[str, list[float]] = {}
     cpu: dict[str, list[float]] = {}
-    for _ in range(args.rounds):
-        for groups in (0, 1, 100, 10_000):
-            q = Queue(f"fair-overhead-{groups}", connection=url)
-            ids: list[str] = []
-            if groups == 0:
-                ids = add(q, args.jobs, None)
-            else:
-                per = max(1, args.jobs // groups)
-                jobs = [
-                    {"name": "noop", "data": None, "opts": {"group": f"g{i % groups}"}}
-                    for i in range(per * groups)
-                ]
-                for start in range(0, len(jobs), ADD_BATCH):
-                    added = q.add_bulk(jobs[start : start + ADD_BATCH])
-                    ids.extend(str(j.id) for j in added)
-            before = redis_cpu_s(r)
-            with worker(url, q.name, args.concurrency):
-                wait_done(q, len(ids))
-            used = redis_cpu_s(r) - before
-            stamps = times(r, q, ids)
-            span_ms = max(t[2] for t in stamps) - min(t[1] for t in stamps)
-            found.setdefault(str(groups), []).append(len(ids) / max(span_ms, 1) * 1000)
-            cpu.setdefault(str(groups), []).append(used * 1e6 / len(ids))
-            q.obliterate(force=True)
-            q.close()
-    best = {k: max(v) for k, v in found.items()}
-    return {**best, "redis_us": {k: min(v) for k, v in cpu.items()}}
+    script: dict[str, list[float]] = {}
+    for round_no in range(args.rounds):
+        for groups in (1, 100, 10_000):
+            pair = (0, groups) if round_no % 2 == 0 else (groups, 0)
+            found = {g: one_overhead(url, r, g, args) for g in pair}
+            for g, (rate, us, in_scripts) in found.items():
+                rates.setdefault(str(g), []).append(rate)
+                cpu.setdefault(str(g), []).append(us)
+                script.setdefault(str(g), []).append(in_scripts)
+            ratios.setdefault(str(groups), []).append(found[groups][0] / found[0][0])
+    return {
+        "ratios": ratios,
+        "jobs_per_s": rates,
+        "redis_us": {k: statistics.median(v) for k, v in cpu.items()},
+        "script_us": {k: statistics.median(v) for k, v in script.items()},
+    }
 
 
 def verdict(ok: bool) -> str:
@@ -265,20 +306,32 @@ def report(a: dict[str, Any], c: dict[str, Any], d: dict[str, Any]) -> list[str]
         f"(c) weights 3:1: H {c['H']} / L {c['L']} jobs = "
         f"{ratio if ratio is None else round(ratio, 3)} (goal 3 +/- 5 %)  {verdict(ok)}"
     )
-    base = d["0"]
     us = d["redis_us"]
+    rates = d["jobs_per_s"]
     for groups in ("1", "100", "10000"):
-        x = d[groups] / base
+        ratios = d["ratios"][groups]
+        x = statistics.median(ratios)
         lines.append(
-            f"(d) {int(groups):>6,} groups: {d[groups]:,.0f} jobs/s vs ungrouped "
-            f"{base:,.0f} jobs/s = {x:.3f}x (goal >= 0.9x)  {verdict(x >= 0.9)}"
+            f"(d) {int(groups):>6,} groups: {statistics.median(rates[groups]):,.0f} "
+            f"jobs/s, {x:.3f}x ungrouped (median of {len(ratios)} paired rounds, "
+            f"range {min(ratios):.3f}-{max(ratios):.3f}; goal >= 0.9x)  "
+            f"{verdict(x >= 0.9)}"
         )
     lines.append(
-        "    redis-server CPU per job (us, least round): ungrouped "
-        f"{us['0']:.0f}, "
+        "    ungrouped "
+        f"{statistics.median(rates['0']):,.0f} jobs/s; redis-server CPU per job (us, "
+        f"median): ungrouped {us['0']:.0f}, "
         + ", ".join(f"{int(g):,} groups {us[g]:.0f}" for g in ("1", "100", "10000"))
         + " (Redis shares this machine's CPU with the worker: its CPU per job"
         " bounds the jobs/s)"
+    )
+    sc = d["script_us"]
+    lines.append(
+        f"    in the worker's scripts (us per job, median): ungrouped {sc['0']:.1f}, "
+        + ", ".join(
+            f"{int(g):,} groups {sc[g]:.1f} ({sc[g] / sc['0']:.2f}x)"
+            for g in ("1", "100", "10000")
+        )
     )
     return lines
 
@@ -293,7 +346,9 @@ def main() -> int:
     parser.add_argument("--weighted", type=int, default=2000, help="jobs of H and L")
     parser.add_argument("--jobs", type=int, default=10_000, help="jobs per (d) run")
     parser.add_argument("--concurrency", type=int, default=50)
-    parser.add_argument("--rounds", type=int, default=1, help="(d) rounds, best kept")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="(d) paired rounds, median kept"
+    )
     parser.add_argument("--output", help="the JSON file (default bench/results/)")
     args = parser.parse_args()
     began = time.monotonic()

@@ -2,7 +2,7 @@
 (docs/groups.md, issue 25's throughput goal), steady on a noisy machine.
 
     .venv/bin/python bench/groups_instructions.py [--jobs 2000] [--groups 0 1 100 2000]
-        [--batch 50] [--chain] [--evalsha]
+        [--batch 50] [--chain] [--evalsha] [--history] [--cache] [--keep DIR]
 
 One throwaway redis-server runs under valgrind's callgrind (Debian's
 `valgrind`; about 30x slower, so a few thousand jobs). For each configuration
@@ -21,7 +21,9 @@ them as EVALSHA instead. It prints instructions per job, the Redis commands
 the scripts ran per job, and the ratio against the ungrouped figure of the
 same run; repeatable to about 0.2 %, where jobs/s on this VM move by a
 third from second to second.
-Instructions leave out cache misses, which add to 10,000 groups' cost.
+Instructions leave out cache misses, which add to 10,000 groups' cost;
+`--cache` simulates the caches (about twice as slow) and prints estimated
+cycles instead: instructions + 10 per L1 miss + 100 per last-level miss.
 """
 
 from __future__ import annotations
@@ -65,12 +67,18 @@ def control(pid: int, flag: str) -> None:
 
 
 def dumped_total(folder: str, pid: int) -> int:
-    """The instruction total of the newest dump (since the last zeroing)."""
+    """The instruction total of the newest dump (since the last zeroing), or
+    under --cache its estimated cycles: instructions + 10 per L1 miss + 100
+    per last-level miss (callgrind_annotate's and KCachegrind's estimate)."""
     control(pid, "-d")
     newest = max(glob.glob(f"{folder}/cg.out.*"), key=lambda p: Path(p).stat().st_mtime)
     for line in Path(newest).read_text().splitlines():
         if line.startswith(("summary:", "totals:")):
-            return int(line.split()[1])
+            events = [int(n) for n in line.split()[1:]]
+            if len(events) < 9:
+                return events[0]
+            # Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw
+            return events[0] + 10 * sum(events[3:6]) + 100 * sum(events[6:9])
     raise SystemExit(f"no totals in {newest}")
 
 
@@ -214,6 +222,11 @@ def main() -> int:
         help="each finish carries its attempt record, as workers send it",
     )
     parser.add_argument(
+        "--cache",
+        action="store_true",
+        help="simulate the caches: estimated cycles instead of instructions",
+    )
+    parser.add_argument(
         "--keep",
         metavar="DIR",
         help="leave callgrind's dumps in DIR (for callgrind_annotate)",
@@ -231,6 +244,7 @@ def main() -> int:
             [
                 "valgrind",
                 "--tool=callgrind",
+                *(["--cache-sim=yes"] if args.cache else []),
                 f"--callgrind-out-file={folder}/cg.out",
                 find_redis_server(),
                 "--port",
@@ -283,7 +297,8 @@ def main() -> int:
     sent = "EVALSHA" if args.evalsha else "FCALL"
     kept = ", with attempt records" if args.history else ""
     print(f"{args.jobs} jobs, {how}, as {sent}{kept}, redis-server under callgrind")
-    print(f"{'':<14}{'instructions/job':>18}{'commands/job':>14}{'vs ungrouped':>14}")
+    unit = "cycles est./job" if args.cache else "instructions/job"
+    print(f"{'':<14}{unit:>18}{'commands/job':>14}{'vs ungrouped':>14}")
     for groups, (per_job, cmds) in results.items():
         label = {0: "ungrouped", 1: "1 group"}.get(groups, f"{groups:,} groups")
         print(f"{label:<14}{per_job:>18,.0f}{cmds:>14.2f}{per_job / base:>14.2f}")
