@@ -8,6 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from dashboard.console.reads.groups import job_group
 from dashboard.shared import conf
 from dashboard.shared.redaction import compact, redact, redact_text
 from gpu_workers.units import format_bytes
@@ -146,6 +147,8 @@ class JobRow:
     waiting_message: str = ""
     waiting_code: str = ""
     waiting_stuck: bool = False
+    #: Its group (docs/groups.md), when it has a valid one; else None.
+    group: str | None = None
 
 
 def job_row(
@@ -179,6 +182,7 @@ def job_row(
         retry=retry,
         run_at_ms=run_at_ms,
         odd=oddities(job),
+        group=job_group(job),
     )
 
 

@@ -81,6 +81,26 @@ def test_panel_lists_summary_and_largest_backlogs(
     assert 'id="groups"' not in admin_client.get(queue_url(plain)).content.decode()
 
 
+def test_job_list_rows_link_each_jobs_group(
+    dashboard_redis: str, admin_client: Client, qname: str
+) -> None:
+    """In the job lists a grouped job's row names its group, linked to the
+    group's page; an ungrouped job's row, and one whose options name no
+    valid group id (another client's), name none."""
+    q = Queue(qname, dashboard_redis)
+    grouped = add_groups(q, {"acme": 2, "mid/sub-1": 1})
+    plain = q.add("job", {}).id
+    odd = q.add("job", {}).id
+    q.client.hset(f"{q.prefix}:{q.name}:{odd}", "opts", '{"group": {"id": "a:b"}}')
+    html = admin_client.get(queue_url(q) + "?state=waiting").content.decode()
+    rows = dict(re.findall(r'<tr data-job="[^"]*:([^":]+)">(.*?)</tr>', html, re.S))
+    assert set(rows) == {*grouped, plain, odd}
+    tag = re.compile(r'<a class="group-tag small" href="([^"]+)"')
+    for job_id, group in zip(grouped, ["acme", "acme", "mid/sub-1"], strict=True):
+        assert tag.findall(rows[job_id]) == [group_url(q, group)]
+    assert tag.findall(rows[plain]) == [] and tag.findall(rows[odd]) == []
+
+
 def test_group_page_lists_waiting_jobs_in_claim_order(
     dashboard_redis: str, admin_client: Client, qname: str
 ) -> None:

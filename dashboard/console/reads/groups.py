@@ -127,11 +127,8 @@ def group_jobs(ref: QueueRef, group_id: str, start: int, end: int) -> list[Job]:
 
 
 def job_group(job: Job) -> str | None:
-    """The group a job belongs to: the `gid` Bullpen placed it by, else the
-    id its options ask for (a Node job not adopted yet); None when neither
-    is a group id."""
-    found = job.raw.get("gid")
-    if not found:
-        wanted = job.opts.get("group")
-        found = wanted.get("id") if isinstance(wanted, dict) else None
-    return found if isinstance(found, str) and valid_group_id(found) else None
+    """The group a job belongs to (`Job.group`: the `gid` Bullpen placed it
+    by, else the id its options ask for, a Node job not adopted yet); None
+    when that is not a group id."""
+    found = job.group
+    return found if is_group_id(found) else None
