@@ -8,11 +8,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from dashboard.console.reads.groups import job_group
 from dashboard.shared import conf
 from dashboard.shared.redaction import compact, redact, redact_text
 from gpu_workers.units import format_bytes
 from queues import Job, codec
+from queues.names import is_group_id
 
 ELLIPSIS = "…"
 #: Longest job name a list row holds.
@@ -149,6 +149,14 @@ class JobRow:
     waiting_stuck: bool = False
     #: Its group (docs/groups.md), when it has a valid one; else None.
     group: str | None = None
+
+
+def job_group(job: Job) -> str | None:
+    """The group a job belongs to (`Job.group`: the `gid` Bullpen placed it
+    by, else the id its options ask for, a Node job not adopted yet); None
+    when that is not a group id."""
+    found = job.group
+    return found if is_group_id(found) else None
 
 
 def job_row(

@@ -124,11 +124,3 @@ def group_jobs(ref: QueueRef, group_id: str, start: int, end: int) -> list[Job]:
     """The group's waiting jobs `start`..`end` in the order workers take them."""
     jobs: list[Job] = queue(ref.prefix, ref.name).get_group_jobs(group_id, start, end)
     return jobs
-
-
-def job_group(job: Job) -> str | None:
-    """The group a job belongs to (`Job.group`: the `gid` Bullpen placed it
-    by, else the id its options ask for, a Node job not adopted yet); None
-    when that is not a group id."""
-    found = job.group
-    return found if is_group_id(found) else None

@@ -23,6 +23,7 @@ from queues import Job, ops
 from ..bulk.selection import where
 from ..display import (
     attempts_text,
+    job_group,
     oddities,
     pretty,
     progress_parts,
@@ -33,7 +34,6 @@ from ..models import AuditEntry
 from ..reads import attempts as attempt_reads
 from ..reads import job as job_reads
 from ..reads import waiting as waiting_reads
-from ..reads.groups import job_group
 from ..reads.job import JobDetail
 from .common import (
     OPERATE,
