@@ -36,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,54 @@ def dumped_total(folder: str, pid: int) -> int:
             # Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw
             return events[0] + 10 * sum(events[3:6]) + 100 * sum(events[6:9])
     raise SystemExit(f"no totals in {newest}")
+
+
+@contextlib.contextmanager
+def callgrind_redis(
+    keep: str | None = None, cache: bool = False
+) -> Iterator[tuple[str, int, str]]:
+    """A throwaway redis-server under callgrind (no persistence, a free
+    port): its URL, pid and the folder of its dumps (`keep`, else a
+    temporary one). `cache`: with callgrind's cache simulation."""
+    port = free_port()
+    with contextlib.ExitStack() as stack:
+        folder = keep or stack.enter_context(tempfile.TemporaryDirectory())
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        server = subprocess.Popen(
+            [
+                "valgrind",
+                "--tool=callgrind",
+                *(["--cache-sim=yes"] if cache else []),
+                f"--callgrind-out-file={folder}/cg.out",
+                find_redis_server(),
+                "--port",
+                str(port),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ],
+            cwd=folder,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        url = f"redis://127.0.0.1:{port}/0"
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    redis.Redis.from_url(url).ping()
+                    break
+                except redis.ConnectionError as exc:
+                    if time.monotonic() > deadline:
+                        raise SystemExit(
+                            "redis-server under callgrind did not start"
+                        ) from exc
+                    time.sleep(0.2)
+            yield url, server.pid, folder
+        finally:
+            server.terminate()
+            server.wait(30)
 
 
 def measure(
@@ -236,58 +285,21 @@ def main() -> int:
         print("needs valgrind (apt install valgrind)", file=sys.stderr)
         return 2
     configs = args.groups if 0 in args.groups else [0, *args.groups]
-    port = free_port()
-    with contextlib.ExitStack() as stack:
-        folder = args.keep or stack.enter_context(tempfile.TemporaryDirectory())
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        server = subprocess.Popen(
-            [
-                "valgrind",
-                "--tool=callgrind",
-                *(["--cache-sim=yes"] if args.cache else []),
-                f"--callgrind-out-file={folder}/cg.out",
-                find_redis_server(),
-                "--port",
-                str(port),
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ],
-            cwd=folder,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        url = f"redis://127.0.0.1:{port}/0"
-        try:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    redis.Redis.from_url(url).ping()
-                    break
-                except redis.ConnectionError as exc:
-                    if time.monotonic() > deadline:
-                        raise SystemExit(
-                            "redis-server under callgrind did not start"
-                        ) from exc
-                    time.sleep(0.2)
-            results = {
-                g: measure(
-                    url,
-                    server.pid,
-                    folder,
-                    g,
-                    args.jobs,
-                    args.batch,
-                    args.chain,
-                    args.evalsha,
-                    args.history,
-                )
-                for g in configs
-            }
-        finally:
-            server.terminate()
-            server.wait(30)
+    with callgrind_redis(args.keep, args.cache) as (url, pid, folder):
+        results = {
+            g: measure(
+                url,
+                pid,
+                folder,
+                g,
+                args.jobs,
+                args.batch,
+                args.chain,
+                args.evalsha,
+                args.history,
+            )
+            for g in configs
+        }
     base = results[0][0]
     how = (
         "each finished with a fetch of the next"

@@ -1,0 +1,234 @@
+"""What taking grouped jobs would cost Redis in other layouts, before anyone
+rebuilds the groups for it (docs/groups.md, *What turns cost*; issue 25's
+throughput goal): instructions per job under callgrind, pops only.
+
+    .venv/bin/python bench/groups_layouts.py [--jobs 5000] [--groups 1 100 10000]
+
+Each layout is a small Lua script that takes up to 50 jobs per call into an
+`active` list, the way a claim at concurrency 50 does, and nothing else of a
+claim (the job's hash, lock and event are the same in every layout, so they
+are left out): the figure is the pop's own cost, beside RPOPLPUSH of
+ungrouped jobs from `wait` (what BullMQ's claim does).
+
+  heads   one zset per group (the group's waiting jobs, as today) and one
+          zset holding each ready group's head job, scored by its turn: a
+          claim pops the heads, then refills each group's head from the
+          group's zset (an empty reply shows the group emptied: no ZCARD).
+          The heads' zset carries a 65-byte pin so that it is a skiplist
+          (as a listpack of about 100 entries each insert walks it).
+  tags    one zset of every grouped waiting job scored by its group's turn,
+          reckoned when it is added (start-time fair queuing: a group's next
+          job goes one turn, 1/weight, after its last, never before the turn
+          being served): a claim is one ZPOPMIN of up to 50 jobs, whatever
+          the groups.
+  +counts the same, plus each group's running count read and written once
+          per call (HMGET + HSET of a pinned hash): what per-group
+          concurrency caps need.
+
+The jobs are spread evenly over --groups groups and added before counting
+(adds are not counted). Figures are deterministic to about 0.2 %, like
+`bench/groups_instructions.py`, whose redis-server under callgrind this
+reuses. What the layouts leave out (limits, pauses, reasons, listing) is in
+docs/groups.md; this only says whether the pop itself fits the goal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import redis
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from groups_instructions import callgrind_redis, control, dumped_total  # noqa: E402
+
+BATCH = 50
+PIN = "~" * 65
+
+UNGROUPED = """
+local taken = 0
+for _ = 1, tonumber(ARGV[1]) do
+  if not redis.call('RPOPLPUSH', KEYS[1], KEYS[2]) then break end
+  taken = taken + 1
+end
+return taken
+"""
+
+# Counts (ARGV[2] == '1'): the groups' running counts in KEYS[3].
+COUNTS = """
+local function countRunning(key, gids)
+  local seen, order = {}, {}
+  for i = 1, #gids do
+    local gid = gids[i]
+    if not seen[gid] then
+      seen[gid] = 0
+      order[#order + 1] = gid
+    end
+    seen[gid] = seen[gid] + 1
+  end
+  local now = redis.call('HMGET', key, unpack(order))
+  local writes = {}
+  for i = 1, #order do
+    writes[#writes + 1] = order[i]
+    writes[#writes + 1] = (tonumber(now[i]) or 0) + seen[order[i]]
+  end
+  redis.call('HSET', key, unpack(writes))
+end
+"""
+
+# KEYS: heads, active, running. A job id is "<group>:<n>".
+HEADS = (
+    COUNTS
+    + """
+local popped = redis.call('ZPOPMIN', KEYS[1], tonumber(ARGV[1]))
+local taken, gids, adds = {}, {}, {}
+for i = 1, #popped, 2 do
+  local id = popped[i]
+  if id == ARGV[3] then
+    adds[#adds + 1] = 'inf'
+    adds[#adds + 1] = id
+  else
+    local gid = string.match(id, '^(.-):')
+    taken[#taken + 1] = id
+    gids[#gids + 1] = gid
+    local nxt = redis.call('ZPOPMIN', 'G:' .. gid)
+    if nxt[1] then
+      adds[#adds + 1] = popped[i + 1] + 1
+      adds[#adds + 1] = nxt[1]
+    end
+  end
+end
+if #taken > 0 then redis.call('LPUSH', KEYS[2], unpack(taken)) end
+if #adds > 0 then redis.call('ZADD', KEYS[1], unpack(adds)) end
+if ARGV[2] == '1' and #gids > 0 then countRunning(KEYS[3], gids) end
+return #taken
+"""
+)
+
+# KEYS: tags, active, running.
+TAGS = (
+    COUNTS
+    + """
+local popped = redis.call('ZPOPMIN', KEYS[1], tonumber(ARGV[1]))
+local taken, gids = {}, {}
+for i = 1, #popped, 2 do
+  taken[#taken + 1] = popped[i]
+  gids[#gids + 1] = string.match(popped[i], '^(.-):')
+end
+if #taken > 0 then redis.call('LPUSH', KEYS[2], unpack(taken)) end
+if ARGV[2] == '1' and #gids > 0 then countRunning(KEYS[3], gids) end
+return #taken
+"""
+)
+
+
+def spread(jobs: int, groups: int) -> list[list[str]]:
+    """Each group's job ids, in its order."""
+    per = max(1, jobs // groups)
+    return [[f"g{g}:{k}" for k in range(per)] for g in range(groups)]
+
+
+def counted(pid: int, folder: str, run: Callable[[], Any], jobs: int) -> float:
+    """Instructions per job of claiming every job, BATCH at a time."""
+    control(pid, "-z")
+    done = 0
+    while done < jobs:
+        got = int(run())
+        if got == 0:
+            raise SystemExit(f"a claim found nothing after {done} of {jobs} jobs")
+        done += got
+    return dumped_total(folder, pid) / jobs
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--jobs", type=int, default=5000)
+    parser.add_argument("--groups", type=int, nargs="+", default=[1, 100, 10_000])
+    args = parser.parse_args()
+    if not shutil.which("valgrind") or not shutil.which("callgrind_control"):
+        print("needs valgrind (apt install valgrind)", file=sys.stderr)
+        return 2
+    rows: list[tuple[str, float]] = []
+    with callgrind_redis() as (url, pid, folder):
+        r = redis.Redis.from_url(url)
+        ungrouped = r.register_script(UNGROUPED)
+        heads = r.register_script(HEADS)
+        tags = r.register_script(TAGS)
+        r.flushall()
+        r.rpush("wait", *[f"j{i}" for i in range(args.jobs)])
+        ungrouped(keys=["wait", "active"], args=[0])  # loaded outside the count
+        base = counted(
+            pid,
+            folder,
+            lambda: ungrouped(keys=["wait", "active"], args=[BATCH]),
+            args.jobs,
+        )
+        for groups in args.groups:
+            ids = spread(args.jobs, groups)
+            total = sum(len(g) for g in ids)
+            for counts in ("0", "1"):
+                keys = ["H", "active", "running"]
+                r.flushall()
+                pipe = r.pipeline(transaction=False)
+                pipe.hset("running", PIN, 0)
+                pipe.zadd("H", {PIN: float("inf")})
+                for group in ids:
+                    pipe.zadd("H", {group[0]: 0})
+                    if len(group) > 1:
+                        pipe.zadd(
+                            f"G:{group[0].split(':')[0]}",
+                            {j: n for n, j in enumerate(group[1:])},
+                        )
+                pipe.execute()
+                heads(keys=keys, args=[0, counts, PIN])
+                per_job = counted(
+                    pid,
+                    folder,
+                    lambda k=keys, c=counts: heads(keys=k, args=[BATCH, c, PIN]),
+                    total,
+                )
+                rows.append(
+                    (
+                        f"heads{' +counts' if counts == '1' else ''}, "
+                        f"{groups:,} groups",
+                        per_job,
+                    )
+                )
+                r.flushall()
+                pipe = r.pipeline(transaction=False)
+                pipe.hset("running", PIN, 0)
+                # The tag of a group's n-th job is n: with equal weights the
+                # turns interleave the groups, as an add reckons them.
+                for group in ids:
+                    pipe.zadd("H", {j: n for n, j in enumerate(group)})
+                pipe.execute()
+                tags(keys=keys, args=[0, counts])
+                per_job = counted(
+                    pid,
+                    folder,
+                    lambda k=keys, c=counts: tags(keys=k, args=[BATCH, c]),
+                    total,
+                )
+                rows.append(
+                    (
+                        f"tags{' +counts' if counts == '1' else ''}, {groups:,} groups",
+                        per_job,
+                    )
+                )
+    print(f"claims of {BATCH}, pops only, redis-server under callgrind")
+    print(f"{'':<28}{'instructions/job':>18}{'beyond RPOPLPUSH':>18}")
+    print(f"{'ungrouped (RPOPLPUSH)':<28}{base:>18,.0f}{0:>18,}")
+    for label, per_job in rows:
+        print(f"{label:<28}{per_job:>18,.0f}{per_job - base:>18,.0f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
