@@ -27,7 +27,10 @@ read back from Redis (each job's timestamp, processedOn and finishedOn).
                 spread over 1, 100 and 10,000 groups against ungrouped jobs,
                 each round one grouped run and one ungrouped run back to back
                 (which goes first alternates): --rounds ratios per spread.
-                Goal: the median ratio of every spread >= 0.9x.
+                Goal: the median ratio of every spread >= 0.9x, and so the
+                ratio its time in the worker's scripts allows (ungrouped /
+                grouped, median of the rounds): jobs/s on a noisy VM can
+                pass by chance, the scripts' time seldom does.
 
 It prints a table of ratios with PASS/FAIL per goal and writes the figures to
 bench/results/fairness-<timestamp>.json (git-ignored). The default run takes
@@ -257,8 +260,10 @@ def overhead(url: str, r: redis.Redis, args: argparse.Namespace) -> dict[str, An
     over a minute). The verdict is the median of the rounds' ratios; the
     range is shown beside it. Also the redis-server's CPU per job and the
     time per job inside the worker's scripts (medians): the scripts' share is
-    the steadier figure of what groups cost Redis."""
+    the steadier figure of what groups cost Redis, and the jobs/s it allows
+    (ungrouped scripts' time / grouped, per round) must meet the goal too."""
     ratios: dict[str, list[float]] = {}
+    script_ratios: dict[str, list[float]] = {}
     rates: dict[str, list[float]] = {}
     cpu: dict[str, list[float]] = {}
     script: dict[str, list[float]] = {}
@@ -271,8 +276,13 @@ def overhead(url: str, r: redis.Redis, args: argparse.Namespace) -> dict[str, An
                 cpu.setdefault(str(g), []).append(us)
                 script.setdefault(str(g), []).append(in_scripts)
             ratios.setdefault(str(groups), []).append(found[groups][0] / found[0][0])
+            # What the scripts' time per job allows: ungrouped / grouped.
+            script_ratios.setdefault(str(groups), []).append(
+                found[0][2] / max(found[groups][2], 1e-9)
+            )
     return {
         "ratios": ratios,
+        "script_ratios": script_ratios,
         "jobs_per_s": rates,
         "redis_us": {k: statistics.median(v) for k, v in cpu.items()},
         "script_us": {k: statistics.median(v) for k, v in script.items()},
@@ -311,11 +321,12 @@ def report(a: dict[str, Any], c: dict[str, Any], d: dict[str, Any]) -> list[str]
     for groups in ("1", "100", "10000"):
         ratios = d["ratios"][groups]
         x = statistics.median(ratios)
+        allowed = statistics.median(d["script_ratios"][groups])
         lines.append(
             f"(d) {int(groups):>6,} groups: {statistics.median(rates[groups]):,.0f} "
             f"jobs/s, {x:.3f}x ungrouped (median of {len(ratios)} paired rounds, "
-            f"range {min(ratios):.3f}-{max(ratios):.3f}; goal >= 0.9x)  "
-            f"{verdict(x >= 0.9)}"
+            f"range {min(ratios):.3f}-{max(ratios):.3f}); the scripts' time allows "
+            f"{allowed:.3f}x (goal: both >= 0.9x)  {verdict(min(x, allowed) >= 0.9)}"
         )
     lines.append(
         "    ungrouped "
