@@ -10,6 +10,9 @@
   Requires: base, markers.
 ]]
 local GROUP_SPAN = 0x100000000
+--- Jobs ready in one ms that `groups:waiting` keeps in order (a double
+--- holds 11 bits below the ms of a date in ms until 2109).
+local READY_TIES = 2048
 --- How many rotation steps or promotions one call takes at most.
 local GROUP_STEP_LIMIT = 100
 --- The limits a group may set in its hash and `groups:meta` holds as the
@@ -162,11 +165,11 @@ end
 -- newest first; `front`: before every job of its priority, as a stalled job
 -- goes back to the head of `wait`). Counts it as waiting.
 local function enqueueGrouped(prefix, jobKey, jobId, gid, priority, lifo, front)
-  local score
+  local score, seq
   if front then
     score = priority * GROUP_SPAN - GROUP_SPAN / 2
   else
-    local seq = rcall("HINCRBY", prefix .. "groups:meta", "seq", 1)
+    seq = rcall("HINCRBY", prefix .. "groups:meta", "seq", 1)
     if lifo and priority == 0 then
       score = -seq
     else
@@ -175,10 +178,15 @@ local function enqueueGrouped(prefix, jobKey, jobId, gid, priority, lifo, front)
   end
   local key = groupKey(prefix, gid)
   if rcall("ZADD", key .. ":wait", score, jobId) == 1 then
-    -- Every grouped waiting job, by when it became ready (lists, oldest).
+    -- Every grouped waiting job, by when it became ready (lists, oldest);
+    -- jobs ready in the same ms in the order they came (a fraction of a ms
+    -- from `seq`: as text, equal scores would list job 10 before job 2).
     local t = rcall("HMGET", jobKey, "timestamp", "delay")
-    rcall("ZADD", prefix .. "groups:waiting", (tonumber(t[1]) or 0) + (tonumber(t[2]) or 0),
-      jobId)
+    local ready = (tonumber(t[1]) or 0) + (tonumber(t[2]) or 0)
+    if seq then
+      ready = ready + (seq % READY_TIES) / READY_TIES
+    end
+    rcall("ZADD", prefix .. "groups:waiting", ready, jobId)
     rcall("ZADD", prefix .. "groups:index", rcall("ZCARD", key .. ":wait"), gid)
   end
   rcall("HSET", jobKey, "gid", gid)

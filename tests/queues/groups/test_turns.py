@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import redis
 
-from queues import Job, Queue
+from queues import Job, Queue, ops
 from queues.exceptions import InvalidJobOptions
 from tests.queues.groups.helpers import completed, running
 
@@ -101,3 +101,25 @@ def test_group_ids_are_checked(q: Queue) -> None:
     assert job.opts["group"] == {"id": "acme/sub-1"}
     got = q.get_job(job.id)
     assert got is not None and got.group == "acme/sub-1"
+
+
+def test_grouped_jobs_ready_in_one_ms_list_in_the_order_they_came(
+    redis_url: str, qname: str
+) -> None:
+    """The waiting list (get_jobs) shows grouped jobs that became ready in
+    the same ms in the order they were added, either way round, not in the
+    text order of their ids (job 10 before job 2)."""
+    q = Queue(qname, redis_url)
+    same_ms = {"timestamp": 1_700_000_000_000}
+    jobs = q.add_bulk(
+        [
+            {"name": "j", "data": {}, "opts": {"group": f"g{i % 2}", **same_ms}}
+            for i in range(12)
+        ]
+    )
+    added = [j.id for j in jobs]
+    assert [j.id for j in q.get_jobs("waiting", 0, -1, asc=True)] == added
+    assert [j.id for j in q.get_jobs("waiting", 0, -1)] == added[::-1]
+    assert [j.id for j in q.get_jobs("waiting", 0, 4)] == added[::-1][:5]
+    # The oldest waiting job's time is still that ms.
+    assert q.drive(ops.oldest_waiting(q.keys)) == same_ms["timestamp"]
