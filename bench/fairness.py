@@ -56,6 +56,8 @@ RESULTS = BENCH / "results"
 sys.path.insert(0, str(ROOT))
 
 import redis  # noqa: E402
+from groups_claim import script_usec  # noqa: E402
+from groups_instructions import add_jobs  # noqa: E402
 from throughput_libs import BenchError, Bullpen  # noqa: E402
 
 from queues import Queue  # noqa: E402
@@ -216,41 +218,19 @@ def one_overhead(
     (0: ungrouped): jobs/s, the redis-server's CPU us per job and its us per
     job inside the worker's scripts."""
     q = Queue(f"fair-overhead-{groups}", connection=url)
-    ids: list[str] = []
-    if groups == 0:
-        ids = add(q, args.jobs, None)
-    else:
-        per = max(1, args.jobs // groups)
-        jobs = [
-            {"name": "noop", "data": None, "opts": {"group": f"g{i % groups}"}}
-            for i in range(per * groups)
-        ]
-        for start in range(0, len(jobs), ADD_BATCH):
-            added = q.add_bulk(jobs[start : start + ADD_BATCH])
-            ids.extend(str(j.id) for j in added)
+    ids = add_jobs(q, groups, args.jobs)
     r.config_resetstat()
     before = redis_cpu_s(r)
     with worker(url, q.name, args.concurrency):
         wait_done(q, len(ids))
     used = redis_cpu_s(r) - before
-    scripts = script_usec(r)
+    scripts = script_usec(r.info("commandstats"))
     stamps = times(r, q, ids)
     span_ms = max(t[2] for t in stamps) - min(t[1] for t in stamps)
     q.obliterate(force=True)
     q.close()
     n = len(ids)
-    return len(ids) / max(span_ms, 1) * 1000, used * 1e6 / n, scripts / n
-
-
-def script_usec(r: redis.Redis) -> float:
-    """Microseconds Redis spent in scripts (FCALL, EVALSHA, EVAL) since the
-    last CONFIG RESETSTAT: the worker's claims and finishes, without the
-    rest of the server's CPU (event loop, replies, the machine's noise)."""
-    stats = r.info("commandstats")
-    return sum(
-        float(stats.get(f"cmdstat_{c}", {}).get("usec", 0))
-        for c in ("fcall", "evalsha", "eval")
-    )
+    return n / max(span_ms, 1) * 1000, used * 1e6 / n, scripts / n
 
 
 def overhead(url: str, r: redis.Redis, args: argparse.Namespace) -> dict[str, Any]:

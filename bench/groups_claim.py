@@ -100,17 +100,23 @@ def measure(url: str, groups: int, claims: int) -> tuple[float, float, float]:
     return float(evalsha["usec_per_call"]), wall / claims * 1e6, inner / claims
 
 
+#: INFO commandstats' entries of script calls.
+SCRIPT_CALLS = ("cmdstat_evalsha", "cmdstat_fcall", "cmdstat_eval")
+
+
 def script_commands(stats: dict[str, Any]) -> int:
     """The commands scripts ran, from INFO commandstats reset before them:
     every command but the scripts' calls (EVALSHA, FCALL) and the counting's
     own."""
-    own = (
-        "cmdstat_evalsha",
-        "cmdstat_fcall",
-        "cmdstat_config|resetstat",
-        "cmdstat_info",
-    )
+    own = (*SCRIPT_CALLS, "cmdstat_config|resetstat", "cmdstat_info")
     return sum(v["calls"] for k, v in stats.items() if k not in own)
+
+
+def script_usec(stats: dict[str, Any]) -> float:
+    """Microseconds Redis spent in script calls (FCALL, EVALSHA, EVAL), from
+    INFO commandstats reset before them: the scripts' own time, without the
+    rest of the server's CPU (event loop, replies, the machine's noise)."""
+    return sum(float(stats.get(k, {}).get("usec", 0)) for k in SCRIPT_CALLS)
 
 
 def main() -> int:

@@ -156,7 +156,7 @@ def measure(
     )
     # The arguments a worker with history sends with every finish.
     kept = {} if recorder is None else {"history": recorder.args()}
-    added = add_jobs(q, groups, jobs)
+    added = len(add_jobs(q, groups, jobs))
     move_to_active(q, count=0)  # loads the scripts outside the count
     move_to_finished(q, [])
     admin.config_resetstat()
@@ -184,9 +184,9 @@ def measure(
     return total / done, inner / done
 
 
-def add_jobs(q: Queue, groups: int, jobs: int) -> int:
+def add_jobs(q: Queue, groups: int, jobs: int) -> list[str]:
     """`jobs` no-op jobs (0 groups: ungrouped), spread over `groups` groups
-    (at least one each); how many were added."""
+    (at least one each), in bulks of 1,000; their ids, in order."""
     if groups:
         per = max(1, jobs // groups)
         specs = [
@@ -195,9 +195,10 @@ def add_jobs(q: Queue, groups: int, jobs: int) -> int:
         ]
     else:
         specs = [{"name": "noop", "data": None}] * jobs
+    ids: list[str] = []
     for start in range(0, len(specs), 1000):
-        q.add_bulk(specs[start : start + 1000])
-    return len(specs)
+        ids.extend(str(j.id) for j in q.add_bulk(specs[start : start + 1000]))
+    return ids
 
 
 def as_functions(q: Queue) -> None:

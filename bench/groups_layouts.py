@@ -110,7 +110,7 @@ return #taken
 """
 )
 
-# KEYS: tags, active, running.
+# KEYS: tags, active, running; ARGV as HEADS' (the pin unused).
 TAGS = (
     COUNTS
     + """
@@ -131,6 +131,24 @@ def spread(jobs: int, groups: int) -> list[list[str]]:
     """Each group's job ids, in its order."""
     per = max(1, jobs // groups)
     return [[f"g{g}:{k}" for k in range(per)] for g in range(groups)]
+
+
+def load_heads(pipe: Any, ids: list[list[str]]) -> None:
+    """Each group's first job in the heads' pinned zset `H` (turn 0), the
+    rest in the group's own zset `G:<group>`."""
+    pipe.zadd("H", {PIN: float("inf")})
+    for group in ids:
+        pipe.zadd("H", {group[0]: 0})
+        if len(group) > 1:
+            gid = group[0].split(":")[0]
+            pipe.zadd(f"G:{gid}", {j: n for n, j in enumerate(group[1:])})
+
+
+def load_tags(pipe: Any, ids: list[list[str]]) -> None:
+    """Every job in `H`, the tag of a group's n-th job n: with equal weights
+    the turns interleave the groups, as an add reckons them."""
+    for group in ids:
+        pipe.zadd("H", {j: n for n, j in enumerate(group)})
 
 
 def counted(pid: int, folder: str, run: Callable[[], Any], jobs: int) -> float:
@@ -159,8 +177,6 @@ def main() -> int:
     with callgrind_redis() as (url, pid, folder):
         r = redis.Redis.from_url(url)
         ungrouped = r.register_script(UNGROUPED)
-        heads = r.register_script(HEADS)
-        tags = r.register_script(TAGS)
         r.flushall()
         r.rpush("wait", *[f"j{i}" for i in range(args.jobs)])
         ungrouped(keys=["wait", "active"], args=[0])  # loaded outside the count
@@ -170,58 +186,30 @@ def main() -> int:
             lambda: ungrouped(keys=["wait", "active"], args=[BATCH]),
             args.jobs,
         )
+        layouts = {
+            "heads": (r.register_script(HEADS), load_heads),
+            "tags": (r.register_script(TAGS), load_tags),
+        }
+        keys = ["H", "active", "running"]
         for groups in args.groups:
             ids = spread(args.jobs, groups)
             total = sum(len(g) for g in ids)
             for counts in ("0", "1"):
-                keys = ["H", "active", "running"]
-                r.flushall()
-                pipe = r.pipeline(transaction=False)
-                pipe.hset("running", PIN, 0)
-                pipe.zadd("H", {PIN: float("inf")})
-                for group in ids:
-                    pipe.zadd("H", {group[0]: 0})
-                    if len(group) > 1:
-                        pipe.zadd(
-                            f"G:{group[0].split(':')[0]}",
-                            {j: n for n, j in enumerate(group[1:])},
-                        )
-                pipe.execute()
-                heads(keys=keys, args=[0, counts, PIN])
-                per_job = counted(
-                    pid,
-                    folder,
-                    lambda k=keys, c=counts: heads(keys=k, args=[BATCH, c, PIN]),
-                    total,
-                )
-                rows.append(
-                    (
-                        f"heads{' +counts' if counts == '1' else ''}, "
-                        f"{groups:,} groups",
-                        per_job,
+                for name, (script, load) in layouts.items():
+                    r.flushall()
+                    pipe = r.pipeline(transaction=False)
+                    pipe.hset("running", PIN, 0)
+                    load(pipe, ids)
+                    pipe.execute()
+                    script(keys=keys, args=[0, counts, PIN])  # loaded outside
+                    per_job = counted(
+                        pid,
+                        folder,
+                        lambda s=script, c=counts: s(keys=keys, args=[BATCH, c, PIN]),
+                        total,
                     )
-                )
-                r.flushall()
-                pipe = r.pipeline(transaction=False)
-                pipe.hset("running", PIN, 0)
-                # The tag of a group's n-th job is n: with equal weights the
-                # turns interleave the groups, as an add reckons them.
-                for group in ids:
-                    pipe.zadd("H", {j: n for n, j in enumerate(group)})
-                pipe.execute()
-                tags(keys=keys, args=[0, counts])
-                per_job = counted(
-                    pid,
-                    folder,
-                    lambda k=keys, c=counts: tags(keys=k, args=[BATCH, c]),
-                    total,
-                )
-                rows.append(
-                    (
-                        f"tags{' +counts' if counts == '1' else ''}, {groups:,} groups",
-                        per_job,
-                    )
-                )
+                    more = " +counts" if counts == "1" else ""
+                    rows.append((f"{name}{more}, {groups:,} groups", per_job))
     print(f"claims of {BATCH}, pops only, redis-server under callgrind")
     print(f"{'':<28}{'instructions/job':>18}{'beyond RPOPLPUSH':>18}")
     print(f"{'ungrouped (RPOPLPUSH)':<28}{base:>18,.0f}{0:>18,}")

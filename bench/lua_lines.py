@@ -75,7 +75,7 @@ def measure(url: str, groups: int, jobs: int, batch: int) -> tuple[int, dict[Any
     r = redis.Redis.from_url(url, decode_responses=True)
     r.flushall()
     q = Queue(f"lines{groups}", url)
-    added = add_jobs(q, groups, jobs)
+    added = len(add_jobs(q, groups, jobs))
     move_to_active(q, count=0)  # loads the scripts
     r.delete(COUNTS)
     counts: dict[Any, int] = {}
