@@ -3,6 +3,7 @@ rebuilds the groups for it (docs/groups.md, *What turns cost*; issue 25's
 throughput goal): instructions per job under callgrind, pops only.
 
     .venv/bin/python bench/groups_layouts.py [--jobs 5000] [--groups 1 100 10000]
+        [--real [--rounds 5]]
 
 Each layout is a small Lua script that takes up to 50 jobs per call into an
 `active` list, the way a claim at concurrency 50 does, and nothing else of a
@@ -28,7 +29,12 @@ ungrouped jobs from `wait` (what BullMQ's claim does).
 The jobs are spread evenly over --groups groups and added before counting
 (adds are not counted). Figures are deterministic to about 0.2 %, like
 `bench/groups_instructions.py`, whose redis-server under callgrind this
-reuses. What the layouts leave out (limits, pauses, reasons, listing) is in
+reuses. `--real` runs the same scripts on a plain redis-server instead and
+prints the time Redis spent in them per job (INFO commandstats, median of
+--rounds, each round measuring every layout once in turn): the memory
+behaviour that callgrind's instruction counts leave out (at 10,000 groups
+the present layout's real time grows more than its instructions do). What
+the layouts leave out (limits, pauses, reasons, listing) is in
 docs/groups.md; this only says whether the pop itself fits the goal.
 """
 
@@ -36,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -45,9 +52,13 @@ import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from groups_claim import script_usec  # noqa: E402
 from groups_instructions import callgrind_redis, control, dumped_total  # noqa: E402
 
+from tests.redis_server import RedisServer  # noqa: E402
+
 BATCH = 50
+UNGROUPED_LABEL = "ungrouped (RPOPLPUSH)"
 PIN = "~" * 65
 
 UNGROUPED = """
@@ -151,16 +162,88 @@ def load_tags(pipe: Any, ids: list[list[str]]) -> None:
         pipe.zadd("H", {j: n for n, j in enumerate(group)})
 
 
-def counted(pid: int, folder: str, run: Callable[[], Any], jobs: int) -> float:
-    """Instructions per job of claiming every job, BATCH at a time."""
-    control(pid, "-z")
+def drain(run: Callable[[], Any], jobs: int) -> None:
+    """Claim every job, BATCH at a time."""
     done = 0
     while done < jobs:
         got = int(run())
         if got == 0:
             raise SystemExit(f"a claim found nothing after {done} of {jobs} jobs")
         done += got
-    return dumped_total(folder, pid) / jobs
+
+
+#: Measures what claiming `jobs` costs Redis per job: (the claims, jobs).
+Meter = Callable[[Callable[[], Any], int], float]
+
+
+def callgrind_meter(pid: int, folder: str) -> Meter:
+    """Instructions per job under callgrind."""
+
+    def meter(run: Callable[[], Any], jobs: int) -> float:
+        control(pid, "-z")
+        drain(run, jobs)
+        return dumped_total(folder, pid) / jobs
+
+    return meter
+
+
+def real_meter(r: redis.Redis) -> Meter:
+    """Microseconds Redis spent in the scripts per job (INFO commandstats)."""
+
+    def meter(run: Callable[[], Any], jobs: int) -> float:
+        r.config_resetstat()
+        drain(run, jobs)
+        return script_usec(r.info("commandstats")) / jobs
+
+    return meter
+
+
+def measure(r: redis.Redis, meter: Meter, args: argparse.Namespace) -> dict[str, float]:
+    """One pass over every layout: the meter's figure per job, by label."""
+    figures: dict[str, float] = {}
+    ungrouped = r.register_script(UNGROUPED)
+    r.flushall()
+    r.rpush("wait", *[f"j{i}" for i in range(args.jobs)])
+    ungrouped(keys=["wait", "active"], args=[0])  # loaded outside the count
+    figures[UNGROUPED_LABEL] = meter(
+        lambda: ungrouped(keys=["wait", "active"], args=[BATCH]), args.jobs
+    )
+    layouts = {
+        "heads": (r.register_script(HEADS), load_heads),
+        "tags": (r.register_script(TAGS), load_tags),
+    }
+    keys = ["H", "active", "running"]
+    for groups in args.groups:
+        ids = spread(args.jobs, groups)
+        total = sum(len(g) for g in ids)
+        for counts in ("0", "1"):
+            for name, (script, load) in layouts.items():
+                r.flushall()
+                pipe = r.pipeline(transaction=False)
+                pipe.hset("running", PIN, 0)
+                load(pipe, ids)
+                pipe.execute()
+                script(keys=keys, args=[0, counts, PIN])  # loaded outside
+                more = " +counts" if counts == "1" else ""
+                figures[f"{name}{more}, {groups:,} groups"] = meter(
+                    lambda s=script, c=counts: s(keys=keys, args=[BATCH, c, PIN]),
+                    total,
+                )
+    return figures
+
+
+def report(title: str, unit: str, passes: list[dict[str, float]], fmt: str) -> None:
+    """Each label's median over the passes, and beyond the ungrouped pop."""
+    med = {k: statistics.median(p[k] for p in passes) for k in passes[0]}
+    base = med[UNGROUPED_LABEL]
+    print(title)
+    print(f"{'':<28}{unit:>18}{'beyond RPOPLPUSH':>18}")
+    for label, per_job in med.items():
+        spread_ = ""
+        if len(passes) > 1:
+            lo, hi = min(p[label] for p in passes), max(p[label] for p in passes)
+            spread_ = f"  [{lo:{fmt}}-{hi:{fmt}}]"
+        print(f"{label:<28}{per_job:>18{fmt}}{per_job - base:>18{fmt}}{spread_}")
 
 
 def main() -> int:
@@ -169,52 +252,36 @@ def main() -> int:
     )
     parser.add_argument("--jobs", type=int, default=5000)
     parser.add_argument("--groups", type=int, nargs="+", default=[1, 100, 10_000])
+    parser.add_argument("--real", action="store_true")
+    parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
+    if args.real:
+        server = RedisServer().start()
+        try:
+            r = redis.Redis.from_url(server.url)
+            passes = [measure(r, real_meter(r), args) for _ in range(args.rounds)]
+        finally:
+            server.stop()
+        report(
+            f"claims of {BATCH}, pops only, plain redis-server, median of "
+            f"{args.rounds} [range]",
+            "script us/job",
+            passes,
+            ",.2f",
+        )
+        return 0
     if not shutil.which("valgrind") or not shutil.which("callgrind_control"):
         print("needs valgrind (apt install valgrind)", file=sys.stderr)
         return 2
-    rows: list[tuple[str, float]] = []
     with callgrind_redis() as (url, pid, folder):
         r = redis.Redis.from_url(url)
-        ungrouped = r.register_script(UNGROUPED)
-        r.flushall()
-        r.rpush("wait", *[f"j{i}" for i in range(args.jobs)])
-        ungrouped(keys=["wait", "active"], args=[0])  # loaded outside the count
-        base = counted(
-            pid,
-            folder,
-            lambda: ungrouped(keys=["wait", "active"], args=[BATCH]),
-            args.jobs,
-        )
-        layouts = {
-            "heads": (r.register_script(HEADS), load_heads),
-            "tags": (r.register_script(TAGS), load_tags),
-        }
-        keys = ["H", "active", "running"]
-        for groups in args.groups:
-            ids = spread(args.jobs, groups)
-            total = sum(len(g) for g in ids)
-            for counts in ("0", "1"):
-                for name, (script, load) in layouts.items():
-                    r.flushall()
-                    pipe = r.pipeline(transaction=False)
-                    pipe.hset("running", PIN, 0)
-                    load(pipe, ids)
-                    pipe.execute()
-                    script(keys=keys, args=[0, counts, PIN])  # loaded outside
-                    per_job = counted(
-                        pid,
-                        folder,
-                        lambda s=script, c=counts: s(keys=keys, args=[BATCH, c, PIN]),
-                        total,
-                    )
-                    more = " +counts" if counts == "1" else ""
-                    rows.append((f"{name}{more}, {groups:,} groups", per_job))
-    print(f"claims of {BATCH}, pops only, redis-server under callgrind")
-    print(f"{'':<28}{'instructions/job':>18}{'beyond RPOPLPUSH':>18}")
-    print(f"{'ungrouped (RPOPLPUSH)':<28}{base:>18,.0f}{0:>18,}")
-    for label, per_job in rows:
-        print(f"{label:<28}{per_job:>18,.0f}{per_job - base:>18,.0f}")
+        figures = measure(r, callgrind_meter(pid, folder), args)
+    report(
+        f"claims of {BATCH}, pops only, redis-server under callgrind",
+        "instructions/job",
+        [figures],
+        ",.0f",
+    )
     return 0
 
 
