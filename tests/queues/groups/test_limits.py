@@ -41,6 +41,59 @@ def test_group_concurrency_is_never_exceeded_and_others_go_on(
     assert info is not None and info.active == 0 and info.waiting == 0
 
 
+def test_a_cap_set_while_the_groups_jobs_run_counts_them(
+    q: Queue, redis_url: str, qname: str
+) -> None:
+    """Four of group a's jobs run when a cap of 2 is set: finishing the first
+    two starts nothing of a (4 and 3 still run, each finish fetching in the
+    same call), the third brings it to 1 and one more starts: every start
+    after the cap saw fewer than 2 running."""
+    for i in range(8):
+        q.add("j", {"i": i}, group="a")
+    gates: dict[int, asyncio.Event] = {}
+    started: list[tuple[int, int]] = []  # (job, a's jobs running before it)
+    state = {"running": 0}
+
+    async def process(job: Job) -> Any:
+        i = job.data["i"]
+        started.append((i, state["running"]))
+        state["running"] += 1
+        gates[i] = asyncio.Event()
+        await gates[i].wait()
+        state["running"] -= 1
+
+    async def until(check: Any, what: str) -> None:
+        async with asyncio.timeout(20):
+            while not check():
+                await asyncio.sleep(0.01)
+
+    async def main() -> None:
+        async with running(redis_url, qname, process, 4, 0.2) as aq:
+            await until(lambda: len(started) == 4, "four running")
+            await aq.set_group("a", concurrency=2)
+            before = len(started)
+            for done in (1, 2):
+                gates[started[done - 1][0]].set()
+                await completed(aq, done)
+                # (A job its finish fetched would start on this loop by now.)
+                await asyncio.sleep(0.2)
+                assert len(started) == before, started
+            gates[started[2][0]].set()
+            await completed(aq, 3)
+            await until(lambda: len(started) == before + 1, "one more start")
+            while (await aq.get_counts("completed"))["completed"] < 8:
+                for gate in list(gates.values()):
+                    gate.set()
+                await asyncio.sleep(0.01)
+            info = await aq.get_group("a")
+            assert info is not None and info.active == 0 and info.waiting == 0
+
+    asyncio.run(main())
+    after_cap = started[4:]
+    assert len(after_cap) == 4
+    assert all(before < 2 for _, before in after_cap), started
+
+
 def test_group_rate_limit_holds_within_a_window(
     q: Queue, redis_url: str, qname: str
 ) -> None:
