@@ -1,7 +1,8 @@
 """Groups: fair turns between customers sharing one queue (docs/groups.md).
 
-A grouped job waits in its group's own sorted set; workers take jobs from the
-groups in weighted round-robin turns (`lua/includes/groups.lua`). This module
+A grouped job waits with a ticket, a turn of its group, in the queue's
+turn-ordered `groups:q`; workers take the tickets in order
+(`lua/includes/groups.lua`). This module
 holds the group id rule, the settings and read types, the operations over a
 queue's group keys, and `GroupMethods`, the group API of `Queue` and
 `AsyncQueue`.
@@ -25,8 +26,6 @@ from .reads import MakesJobs
 
 Q = TypeVar("Q", bound=Driver)
 
-#: The rotation's stand-in for the ungrouped jobs.
-UNGROUPED = "*"
 #: The largest weight (turns in a row) a group may have.
 MAX_WEIGHT = 1000
 #: The longest rate window, one day.
@@ -128,19 +127,15 @@ class GroupSummary:
     held: int
 
 
-#: How `groups:active` flags a parked (less) or idle-bound (plus) group
-#: (queues/lua/includes/groups.lua, docs/groups.md).
-_ACTIVE_FLAG = 2**40
-
-
 def group_active_count(stored: str | None) -> int:
-    """A group's running jobs from its `groups:active` value, flag taken off."""
-    n = codec.to_int(stored) or 0
-    if n <= -_ACTIVE_FLAG // 2:
-        n += _ACTIVE_FLAG
-    elif n >= _ACTIVE_FLAG // 2:
-        n -= _ACTIVE_FLAG
-    return max(0, n)
+    """A group's running jobs from its `groups:active` value (kept only for
+    groups under a limit)."""
+    return max(0, codec.to_int(stored) or 0)
+
+
+#: How many ids of `active` a read of groups looks at to count the running
+#: jobs of groups that keep no count (those under no limit).
+RUNNING_SCAN = 10_000
 
 
 def _hold_info(text: str | None) -> dict[str, Any]:
@@ -155,19 +150,31 @@ def _group_reads(keys: QueueKeys, group: str) -> list[Cmd]:
     key = keys.group(group)
     return [
         Cmd(("HGETALL", key)),
-        Cmd(("ZCARD", key + ":wait")),
         Cmd(("PTTL", key + ":limiter")),
         Cmd(("GET", key + ":limiter")),
         Cmd(("ZSCORE", keys.groups_timed, group)),
-        Cmd(("HGET", keys.groups_active, group)),
-        Cmd(("SISMEMBER", keys.groups_seated, group)),
     ]
 
 
+def group_counts(keys: QueueKeys, groups: list[str]) -> Eval:
+    """group_reads.lua's counts of each group: waiting, running, in the
+    queue of tickets, tickets ahead of its first."""
+    return Eval(
+        "group_reads",
+        (keys.groups_meta,),
+        (keys.base, "groups", str(RUNNING_SCAN), *groups),
+    )
+
+
 def _info(
-    group: str, replies: list[Any], defaults: Mapping[str, str], now: int
+    group: str,
+    replies: list[Any],
+    counts: list[Any],
+    defaults: Mapping[str, str],
+    now: int,
 ) -> GroupInfo:
-    h, waiting, pttl, started, timed, active, seated = replies
+    h, pttl, started, timed = replies
+    waiting, running, in_queue, _ahead = (int(c) for c in counts)
     own = GroupSettings.from_hash(h)
     eff = GroupSettings.from_hash({**defaults, **{k: v for k, v in h.items()}})
     rate_max = _limit(eff.rate_max)
@@ -182,8 +189,8 @@ def _info(
         hold = hold_until = None
     return GroupInfo(
         id=group,
-        waiting=int(waiting or 0),
-        active=group_active_count(active),
+        waiting=waiting,
+        active=max(running, 0),
         weight=_limit(eff.weight) or 1,
         concurrency=_limit(eff.concurrency),
         rate_max=rate_max,
@@ -193,7 +200,7 @@ def _info(
         hold_until_ms=hold_until if hold else None,
         hold_info=_hold_info(h.get("holdInfo")) if hold else {},
         limited_until_ms=limited,
-        in_rotation=bool(seated),
+        in_rotation=in_queue > 0,
         own=own,
     )
 
@@ -212,18 +219,23 @@ def admin(keys: QueueKeys, action: str, group: str, args: Mapping[str, Any]) -> 
 
 def read_groups(keys: QueueKeys, groups: list[str], now: int) -> Op[list[GroupInfo]]:
     """GroupInfo of each id that names a known group, in order (one pipeline)."""
-    batch: list[Cmd | Eval] = [Cmd(("HGETALL", keys.groups_meta))]
+    batch: list[Cmd | Eval] = [
+        Cmd(("HGETALL", keys.groups_meta)),
+        group_counts(keys, groups),
+    ]
     for g in groups:
         batch += _group_reads(keys, g)
         batch.append(Cmd(("ZSCORE", keys.groups_index, g)))
     replies = yield batch
     defaults = {k: v for k, v in replies[0].items() if k in SETTING_FIELDS.values()}
+    counts = replies[1] if groups else []
     out = []
     for i, g in enumerate(groups):
-        part = replies[1 + i * 8 : 9 + i * 8]
-        if part[7] is None and not part[0]:
-            continue
-        out.append(_info(g, part[:7], defaults, now))
+        part = replies[2 + i * 5 : 7 + i * 5]
+        waiting, running = int(counts[i][0]), int(counts[i][1])
+        if part[4] is None and not part[0] and not waiting and not running:
+            continue  # unknown, or forgotten and idle
+        out.append(_info(g, part[:4], counts[i], defaults, now))
     return out
 
 
@@ -356,8 +368,8 @@ class GroupMethods(MakesJobs[Q]):
 
     @op_method
     def get_group_turn(self, group: str) -> Op[int | None]:
-        """How many places of the rotation come before the group's (None: it
-        is not in the rotation now)."""
+        """How many turns come before the group's next (None: it has no
+        ticket in the queue now, e.g. parked or empty)."""
         validate_group_id(group)
         return _turn(self.keys, group)
 
@@ -370,10 +382,17 @@ class GroupMethods(MakesJobs[Q]):
         return self._group_jobs(group, start, end)
 
     def _group_jobs(self, group: str, start: int, end: int) -> Op[list[Job[Q]]]:
-        ids = yield Cmd(("ZRANGE", self.keys.group(group) + ":wait", start, end))
+        if start < 0 or 0 <= end < start:
+            return []
+        ids = yield Eval(
+            "group_reads",
+            (self.keys.groups_meta,),
+            (self.keys.base, "jobs", group, str(end + 1 if end >= 0 else -1)),
+        )
+        ids = list(ids)[start : end + 1 if end >= 0 else None]
         if not ids:
             return []
-        reads = yield from get_job_hashes(self.keys, list(ids), None, False)
+        reads = yield from get_job_hashes(self.keys, ids, None, False)
         return [
             self._job(i, r.fields, r.left_out)
             for i, r in zip(ids, reads)
@@ -395,6 +414,15 @@ def _reply_int(request: Cmd) -> Op[int]:
     return int((yield request) or 0)
 
 
+def group_turns(keys: QueueKeys, groups: list[str]) -> Op[dict[str, int | None]]:
+    """Each group's tickets ahead of its first in the queue of tickets
+    (None: it has none there): with weight 1, the groups going first."""
+    if not groups:
+        return {}
+    counts = yield group_counts(keys, groups)
+    return {g: (int(c[3]) if int(c[3]) >= 0 else None) for g, c in zip(groups, counts)}
+
+
 def _turn(keys: QueueKeys, group: str) -> Op[int | None]:
-    pos = yield Cmd(("LPOS", keys.groups_ready, group))
-    return None if pos is None else int(pos)
+    turns = yield from group_turns(keys, [group])
+    return turns[group]

@@ -70,7 +70,8 @@ class QueueKeys:
         "marker",
         "waiting_children",
         "groups_meta",
-        "groups_ready",
+        "groups_q",
+        "groups_tail",
         "groups_index",
         "groups_waiting",
         "groups_delayed",
@@ -79,8 +80,8 @@ class QueueKeys:
         "groups_paused",
         "groups_held",
         "groups_active",
-        "groups_seated",
-        "groups_turns",
+        "groups_slotted",
+        "groups_parked",
         "groups_own",
     )
 
@@ -107,7 +108,8 @@ class QueueKeys:
         self.waiting_children = base + "waiting-children"
         # Groups (docs/groups.md): Bullpen's own keys, no BullMQ client reads them.
         self.groups_meta = base + "groups:meta"
-        self.groups_ready = base + "groups:ready"
+        self.groups_q = base + "groups:q"
+        self.groups_tail = base + "groups:tail"
         self.groups_index = base + "groups:index"
         self.groups_waiting = base + "groups:waiting"
         self.groups_delayed = base + "groups:delayed"
@@ -116,8 +118,8 @@ class QueueKeys:
         self.groups_paused = base + "groups:paused"
         self.groups_held = base + "groups:held"
         self.groups_active = base + "groups:active"
-        self.groups_seated = base + "groups:seated"
-        self.groups_turns = base + "groups:turns"
+        self.groups_slotted = base + "groups:slotted"
+        self.groups_parked = base + "groups:parked"
         self.groups_own = base + "groups:own"
 
     @property

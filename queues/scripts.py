@@ -149,6 +149,7 @@ NAMES = (
     "get_job_hashes",
     "get_state",
     "group_admin",
+    "group_reads",
     "move_jobs_to_wait",
     "move_stalled_jobs_to_wait",
     "move_to_active",

@@ -10,15 +10,15 @@ that finished in the window (ZREVRANGEBYSCORE ... LIMIT, then one
 The backlog (grouped waiting and delayed jobs included) and the oldest
 waiting job are read as they are now, and so are the GROUPS_KEPT largest
 group backlogs and every group's waiting jobs (a few reads however many
-groups: the groups' index is scored by backlog).
+groups: the groups' index is scored by the turn each group drains at, and
+the kept groups' counts come from one group_reads.lua call).
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from queues import codec, ops
 from queues.drive import gather
+from queues.groups import group_counts
 from queues.keys import QueueKeys
 from queues.metrics import MINUTE_MS, TARGETS, parse_metrics
 
@@ -47,7 +47,7 @@ def _window_op(
         ops.Cmd(("ZCARD", keys.delayed)),
         ops.Cmd(("LLEN", keys.active)),
         # The groups' index and totals (docs/groups.md).
-        ops.Cmd(("ZREVRANGE", keys.groups_index, 0, GROUPS_KEPT - 1, "WITHSCORES")),
+        ops.Cmd(("ZREVRANGE", keys.groups_index, 0, GROUPS_KEPT - 1)),
         ops.Cmd(("ZCARD", keys.groups_waiting)),
         ops.Cmd(("ZCARD", keys.groups_delayed)),
     ]
@@ -58,11 +58,14 @@ def _window_op(
     grouped_backlog = (codec.to_int(grouped, 0) or 0) + int(reply[13])
     wanted = [i for found in ids for i in found]
     kept = [t for t, meta in zip(TARGETS, metas) if meta[0] is not None]
+    top = [str(g) for g in top_groups or []]
     second = yield [
         *(ops.job_fields(keys, i, _TIMES) for i in wanted),
         *(ops.Cmd(("LRANGE", keys.metrics_data(t), 0, 1)) for t in kept),
+        *([group_counts(keys, top)] if top else []),
     ]
-    rows, lists = second[: len(wanted)], dict(zip(kept, second[len(wanted) :]))
+    rows = second[: len(wanted)]
+    lists = dict(zip(kept, second[len(wanted) : len(wanted) + len(kept)]))
     finished = []
     for target, n, meta in zip(TARGETS, counted, metas):
         bullmq = parse_metrics(meta, lists.get(target, []))
@@ -92,18 +95,11 @@ def _window_op(
         "b": sum(int(v) for v in backlog) + grouped_backlog,
         "a": int(active),
     }
-    if top_groups:
-        point["g"] = {str(gid): int(float(n)) for gid, n in _pairs(top_groups)}
+    if top:
+        counts = second[-1]
+        point["g"] = {gid: int(c[0]) for gid, c in zip(top, counts)}
         point["gw"] = codec.to_int(grouped, 0)
     return point
-
-
-def _pairs(reply: list[Any]) -> list[tuple[Any, Any]]:
-    """ZRANGE ... WITHSCORES as (member, score) pairs, whether the client
-    paired them (RESP3, redis-py's callback) or sent them flat."""
-    if reply and isinstance(reply[0], (list, tuple)):
-        return [(m, n) for m, n in reply]
-    return list(zip(reply[0::2], reply[1::2]))
 
 
 def queue_point_op(

@@ -7,8 +7,9 @@ group's state says, in this order, each that holds:
   (gpu_workers/quota.py): used, budget, until when (the next UTC midnight)
 - `group_concurrency`: the group's concurrency is reached (n of n active)
 - `group_rate_limited`: the group's rate window is full until a time
-- `group_turn`: none of those; how many groups of the rotation go first
-  (`get_group_turn`) and how many of its group's jobs are ahead of it
+- `group_turn`: none of those; how many turns go before its group's next
+  (`get_group_turn`: with weight 1, the groups going first) and how many of
+  its group's jobs are ahead of it
 
 The reads are one more pipelined round trip for every grouped job of a list
 together (each group's state once, its turn, each job's rank in its group).
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from queues.drive import gather
-from queues.groups import GroupInfo, read_groups
+from queues.groups import GroupInfo, group_turns, read_groups
 from queues.keys import QueueKeys
 from queues.ops import Cmd, Eval, Op
 
@@ -49,7 +50,7 @@ class GroupFacts:
 
     group: str
     info: GroupInfo | None
-    #: Groups of the rotation before its group's (None: not in the rotation).
+    #: Turns before its group's next (None: its group has no ticket queued).
     groups_ahead: int | None
     #: Jobs of its group before it (None: no longer in its group's set).
     ahead_in_group: int | None
@@ -58,11 +59,20 @@ class GroupFacts:
 def _places(
     keys: QueueKeys, groups: list[str], jobs: Sequence[tuple[str, str]]
 ) -> Op[tuple[dict[str, int | None], list[int | None]]]:
-    batch: list[Cmd | Eval] = [Cmd(("LPOS", keys.groups_ready, g)) for g in groups]
-    batch += [Cmd(("ZRANK", keys.group(g) + ":wait", i)) for i, g in jobs]
-    replies = yield batch
-    turns = {g: as_int(v) for g, v in zip(groups, replies)}
-    return turns, [as_int(v) for v in replies[len(groups) :]]
+    args: list[str] = []
+    for job_id, group in jobs:
+        args += [group, job_id]
+    batch: list[Cmd | Eval] = [
+        Eval("group_reads", (keys.groups_meta,), (keys.base, "ranks", *args))
+    ]
+    turns, replies = yield from gather([group_turns(keys, groups), _run(batch)])
+    ranks = [as_int(v) for v in replies[0]]
+    return turns, [r if r is not None and r >= 0 else None for r in ranks]
+
+
+def _run(batch: list[Cmd | Eval]) -> Op[list[Any]]:
+    replies: list[Any] = yield batch
+    return replies
 
 
 def group_facts_op(
@@ -119,7 +129,7 @@ def _turn(g: GroupFacts) -> WaitingReason:
     ahead, mine = g.groups_ahead, g.ahead_in_group
     numbers = {"group": g.group, "groups_ahead": ahead, "ahead_in_group": mine}
     if ahead is None:
-        text = f"Group {g.group} is not in the rotation right now"
+        text = f"Group {g.group} has no turn queued right now"
     elif ahead == 0:
         text = f"Group {g.group}'s turn is now"
     else:

@@ -1,8 +1,9 @@
 --[[
   Add a grouped job (docs/groups.md, docs/protocol.md §6.2): stored as any
-  job, then put in its group's zset (priority, then arrival; lifo newest
-  first) and its group in the rotation, or in `groups:delayed` when it has a
-  delay. Never in `wait`, `prioritized` or `delayed`, where any BullMQ worker
+  job, then given a ticket, a turn of its group in `groups:q` (and, when it
+  is prioritized or lifo or its group has such jobs, put in its group's zset:
+  priority, then arrival; lifo newest first), or put in `groups:delayed`
+  when it has a delay. Never in `wait`, `prioritized` or `delayed`, where any BullMQ worker
   could take it out of turn. Emits `waiting` or `delayed` as an add does.
 
   KEYS[1] meta

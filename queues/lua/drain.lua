@@ -61,13 +61,15 @@ if rcall("ZCARD", KEYS[3]) == 0 then
 end
 -- Grouped jobs (docs/groups.md): every group's waiting jobs, and the grouped
 -- delayed ones when asked.
-for _, gid in ipairs(rcall("ZRANGE", prefix .. "groups:index", 0, -1)) do
-  for _, jobId in ipairs(rcall("ZRANGE", prefix .. "group:" .. gid .. ":wait", 0, -1)) do
-    if not isCurrentSchedulerIteration(prefix, prefix .. jobId, jobId) then
+for _, jobId in ipairs(rcall("ZRANGE", prefix .. "groups:waiting", 0, -1)) do
+  if not isCurrentSchedulerIteration(prefix, prefix .. jobId, jobId) then
+    local gid = jobGroup(prefix .. jobId)
+    if gid then
       unqueueGrouped(prefix, jobId, gid)
-      removeJob(prefix, jobId)
-      removed = removed + 1
     end
+    rcall("ZREM", prefix .. "groups:waiting", jobId)
+    removeJob(prefix, jobId)
+    removed = removed + 1
   end
 end
 if ARGV[2] == "1" then

@@ -21,6 +21,8 @@
   the state that holds the job ("unknown" when none does).
 ]]
 --- @include "base"
+--- @include "markers"
+--- @include "groups"
 --- @include "job_state"
 
 local cap = tonumber(ARGV[1])

@@ -17,6 +17,8 @@
   Returns the state name, or "unknown".
 ]]
 --- @include "base"
+--- @include "markers"
+--- @include "groups"
 --- @include "job_state"
 
 return jobState(KEYS, ARGV[1])

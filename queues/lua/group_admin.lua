@@ -4,8 +4,9 @@
   clears one, so the default applies), `defaults` (the same fields in
   `groups:meta`), `pause`, `resume`, `hold` {reason, until?, info?} and
   `release` {reason?} (only that hold when a reason is given). Whatever may
-  let the group run again puts it back in the rotation when it has jobs
-  waiting; the claim drops it again if it still cannot run.
+  let the group run again gives its parked tickets turns (as many as it may
+  run now); a limit that starts to apply counts the jobs already running; a
+  weight set gives the group's queued tickets turns at that weight.
 
   KEYS[1] groups:meta (every other key derives from the prefix)
 
@@ -37,6 +38,19 @@ end
 if action == "defaults" then
   rcall("HSETNX", metaKey, "seq", 0)
   applySettings(metaKey)
+  if args["weight"] ~= nil then
+    -- Groups with tickets queued that take the default weight.
+    for _, g in ipairs(rcall("ZRANGE", prefix .. "groups:tail", 0, -1)) do
+      if not rcall("HGET", groupKey(prefix, g), "weight") then
+        retagGroup(prefix, g)
+      end
+    end
+  end
+  -- A limit that starts to apply counts the jobs already running.
+  recountRunning(prefix, nil)
+  for _, g in ipairs(rcall("SRANDMEMBER", prefix .. "groups:parked", GROUP_STEP_LIMIT)) do
+    unparkGroup(prefix, g, serverTimeMs())
+  end
   return 1
 end
 
@@ -45,6 +59,7 @@ rcall("HSETNX", metaKey, "seq", 0)
 rcall("ZADD", prefix .. "groups:index", "NX", 0, gid)
 if action == "set" then
   applySettings(key)
+  recountRunning(prefix, gid)
 elseif action == "pause" then
   rcall("HSET", key, "paused", "1")
   rcall("SADD", prefix .. "groups:paused", gid)
@@ -74,8 +89,10 @@ else
   return redis.error_reply("unknown group action " .. tostring(action))
 end
 syncOwnSettings(prefix, gid)
-rcall("ZREM", prefix .. "groups:timed", gid)
-if rcall("ZCARD", key .. ":wait") > 0 then
-  makeGroupReady(prefix, gid)
+if action == "set" and args["weight"] ~= nil then
+  retagGroup(prefix, gid)
 end
+rcall("ZREM", prefix .. "groups:timed", gid)
+-- Whatever may let the group run again gives its parked tickets turns.
+unparkGroup(prefix, gid, serverTimeMs())
 return 1

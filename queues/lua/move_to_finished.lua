@@ -186,7 +186,7 @@ for i, e in ipairs(entries) do
   end
 end
 
-settleGroupJobs(prefix, groupsLeft)
+settleGroupJobs(prefix, groupsLeft, now)
 
 -- BullMQ never re-adds a marker when a globally limited queue drops below
 -- its concurrency; do it here so idle workers of any client wake up. When

@@ -71,27 +71,33 @@ if budget > 0 then obliterateSet(base .. "prioritized") end
 if budget > 0 then obliterateSet(base .. "failed") end
 if budget > 0 then obliterateSet(base .. "waiting-children") end
 if budget > 0 then obliterateSet(base .. "groups:delayed") end
--- Groups (docs/groups.md): each group's waiting jobs, then its keys.
+-- Groups (docs/groups.md): every grouped waiting job, then each known
+-- group's keys.
+if budget > 0 then obliterateSet(base .. "groups:waiting") end
 while budget > 0 do
-  local gids = rcall("ZRANGE", base .. "groups:index", 0, 0)
+  local gids = rcall("ZRANGE", base .. "groups:index", 0, 99)
   if #gids == 0 then
     break
   end
-  local gkey = base .. "group:" .. gids[1]
-  obliterateSet(gkey .. ":wait")
-  if rcall("EXISTS", gkey .. ":wait") == 0 then
-    rcall("DEL", gkey, gkey .. ":limiter")
-    rcall("ZREM", base .. "groups:index", gids[1])
-    budget = budget - 1
+  for _, gid in ipairs(gids) do
+    local gkey = base .. "group:" .. gid
+    rcall("DEL", gkey, gkey .. ":limiter", gkey .. ":wait", gkey .. ":q", gkey .. ":parked")
   end
+  rcall("ZREM", base .. "groups:index", unpack(gids))
+  budget = budget - #gids
 end
 if budget <= 0 then
   return 1
 end
-rcall("DEL", base .. "groups:meta", base .. "groups:ready", base .. "groups:timed",
-  base .. "groups:waiting",
+-- Lists of tickets of groups the index had already forgotten.
+local tails = rcall("ZRANGE", base .. "groups:tail", 0, -1)
+for _, gid in ipairs(tails) do
+  rcall("DEL", base .. "group:" .. gid .. ":q")
+end
+rcall("DEL", base .. "groups:meta", base .. "groups:q", base .. "groups:tail",
+  base .. "groups:timed", base .. "groups:waiting",
   base .. "groups:leases", base .. "groups:paused", base .. "groups:held",
-  base .. "groups:active", base .. "groups:seated", base .. "groups:turns",
+  base .. "groups:active", base .. "groups:slotted", base .. "groups:parked",
   base .. "groups:own")
 rcall("DEL", base .. "events", base .. "delay", base .. "priority", base .. "stalled-check",
   base .. "stalled", base .. "id", base .. "pc", base .. "marker", base .. "limiter",

@@ -150,27 +150,27 @@ def concurrent_reruns(runs: Iterable[Run]) -> list[tuple[Run, Run]]:
 
 
 def group_problems(url: str, queue: str) -> list[str]:
-    """What is inconsistent in the queue's group keys once nothing runs: a
-    group with jobs waiting, active or `r`/`a` counters left, `groups:waiting`
-    against the groups' wait sets, grouped jobs counted as running, grouped
-    delayed jobs."""
+    """What is inconsistent in the queue's group keys once nothing runs
+    (docs/groups.md): a ticket left in `groups:q` or parked, a group with
+    jobs in its zset, a running count left, `groups:waiting`, grouped jobs
+    counted as running, grouped delayed jobs, a group still marked slotted
+    or parked."""
     client = redis.Redis.from_url(url, decode_responses=True)
     try:
         keys = Queue(queue, client).keys
-        groups = client.zrange(keys.groups_index, 0, -1, withscores=True)
         problems = []
-        total = 0
-        for gid, score in groups:
+        tickets = client.zcard(keys.groups_q)
+        if tickets:
+            problems.append(f"groups:q holds {tickets} tickets")
+        for gid in client.zrange(keys.groups_index, 0, -1):
             waiting = client.zcard(keys.group(gid) + ":wait")
-            total += waiting
+            parked = client.zcard(keys.group(gid) + ":parked")
             active = group_active_count(client.hget(keys.groups_active, gid))
-            if waiting or active or score:
+            if waiting or parked or active:
                 problems.append(
-                    f"group {gid}: {waiting} waiting, a={active}, index score {score}"
+                    f"group {gid}: {waiting} in its zset, {parked} parked, a={active}"
                 )
         listed = client.zcard(keys.groups_waiting)
-        if listed != total:
-            problems.append(f"groups:waiting holds {listed} != waits' {total}")
         if listed:
             problems.append(f"groups:waiting holds {listed} at the end")
         running = client.hget(keys.groups_meta, "running")
@@ -179,18 +179,23 @@ def group_problems(url: str, queue: str) -> list[str]:
         delayed = client.zcard(keys.groups_delayed)
         if delayed:
             problems.append(f"groups:delayed holds {delayed}")
+        for name in ("slotted", "parked"):
+            left = client.smembers(keys.base + "groups:" + name)
+            if left:
+                problems.append(f"groups:{name} holds {sorted(left)}")
         return problems
     finally:
         client.close()
 
 
 def group_waiting(url: str, queue: str) -> int:
-    """Grouped jobs waiting, counted over the groups' own wait sets."""
+    """Grouped jobs waiting: each owns one ticket, in `groups:q` or parked."""
     client = redis.Redis.from_url(url, decode_responses=True)
     try:
         keys = Queue(queue, client).keys
         gids = client.zrange(keys.groups_index, 0, -1)
-        return sum(client.zcard(keys.group(gid) + ":wait") for gid in gids)
+        parked = sum(client.zcard(keys.group(gid) + ":parked") for gid in gids)
+        return int(client.zcard(keys.groups_q)) + parked
     except redis.RedisError:
         return -1
     finally:

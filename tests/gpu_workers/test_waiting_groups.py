@@ -30,7 +30,7 @@ def test_group_turn_counts_groups_and_jobs_ahead(
     r: redis.Redis, redis_url: str, q: Queue
 ) -> None:
     """Groups a and b with two jobs each: b's second job has one group ahead
-    of its group's turn (a, at the head of the rotation) and one job of its
+    of its group's turn (a, first in the turn served) and one job of its
     own group ahead of it; a's first is next, its group's turn now."""
     a1 = q.add("job", {}, group="a")
     q.add("job", {}, group="a")
@@ -51,8 +51,7 @@ def test_group_turn_counts_groups_and_jobs_ahead(
 def test_paused_group_comes_first_then_its_turn(
     r: redis.Redis, redis_url: str, q: Queue
 ) -> None:
-    """A paused group: `group_paused`, its turn beside it (out of the
-    rotation: no groups_ahead)."""
+    """A paused group: `group_paused`, its turn beside it."""
     job = q.add("job", {}, group="acme")
     q.pause_group("acme")
     with connected_worker(redis_url, q):

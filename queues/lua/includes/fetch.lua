@@ -71,7 +71,7 @@ local function adoptTail(q, prefix)
   end
 end
 
--- The next job to claim, moved to `active`: the rotation's turn when the
+-- The next job to claim, moved to `active`: the next ticket's job when the
 -- queue has groups (docs/groups.md), else (or on the ungrouped jobs' turn)
 -- an ungrouped job. A grouped job met in `wait` (a Node producer's, or one a
 -- BullMQ client moved there) is adopted into its group and the turn goes on.
@@ -103,11 +103,12 @@ local function popNext(q, prefix, now, st)
       return jobId, nil, hash
     end
     rcall("LREM", q.active, 1, jobId)
-    flushGroupClaims(prefix, st)  -- the rotation and groups as this call left them
+    flushGroupClaims(prefix, st)  -- the tickets and groups as this call left them
     enqueueGrouped(prefix, jobKey, jobId, gid,
       tonumber(rcall("HGET", jobKey, "priority")) or 0, false, false)
     adoptTail(q, prefix)
     st.grouped = true
+    st.meta = nil  -- the adds changed the groups: read them again
     seatUngrouped(prefix, q)
   end
   return nil
@@ -121,6 +122,7 @@ local function claimJobs(q, prefix, now, opts, count, contended)
     leaseOwner = opts["token"]}
   local groupsNext
   if st.grouped then
+    migrateRotation(prefix)
     groupsNext = promoteGroups(prefix, now, q.events, q.meta)
     seatUngrouped(prefix, q)
   end

@@ -1,20 +1,26 @@
 --[[
-  Groups (docs/groups.md, docs/protocol.md §6.2): grouped jobs wait in their
-  group's zset, out of every list a BullMQ worker reads, and workers take
-  them in weighted round-robin turns over `groups:ready`. A group is in the
-  rotation (field r = "1") at most once; a group found paused, held, at its
-  concurrency, rate limited or empty at the head of the rotation is dropped
-  from it, and put back by the event that can end that (an add, a finish,
-  resume, release, a settings change, or `groups:timed` coming due).
-  All keys derive from the queue prefix `P`.
+  Groups (docs/groups.md, docs/protocol.md §6.2): every grouped waiting job
+  owns one ticket in `groups:q`, a turn of its group scored by the turn's
+  number (a group of weight w has w tickets per turn), out of every list a
+  BullMQ worker reads. Workers pop tickets in order; a ticket takes its own
+  job, or, for a slotted group (prioritized, lifo or parked jobs in
+  `group:<gid>:wait`), the group's best. A ticket whose group cannot run
+  (paused, held, at its concurrency, rate limited) is parked until what
+  blocks the group ends. Running counts are kept only where a limit needs
+  them. All keys derive from the queue prefix `P`.
   Requires: base, markers.
 ]]
 local GROUP_SPAN = 0x100000000
 --- Jobs ready in one ms that `groups:waiting` keeps in order (a double
 --- holds 11 bits below the ms of a date in ms until 2109).
 local READY_TIES = 2048
---- How many rotation steps or promotions one call takes at most.
+--- How many tickets or promotions one call steps through at most.
 local GROUP_STEP_LIMIT = 100
+--- `groups:tail` keeps a group's last turn plus the tickets it used in it
+--- over TURN_USED (weights go to 1,000).
+local TURN_USED = 1024
+--- Parked tickets a resume, a release or a lifted limit gives turns per call.
+local UNPARK_CHUNK = 1000
 --- The limits a group may set in its hash and `groups:meta` holds as the
 --- defaults, in the order every reader takes them.
 local GROUP_LIMITS = {"weight", "concurrency", "max", "duration"}
@@ -86,27 +92,14 @@ local function wakeWorker(prefix)
     rcall("HEXISTS", prefix .. "meta", "paused") == 1)
 end
 
--- A group's running jobs (`groups:active`) carry a flag, so that a finish
--- learns from the count it reads what the group needs: less GROUP_FLAG while
--- the group is parked at its concurrency cap (the finish puts it back in the
--- rotation), plus GROUP_FLAG once it is idle-bound (out of the rotation with
--- nothing waiting and nothing of its own: the finish of its last running
--- job forgets it). Whatever seats the group or gives it something of its
--- own takes the idle-bound flag off first (keepGroup), so the flag alone
--- says the group may be forgotten.
-local GROUP_FLAG = 1099511627776  -- 2^40
---- Stored counts from here up (and from minus this down) carry a flag.
-local GROUP_FLAGGED = GROUP_FLAG / 2
-
 -- A field of `groups:active` that is never a group id (`~` is not allowed
 -- in one), longer than Redis's hash-max-listpack-value (64): it keeps the
 -- hash a hash table. As a listpack, every field read or write walks the
 -- fields, and a batch reads and writes one per group it meets.
 local GROUP_ACTIVE_PIN = string.rep("~", 65)
 
--- The texts of counts this call wrote to `groups:active` (base.lua's
--- intText, kept: a batch writes one per group it meets, mostly the same few
--- numbers). (Made on a call's first count: most calls write none.)
+-- The texts of counts this call wrote (base.lua's intText, kept: a batch
+-- writes one per group it meets, mostly the same few numbers).
 local countTexts = false
 local function countText(n)
   if not countTexts then
@@ -120,77 +113,179 @@ local function countText(n)
   return text
 end
 
--- The running count and flag (-1 parked, 1 idle-bound, 0 none) of a stored value.
-local function splitActive(stored)
-  local v = tonumber(stored) or 0
-  local flag = 0
-  if v <= -GROUP_FLAGGED then
-    v, flag = v + GROUP_FLAG, -1
-  elseif v >= GROUP_FLAGGED then
-    v, flag = v - GROUP_FLAG, 1
+local function limitOrNil(value)
+  local n = tonumber(value)
+  if n and n > 0 then
+    return n
   end
-  return math.max(v, 0), flag
+  return nil
 end
 
--- The group is no longer idle-bound: its idle-bound flag comes off.
-local function keepGroup(prefix, gid)
-  local activeKey = prefix .. "groups:active"
-  local v = tonumber(rcall("HGET", activeKey, gid))
-  if v and v >= GROUP_FLAGGED then
-    rcall("HSET", activeKey, gid, countText(v - GROUP_FLAG))
-  end
+-- The defaults of every group (`groups:meta`): GROUP_LIMITS' order.
+local function groupDefaults(prefix)
+  return rcall("HMGET", prefix .. "groups:meta", unpack(GROUP_LIMITS))
 end
 
--- Put a group at the back of the rotation unless it is in it
--- (`groups:seated`); true when it was not.
-local function seatGroup(prefix, gid)
-  if rcall("SADD", prefix .. "groups:seated", gid) == 0 then
-    return false
-  end
-  keepGroup(prefix, gid)
-  rcall("RPUSH", prefix .. "groups:ready", gid)
-  return true
+-- A group's limits from its own settings `g` (HMGET order: weight,
+-- concurrency, max, duration, paused, hold, holdUntil; false: none) over
+-- the defaults `d`, into `s`.
+local function applyLimits(s, g, d)
+  s.weight = limitOrNil(g[1] or d[1]) or 1
+  s.concurrency = limitOrNil(g[2] or d[2])
+  s.max, s.duration = limitOrNil(g[3] or d[3]), limitOrNil(g[4] or d[4])
+  s.paused, s.hold, s.holdUntil = g[5] == "1", g[6], tonumber(g[7])
+  s.counted = (s.concurrency or s.max) and true or false
+  return s
 end
 
--- Put a group in the rotation, waking a worker, unless it is there: then a
--- claim will meet it (every claim that finds nothing to run has dropped the
--- groups it met, and each return to the rotation wakes a worker).
-local function makeGroupReady(prefix, gid)
-  if seatGroup(prefix, gid) then
-    wakeWorker(prefix)
-  end
+--- A group without a hash of its own: every setting from the defaults.
+local NO_SETTINGS = {false, false, false, false, false, false, false}
+
+-- Whether a limit applies to some group: defaults that set a concurrency
+-- or a rate, or any group with settings of its own.
+local function limitsInForce(prefix)
+  local d = rcall("HMGET", prefix .. "groups:meta", "concurrency", "max", "own")
+  return (limitOrNil(d[1]) or limitOrNil(d[2]) or (tonumber(d[3]) or 0) > 0) and true
+    or false
 end
 
--- Put a stored job in its group's zset: priority order, then `seq` (lifo:
--- newest first; `front`: before every job of its priority, as a stalled job
--- goes back to the head of `wait`). Counts it as waiting.
-local function enqueueGrouped(prefix, jobKey, jobId, gid, priority, lifo, front)
-  local score, seq
-  if front then
-    score = priority * GROUP_SPAN - GROUP_SPAN / 2
+-- A ticket's name: the group, the job's FIFO key (16 digits: one turn's
+-- tickets sort by group, then in the order their jobs came) and the job.
+local function ticketName(gid, k, jobId)
+  return gid .. ":" .. string.format("%016d", k) .. ":" .. jobId
+end
+
+-- The group, FIFO key and job id of a ticket's name.
+local function ticketParts(member)
+  local cut = string.find(member, ":", 1, true)
+  return string.sub(member, 1, cut - 1), tonumber(string.sub(member, cut + 1, cut + 16)),
+    string.sub(member, cut + 18)
+end
+
+-- Whether a job id is one BullMQ numbered (the queue's `id` counter).
+local function numberedId(jobId)
+  return #jobId <= 15 and string.find(jobId, "^[1-9]%d*$") ~= nil
+end
+
+-- A job's FIFO key as it is placed in its group: its id when BullMQ
+-- numbered it and this is its first placement (no `gid` yet), else a number
+-- drawn from the queue's id counter, kept in the job's hash (`gsq`): no
+-- field more for the common job.
+local function fifoKey(prefix, jobKey, jobId)
+  if numberedId(jobId) and not rcall("HGET", jobKey, "gid") then
+    return tonumber(jobId)
+  end
+  local k = rcall("INCR", prefix .. "id")
+  rcall("HSET", jobKey, "gsq", k)
+  return k
+end
+
+-- The name of the ticket a waiting job owns (`gsq`: its hash's field).
+local function ticketOf(gid, jobId, gsq)
+  local k = tonumber(gsq)
+  if not k and numberedId(jobId) then
+    k = tonumber(jobId)
+  end
+  return k and ticketName(gid, k, jobId) or nil
+end
+
+-- Keep a group in (or out of) the set `groups:<name>` and the set's size in
+-- `groups:meta` field `<name>` (a claim asks the set only when it is not
+-- empty).
+local function markGroup(prefix, name, gid, on)
+  local changed
+  if on then
+    changed = rcall("SADD", prefix .. "groups:" .. name, gid)
   else
-    seq = rcall("HINCRBY", prefix .. "groups:meta", "seq", 1)
-    if lifo and priority == 0 then
+    changed = rcall("SREM", prefix .. "groups:" .. name, gid)
+  end
+  if changed == 1 then
+    rcall("HINCRBY", prefix .. "groups:meta", name, on and 1 or -1)
+  end
+end
+
+-- The turn for the group's next ticket `member`: the group's last turn
+-- while it has a ticket left in it (`w` per turn), else the next; never
+-- before the turn served (`v`), and at `v` only after the last ticket taken
+-- (`vm`), so every ticket in `groups:q` comes after (v, vm). Kept in
+-- `groups:tail` (turn + used / TURN_USED).
+local function takeTurn(prefix, gid, member, w, v, vm)
+  local tailKey = prefix .. "groups:tail"
+  local t = tonumber(rcall("ZSCORE", tailKey, gid))
+  local turn, used = v, 0
+  if t then
+    turn = math.floor(t)
+    used = math.floor((t - turn) * TURN_USED + 0.5)
+    if turn < v then
+      turn, used = v, 0
+    end
+  end
+  if used >= w then
+    turn, used = turn + 1, 0
+  end
+  if turn == v and member <= vm then
+    turn, used = v + 1, 0
+  end
+  used = used + 1
+  rcall("ZADD", tailKey, turn + used / TURN_USED, gid)
+  return turn
+end
+
+-- A ticket in `groups:q` at `turn`, and in the group's list of its tickets
+-- (`group:<gid>:q`: written here, never by the claim; its entries after
+-- (v, vm) are the group's tickets in `groups:q`).
+local function placeTicket(prefix, gid, member, turn)
+  rcall("ZADD", prefix .. "groups:q", turn, member)
+  rcall("ZADD", groupKey(prefix, gid) .. ":q", turn, member)
+  -- Known groups, scored by the turn at which each drains.
+  rcall("ZADD", prefix .. "groups:index", "GT", turn, gid)
+end
+
+-- The weight of a group: its own, else the default, else 1. `m`: HMGET of
+-- `groups:meta` weight, own.
+local function groupWeight(prefix, gid, m)
+  local w
+  if (tonumber(m[2]) or 0) > 0 then
+    w = limitOrNil(rcall("HGET", groupKey(prefix, gid), "weight"))
+  end
+  return w or limitOrNil(m[1]) or 1
+end
+
+-- A stored job waits in its group: a ticket for it, and, when the group is
+-- slotted or the job is not plain (a priority, lifo, `front`: before every
+-- job of its priority, as a stalled job goes back to the head of `wait`),
+-- the job in the group's zset (priority, then seq; lifo newest first).
+local function enqueueGrouped(prefix, jobKey, jobId, gid, priority, lifo, front)
+  local metaKey = prefix .. "groups:meta"
+  rcall("HSETNX", metaKey, "seq", 0)  -- (its existence says groups are in use)
+  local seq = fifoKey(prefix, jobKey, jobId)
+  local member = ticketName(gid, seq, jobId)
+  local key = groupKey(prefix, gid)
+  if priority > 0 or lifo or front or
+     rcall("SISMEMBER", prefix .. "groups:slotted", gid) == 1 then
+    local score
+    if front then
+      score = priority * GROUP_SPAN - GROUP_SPAN / 2
+    elseif lifo and priority == 0 then
       score = -seq
     else
       score = priority * GROUP_SPAN + seq % GROUP_SPAN
     end
+    rcall("ZADD", key .. ":wait", score, jobId)
+    markGroup(prefix, "slotted", gid, true)
   end
-  local key = groupKey(prefix, gid)
-  if rcall("ZADD", key .. ":wait", score, jobId) == 1 then
-    -- Every grouped waiting job, by when it became ready (lists, oldest);
-    -- jobs ready in the same ms in the order they came (a fraction of a ms
-    -- from `seq`: as text, equal scores would list job 10 before job 2).
-    local t = rcall("HMGET", jobKey, "timestamp", "delay")
-    local ready = (tonumber(t[1]) or 0) + (tonumber(t[2]) or 0)
-    if seq then
-      ready = ready + (seq % READY_TIES) / READY_TIES
-    end
-    rcall("ZADD", prefix .. "groups:waiting", ready, jobId)
-    rcall("ZADD", prefix .. "groups:index", rcall("ZCARD", key .. ":wait"), gid)
-  end
+  local m = rcall("HMGET", metaKey, "v", "vm", "weight", "own")
+  local w = groupWeight(prefix, gid, {m[3], m[4]})
+  placeTicket(prefix, gid, member, takeTurn(prefix, gid, member, w,
+    tonumber(m[1]) or 0, m[2] or ""))
   rcall("HSET", jobKey, "gid", gid)
-  seatGroup(prefix, gid)
+  -- Every grouped waiting job, by when it became ready (lists, oldest);
+  -- jobs ready in the same ms in the order they came (a fraction of a ms
+  -- from `seq`: as text, equal scores would list job 10 before job 2).
+  local t = rcall("HMGET", jobKey, "timestamp", "delay")
+  local ready = (tonumber(t[1]) or 0) + (tonumber(t[2]) or 0) +
+    (seq % READY_TIES) / READY_TIES
+  rcall("ZADD", prefix .. "groups:waiting", ready, jobId)
   wakeWorker(prefix)  -- every add wakes a worker, as BullMQ's adds do
 end
 
@@ -208,156 +303,304 @@ end
 -- Keep `groups:own` true to the group's hash, and its size in `groups:meta`
 -- field `own` (a claim asks about groups of their own only when there are).
 local function syncOwnSettings(prefix, gid)
-  local changed
-  if hasOwnSettings(groupKey(prefix, gid)) then
-    changed = rcall("SADD", prefix .. "groups:own", gid)
-    if changed == 1 then
-      keepGroup(prefix, gid)
+  markGroup(prefix, "own", gid, hasOwnSettings(groupKey(prefix, gid)))
+end
+
+-- Count the running jobs of `gid` (every group when nil) from `active`, as
+-- a limit that starts to apply needs them: jobs claimed before it count.
+local function recountRunning(prefix, gid)
+  local counts = {}
+  for _, id in ipairs(rcall("LRANGE", prefix .. "active", 0, -1)) do
+    -- pcall: the key may be another client's of another type.
+    local g = redis.pcall("HGET", prefix .. id, "gid")
+    if type(g) == "string" and g ~= "" and (not gid or g == gid) then
+      counts[g] = (counts[g] or 0) + 1
     end
+  end
+  local activeKey = prefix .. "groups:active"
+  if gid then
+    rcall("HDEL", activeKey, gid)
   else
-    changed = -rcall("SREM", prefix .. "groups:own", gid)
+    rcall("DEL", activeKey)
   end
-  if changed ~= 0 then
-    rcall("HSET", prefix .. "groups:meta", "own", rcall("SCARD", prefix .. "groups:own"))
+  local writes = {GROUP_ACTIVE_PIN, 0}
+  for g, n in pairs(counts) do
+    writes[#writes + 1] = g
+    writes[#writes + 1] = n
   end
+  rcall("HSET", activeKey, unpack(writes))
 end
 
--- Forget groups that nothing waits in or runs in and that have nothing of
--- their own (their index entry, counters and turn; a new job makes them
--- again), so that the groups of passing customers do not pile up. Their rate
--- window keys expire by themselves. `checked`: the caller knows each is out
--- of the rotation, empty and has nothing of its own; else those are read.
-local function forgetGroups(prefix, gids, checked)
-  if #gids == 0 then
-    return
+-- Park a ticket whose group cannot run: its job waits in the group's zset
+-- (FIFO by seq: a parked plain job keeps its place), the ticket in
+-- `group:<gid>:parked` by seq until what blocks the group ends.
+local function parkTicket(prefix, gid, member, seq, jobId)
+  local key = groupKey(prefix, gid)
+  local score = seq % GROUP_SPAN
+  rcall("ZADD", key .. ":wait", "NX", score, jobId)
+  markGroup(prefix, "slotted", gid, true)
+  rcall("ZADD", key .. ":parked", score, member)
+  rcall("ZREM", key .. ":q", member)
+  markGroup(prefix, "parked", gid, true)
+end
+
+-- Why the group `s` (its limits, running count, key) cannot take a turn
+-- now: nil when it can, else a word and, for a timed reason, the ms when
+-- it may again. A hold whose time has come is released here.
+local function groupBlocked(prefix, gid, s, now)
+  local key = s.key
+  if s.paused then
+    return "paused"
   end
-  if not checked then
-    local seated = rcall("SMISMEMBER", prefix .. "groups:seated", unpack(gids))
-    local own = rcall("SMISMEMBER", prefix .. "groups:own", unpack(gids))
-    local waiting = rcall("ZMSCORE", prefix .. "groups:index", unpack(gids))
-    local idle = {}
-    for i, gid in ipairs(gids) do
-      if seated[i] == 0 and own[i] == 0 and (tonumber(waiting[i]) or 0) == 0 then
-        idle[#idle + 1] = gid
-      else
-        rcall("HSET", prefix .. "groups:active", gid, 0)  -- not idle: no flag
+  if s.hold then
+    if not s.holdUntil or s.holdUntil > now then
+      return "held", s.holdUntil
+    end
+    rcall("HDEL", key, "hold", "holdUntil", "holdInfo")
+    rcall("SREM", prefix .. "groups:held", gid)
+    syncOwnSettings(prefix, gid)
+    s.hold = nil
+  end
+  if s.concurrency and s.active >= s.concurrency then
+    return "concurrency"
+  end
+  if s.max then
+    local started = tonumber(rcall("GET", key .. ":limiter") or 0)
+    if started >= s.max then
+      local pttl = rcall("PTTL", key .. ":limiter")
+      if pttl > 0 then
+        return "rate", now + pttl
       end
-    end
-    gids = idle
-    if #gids == 0 then
-      return
+      rcall("DEL", key .. ":limiter")
     end
   end
-  rcall("ZREM", prefix .. "groups:index", unpack(gids))
-  rcall("HDEL", prefix .. "groups:active", unpack(gids))
-  -- Turns are kept only while weights are in use: mostly there is no hash.
-  local turnsKey = prefix .. "groups:turns"
-  if rcall("EXISTS", turnsKey) == 1 then
-    rcall("HDEL", turnsKey, unpack(gids))
-  end
+  return nil
 end
 
--- Grouped jobs of `gid` left `active` and its stored count is `v` after
--- them: the flag says the rest. A group parked at its cap goes back in the
--- rotation if jobs wait, else with nothing running it may be forgotten
--- (into `freed.maybe`: forgetGroups looks and writes); an idle-bound one is
--- forgotten (into `freed.idle`) when its last running job left. Returns
--- what `groups:active` must hold for it, as text (the count without the
--- flag once it is no longer parked), or nil for a group in `freed`, which
--- forgetFreed writes.
-local function groupSlotsFreed(prefix, gid, v, freed)
-  local active, flag = splitActive(v)
-  if flag == 1 then
-    if active == 0 then
-      freed.idle[#freed.idle + 1] = gid
-      return nil
-    end
-    return countText(v)
-  elseif flag == -1 then
-    if rcall("ZCARD", groupKey(prefix, gid) .. ":wait") > 0 then
-      makeGroupReady(prefix, gid)
-    elseif active == 0 then
-      freed.maybe[#freed.maybe + 1] = gid
-      return nil
-    end
-  end
-  return countText(active)
+-- The state of one group as the claim reads it: limits, running, key.
+local function readGroupState(prefix, gid)
+  local key = groupKey(prefix, gid)
+  local s = applyLimits({key = key}, rcall("HMGET", key, unpack(GROUP_STATE)),
+    groupDefaults(prefix))
+  s.active = tonumber(rcall("HGET", prefix .. "groups:active", gid)) or 0
+  return s
 end
 
--- Forget the groups that slots freed left idle: the idle-bound ones as they
--- are (their flag says so), the others once checked.
-local function forgetFreed(prefix, freed)
-  forgetGroups(prefix, freed.idle, true)
-  forgetGroups(prefix, freed.maybe, false)
-end
-
--- A grouped job left `active`. `done`: a batch's tally ({total, order,
--- count}) that the caller settles with settleGroupJobs; without it, now:
--- one HINCRBY frees its slot. (Its lease is its worker's: it stays.)
-local function groupJobLeft(prefix, gid, done)
-  if not done then
-    rcall("HINCRBY", prefix .. "groups:meta", "running", -1)
-    local freed = {idle = {}, maybe = {}}
-    local activeKey = prefix .. "groups:active"
-    local v = rcall("HINCRBY", activeKey, gid, -1)
-    local stored = groupSlotsFreed(prefix, gid, v, freed)
-    if stored and stored ~= countText(v) then
-      rcall("HSET", activeKey, gid, stored)
+-- Give parked tickets of the group turns again, as many as it may run now
+-- (none while it is blocked; its free slots under a cap, what is left of
+-- its rate window, else UNPARK_CHUNK a call, the next claims the rest),
+-- from the turn after the one served, its weight per turn.
+local function unparkGroup(prefix, gid, now)
+  local key = groupKey(prefix, gid)
+  local parkedKey = key .. ":parked"
+  local s = readGroupState(prefix, gid)
+  local blocked, untilMs = groupBlocked(prefix, gid, s, now)
+  if blocked then
+    if untilMs then  -- (a clock a little ahead of Redis's came early)
+      rcall("ZADD", prefix .. "groups:timed", untilMs, gid)
+      addGroupTimeMarker(prefix, untilMs)
     end
-    forgetFreed(prefix, freed)
     return
   end
-  done.total = done.total + 1
-  local n = done.count[gid]
-  if not n then
-    done.order[#done.order + 1] = gid
-    n = 0
+  local n = UNPARK_CHUNK
+  if s.concurrency then
+    n = math.min(n, s.concurrency - s.active)
   end
-  done.count[gid] = n + 1
+  if s.max then
+    n = math.min(n, s.max - (tonumber(rcall("GET", key .. ":limiter")) or 0))
+  end
+  local items = {}
+  if n > 0 then
+    items = rcall("ZPOPMIN", parkedKey, n)
+  end
+  if #items > 0 then
+    local turn = (tonumber(rcall("HGET", prefix .. "groups:meta", "v")) or 0) + 1
+    local used = 0
+    for i = 1, #items, 2 do
+      if used >= s.weight then
+        turn, used = turn + 1, 0
+      end
+      used = used + 1
+      placeTicket(prefix, gid, items[i], turn)
+    end
+    rcall("ZADD", prefix .. "groups:tail", "GT", turn + used / TURN_USED, gid)
+    wakeWorker(prefix)
+  end
+  if rcall("EXISTS", parkedKey) == 0 then
+    markGroup(prefix, "parked", gid, false)
+  elseif n == UNPARK_CHUNK then
+    -- More than a call's worth: the next claim goes on (groups:timed).
+    rcall("ZADD", prefix .. "groups:timed", 0, gid)
+    addGroupTimeMarker(prefix, 0)
+  end
 end
 
--- A batch's grouped jobs that left: the slots of all their groups are
--- freed with one read and one write of `groups:active` (a script runs
--- alone, so nothing comes between), and the groups it leaves idle are
--- forgotten together.
-local function settleGroupJobs(prefix, done)
+-- A weight changed: the group's tickets in `groups:q` take turns again
+-- from the turn after the one served, its new weight per turn, in their
+-- order (a weight applies to the backlog at once, not only to new jobs).
+local function retagGroup(prefix, gid)
+  local key = groupKey(prefix, gid)
+  local m = rcall("HMGET", prefix .. "groups:meta", "v", "vm", "weight", "own")
+  local v, vm = tonumber(m[1]) or 0, m[2] or ""
+  local tickets = {}
+  for _, member in ipairs(rcall("ZRANGEBYSCORE", key .. ":q", v, "+inf")) do
+    if member > vm or tonumber(rcall("ZSCORE", key .. ":q", member)) > v then
+      tickets[#tickets + 1] = member
+    end
+  end
+  if #tickets == 0 then
+    return
+  end
+  local w = groupWeight(prefix, gid, {m[3], m[4]})
+  local pairs_, turn, used = {}, v + 1, 0
+  for _, member in ipairs(tickets) do
+    if used >= w then
+      turn, used = turn + 1, 0
+    end
+    used = used + 1
+    pairs_[#pairs_ + 1] = turn
+    pairs_[#pairs_ + 1] = member
+  end
+  for i = 1, #pairs_, 2000 do
+    local part = {unpack(pairs_, i, math.min(i + 1999, #pairs_))}
+    rcall("ZADD", prefix .. "groups:q", "XX", unpack(part))
+    rcall("ZADD", key .. ":q", unpack(part))
+  end
+  rcall("ZADD", prefix .. "groups:tail", turn + used / TURN_USED, gid)
+  rcall("ZADD", prefix .. "groups:index", turn, gid)
+end
+
+-- Grouped jobs left `active`: `done` = {total, order, count} (a batch's
+-- tally). The summary's running count goes down; where a limit applies,
+-- the groups' running counts too (one HMGET and one HSET for all), and a
+-- group with parked tickets gets turns for the slots it freed.
+local function settleGroupJobs(prefix, done, now)
+  if done.total == 0 then
+    return
+  end
+  rcall("HINCRBY", prefix .. "groups:meta", "running", -done.total)
   local order = done.order
   if #order == 0 then
     return
   end
-  rcall("HINCRBY", prefix .. "groups:meta", "running", -done.total)
   local activeKey = prefix .. "groups:active"
   local stored = rcall("HMGET", activeKey, unpack(order))
-  local writes, freed = {GROUP_ACTIVE_PIN, 0}, {idle = {}, maybe = {}}
+  local writes, gone = {GROUP_ACTIVE_PIN, 0}, {}
   for i = 1, #order do
-    local gid = order[i]
-    local v = (tonumber(stored[i]) or 0) - done.count[gid]
-    local text
-    if v >= 0 and v < GROUP_FLAGGED then
-      text = countText(v)  -- no flag: the count is all there is to write
-    else
-      text = groupSlotsFreed(prefix, gid, v, freed)
-    end
-    if text then
-      writes[#writes + 1] = gid
-      writes[#writes + 1] = text
+    local n = tonumber(stored[i])
+    if n then  -- counted: a limit applied when the job was claimed
+      n = n - done.count[order[i]]
+      if n > 0 then
+        writes[#writes + 1] = order[i]
+        writes[#writes + 1] = countText(n)
+      else
+        gone[#gone + 1] = order[i]
+      end
     end
   end
   if #writes > 2 then
     rcall("HSET", activeKey, unpack(writes))
   end
-  forgetFreed(prefix, freed)
+  if #gone > 0 then
+    rcall("HDEL", activeKey, unpack(gone))
+  end
+  if (tonumber(rcall("HGET", prefix .. "groups:meta", "parked")) or 0) > 0 then
+    local parked = rcall("SMISMEMBER", prefix .. "groups:parked", unpack(order))
+    for i = 1, #order do
+      if parked[i] == 1 then
+        unparkGroup(prefix, order[i], now)
+      end
+    end
+  end
 end
 
--- Take a waiting grouped job out of its group (removed, promoted elsewhere).
-local function unqueueGrouped(prefix, jobId, gid)
-  local key = groupKey(prefix, gid)
-  if rcall("ZREM", key .. ":wait", jobId) == 1 then
-    rcall("ZREM", prefix .. "groups:waiting", jobId)
-    rcall("ZADD", prefix .. "groups:index", "XX", rcall("ZCARD", key .. ":wait"), gid)
-    return true
+-- A grouped job left `active`. `done`: a batch's tally that the caller
+-- settles with settleGroupJobs; without it, now. (Its lease is its
+-- worker's: it stays.)
+local function groupJobLeft(prefix, gid, done, now)
+  local settleNow = not done
+  if settleNow then
+    done = {total = 0, order = {}, count = {}}
   end
-  return false
+  if done.limits == nil then
+    done.limits = limitsInForce(prefix)
+  end
+  done.total = done.total + 1
+  if done.limits then  -- (per group only where a limit may count it)
+    local n = done.count[gid]
+    if not n then
+      done.order[#done.order + 1] = gid
+      n = 0
+    end
+    done.count[gid] = n + 1
+  end
+  if settleNow then
+    settleGroupJobs(prefix, done, now or serverTimeMs())
+  end
+end
+
+-- Take a waiting grouped job out of its group (removed, promoted elsewhere,
+-- reprioritized): with its ticket, in `groups:q` or parked. True when it
+-- was waiting.
+local function unqueueGrouped(prefix, jobId, gid)
+  local jobKey = prefix .. jobId
+  local member = ticketOf(gid, jobId, rcall("HGET", jobKey, "gsq"))
+  if not member then
+    return false
+  end
+  local key = groupKey(prefix, gid)
+  if rcall("ZREM", prefix .. "groups:q", member) == 0 then
+    if rcall("ZREM", key .. ":parked", member) == 0 then
+      return false
+    end
+    if rcall("EXISTS", key .. ":parked") == 0 then
+      markGroup(prefix, "parked", gid, false)
+    end
+  end
+  rcall("ZREM", key .. ":q", member)
+  if rcall("ZREM", key .. ":wait", jobId) == 1 and rcall("EXISTS", key .. ":wait") == 0 then
+    markGroup(prefix, "slotted", gid, false)
+  end
+  rcall("ZREM", prefix .. "groups:waiting", jobId)
+  return true
+end
+
+-- The layout before tickets (until 2026-12-06: each group's waiting jobs in
+-- its zset, the rotation in `groups:ready`, flags in `groups:active`): its
+-- waiting jobs get tickets, staying in their groups' zsets as slotted jobs
+-- (their order kept), the running counts are counted again from `active`
+-- and the old keys go. Once, at the first claim after an upgrade: O(the
+-- grouped backlog).
+local function migrateRotation(prefix)
+  local readyKey = prefix .. "groups:ready"
+  if rcall("EXISTS", readyKey, prefix .. "groups:seated", prefix .. "groups:turns") == 0 then
+    return
+  end
+  local m = rcall("HMGET", prefix .. "groups:meta", "v", "vm", "weight", "own")
+  local v, vm = tonumber(m[1]) or 0, m[2] or ""
+  for _, gid in ipairs(rcall("ZRANGE", prefix .. "groups:index", 0, -1)) do
+    local key = groupKey(prefix, gid)
+    local jobs = rcall("ZRANGE", key .. ":wait", 0, -1)
+    if #jobs > 0 then
+      markGroup(prefix, "slotted", gid, true)
+      local w = groupWeight(prefix, gid, {m[3], m[4]})
+      local turn = 0
+      for _, jobId in ipairs(jobs) do
+        local k = rcall("INCR", prefix .. "id")
+        rcall("HSET", prefix .. jobId, "gsq", k)
+        local member = ticketName(gid, k, jobId)
+        turn = takeTurn(prefix, gid, member, w, v, vm)
+        rcall("ZADD", prefix .. "groups:q", turn, member)
+        rcall("ZADD", key .. ":q", turn, member)
+      end
+      rcall("ZADD", prefix .. "groups:index", turn, gid)
+    else
+      rcall("ZADD", prefix .. "groups:index", 0, gid)
+    end
+  end
+  rcall("DEL", readyKey, prefix .. "groups:seated", prefix .. "groups:turns")
+  rcall("HDEL", prefix .. "groups:meta", "u")
+  recountRunning(prefix, nil)
 end
 
 -- Put a grouped job in `groups:delayed` until `due` ms.
@@ -377,9 +620,9 @@ local function firstDue(key)
   return nil
 end
 
--- Due grouped delayed jobs to their groups, due timed groups back to the
--- rotation (bounded per call). One peek per zset when nothing is due.
--- Returns the earliest pending time or nil.
+-- Due grouped delayed jobs to their groups, due timed groups' parked
+-- tickets back to turns (bounded per call). One peek per zset when nothing
+-- is due. Returns the earliest pending time or nil.
 local function promoteGroups(prefix, now, eventsKey, metaKey)
   local delayedKey = prefix .. "groups:delayed"
   local _, at = firstDue(delayedKey)
@@ -406,9 +649,9 @@ local function promoteGroups(prefix, now, eventsKey, metaKey)
   if timedAt and timedAt <= now then
     local timed = rcall("ZRANGEBYSCORE", timedKey, "-inf", now, "LIMIT", 0,
       GROUP_STEP_LIMIT)
+    rcall("ZREM", timedKey, unpack(timed))
     for _, gid in ipairs(timed) do
-      rcall("ZREM", timedKey, gid)
-      makeGroupReady(prefix, gid)
+      unparkGroup(prefix, gid, now)
     end
     _, timedAt = firstDue(timedKey)
   end

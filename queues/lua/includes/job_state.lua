@@ -16,12 +16,16 @@ local function jobState(stateKeys, jobId)
       return names[i]
     end
   end
-  -- A grouped job waits in its group's zset (docs/groups.md): O(1).
+  -- A grouped job waits while its ticket is in `groups:q` or parked
+  -- (docs/groups.md): O(1).
   local prefix = string.sub(stateKeys[1], 1, #stateKeys[1] - #"completed")
   -- pcall: an id may name a key of another type (docs/protocol.md §7).
-  local gid = redis.pcall("HGET", prefix .. jobId, "gid")
+  local grouped = redis.pcall("HMGET", prefix .. jobId, "gid", "gsq")
+  local gid = type(grouped) == "table" and grouped[1]
   if type(gid) == "string" and gid ~= "" then
-    if rcall("ZSCORE", prefix .. "group:" .. gid .. ":wait", jobId) then
+    local ticket = ticketOf(gid, jobId, grouped[2])
+    if ticket and (rcall("ZSCORE", prefix .. "groups:q", ticket) or
+        rcall("ZSCORE", prefix .. "group:" .. gid .. ":parked", ticket)) then
       return "waiting"
     end
     if rcall("ZSCORE", prefix .. "groups:delayed", jobId) then

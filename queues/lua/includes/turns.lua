@@ -1,346 +1,240 @@
 --[[
-  The claim's side of groups (docs/groups.md): the rotation's turns, each
-  group's limits, and what one claim call writes back when it ends. A claim
-  call reads the rotation ahead in one LRANGE and turns it in Lua, reads the
-  state of the groups ahead together (a few calls for all of them), and
-  writes the rotation, the groups it met and the index once
-  (flushGroupClaims), so that a turn costs a grouped job about what a BullMQ
-  pop costs an ungrouped one.
+  The claim's side of groups (docs/groups.md): tickets popped from
+  `groups:q` in turn order, each taking its job (or, for a slotted group,
+  the group's best), the limits of the groups that have any, and what one
+  claim call writes back when it ends (flushGroupClaims). A plain group
+  under no limit costs its job one pop from `groups:q` and nothing per
+  group.
   Requires: base, markers, groups.
 ]]
---- How many entries of the rotation a claim reads at a time beyond its count.
-local RING_AHEAD = 8
-
-local function limitOrNil(value)
-  local n = tonumber(value)
-  if n and n > 0 then
-    return n
-  end
-  return nil
-end
-
--- The defaults of every group (`groups:meta`), as loadStates takes them,
--- and how many groups have anything of their own (`own`).
-local function groupDefaults(prefix)
-  return rcall("HMGET", prefix .. "groups:meta", unpack(limitsAnd("own")))
-end
-
--- A group's limits from its own settings `g` (HMGET order: weight,
--- concurrency, max, duration, paused, hold, holdUntil; false: none) over
--- the defaults `d`, into `s`.
-local function applyLimits(s, g, d)
-  s.weight = limitOrNil(g[1] or d[1]) or 1
-  s.concurrency = limitOrNil(g[2] or d[2])
-  s.max, s.duration = limitOrNil(g[3] or d[3]), limitOrNil(g[4] or d[4])
-  s.paused, s.hold, s.holdUntil = g[5] == "1", g[6], tonumber(g[7])
-  return s
-end
-
---- A group without a hash of its own: every setting from the defaults.
-local NO_SETTINGS = {false, false, false, false, false, false, false}
-
--- What every group without anything of its own shares for the call: the
--- defaults' limits, as the metatable of its state (one table of limits
--- for all of them, not one per group).
-local function plainLimits(d)
-  return {__index = applyLimits({own = false}, NO_SETTINGS, d)}
-end
-
--- Read the state of the rotation's next entries (`items[from..]`, as many as
--- the call may still take jobs) that this call has not met yet, a few calls
--- for all of them: running (`groups:active`), whether it has anything of its
--- own (asked only when some group has; then its hash) and turns taken (read
--- only when a weight may be above 1). Each becomes `st.groups[gid]`
--- (`waiting` is counted as the call takes jobs).
-local function loadStates(prefix, st, items, from)
-  local gids = {}
-  for i = from, math.min(#items, from + math.max(st.want - #st.taken, 1) - 1) do
-    local gid = items[i]
-    if gid ~= "*" and st.groups[gid] == nil then
-      st.groups[gid] = false
-      gids[#gids + 1] = gid
-    end
-  end
-  if #gids == 0 then
-    return
-  end
-  local d = st.defaults
-  local active = rcall("HMGET", prefix .. "groups:active", unpack(gids))
-  local own, turns = {}, {}
-  if (tonumber(d[5]) or 0) > 0 then
-    own = rcall("SMISMEMBER", prefix .. "groups:own", unpack(gids))
-  end
-  if (tonumber(d[5]) or 0) > 0 or (tonumber(d[1]) or 1) > 1 then
-    turns = rcall("HMGET", prefix .. "groups:turns", unpack(gids))
-  end
-  local groupPrefix = prefix .. "group:"
-  -- (Numeric loops: an ipairs step is a function call.)
-  for i = 1, #gids do
-    local gid = gids[i]
-    local running, flag, stored = 0, 0, active[i]
-    if stored and stored ~= "0" then
-      running, flag = splitActive(stored)
-    end
-    local t = 0
-    if turns[i] then
-      t = tonumber(turns[i]) or 0
-    end
-    -- Every field a claim sets is made here (a field added later may grow
-    -- the table: a rehash each). `key` only where something may hold the
-    -- group back (settings of its own, a default limit): a group without
-    -- one gets no checks.
-    local s = {waitKey = groupPrefix .. gid .. ":wait", active = running, flag = flag,
-      turns = t, turnsRead = t, dirty = false, waiting = false, gone = false,
-      popped = false, nextPop = 0, key = false}
-    if own[i] == 1 then
-      s.key, s.own = groupPrefix .. gid, true
-      applyLimits(s, rcall("HMGET", s.key, unpack(GROUP_STATE)), d)
-    else
-      if st.limited then
-        s.key = groupPrefix .. gid
-      end
-      setmetatable(s, st.plain)
-    end
-    st.groups[gid] = s
-    st.order[#st.order + 1] = gid
-  end
-end
-
---[[
-  The rotation `groups:ready` as one claim call turns it: `items` read from
-  the list's head (`loaded` of them; `whole` once the list's end was read),
-  `head` the next turn, `kept` the entries that go to the back. When the
-  list's end comes round, what was kept takes turns again in Lua and the
-  list is written whole at the end (`rewrite`).
-]]
-local function ringOpen(key, want)
-  local items = rcall("LRANGE", key, 0, want - 1)
-  return {key = key, items = items, loaded = #items, whole = #items < want,
-    head = 1, kept = {}, rewrite = false}
-end
-
--- The entry whose turn it is, or nil when the rotation is empty.
-local function ringPeek(ring)
-  if ring.head > #ring.items and not ring.whole then
-    local more = rcall("LRANGE", ring.key, ring.loaded, ring.loaded + RING_AHEAD * 8 - 1)
-    for _, entry in ipairs(more) do
-      ring.items[#ring.items + 1] = entry
-    end
-    ring.loaded = ring.loaded + #more
-    ring.whole = #more < RING_AHEAD * 8
-  end
-  if ring.head > #ring.items then
-    if #ring.kept == 0 then
-      return nil
-    end
-    ring.items, ring.kept, ring.head, ring.rewrite = ring.kept, {}, 1, true
-  end
-  return ring.items[ring.head]
-end
-
--- The head's turn ends: to the back when `keep`, else out of the rotation.
-local function ringAdvance(ring, keep)
-  if keep then
-    ring.kept[#ring.kept + 1] = ring.items[ring.head]
-  end
-  ring.head = ring.head + 1
-end
-
--- Write the turned rotation back: the consumed head trimmed and the kept
--- entries pushed, or, once it came round in Lua, the whole list (one move
--- when one turn was taken).
-local function ringFlush(ring)
-  if not ring.rewrite and ring.head == 2 and #ring.kept <= 1 then
-    if #ring.kept == 0 then
-      rcall("LPOP", ring.key)
-    else
-      rcall("LMOVE", ring.key, ring.key, "LEFT", "RIGHT")
-    end
-    return
-  end
-  local rest = {}
-  if ring.rewrite then
-    for i = ring.head, #ring.items do
-      rest[#rest + 1] = ring.items[i]
-    end
-    rcall("DEL", ring.key)
-  elseif ring.head > 1 then
-    rcall("LTRIM", ring.key, ring.head - 1, -1)
-  end
-  local kept = ring.kept
-  for i = 1, #kept do
-    rest[#rest + 1] = kept[i]
-  end
-  for i = 1, #rest, 1000 do
-    rcall("RPUSH", ring.key, unpack(rest, i, math.min(i + 999, #rest)))
-  end
-end
-
--- How many of the group's jobs its turn takes in a row if the call goes
--- on, when more than one may be (its weight's turns left, or it alone in
--- the rotation): as many as the call still wants and the group's
--- concurrency allows. A rate-limited group takes one at a time.
-local function runLength(st, ring, s)
-  if s.max then
-    return 1
-  end
-  local n = st.want - #st.taken
-  if not (ring.whole and ring.head == #ring.items and #ring.kept == 0) then
-    local left = s.weight - s.turns
-    if left < n then
-      n = left
-    end
-  end
-  local room = s.concurrency and s.concurrency - s.active
-  if room and room < n then
-    n = room
-  end
-  if n < 1 then
-    return 1
-  end
-  return n
-end
-
--- A run's jobs (popped together, taken one per turn) that the call did not
--- take go back to their group's zset with the scores they had: their place
--- is what it was.
-local function returnPopped(s)
-  local popped, back = s.popped, {}
-  for i = s.nextPop, #popped, 2 do
-    back[#back + 1] = popped[i + 1]
-    back[#back + 1] = popped[i]
-  end
-  rcall("ZADD", s.waitKey, unpack(back))
-  s.popped = false
-end
-
--- Why the group cannot take a turn now (empty aside: the pop tells): nil
--- when it can, else a word and, for a timed reason, the ms when it may again.
-local function groupBlocked(prefix, gid, s, now)
-  local key = s.key
-  if s.paused then
-    return "paused"
-  end
-  if s.hold then
-    if not s.holdUntil or s.holdUntil > now then
-      return "held", s.holdUntil
-    end
-    rcall("HDEL", key, "hold", "holdUntil", "holdInfo")
-    rcall("SREM", prefix .. "groups:held", gid)
-    syncOwnSettings(prefix, gid)
-    s.hold = nil
-  end
-  if s.concurrency and s.active >= s.concurrency then
-    return "concurrency"
-  end
-  if s.max then
-    local started = tonumber(rcall("GET", key .. ":limiter") or 0)
-    if started >= s.max then
-      local pttl = rcall("PTTL", key .. ":limiter")
-      if pttl > 0 then
-        return "rate", now + pttl
-      end
-      rcall("DEL", key .. ":limiter")
-    end
-  end
-  return nil
-end
 
 -- Whether ungrouped jobs wait (in `wait` or `prioritized`).
 local function ungroupedWaiting(q)
   return rcall("LLEN", q.wait) > 0 or rcall("ZCARD", q.prioritized) > 0
 end
 
--- Keep the ungrouped jobs' place (`*`) in the rotation while they wait.
+-- While ungrouped jobs wait they take one turn per turn (`groups:meta` u:
+-- their next turn; none while none wait), from the turn after the one
+-- served, as a group that joins the rotation behind those in it.
 local function seatUngrouped(prefix, q)
   local metaKey = prefix .. "groups:meta"
-  if ungroupedWaiting(q) and rcall("HGET", metaKey, "u") ~= "1" then
-    rcall("HSET", metaKey, "u", "1")
-    rcall("RPUSH", prefix .. "groups:ready", "*")
+  if rcall("HEXISTS", metaKey, "u") == 0 and ungroupedWaiting(q) then
+    rcall("HSET", metaKey, "u", (tonumber(rcall("HGET", metaKey, "v")) or 0) + 1)
   end
 end
 
--- A group out of the rotation now (its ring entry already dropped): `reason`
--- nil when it is empty, "concurrency" parks it (the finish that frees a slot
--- brings it back), a timed one (`untilMs`) waits in `groups:timed`. An empty
--- group with nothing running or of its own is forgotten; with jobs running it
--- is idle-bound (the last of them forgets it). Written by flushGroupClaims.
-local function dropGroup(prefix, gid, s, reason, untilMs, st)
-  s.gone, s.dirty, s.turns = true, true, 0
-  st.dropped[#st.dropped + 1] = gid
-  if reason == "concurrency" then
-    s.flag = -1
-  elseif not reason and not s.own then
-    if s.active == 0 then
-      s.dirty = false
-      st.forgets[#st.forgets + 1] = gid
+-- Read, for the groups of the popped tickets (`buf[from..]`) this call has
+-- not met, what may make them other than plain: slotted (`groups:slotted`),
+-- settings of their own, limits (then their running counts). Only such
+-- groups get a state table (`st.gs`).
+local function loadGroups(prefix, st, buf, from)
+  local gids, seen = {}, st.seen
+  for i = from, #buf, 2 do
+    local gid = string.sub(buf[i], 1, string.find(buf[i], ":", 1, true) - 1)
+    if not seen[gid] then
+      seen[gid] = true
+      gids[#gids + 1] = gid
+    end
+  end
+  if #gids == 0 then
+    return
+  end
+  local slotted, own, active = {}, {}, {}
+  if st.slottedN > 0 then
+    slotted = rcall("SMISMEMBER", prefix .. "groups:slotted", unpack(gids))
+  end
+  if st.ownN > 0 then
+    own = rcall("SMISMEMBER", prefix .. "groups:own", unpack(gids))
+  end
+  if st.limited or st.ownN > 0 then
+    active = rcall("HMGET", prefix .. "groups:active", unpack(gids))
+  end
+  for i = 1, #gids do
+    local gid = gids[i]
+    if slotted[i] == 1 or own[i] == 1 or st.limited then
+      local key = groupKey(prefix, gid)
+      local g = NO_SETTINGS
+      if own[i] == 1 then
+        g = rcall("HMGET", key, unpack(GROUP_STATE))
+      end
+      local s = applyLimits({key = key, slotted = slotted[i] == 1, dirty = false,
+        active = tonumber(active[i]) or 0, timed = false}, g, st.defaults)
+      s.check = own[i] == 1 or st.limited
+      st.gs[gid] = s
+      st.order[#st.order + 1] = gid
+    end
+  end
+end
+
+-- The ticket the job `take` owned now belongs to `owner`, whose own ticket
+-- was just used for `take`: renamed to `owner`'s name (free: that ticket
+-- was just used) wherever it is (this call's popped tickets, `groups:q` or
+-- parked), so each waiting job owns the one ticket its name says.
+local function renameTicket(prefix, gid, take, owner, st)
+  local old = ticketOf(gid, take, rcall("HGET", prefix .. take, "gsq"))
+  local new = ticketOf(gid, owner, rcall("HGET", prefix .. owner, "gsq"))
+  local key = groupKey(prefix, gid)
+  local buf = st.buf
+  for i = st.bi, #buf, 2 do
+    if buf[i] == old then
+      buf[i] = new
+      rcall("ZREM", key .. ":q", old)
+      rcall("ZADD", key .. ":q", buf[i + 1], new)
       return
     end
-    s.flag = 1
-  else
-    s.flag = 0
   end
-  if untilMs then
-    rcall("ZADD", prefix .. "groups:timed", untilMs, gid)
-    addGroupTimeMarker(prefix, untilMs)
+  local turn = rcall("ZSCORE", prefix .. "groups:q", old)
+  if turn then
+    rcall("ZREM", prefix .. "groups:q", old)
+    rcall("ZADD", prefix .. "groups:q", turn, new)
+    rcall("ZREM", key .. ":q", old)
+    rcall("ZADD", key .. ":q", turn, new)
+    return
+  end
+  local parked = rcall("ZSCORE", key .. ":parked", old)
+  if parked then
+    rcall("ZREM", key .. ":parked", old)
+    rcall("ZADD", key .. ":parked", parked, new)
+  end
+end
+
+-- A turn of a slotted group: the better of the ticket's own job and the
+-- head of the group's zset (a leftover plain job's place is its seq).
+-- Returns the job taken.
+local function takeSlotted(prefix, gid, s, seq, jobId, st)
+  local waitKey = s.key .. ":wait"
+  local head = rcall("ZRANGE", waitKey, 0, 0, "WITHSCORES")
+  local take = jobId
+  if rcall("ZSCORE", waitKey, jobId) then
+    take = head[1]
+    rcall("ZREM", waitKey, take)
+  elseif head[1] and tonumber(head[2]) < seq % GROUP_SPAN then
+    take = head[1]
+    rcall("ZREM", waitKey, take)
+    rcall("ZADD", waitKey, seq % GROUP_SPAN, jobId)
+  end
+  if take ~= jobId then
+    renameTicket(prefix, gid, take, jobId, st)
+  end
+  if rcall("EXISTS", waitKey) == 0 then
+    s.slotted = false
+    markGroup(prefix, "slotted", gid, false)
+  end
+  return take
+end
+
+-- Forget groups none of whose tickets is left in `groups:q`: 16 whose last
+-- turn is before the one served (`v`), and, once a claim found no ticket
+-- left to pop (the queue is idling), those whose last ticket at turn `v` is
+-- at or before the last one taken (`vm`). Their lists of tickets
+-- go, and so does their `groups:index` entry when nothing else keeps them
+-- (parked tickets, a zset, settings of their own, running jobs under a
+-- limit): about one key deleted per group's life, not per job.
+local function sweepGroups(prefix, v, vm, st)
+  local tailKey = prefix .. "groups:tail"
+  local found = rcall("ZRANGEBYSCORE", tailKey, "-inf", "(" .. (v + 1), "WITHSCORES",
+    "LIMIT", 0, 16)
+  local gone, checked = {}, 0
+  for i = 1, #found, 2 do
+    local gid = found[i]
+    if tonumber(found[i + 1]) < v then
+      gone[#gone + 1] = gid
+    elseif st.emptied and checked < 16 then
+      checked = checked + 1
+      local last = rcall("ZRANGE", prefix .. "group:" .. gid .. ":q", -1, -1)
+      if not last[1] or last[1] <= vm then
+        gone[#gone + 1] = gid
+      end
+    end
+  end
+  if #gone == 0 then
+    return
+  end
+  local lists = {}
+  for i = 1, #gone do
+    lists[i] = prefix .. "group:" .. gone[i] .. ":q"
+  end
+  rcall("DEL", unpack(lists))
+  rcall("ZREM", tailKey, unpack(gone))
+  local forget = gone
+  if st.special or st.parkedN > 0 then
+    forget = {}
+    local parked = rcall("SMISMEMBER", prefix .. "groups:parked", unpack(gone))
+    local slotted = rcall("SMISMEMBER", prefix .. "groups:slotted", unpack(gone))
+    local own = rcall("SMISMEMBER", prefix .. "groups:own", unpack(gone))
+    local active = rcall("HMGET", prefix .. "groups:active", unpack(gone))
+    local kept = {}
+    for i = 1, #gone do
+      if parked[i] == 0 and slotted[i] == 0 and own[i] == 0 and
+         (tonumber(active[i]) or 0) == 0 then
+        forget[#forget + 1] = gone[i]
+      elseif parked[i] == 0 and slotted[i] == 0 then
+        kept[#kept + 1] = 0  -- known, nothing queued: last in the index's order
+        kept[#kept + 1] = gone[i]
+      end
+    end
+    if #kept > 0 then
+      rcall("ZADD", prefix .. "groups:index", "XX", unpack(kept))
+    end
+  end
+  if #forget > 0 then
+    rcall("ZREM", prefix .. "groups:index", unpack(forget))
   end
 end
 
 -- End of a claim call (or before anything else writes groups in it): the
--- groups it met written together (running, waiting in the index, turns, out
--- of `groups:seated`, forgotten), the rotation, and the grouped jobs it took
--- on `active` and out of `groups:waiting`, one call each, counted as running
+-- popped tickets it did not use back in `groups:q`, the running counts of
+-- limited groups, the turn served, drained groups swept, and the grouped
+-- jobs it took on `active` and out of `groups:waiting`, counted as running
 -- and under the lease of the worker that took them (its token).
 local function flushGroupClaims(prefix, st)
-  if st.order then
-    local active, index, turns, turnsDone = {GROUP_ACTIVE_PIN, 0}, {}, {}, {}
-    local order = st.order
-    for i = 1, #order do
-      local gid = order[i]
-      local s = st.groups[gid]
-      if s and s.popped and s.nextPop <= #s.popped then
-        returnPopped(s)
+  local buf = st.buf
+  if buf then
+    if st.bi <= #buf then
+      local back = {}
+      for i = st.bi, #buf, 2 do
+        back[#back + 1] = buf[i + 1]
+        back[#back + 1] = buf[i]
       end
-      if s and s.dirty then
-        active[#active + 1] = gid
-        active[#active + 1] = countText(s.active + s.flag * GROUP_FLAG)
-        -- The index (the pages' order) stays within 16 jobs of the truth,
-        -- exact as a group empties (an add writes it exactly).
-        if s.waiting and (s.gone or s.waiting % 16 == 0) then
-          index[#index + 1] = countText(s.waiting)
-          index[#index + 1] = gid
-        end
-      end
-      if s and s.turns ~= s.turnsRead then
-        if s.turns == 0 then
-          turnsDone[#turnsDone + 1] = gid
-        else
-          turns[#turns + 1] = gid
-          turns[#turns + 1] = s.turns
-        end
-      end
+      rcall("ZADD", prefix .. "groups:q", unpack(back))
     end
-    if #active > 2 then
-      rcall("HSET", prefix .. "groups:active", unpack(active))
-    end
-    if #index > 0 then
-      rcall("ZADD", prefix .. "groups:index", "XX", unpack(index))
-    end
-    if #turns > 0 then
-      rcall("HSET", prefix .. "groups:turns", unpack(turns))
-    end
-    if #turnsDone > 0 then
-      rcall("HDEL", prefix .. "groups:turns", unpack(turnsDone))
-    end
-    if #st.dropped > 0 then
-      rcall("SREM", prefix .. "groups:seated", unpack(st.dropped))
-    end
-    forgetGroups(prefix, st.forgets, true)
-    st.groups, st.order, st.dropped, st.forgets = nil, nil, nil, nil
+    st.buf = nil
   end
-  if st.ring then
-    ringFlush(st.ring)
-    st.ring = nil
+  if st.gs then
+    local writes = {GROUP_ACTIVE_PIN, 0}
+    for _, gid in ipairs(st.order) do
+      local s = st.gs[gid]
+      if s.dirty then
+        writes[#writes + 1] = gid
+        writes[#writes + 1] = countText(s.active)
+        s.dirty = false
+      end
+    end
+    if #writes > 2 then
+      rcall("HSET", prefix .. "groups:active", unpack(writes))
+    end
+  end
+  if st.meta then
+    local metaKey = prefix .. "groups:meta"
+    local moved = st.vm ~= st.meta.vm
+    if moved then
+      rcall("HSET", metaKey, "v", st.v, "vm", st.vm)
+      st.meta.vm = st.vm
+    end
+    if not st.emptied and rcall("EXISTS", prefix .. "groups:q") == 0 then
+      st.emptied = true
+    end
+    if moved or st.emptied then
+      sweepGroups(prefix, tonumber(st.v), st.vm, st)
+    end
+    if st.uDirty then
+      if st.u then
+        rcall("HSET", metaKey, "u", st.u)
+      else
+        rcall("HDEL", metaKey, "u")
+      end
+      st.uDirty = false
+    end
   end
   if st.taken and #st.taken > 0 then
     rcall("LPUSH", st.activeKey, unpack(st.taken))
@@ -352,112 +246,93 @@ local function flushGroupClaims(prefix, st)
 end
 
 --[[
-  The next turn of the rotation. Returns jobId, gid for a grouped job moved
-  to `active` (its group's counters taken), or "*" when it is the ungrouped
-  jobs' turn (or nothing else can run), or nil when no group can run now.
-  `st.want`: how many jobs the call claims at most (the rotation read ahead).
+  The next turn. Returns jobId, gid for a grouped job moved to `active`
+  (its group's counters taken), or "*" when it is the ungrouped jobs' turn
+  (or no grouped job waits), or nil when none of the tickets met could run
+  now. `st.want`: how many jobs the call claims at most.
 ]]
 local function nextGroupedJob(q, prefix, now, st)
-  if not st.groups then
-    if not st.defaults then
-      st.defaults = groupDefaults(prefix)
-      st.plain = plainLimits(st.defaults)
-      local limits = st.plain.__index
-      st.limited = (limits.concurrency or limits.max) and true or false
-    end
-    st.groups, st.order, st.dropped, st.forgets = {}, {}, {}, {}
+  if not st.meta then
+    local m = rcall("HMGET", prefix .. "groups:meta", "v", "vm", "u", "own", "slotted",
+      "parked", unpack(GROUP_LIMITS))
+    st.meta = {vm = m[2] or ""}
+    st.v, st.vm, st.u = tonumber(m[1]) or 0, m[2] or "", tonumber(m[3])
+    st.ownN, st.slottedN = tonumber(m[4]) or 0, tonumber(m[5]) or 0
+    st.parkedN = tonumber(m[6]) or 0
+    st.defaults = {m[7], m[8], m[9], m[10]}
+    st.limited = (limitOrNil(m[8]) or limitOrNil(m[9])) and true or false
+    st.special = st.limited or st.ownN > 0 or st.slottedN > 0
+    st.gs, st.seen, st.order = {}, {}, {}
   end
-  if not st.ring then
-    st.ring = ringOpen(prefix .. "groups:ready", (st.want or 1) + RING_AHEAD)
-  end
-  local ring = st.ring
   for _ = 1, GROUP_STEP_LIMIT do
-    -- (ringPeek only where the read entries ran out: a call per turn costs.)
-    local gid = ring.items[ring.head]
-    if gid == nil then
-      gid = ringPeek(ring)
+    local buf = st.buf
+    if not buf or st.bi > #buf then
+      if buf then
+        flushGroupClaims(prefix, st)  -- (only what the spent tickets left)
+      end
+      buf = rcall("ZPOPMIN", prefix .. "groups:q", math.max((st.want or 1) - #st.taken, 1))
+      st.buf, st.bi = buf, 1
+      if st.special then
+        loadGroups(prefix, st, buf, 1)
+      end
     end
-    if not gid then
-      return "*"
-    end
-    if gid == "*" then
-      local waiting = ungroupedWaiting(q)
-      ringAdvance(ring, waiting)
-      if waiting then
+    local member, turn = buf[st.bi], buf[st.bi + 1]  -- (the turn as its text)
+    if st.u and (not member or st.u <= tonumber(turn)) then
+      st.uDirty = true
+      if ungroupedWaiting(q) then
+        st.u = st.u + 1
         return "*"
       end
-      rcall("HSET", prefix .. "groups:meta", "u", "0")
+      st.u = nil
+    end
+    if not member then
+      st.emptied = true
+      return "*"
+    end
+    st.bi = st.bi + 2
+    -- (The FIFO key in the name only where a limit or a zset needs it.)
+    local cut = string.find(member, ":", 1, true)
+    local gid, jobId = string.sub(member, 1, cut - 1), string.sub(member, cut + 18)
+    local s = st.gs[gid]
+    local blocked, untilMs
+    if s and s.check then
+      blocked, untilMs = groupBlocked(prefix, gid, s, now)
+    end
+    if blocked then
+      parkTicket(prefix, gid, member, tonumber(string.sub(member, cut + 1, cut + 16)), jobId)
+      s.slotted = true
+      if untilMs and not s.timed then
+        rcall("ZADD", prefix .. "groups:timed", untilMs, gid)
+        addGroupTimeMarker(prefix, untilMs)
+        s.timed = true
+      end
     else
-      if st.groups[gid] == nil then
-        loadStates(prefix, st, ring.items, ring.head)
+      if s and s.slotted then
+        jobId = takeSlotted(prefix, gid, s, tonumber(string.sub(member, cut + 1, cut + 16)),
+          jobId, st)
       end
-      local s = st.groups[gid]
-      local blocked, untilMs
-      if s.key then  -- something may hold it back (loadStates)
-        blocked, untilMs = groupBlocked(prefix, gid, s, now)
-      end
-      local jobId
-      if not blocked then
-        local popped, i = s.popped, s.nextPop
-        if popped and i <= #popped then
-          -- The run of turns popped together goes on.
-          jobId, s.nextPop, s.waiting = popped[i], i + 2, s.waiting - 1
-        else
-          local n = 1
-          if st.runs and (s.weight > 1 or ring.whole) then
-            n = runLength(st, ring, s)
-          end
-          if n == 1 then
-            popped = rcall("ZPOPMIN", s.waitKey)
-          else
-            popped = rcall("ZPOPMIN", s.waitKey, n)
-          end
-          if #popped > 0 then
-            -- A pop that came short emptied the group: no count to read.
-            local left = 0
-            if #popped == n + n then
-              left = rcall("ZCARD", s.waitKey)
-            end
-            jobId, s.waiting = popped[1], left + #popped / 2 - 1
-            if n > 1 then
-              s.popped, s.nextPop = popped, 3
-            end
-          end
-        end
-      end
-      if not jobId then
-        ringAdvance(ring, false)
-        if not blocked then
-          s.waiting = 0
-        end
-        dropGroup(prefix, gid, s, blocked, untilMs, st)
-      else
-        st.taken[#st.taken + 1] = jobId  -- to active, out of groups:waiting
-        s.active, s.dirty, s.flag = s.active + 1, true, 0
+      st.taken[#st.taken + 1] = jobId  -- to active, out of groups:waiting
+      st.v, st.vm = turn, member
+      if s and s.counted then
+        s.active, s.dirty = s.active + 1, true
         if s.max then
-          if rcall("INCR", s.key .. ":limiter") == 1 then
+          local started = rcall("INCR", s.key .. ":limiter")
+          if started == 1 then
             rcall("PEXPIRE", s.key .. ":limiter", s.duration or 1000)
           end
-        end
-        if s.waiting == 0 then
-          -- Empty now: out of the rotation at once (an add brings it back).
-          ringAdvance(ring, false)
-          dropGroup(prefix, gid, s, nil, nil, st)
-        else
-          -- Its turn ends after `weight` jobs, else it stays at the head.
-          s.turns = s.turns + 1
-          if s.turns >= s.weight then
-            s.turns = 0
-            local kept = ring.kept  -- ringAdvance(ring, true), inline
-            kept[#kept + 1] = gid
-            ring.head = ring.head + 1
+          if started >= s.max and not s.timed then
+            -- The window is full: its end gives parked tickets turns.
+            local untilMs = now + math.max(rcall("PTTL", s.key .. ":limiter"), 0)
+            rcall("ZADD", prefix .. "groups:timed", untilMs, gid)
+            addGroupTimeMarker(prefix, untilMs)
+            s.timed = true
           end
         end
-        return jobId, gid
       end
+      return jobId, gid
     end
   end
-  -- Every step dropped a group: let a worker come back for the rest.
+  -- Every step parked a ticket: let a worker come back for the rest.
   rcall("ZADD", q.marker, 0, "0")
   return nil
 end

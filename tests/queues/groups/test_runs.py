@@ -1,6 +1,5 @@
 """A claim of several jobs takes the same turns as that many claims of one
-(docs/groups.md, *What turns cost*): a group whose turn runs for several
-jobs (its weight, or alone in the rotation) has them popped together, and
+(docs/groups.md, *What turns cost*): the tickets are popped together, and
 what the call does not take goes back where it was."""
 
 from __future__ import annotations
@@ -39,8 +38,9 @@ def capped(q: Queue) -> None:
 
 
 def ungrouped_first(q: Queue) -> None:
-    """The rotation is [*, g]: one ungrouped job's turn, then g's 5 jobs
-    (x's job, claimed here, only makes the ungrouped jobs take a place)."""
+    """The ungrouped job's turn comes first, then g's 5 jobs (x's job,
+    claimed here, makes the ungrouped jobs take a turn and g's tickets come
+    after the turn it took)."""
     q.add("j", {}, group="x")
     q.add("j", {})
     assert claimed(move_to_active(q, count=1, seq=900))[0][0] == "1"
@@ -98,16 +98,19 @@ def test_a_batch_claims_what_single_claims_would(
 def test_a_run_the_call_ends_goes_back_in_place(
     r: redis.Redis, redis_url: str, qname: str
 ) -> None:
-    """Rotation [*, g]: a claim of 3 takes the ungrouped job and g's first,
-    then g alone pops two (the call wanted two more by its grouped count)
-    but takes one: the other is back in g with its score, first in line."""
+    """A claim of 3 takes the ungrouped job and g's first two tickets' jobs;
+    it popped a third ticket (the call wanted three grouped jobs) but took
+    one job less: that ticket is back in `groups:q` with its turn, first in
+    line."""
     q = new_queue(redis_url, qname)
     ungrouped_first(q)
-    wait = f"{q.keys.base}group:g:wait"
-    before = dict(r.zrange(wait, 0, -1, withscores=True))
+    tickets = q.keys.groups_q
+    before = dict(r.zrange(tickets, 0, -1, withscores=True))
     ids = claim_ids(q, 3, 1)
     assert ids == ["2", "3", "4"]
-    after = dict(r.zrange(wait, 0, -1, withscores=True))
-    assert after == {k: v for k, v in before.items() if k not in {"3", "4"}}
-    assert r.zrange(wait, 0, 0) == ["5"]
+    after = dict(r.zrange(tickets, 0, -1, withscores=True))
+    taken = {t for t in before if t.rsplit(":", 1)[1] in {"3", "4"}}
+    assert len(taken) == 2
+    assert after == {k: v for k, v in before.items() if k not in taken}
+    assert r.zrange(tickets, 0, 0)[0].endswith(":5")
     assert claim_ids(q, 1, 10) == ["5"]

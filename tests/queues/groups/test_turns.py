@@ -62,6 +62,22 @@ def test_weights_give_turns_in_a_row(q: Queue, redis_url: str, qname: str) -> No
     assert seq[:16] == ["a", "a", "a", "b"] * 4
 
 
+def test_a_weight_set_on_a_backlog_applies_to_it(
+    q: Queue, redis_url: str, qname: str
+) -> None:
+    """Weight 3 given to a once a and b have 12 jobs waiting each: the jobs
+    already waiting take the new turns (a three for b's one, from the turn
+    after the one served), not only the ones added after."""
+    groups = {}
+    for g in ("a", "b"):
+        for _i in range(12):
+            groups[q.add("j", {}, group=g).id] = g
+    q.set_group("a", weight=3)
+    seq = [groups[i] for i in run_all(redis_url, qname, 24)]
+    # b keeps its first turn (0); a's waiting jobs take turns from 1 on.
+    assert seq[:17] == ["b"] + ["a", "a", "a", "b"] * 4, seq
+
+
 def test_priorities_order_jobs_inside_a_group_and_lifo(
     q: Queue, redis_url: str, qname: str
 ) -> None:

@@ -62,7 +62,7 @@ def test_a_grouped_lock_never_expires_and_a_lapsed_lease_requeues_it(
     r.zadd(leases, {owner: server_ms(r) - 1})  # its worker died: the lease ends
     assert move_stalled(q) == [first]
     assert r.exists(q.keys.lock(first)) == 0 and r.zcard(leases) == 0
-    assert r.zrange(q.keys.base + "group:a:wait", 0, -1) == [first, second]
+    assert [j.id for j in q.get_group_jobs("a")] == [first, second]
     assert r.hget(q.keys.job(first), "stc") == "1"
     info = q.get_group("a")
     assert info is not None and info.active == 0 and info.waiting == 2
@@ -116,9 +116,8 @@ def test_backoff_and_retry_stay_in_the_group(q: Queue, r: redis.Redis) -> None:
     [(jid, token, _)] = claimed(move_to_active(q, now=NOW + 1001))
     assert jid == job
     assert retry_job(q, jid, now=NOW + 1002, token=token) == 0
-    assert r.llen(q.keys.wait) == 0 and r.zrange(
-        q.keys.base + "group:a:wait", 0, -1
-    ) == [job]
+    assert r.llen(q.keys.wait) == 0
+    assert [j.id for j in q.get_group_jobs("a")] == [job]
 
 
 def test_promote_remove_priority_and_state(q: Queue, r: redis.Redis) -> None:
@@ -128,12 +127,12 @@ def test_promote_remove_priority_and_state(q: Queue, r: redis.Redis) -> None:
     late = q.add("j", {}, group="a", delay=60_000)
     assert q.get_job_state(late.id) is JobState.DELAYED
     late.promote()
-    assert r.zrange(q.keys.base + "group:a:wait", 0, -1) == [late.id]
+    assert [j.id for j in q.get_group_jobs("a")] == [late.id]
     other = q.add("j", {}, group="a")
     q.get_job(other.id).change_priority(priority=0, lifo=True)  # type: ignore[union-attr]
-    assert r.zrange(q.keys.base + "group:a:wait", 0, -1) == [other.id, late.id]
+    assert [j.id for j in q.get_group_jobs("a")] == [other.id, late.id]
     assert q.remove_job(late.id) is True
-    assert r.zrange(q.keys.base + "group:a:wait", 0, -1) == [other.id]
+    assert [j.id for j in q.get_group_jobs("a")] == [other.id]
     assert q.get_group("a").waiting == 1  # type: ignore[union-attr]
     assert q.get_counts("waiting") == {"waiting": 1}
 
@@ -157,22 +156,22 @@ def test_a_producer_job_naming_a_group_in_wait_is_adopted(
     q: Queue, r: redis.Redis
 ) -> None:
     """A job another client put in `wait` with `opts.group = {id}` (a Node
-    producer's) is moved to its group on the ungrouped jobs' turn, and the
-    rotation goes on from there: here a's second job comes before it, as
-    its group (n) joined the rotation behind a."""
+    producer's) is moved to its group on the ungrouped jobs' turn, and turns
+    go on from there: its group (n) has had no turn yet, so it takes the
+    turn being served, before a's second job."""
     a1 = q.add("j", {}, group="a").id
     a2 = q.add("j", {}, group="a").id
     plain = q.add("j", {}).id
     r.hset(q.keys.job(plain), "opts", '{"attempts":0,"group":{"id":"n"}}')
     [(first, _, _)] = claimed(move_to_active(q))
     assert first == a1
-    [(second, _, _)] = claimed(move_to_active(q))
-    assert second == a2
+    assert q.get_job_state(plain) is JobState.WAITING  # still in `wait`
+    [(second, _, h)] = claimed(move_to_active(q))
+    assert second == plain and h["gid"] == "n"
     assert r.llen(q.keys.wait) == 0
     assert r.hget(q.keys.job(plain), "gid") == "n"
-    assert q.get_job_state(plain) is JobState.WAITING
     [(third, _, _)] = claimed(move_to_active(q))
-    assert third == plain
+    assert third == a2
 
 
 def test_groups_page_turn_and_summary(q: Queue) -> None:
@@ -246,14 +245,15 @@ def test_a_burst_of_producer_grouped_jobs_is_adopted_together(
     q: Queue, r: redis.Redis
 ) -> None:
     """Another client's burst (3 of n, then 3 of m, all in `wait`) is moved to
-    its groups at the first claim, so n and m alternate from the start."""
+    its groups at the first claim, so n and m alternate from the start (in
+    one turn, groups go in id order: m, then n)."""
     ids = [q.add("j", {}).id for _ in range(6)]
     for i, job_id in enumerate(ids):
         group = "n" if i < 3 else "m"
         r.hset(q.keys.job(job_id), "opts", f'{{"group":{{"id":"{group}"}}}}')
     taken = [claimed(move_to_active(q))[0][0] for _ in range(6)]
     assert r.llen(q.keys.wait) == 0
-    assert taken == [ids[0], ids[3], ids[1], ids[4], ids[2], ids[5]]
+    assert taken == [ids[3], ids[0], ids[4], ids[1], ids[5], ids[2]]
 
 
 def test_a_group_seated_or_given_settings_while_idle_bound_is_kept(
@@ -280,3 +280,33 @@ def test_a_group_seated_or_given_settings_while_idle_bound_is_kept(
     assert r.hget(q.keys.groups_active, "c") is None
     [(again, _, _)] = claimed(move_to_active(q))
     assert again == later
+
+
+def test_jobs_waiting_in_the_layout_before_tickets_are_taken_after_an_upgrade(
+    q: Queue, r: redis.Redis
+) -> None:
+    """Grouped jobs a Bullpen before tickets left waiting (each group's jobs
+    in its zset, the rotation in `groups:ready`, a flagged running count)
+    are all taken after the upgrade, each once, the groups in turn and each
+    group's in its order; the old keys go and no count is left."""
+    ids = {g: [q.add("j", {}, group=g).id for _ in range(3)] for g in ("a", "b")}
+    base = q.keys.base
+    r.delete(
+        q.keys.groups_q, q.keys.groups_tail, base + "group:a:q", base + "group:b:q"
+    )
+    for g, jobs in ids.items():
+        r.zadd(base + f"group:{g}:wait", {j: n for n, j in enumerate(jobs)})
+        r.rpush(base + "groups:ready", g)
+        r.sadd(base + "groups:seated", g)
+        r.zadd(q.keys.groups_index, {g: 3})
+    r.hset(q.keys.groups_active, "a", 2**40)  # the old idle-bound flag
+    taken = [claimed(move_to_active(q))[0][0] for _ in range(6)]
+    group_of = {j: g for g, jobs in ids.items() for j in jobs}
+    assert [group_of[j] for j in taken] == ["a", "b"] * 3
+    assert [j for j in taken if group_of[j] == "a"] == ids["a"]
+    assert [j for j in taken if group_of[j] == "b"] == ids["b"]
+    assert claimed(move_to_active(q)) == []
+    assert r.exists(base + "groups:ready", base + "groups:seated") == 0
+    assert r.hget(q.keys.groups_active, "a") is None
+    a = q.get_group("a")
+    assert a is not None and (a.waiting, a.active) == (0, 3)
