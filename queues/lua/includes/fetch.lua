@@ -109,7 +109,6 @@ local function popNext(q, prefix, now, st)
     adoptTail(q, prefix)
     st.grouped = true
     st.meta = nil  -- the adds changed the groups: read them again
-    seatUngrouped(prefix, q)
   end
   return nil
 end
@@ -122,9 +121,7 @@ local function claimJobs(q, prefix, now, opts, count, contended)
     leaseOwner = opts["token"]}
   local groupsNext
   if st.grouped then
-    migrateRotation(prefix)
     groupsNext = promoteGroups(prefix, now, q.events, q.meta)
-    seatUngrouped(prefix, q)
   end
   local limiter = opts["limiter"]
   local maxJobs = tonumber(metaMax or (limiter and limiter["max"]))

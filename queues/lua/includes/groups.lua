@@ -574,7 +574,7 @@ end
 local function migrateRotation(prefix)
   local readyKey = prefix .. "groups:ready"
   if rcall("EXISTS", readyKey, prefix .. "groups:seated", prefix .. "groups:turns") == 0 then
-    return
+    return false
   end
   local m = rcall("HMGET", prefix .. "groups:meta", "v", "vm", "weight", "own")
   local v, vm = tonumber(m[1]) or 0, m[2] or ""
@@ -601,6 +601,7 @@ local function migrateRotation(prefix)
   rcall("DEL", readyKey, prefix .. "groups:seated", prefix .. "groups:turns")
   rcall("HDEL", prefix .. "groups:meta", "u")
   recountRunning(prefix, nil)
+  return true
 end
 
 -- Put a grouped job in `groups:delayed` until `due` ms.

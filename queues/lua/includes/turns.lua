@@ -13,15 +13,6 @@ local function ungroupedWaiting(q)
   return rcall("LLEN", q.wait) > 0 or rcall("ZCARD", q.prioritized) > 0
 end
 
--- While ungrouped jobs wait they take one turn per turn (`groups:meta` u:
--- their next turn; none while none wait), from the turn after the one
--- served, as a group that joins the rotation behind those in it.
-local function seatUngrouped(prefix, q)
-  local metaKey = prefix .. "groups:meta"
-  if rcall("HEXISTS", metaKey, "u") == 0 and ungroupedWaiting(q) then
-    rcall("HSET", metaKey, "u", (tonumber(rcall("HGET", metaKey, "v")) or 0) + 1)
-  end
-end
 
 -- Read, for the groups of the popped tickets (`buf[from..]`) this call has
 -- not met, what may make them other than plain: slotted (`groups:slotted`),
@@ -221,9 +212,6 @@ local function flushGroupClaims(prefix, st)
       rcall("HSET", metaKey, "v", st.v, "vm", st.vm)
       st.meta.vm = st.vm
     end
-    if not st.emptied and rcall("EXISTS", prefix .. "groups:q") == 0 then
-      st.emptied = true
-    end
     if moved or st.emptied then
       sweepGroups(prefix, tonumber(st.v), st.vm, st)
     end
@@ -253,10 +241,18 @@ end
 ]]
 local function nextGroupedJob(q, prefix, now, st)
   if not st.meta then
-    local m = rcall("HMGET", prefix .. "groups:meta", "v", "vm", "u", "own", "slotted",
-      "parked", unpack(GROUP_LIMITS))
+    local fields = {"v", "vm", "u", "own", "slotted", "parked", unpack(GROUP_LIMITS)}
+    local m = rcall("HMGET", prefix .. "groups:meta", unpack(fields))
+    if not m[1] and migrateRotation(prefix) then  -- (no turn served yet)
+      m = rcall("HMGET", prefix .. "groups:meta", unpack(fields))
+    end
     st.meta = {vm = m[2] or ""}
     st.v, st.vm, st.u = tonumber(m[1]) or 0, m[2] or "", tonumber(m[3])
+    if not st.u and ungroupedWaiting(q) then
+      -- Ungrouped jobs wait: they take one turn per turn from the turn
+      -- after the one served, as a group that joins behind those in it.
+      st.u, st.uDirty = st.v + 1, true
+    end
     st.ownN, st.slottedN = tonumber(m[4]) or 0, tonumber(m[5]) or 0
     st.parkedN = tonumber(m[6]) or 0
     st.defaults = {m[7], m[8], m[9], m[10]}
@@ -270,8 +266,12 @@ local function nextGroupedJob(q, prefix, now, st)
       if buf then
         flushGroupClaims(prefix, st)  -- (only what the spent tickets left)
       end
-      buf = rcall("ZPOPMIN", prefix .. "groups:q", math.max((st.want or 1) - #st.taken, 1))
+      local n = math.max((st.want or 1) - #st.taken, 1)
+      buf = rcall("ZPOPMIN", prefix .. "groups:q", n)
       st.buf, st.bi = buf, 1
+      if #buf < n + n then
+        st.emptied = true  -- (a short pop emptied `groups:q`)
+      end
       if st.special then
         loadGroups(prefix, st, buf, 1)
       end

@@ -259,27 +259,31 @@ def test_a_burst_of_producer_grouped_jobs_is_adopted_together(
 def test_a_group_seated_or_given_settings_while_idle_bound_is_kept(
     q: Queue, r: redis.Redis
 ) -> None:
-    """A group whose last waiting job was taken is idle-bound: the finish of
-    its last running job forgets it. A job added meanwhile, or a setting of
-    its own, keeps it: the finish leaves it in the index with its count."""
+    """Groups whose last tickets were taken are forgotten by a later claim
+    (here the next one, whose turn comes after theirs), once their jobs are
+    done. A job added meanwhile, or a setting of its own, keeps a group: it
+    stays in the index with its count."""
     for g in ("a", "b", "c"):
         q.add("j", {}, group=g)
     taken = claimed(move_to_active(q, count=3))
     assert sorted(h["gid"] for _, _, h in taken) == ["a", "b", "c"]
-    later = q.add("j", {}, group="a").id  # seated again while its job runs
+    later = q.add("j", {}, group="a").id  # a gets a ticket again while its job runs
     q.set_group("b", weight=2)  # something of its own
     entries = [entry(jid, token=token) for jid, token, _ in taken]
     for e, (_, _, h) in zip(entries, taken):
         e["gid"] = h["gid"]
     assert move_to_finished(q, entries)[0] == [0, 0, 0]
-    assert sorted(g.id for g in q.get_groups()) == ["a", "b"]  # c is forgotten
+    c = q.get_group("c")
+    assert c is None or (c.waiting, c.active) == (0, 0)
     a = q.get_group("a")
     assert a is not None and (a.waiting, a.active) == (1, 0)
+    [(again, _, _)] = claimed(move_to_active(q))
+    assert again == later
+    assert sorted(g.id for g in q.get_groups()) == ["a", "b"]  # c is forgotten
     b = q.get_group("b")
     assert b is not None and (b.waiting, b.active) == (0, 0)
     assert r.hget(q.keys.groups_active, "c") is None
-    [(again, _, _)] = claimed(move_to_active(q))
-    assert again == later
+    assert r.exists(q.keys.base + "group:c:q") == 0
 
 
 def test_jobs_waiting_in_the_layout_before_tickets_are_taken_after_an_upgrade(
