@@ -156,13 +156,15 @@ def _group_reads(keys: QueueKeys, group: str) -> list[Cmd]:
     ]
 
 
-def group_counts(keys: QueueKeys, groups: list[str]) -> Eval:
+def group_counts(keys: QueueKeys, groups: list[str], scan: int = RUNNING_SCAN) -> Eval:
     """group_reads.lua's counts of each group: waiting, running, in the
-    queue of tickets, tickets ahead of its first."""
+    queue of tickets, tickets ahead of its first. `scan`: how many ids of
+    `active` to look at for the running jobs of groups that keep no count
+    (0: a caller that does not use `running`)."""
     return Eval(
         "group_reads",
         (keys.groups_meta,),
-        (keys.base, "groups", str(RUNNING_SCAN), *groups),
+        (keys.base, "groups", str(scan), *groups),
     )
 
 
@@ -419,7 +421,7 @@ def group_turns(keys: QueueKeys, groups: list[str]) -> Op[dict[str, int | None]]
     (None: it has none there): with weight 1, the groups going first."""
     if not groups:
         return {}
-    counts = yield group_counts(keys, groups)
+    counts = yield group_counts(keys, groups, scan=0)
     return {g: (int(c[3]) if int(c[3]) >= 0 else None) for g, c in zip(groups, counts)}
 
 

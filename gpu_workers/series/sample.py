@@ -62,7 +62,7 @@ def _window_op(
     second = yield [
         *(ops.job_fields(keys, i, _TIMES) for i in wanted),
         *(ops.Cmd(("LRANGE", keys.metrics_data(t), 0, 1)) for t in kept),
-        *([group_counts(keys, top)] if top else []),
+        *([group_counts(keys, top, scan=0)] if top else []),
     ]
     rows = second[: len(wanted)]
     lists = dict(zip(kept, second[len(wanted) : len(wanted) + len(kept)]))

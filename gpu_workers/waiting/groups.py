@@ -24,7 +24,7 @@ from typing import Any
 from queues.drive import gather
 from queues.groups import GroupInfo, group_turns, read_groups
 from queues.keys import QueueKeys
-from queues.ops import Cmd, Eval, Op
+from queues.ops import Eval, Op
 
 from ..quota import QUOTA_HOLD
 from .reads import as_int
@@ -59,20 +59,19 @@ class GroupFacts:
 def _places(
     keys: QueueKeys, groups: list[str], jobs: Sequence[tuple[str, str]]
 ) -> Op[tuple[dict[str, int | None], list[int | None]]]:
+    turns, ranks = yield from gather([group_turns(keys, groups), _ranks(keys, jobs)])
+    return turns, ranks
+
+
+def _ranks(keys: QueueKeys, jobs: Sequence[tuple[str, str]]) -> Op[list[int | None]]:
+    """Each (job id, group)'s jobs of its group ahead of it (None: it does
+    not wait in its group), one group_reads.lua call for all."""
     args: list[str] = []
     for job_id, group in jobs:
         args += [group, job_id]
-    batch: list[Cmd | Eval] = [
-        Eval("group_reads", (keys.groups_meta,), (keys.base, "ranks", *args))
-    ]
-    turns, replies = yield from gather([group_turns(keys, groups), _run(batch)])
-    ranks = [as_int(v) for v in replies[0]]
-    return turns, [r if r is not None and r >= 0 else None for r in ranks]
-
-
-def _run(batch: list[Cmd | Eval]) -> Op[list[Any]]:
-    replies: list[Any] = yield batch
-    return replies
+    reply = yield Eval("group_reads", (keys.groups_meta,), (keys.base, "ranks", *args))
+    ranks = [as_int(v) for v in reply]
+    return [r if r is not None and r >= 0 else None for r in ranks]
 
 
 def group_facts_op(

@@ -26,27 +26,6 @@ local prefix, mode = ARGV[1], ARGV[2]
 local m = rcall("HMGET", KEYS[1], "v", "vm")
 local v, vm = tonumber(m[1]) or 0, m[2] or ""
 
--- The group's tickets in `groups:q` (those after (v, vm)) in order, at most
--- `limit` (false: only how many), with their turns.
-local function ticketsInQueue(key, limit)
-  local n = rcall("ZCOUNT", key .. ":q", "(" .. v, "+inf")
-  local first = {}
-  for _, member in ipairs(rcall("ZRANGEBYSCORE", key .. ":q", v, v)) do
-    if member > vm then
-      n = n + 1
-      first[#first + 1] = member
-    end
-  end
-  if not limit then
-    return n, first
-  end
-  local later = rcall("ZRANGEBYSCORE", key .. ":q", "(" .. v, "+inf", "LIMIT", 0, limit)
-  for _, member in ipairs(later) do
-    first[#first + 1] = member
-  end
-  return n, first
-end
-
 if mode == "groups" then
   local gids = {unpack(ARGV, 4)}
   if #gids == 0 then
@@ -57,7 +36,7 @@ if mode == "groups" then
   local out = {}
   for i, gid in ipairs(gids) do
     local key = groupKey(prefix, gid)
-    local inQueue, first = ticketsInQueue(key, 1)
+    local inQueue, first = queuedTickets(key, v, vm, 1)
     local ahead = -1
     if first[1] then
       ahead = rcall("ZRANK", prefix .. "groups:q", first[1]) or -1
@@ -89,7 +68,7 @@ if mode == "jobs" then
   -- The group's zset (slotted and parked jobs, by place) and the jobs of
   -- its tickets that are not in it (plain ones, placed by seq), merged.
   local slotted = rcall("ZRANGE", key .. ":wait", 0, want - 1, "WITHSCORES")
-  local _, tickets = ticketsInQueue(key, want + #slotted / 2)
+  local _, tickets = queuedTickets(key, v, vm, want + #slotted / 2)
   local plain = {}
   for _, member in ipairs(tickets) do
     local _, seq, jobId = ticketParts(member)
@@ -124,7 +103,7 @@ if mode == "ranks" then
       -- before its score) whose tickets are in the queue (a few thousand
       -- looked at).
       rank = rcall("ZCOUNT", key .. ":wait", "-inf", "(" .. score)
-      local _, tickets = ticketsInQueue(key, 5000)
+      local _, tickets = queuedTickets(key, v, vm, 5000)
       for _, member in ipairs(tickets) do
         local _, seq, other = ticketParts(member)
         if seq % GROUP_SPAN < tonumber(score) and

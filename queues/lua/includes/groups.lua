@@ -121,11 +121,6 @@ local function limitOrNil(value)
   return nil
 end
 
--- The defaults of every group (`groups:meta`): GROUP_LIMITS' order.
-local function groupDefaults(prefix)
-  return rcall("HMGET", prefix .. "groups:meta", unpack(GROUP_LIMITS))
-end
-
 -- A group's limits from its own settings `g` (HMGET order: weight,
 -- concurrency, max, duration, paused, hold, holdUntil; false: none) over
 -- the defaults `d`, into `s`.
@@ -141,12 +136,13 @@ end
 --- A group without a hash of its own: every setting from the defaults.
 local NO_SETTINGS = {false, false, false, false, false, false, false}
 
--- Whether a limit applies to some group: defaults that set a concurrency
--- or a rate, or any group with settings of its own.
+-- Whether a limit applies to some group (defaults that set a concurrency
+-- or a rate, or any group with settings of its own), and whether any group
+-- has parked tickets.
 local function limitsInForce(prefix)
-  local d = rcall("HMGET", prefix .. "groups:meta", "concurrency", "max", "own")
+  local d = rcall("HMGET", prefix .. "groups:meta", "concurrency", "max", "own", "parked")
   return (limitOrNil(d[1]) or limitOrNil(d[2]) or (tonumber(d[3]) or 0) > 0) and true
-    or false
+    or false, (tonumber(d[4]) or 0) > 0
 end
 
 -- A ticket's name: the group, the job's FIFO key (16 digits: one turn's
@@ -168,11 +164,11 @@ local function numberedId(jobId)
 end
 
 -- A job's FIFO key as it is placed in its group: its id when BullMQ
--- numbered it and this is its first placement (no `gid` yet), else a number
--- drawn from the queue's id counter, kept in the job's hash (`gsq`): no
--- field more for the common job.
-local function fifoKey(prefix, jobKey, jobId)
-  if numberedId(jobId) and not rcall("HGET", jobKey, "gid") then
+-- numbered it and this is its first placement (`placed`: it has a `gid`
+-- already), else a number drawn from the queue's id counter, kept in the
+-- job's hash (`gsq`): no field more for the common job.
+local function fifoKey(prefix, jobKey, jobId, placed)
+  if numberedId(jobId) and not placed then
     return tonumber(jobId)
   end
   local k = rcall("INCR", prefix .. "id")
@@ -231,6 +227,34 @@ local function takeTurn(prefix, gid, member, w, v, vm)
   return turn
 end
 
+-- The group's parked tickets get turns at `at` ms (`groups:timed`, and the
+-- delay marker wakes a worker then).
+local function wakeGroupAt(prefix, gid, at)
+  rcall("ZADD", prefix .. "groups:timed", at, gid)
+  addGroupTimeMarker(prefix, at)
+end
+
+-- The group's tickets in `groups:q` (its list's entries after (v, vm)):
+-- how many, and the first of them in order, those at turn `v` and up to
+-- `limit` more (-1: all).
+local function queuedTickets(key, v, vm, limit)
+  local n = rcall("ZCOUNT", key .. ":q", "(" .. v, "+inf")
+  local first = {}
+  for _, member in ipairs(rcall("ZRANGEBYSCORE", key .. ":q", v, v)) do
+    if member > vm then
+      n = n + 1
+      first[#first + 1] = member
+    end
+  end
+  if limit ~= 0 then
+    for _, member in ipairs(rcall("ZRANGEBYSCORE", key .. ":q", "(" .. v, "+inf",
+        "LIMIT", 0, limit)) do
+      first[#first + 1] = member
+    end
+  end
+  return n, first
+end
+
 -- A ticket in `groups:q` at `turn`, and in the group's list of its tickets
 -- (`group:<gid>:q`: written here, never by the claim; its entries after
 -- (v, vm) are the group's tickets in `groups:q`).
@@ -238,6 +262,37 @@ local function placeTicket(prefix, gid, member, turn)
   rcall("ZADD", prefix .. "groups:q", turn, member)
   rcall("ZADD", groupKey(prefix, gid) .. ":q", turn, member)
   -- Known groups, scored by the turn at which each drains.
+  rcall("ZADD", prefix .. "groups:index", "GT", turn, gid)
+end
+
+-- Tickets of the group, in order, take turns from `turn` on, `w` per turn:
+-- in `groups:q` (`onlyQueued`: only those already there), its list of
+-- tickets, its tail and its index entry (`index`: score set, else raised).
+local function giveTurns(prefix, gid, members, w, turn, onlyQueued)
+  local pairs_, used = {}, 0
+  for _, member in ipairs(members) do
+    if used >= w then
+      turn, used = turn + 1, 0
+    end
+    used = used + 1
+    pairs_[#pairs_ + 1] = turn
+    pairs_[#pairs_ + 1] = member
+  end
+  local key = groupKey(prefix, gid)
+  for i = 1, #pairs_, 2000 do
+    local part = {unpack(pairs_, i, math.min(i + 1999, #pairs_))}
+    if onlyQueued then
+      rcall("ZADD", prefix .. "groups:q", "XX", unpack(part))
+    else
+      rcall("ZADD", prefix .. "groups:q", unpack(part))
+    end
+    rcall("ZADD", key .. ":q", unpack(part))
+  end
+  if onlyQueued then  -- (all its queued tickets: its tail is where they end)
+    rcall("ZADD", prefix .. "groups:tail", turn + used / TURN_USED, gid)
+  else
+    rcall("ZADD", prefix .. "groups:tail", "GT", turn + used / TURN_USED, gid)
+  end
   rcall("ZADD", prefix .. "groups:index", "GT", turn, gid)
 end
 
@@ -258,7 +313,8 @@ end
 local function enqueueGrouped(prefix, jobKey, jobId, gid, priority, lifo, front)
   local metaKey = prefix .. "groups:meta"
   rcall("HSETNX", metaKey, "seq", 0)  -- (its existence says groups are in use)
-  local seq = fifoKey(prefix, jobKey, jobId)
+  local job = rcall("HMGET", jobKey, "gid", "timestamp", "delay")
+  local seq = fifoKey(prefix, jobKey, jobId, job[1])
   local member = ticketName(gid, seq, jobId)
   local key = groupKey(prefix, gid)
   if priority > 0 or lifo or front or
@@ -282,8 +338,7 @@ local function enqueueGrouped(prefix, jobKey, jobId, gid, priority, lifo, front)
   -- Every grouped waiting job, by when it became ready (lists, oldest);
   -- jobs ready in the same ms in the order they came (a fraction of a ms
   -- from `seq`: as text, equal scores would list job 10 before job 2).
-  local t = rcall("HMGET", jobKey, "timestamp", "delay")
-  local ready = (tonumber(t[1]) or 0) + (tonumber(t[2]) or 0) +
+  local ready = (tonumber(job[2]) or 0) + (tonumber(job[3]) or 0) +
     (seq % READY_TIES) / READY_TIES
   rcall("ZADD", prefix .. "groups:waiting", ready, jobId)
   wakeWorker(prefix)  -- every add wakes a worker, as BullMQ's adds do
@@ -377,12 +432,15 @@ local function groupBlocked(prefix, gid, s, now)
   return nil
 end
 
--- The state of one group as the claim reads it: limits, running, key.
+-- The state of one group as the claim reads it: limits, running, key, and
+-- the turn served (`v`).
 local function readGroupState(prefix, gid)
   local key = groupKey(prefix, gid)
+  local d = rcall("HMGET", prefix .. "groups:meta", "v", unpack(GROUP_LIMITS))
   local s = applyLimits({key = key}, rcall("HMGET", key, unpack(GROUP_STATE)),
-    groupDefaults(prefix))
+    {d[2], d[3], d[4], d[5]})
   s.active = tonumber(rcall("HGET", prefix .. "groups:active", gid)) or 0
+  s.v = tonumber(d[1]) or 0
   return s
 end
 
@@ -397,8 +455,7 @@ local function unparkGroup(prefix, gid, now)
   local blocked, untilMs = groupBlocked(prefix, gid, s, now)
   if blocked then
     if untilMs then  -- (a clock a little ahead of Redis's came early)
-      rcall("ZADD", prefix .. "groups:timed", untilMs, gid)
-      addGroupTimeMarker(prefix, untilMs)
+      wakeGroupAt(prefix, gid, untilMs)
     end
     return
   end
@@ -414,24 +471,17 @@ local function unparkGroup(prefix, gid, now)
     items = rcall("ZPOPMIN", parkedKey, n)
   end
   if #items > 0 then
-    local turn = (tonumber(rcall("HGET", prefix .. "groups:meta", "v")) or 0) + 1
-    local used = 0
+    local members = {}
     for i = 1, #items, 2 do
-      if used >= s.weight then
-        turn, used = turn + 1, 0
-      end
-      used = used + 1
-      placeTicket(prefix, gid, items[i], turn)
+      members[#members + 1] = items[i]
     end
-    rcall("ZADD", prefix .. "groups:tail", "GT", turn + used / TURN_USED, gid)
+    giveTurns(prefix, gid, members, s.weight, s.v + 1, false)
     wakeWorker(prefix)
   end
   if rcall("EXISTS", parkedKey) == 0 then
     markGroup(prefix, "parked", gid, false)
   elseif n == UNPARK_CHUNK then
-    -- More than a call's worth: the next claim goes on (groups:timed).
-    rcall("ZADD", prefix .. "groups:timed", 0, gid)
-    addGroupTimeMarker(prefix, 0)
+    wakeGroupAt(prefix, gid, 0)  -- more than a call's worth: the next claim goes on
   end
 end
 
@@ -439,35 +489,14 @@ end
 -- from the turn after the one served, its new weight per turn, in their
 -- order (a weight applies to the backlog at once, not only to new jobs).
 local function retagGroup(prefix, gid)
-  local key = groupKey(prefix, gid)
   local m = rcall("HMGET", prefix .. "groups:meta", "v", "vm", "weight", "own")
-  local v, vm = tonumber(m[1]) or 0, m[2] or ""
-  local tickets = {}
-  for _, member in ipairs(rcall("ZRANGEBYSCORE", key .. ":q", v, "+inf")) do
-    if member > vm or tonumber(rcall("ZSCORE", key .. ":q", member)) > v then
-      tickets[#tickets + 1] = member
-    end
+  local v = tonumber(m[1]) or 0
+  local n, tickets = queuedTickets(groupKey(prefix, gid), v, m[2] or "", -1)
+  if n > 0 then
+    local w = groupWeight(prefix, gid, {m[3], m[4]})
+    rcall("ZADD", prefix .. "groups:index", 0, gid)  -- (its drain turn is set anew)
+    giveTurns(prefix, gid, tickets, w, v + 1, true)
   end
-  if #tickets == 0 then
-    return
-  end
-  local w = groupWeight(prefix, gid, {m[3], m[4]})
-  local pairs_, turn, used = {}, v + 1, 0
-  for _, member in ipairs(tickets) do
-    if used >= w then
-      turn, used = turn + 1, 0
-    end
-    used = used + 1
-    pairs_[#pairs_ + 1] = turn
-    pairs_[#pairs_ + 1] = member
-  end
-  for i = 1, #pairs_, 2000 do
-    local part = {unpack(pairs_, i, math.min(i + 1999, #pairs_))}
-    rcall("ZADD", prefix .. "groups:q", "XX", unpack(part))
-    rcall("ZADD", key .. ":q", unpack(part))
-  end
-  rcall("ZADD", prefix .. "groups:tail", turn + used / TURN_USED, gid)
-  rcall("ZADD", prefix .. "groups:index", turn, gid)
 end
 
 -- Grouped jobs left `active`: `done` = {total, order, count} (a batch's
@@ -504,7 +533,7 @@ local function settleGroupJobs(prefix, done, now)
   if #gone > 0 then
     rcall("HDEL", activeKey, unpack(gone))
   end
-  if (tonumber(rcall("HGET", prefix .. "groups:meta", "parked")) or 0) > 0 then
+  if done.parked then
     local parked = rcall("SMISMEMBER", prefix .. "groups:parked", unpack(order))
     for i = 1, #order do
       if parked[i] == 1 then
@@ -523,7 +552,7 @@ local function groupJobLeft(prefix, gid, done, now)
     done = {total = 0, order = {}, count = {}}
   end
   if done.limits == nil then
-    done.limits = limitsInForce(prefix)
+    done.limits, done.parked = limitsInForce(prefix)
   end
   done.total = done.total + 1
   if done.limits then  -- (per group only where a limit may count it)
@@ -579,23 +608,15 @@ local function migrateRotation(prefix)
   local m = rcall("HMGET", prefix .. "groups:meta", "v", "vm", "weight", "own")
   local v, vm = tonumber(m[1]) or 0, m[2] or ""
   for _, gid in ipairs(rcall("ZRANGE", prefix .. "groups:index", 0, -1)) do
-    local key = groupKey(prefix, gid)
-    local jobs = rcall("ZRANGE", key .. ":wait", 0, -1)
+    rcall("ZADD", prefix .. "groups:index", 0, gid)  -- (it counted jobs: turns now)
+    local jobs = rcall("ZRANGE", groupKey(prefix, gid) .. ":wait", 0, -1)
     if #jobs > 0 then
       markGroup(prefix, "slotted", gid, true)
       local w = groupWeight(prefix, gid, {m[3], m[4]})
-      local turn = 0
       for _, jobId in ipairs(jobs) do
-        local k = rcall("INCR", prefix .. "id")
-        rcall("HSET", prefix .. jobId, "gsq", k)
-        local member = ticketName(gid, k, jobId)
-        turn = takeTurn(prefix, gid, member, w, v, vm)
-        rcall("ZADD", prefix .. "groups:q", turn, member)
-        rcall("ZADD", key .. ":q", turn, member)
+        local member = ticketName(gid, fifoKey(prefix, prefix .. jobId, jobId, true), jobId)
+        placeTicket(prefix, gid, member, takeTurn(prefix, gid, member, w, v, vm))
       end
-      rcall("ZADD", prefix .. "groups:index", turn, gid)
-    else
-      rcall("ZADD", prefix .. "groups:index", 0, gid)
     end
   end
   rcall("DEL", readyKey, prefix .. "groups:seated", prefix .. "groups:turns")

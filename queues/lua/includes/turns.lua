@@ -13,7 +13,6 @@ local function ungroupedWaiting(q)
   return rcall("LLEN", q.wait) > 0 or rcall("ZCARD", q.prioritized) > 0
 end
 
-
 -- Read, for the groups of the popped tickets (`buf[from..]`) this call has
 -- not met, what may make them other than plain: slotted (`groups:slotted`),
 -- settings of their own, limits (then their running counts). Only such
@@ -263,9 +262,6 @@ local function nextGroupedJob(q, prefix, now, st)
   for _ = 1, GROUP_STEP_LIMIT do
     local buf = st.buf
     if not buf or st.bi > #buf then
-      if buf then
-        flushGroupClaims(prefix, st)  -- (only what the spent tickets left)
-      end
       local n = math.max((st.want or 1) - #st.taken, 1)
       buf = rcall("ZPOPMIN", prefix .. "groups:q", n)
       st.buf, st.bi = buf, 1
@@ -290,26 +286,28 @@ local function nextGroupedJob(q, prefix, now, st)
       return "*"
     end
     st.bi = st.bi + 2
-    -- (The FIFO key in the name only where a limit or a zset needs it.)
+    -- (The FIFO key in the name only for a group with a state: a limit or a
+    -- zset may need it.)
     local cut = string.find(member, ":", 1, true)
     local gid, jobId = string.sub(member, 1, cut - 1), string.sub(member, cut + 18)
     local s = st.gs[gid]
-    local blocked, untilMs
-    if s and s.check then
-      blocked, untilMs = groupBlocked(prefix, gid, s, now)
+    local blocked, untilMs, key
+    if s then
+      key = tonumber(string.sub(member, cut + 1, cut + 16))
+      if s.check then
+        blocked, untilMs = groupBlocked(prefix, gid, s, now)
+      end
     end
     if blocked then
-      parkTicket(prefix, gid, member, tonumber(string.sub(member, cut + 1, cut + 16)), jobId)
+      parkTicket(prefix, gid, member, key, jobId)
       s.slotted = true
       if untilMs and not s.timed then
-        rcall("ZADD", prefix .. "groups:timed", untilMs, gid)
-        addGroupTimeMarker(prefix, untilMs)
+        wakeGroupAt(prefix, gid, untilMs)
         s.timed = true
       end
     else
       if s and s.slotted then
-        jobId = takeSlotted(prefix, gid, s, tonumber(string.sub(member, cut + 1, cut + 16)),
-          jobId, st)
+        jobId = takeSlotted(prefix, gid, s, key, jobId, st)
       end
       st.taken[#st.taken + 1] = jobId  -- to active, out of groups:waiting
       st.v, st.vm = turn, member
@@ -322,9 +320,7 @@ local function nextGroupedJob(q, prefix, now, st)
           end
           if started >= s.max and not s.timed then
             -- The window is full: its end gives parked tickets turns.
-            local untilMs = now + math.max(rcall("PTTL", s.key .. ":limiter"), 0)
-            rcall("ZADD", prefix .. "groups:timed", untilMs, gid)
-            addGroupTimeMarker(prefix, untilMs)
+            wakeGroupAt(prefix, gid, now + math.max(rcall("PTTL", s.key .. ":limiter"), 0))
             s.timed = true
           end
         end
