@@ -177,23 +177,35 @@ def measure(
     if chain:
         done = finish_chained(q, groups, added, now, recorder, kept)
     while done < added:
-        got = claimed(move_to_active(q, now=now, count=batch, seq=seq))
-        if not got:
-            raise SystemExit(
-                f"{groups} groups: a claim found nothing after {done} jobs"
-            )
-        entries = [finish_entry(q, job, recorder) for job in got]
-        codes = move_to_finished(q, entries, now=now, **kept)[0]
-        if any(code != 0 for code in codes):
-            raise SystemExit(f"{groups} groups: finish codes {codes}")
-        seq += len(got)
-        done += len(got)
+        got = claim_and_finish(q, now, seq, batch, recorder, kept)
+        seq += got
+        done += got
     total = dumped_total(folder, pid)
     stats = admin.info("commandstats")
     inner = script_commands(stats)
     q.close()
     admin.close()
     return total / done, inner / done
+
+
+def claim_and_finish(
+    q: Queue,
+    now: int,
+    seq: int,
+    batch: int,
+    recorder: AttemptRecorder | None = None,
+    kept: dict[str, Any] | None = None,
+) -> int:
+    """Claim up to `batch` jobs and finish them, as a worker at that
+    concurrency does; how many."""
+    got = claimed(move_to_active(q, now=now, count=batch, seq=seq))
+    if not got:
+        raise SystemExit(f"{q.name}: a claim found nothing")
+    entries = [finish_entry(q, job, recorder) for job in got]
+    codes = move_to_finished(q, entries, now=now, **(kept or {}))[0]
+    if any(code != 0 for code in codes):
+        raise SystemExit(f"{q.name}: finish codes {codes}")
+    return len(got)
 
 
 #: --real: calls of one queue before the other queue's turn.
@@ -222,13 +234,9 @@ def measure_real(url: str, groups: int, jobs: int, batch: int = BATCH) -> float:
             for _ in range(REAL_TURN):
                 if run[2] >= run[4]:
                     break
-                got = claimed(move_to_active(q, now=now, count=batch, seq=run[1]))
-                if not got:
-                    raise SystemExit(f"{q.name}: a claim found nothing")
-                entries = [finish_entry(q, job, None) for job in got]
-                move_to_finished(q, entries, now=now)
-                run[1] += len(got)
-                run[2] += len(got)
+                got = claim_and_finish(q, now, run[1], batch)
+                run[1] += got
+                run[2] += got
             run[3] += script_usec(admin.info("commandstats"))
     for run in runs:
         run[0].close()
