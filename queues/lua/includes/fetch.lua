@@ -132,9 +132,6 @@ local function claimJobs(q, prefix, now, opts, count, contended)
     count = math.min(count, 1)
   end
   st.want = count
-  -- A group's run of turns may pop its jobs together, unless a queue-wide
-  -- limit may end the call first.
-  st.runs = count > 1 and not (maxJobs or concurrency)
   local nowText = intText(now)
   local jobs = {}
   local claimed = 0

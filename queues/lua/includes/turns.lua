@@ -122,15 +122,14 @@ end
 -- limit): about one key deleted per group's life, not per job.
 local function sweepGroups(prefix, v, vm, st)
   local tailKey = prefix .. "groups:tail"
-  local found = rcall("ZRANGEBYSCORE", tailKey, "-inf", "(" .. (v + 1), "WITHSCORES",
-    "LIMIT", 0, 16)
-  local gone, checked = {}, 0
-  for i = 1, #found, 2 do
-    local gid = found[i]
-    if tonumber(found[i + 1]) < v then
-      gone[#gone + 1] = gid
-    elseif st.emptied and checked < 16 then
-      checked = checked + 1
+  -- Groups below the turn served, then (idling) those in it: two reads
+  -- without scores (Redis 7.0 formats each score with printf's %.17g, and
+  -- with many one-job groups all 16 met were in the turn served, read for
+  -- nothing on every call).
+  local gone = rcall("ZRANGEBYSCORE", tailKey, "-inf", "(" .. v, "LIMIT", 0, 16)
+  if st.emptied and #gone < 16 then
+    for _, gid in ipairs(rcall("ZRANGEBYSCORE", tailKey, v, "(" .. (v + 1),
+        "LIMIT", 0, 16 - #gone)) do
       local last = rcall("ZRANGE", prefix .. "group:" .. gid .. ":q", -1, -1)
       if not last[1] or last[1] <= vm then
         gone[#gone + 1] = gid

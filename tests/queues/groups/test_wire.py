@@ -286,6 +286,31 @@ def test_a_group_seated_or_given_settings_while_idle_bound_is_kept(
     assert r.exists(q.keys.base + "group:c:q") == 0
 
 
+def test_many_drained_groups_are_forgotten_sixteen_a_claim(
+    q: Queue, r: redis.Redis
+) -> None:
+    """40 one-job groups drained in the turn served (the claim that took them
+    popped no less than it asked, so it did not see `groups:q` empty): the
+    claims that find nothing left forget them 16 a call until none is left."""
+    for i in range(40):
+        q.add("j", {}, group=f"g{i:02d}")
+    taken = claimed(move_to_active(q, count=40))
+    assert len(taken) == 40
+    entries = []
+    for jid, token, h in taken:
+        e = entry(jid, token=token)
+        e["gid"] = h["gid"]
+        entries.append(e)
+    assert move_to_finished(q, entries)[0] == [0] * 40
+    counts = []
+    for _ in range(4):
+        counts.append(q.count_groups())
+        assert claimed(move_to_active(q)) == []
+    assert counts == [40, 40 - 16, 40 - 32, 0]
+    assert r.zcard(q.keys.groups_tail) == 0
+    assert not r.keys(q.keys.base + "group:*")
+
+
 def test_jobs_waiting_in_the_layout_before_tickets_are_taken_after_an_upgrade(
     q: Queue, r: redis.Redis
 ) -> None:
