@@ -48,6 +48,20 @@ def ungrouped_first(q: Queue) -> None:
         q.add("j", {}, group="g")
 
 
+def plain_groups(q: Queue) -> None:
+    """x, y and z with 7, 3 and 5 jobs and nothing of their own."""
+    for gid, n in (("x", 7), ("y", 3), ("z", 5)):
+        for _ in range(n):
+            q.add("j", {}, group=gid)
+
+
+def plain_groups_queue_capped(q: Queue) -> None:
+    """The same under a queue-wide concurrency of 4: a call pops more
+    tickets than it may take; those it did not take go back in line."""
+    q.set_global_concurrency(4)
+    plain_groups(q)
+
+
 def claim_ids(q: Queue, count: int, seq: int) -> list[str]:
     return [job_id for job_id, _, _ in claimed(move_to_active(q, count=count, seq=seq))]
 
@@ -59,6 +73,8 @@ def claim_ids(q: Queue, count: int, seq: int) -> list[str]:
         (weighted, [6, 20]),
         (capped, [10, 10]),
         (ungrouped_first, [3, 10]),
+        (plain_groups, [4, 1, 20]),
+        (plain_groups_queue_capped, [10, 10]),
     ],
 )
 def test_a_batch_claims_what_single_claims_would(
@@ -91,6 +107,13 @@ def test_a_batch_claims_what_single_claims_would(
         )
         assert batch.get_counts("waiting", "active") == single.get_counts(
             "waiting", "active"
+        )
+        # The tickets left and the turn served (v, vm) are the same too.
+        assert r.zrange(batch.keys.groups_q, 0, -1, withscores=True) == r.zrange(
+            single.keys.groups_q, 0, -1, withscores=True
+        )
+        assert r.hmget(batch.keys.groups_meta, "v", "vm") == r.hmget(
+            single.keys.groups_meta, "v", "vm"
         )
     assert got, "the setup left nothing to claim"
 
