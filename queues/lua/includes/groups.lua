@@ -643,10 +643,15 @@ local function firstDue(key)
 end
 
 -- Due grouped delayed jobs to their groups, due timed groups' parked
--- tickets back to turns (bounded per call). One peek per zset when nothing
--- is due. Returns the earliest pending time or nil.
+-- tickets back to turns (bounded per call). One EXISTS when neither zset
+-- has anything, else one peek per zset when nothing is due. Returns the
+-- earliest pending time or nil.
 local function promoteGroups(prefix, now, eventsKey, metaKey)
   local delayedKey = prefix .. "groups:delayed"
+  local timedKey = prefix .. "groups:timed"
+  if rcall("EXISTS", delayedKey, timedKey) == 0 then
+    return nil  -- (one call where two peeks would find nothing)
+  end
   local _, at = firstDue(delayedKey)
   if at and at <= now then
     local maxEvents = getOrSetMaxEvents(metaKey)
@@ -666,7 +671,6 @@ local function promoteGroups(prefix, now, eventsKey, metaKey)
     end
     _, at = firstDue(delayedKey)
   end
-  local timedKey = prefix .. "groups:timed"
   local _, timedAt = firstDue(timedKey)
   if timedAt and timedAt <= now then
     local timed = rcall("ZRANGEBYSCORE", timedKey, "-inf", now, "LIMIT", 0,

@@ -8,9 +8,10 @@
   Requires: base, markers, groups.
 ]]
 
--- Whether ungrouped jobs wait (in `wait` or `prioritized`).
+-- Whether ungrouped jobs wait (in `wait` or `prioritized`): one call, as
+-- Redis keeps no empty list or zset.
 local function ungroupedWaiting(q)
-  return rcall("LLEN", q.wait) > 0 or rcall("ZCARD", q.prioritized) > 0
+  return rcall("EXISTS", q.wait, q.prioritized) > 0
 end
 
 -- Read, for the groups of the popped tickets (`buf[from..]`) this call has
@@ -119,7 +120,8 @@ end
 -- at or before the last one taken (`vm`). Their lists of tickets
 -- go, and so does their `groups:index` entry when nothing else keeps them
 -- (parked tickets, a zset, settings of their own, running jobs under a
--- limit): about one key deleted per group's life, not per job.
+-- limit): about one key deleted per group's life, not per job. True when
+-- it left no group below `v`.
 local function sweepGroups(prefix, v, vm, st)
   local tailKey = prefix .. "groups:tail"
   -- Groups below the turn served, then (idling) those in it: two reads
@@ -127,6 +129,7 @@ local function sweepGroups(prefix, v, vm, st)
   -- with many one-job groups all 16 met were in the turn served, read for
   -- nothing on every call).
   local gone = rcall("ZRANGEBYSCORE", tailKey, "-inf", "(" .. v, "LIMIT", 0, 16)
+  local clear = #gone < 16  -- (no group left below `v`)
   if st.emptied and #gone < 16 then
     for _, gid in ipairs(rcall("ZRANGEBYSCORE", tailKey, v, "(" .. (v + 1),
         "LIMIT", 0, 16 - #gone)) do
@@ -137,7 +140,7 @@ local function sweepGroups(prefix, v, vm, st)
     end
   end
   if #gone == 0 then
-    return
+    return clear
   end
   local lists = {}
   for i = 1, #gone do
@@ -169,6 +172,7 @@ local function sweepGroups(prefix, v, vm, st)
   if #forget > 0 then
     rcall("ZREM", prefix .. "groups:index", unpack(forget))
   end
+  return clear
 end
 
 -- End of a claim call (or before anything else writes groups in it): the
@@ -206,12 +210,23 @@ local function flushGroupClaims(prefix, st)
   if st.meta then
     local metaKey = prefix .. "groups:meta"
     local moved = st.vm ~= st.meta.vm
+    local v, sets = tonumber(st.v), {}
+    -- Groups fall below the turn served only as it moves on (every tail is
+    -- at or after it when written): once a sweep left none below turn `v`
+    -- (`sw`), the claims of that turn need not look, unless idling.
+    if (moved and v ~= st.meta.sw) or st.emptied then
+      if sweepGroups(prefix, v, st.vm, st) and v ~= st.meta.sw then
+        sets = {"sw", v}
+        st.meta.sw = v
+      end
+    end
     if moved then
-      rcall("HSET", metaKey, "v", st.v, "vm", st.vm)
+      sets[#sets + 1], sets[#sets + 2] = "v", st.v
+      sets[#sets + 1], sets[#sets + 2] = "vm", st.vm
       st.meta.vm = st.vm
     end
-    if moved or st.emptied then
-      sweepGroups(prefix, tonumber(st.v), st.vm, st)
+    if #sets > 0 then
+      rcall("HSET", metaKey, unpack(sets))
     end
     if st.uDirty then
       if st.u then
@@ -239,12 +254,13 @@ end
 ]]
 local function nextGroupedJob(q, prefix, now, st)
   if not st.meta then
-    local fields = {"v", "vm", "u", "own", "slotted", "parked", unpack(GROUP_LIMITS)}
+    local fields = {"v", "vm", "u", "own", "slotted", "parked", "sw",
+      unpack(GROUP_LIMITS)}
     local m = rcall("HMGET", prefix .. "groups:meta", unpack(fields))
     if not m[1] and migrateRotation(prefix) then  -- (no turn served yet)
       m = rcall("HMGET", prefix .. "groups:meta", unpack(fields))
     end
-    st.meta = {vm = m[2] or ""}
+    st.meta = {vm = m[2] or "", sw = tonumber(m[7])}
     st.v, st.vm, st.u = tonumber(m[1]) or 0, m[2] or "", tonumber(m[3])
     if not st.u and ungroupedWaiting(q) then
       -- Ungrouped jobs wait: they take one turn per turn from the turn
@@ -253,8 +269,8 @@ local function nextGroupedJob(q, prefix, now, st)
     end
     st.ownN, st.slottedN = tonumber(m[4]) or 0, tonumber(m[5]) or 0
     st.parkedN = tonumber(m[6]) or 0
-    st.defaults = {m[7], m[8], m[9], m[10]}
-    st.limited = (limitOrNil(m[8]) or limitOrNil(m[9])) and true or false
+    st.defaults = {m[8], m[9], m[10], m[11]}
+    st.limited = (limitOrNil(m[9]) or limitOrNil(m[10])) and true or false
     st.special = st.limited or st.ownN > 0 or st.slottedN > 0
     st.gs, st.seen, st.order = {}, {}, {}
   end

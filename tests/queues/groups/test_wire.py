@@ -311,6 +311,28 @@ def test_many_drained_groups_are_forgotten_sixteen_a_claim(
     assert not r.keys(q.keys.base + "group:*")
 
 
+def test_groups_left_below_the_turn_served_are_swept_on_in_that_turn(
+    q: Queue,
+) -> None:
+    """40 one-job groups and y, z with 5 jobs each share the first turn; a
+    claim takes it whole. Each claim after moves the turn served or not:
+    the 40 fall below it and go 16 a claim, the next claim in the same turn
+    going on where the last one stopped, until only y and z are left."""
+    for i in range(40):
+        q.add("j", {}, group=f"a{i:02d}")
+    for gid in ("y", "z"):
+        for _ in range(5):
+            q.add("j", {}, group=gid)
+    assert len(claimed(move_to_active(q, count=42))) == 42
+    counts = [q.count_groups()]
+    for _ in range(4):
+        [(_jid, _token, h)] = claimed(move_to_active(q))
+        counts.append(q.count_groups())
+    # y (turn 2), z (turn 2, same turn), y (turn 3), z (turn 3)
+    assert counts == [42, 26, 10, 2, 2]
+    assert sorted(g.id for g in q.get_groups()) == ["y", "z"]
+
+
 def test_jobs_waiting_in_the_layout_before_tickets_are_taken_after_an_upgrade(
     q: Queue, r: redis.Redis
 ) -> None:
