@@ -11,7 +11,7 @@ queue's group keys, and `GroupMethods`, the group API of `Queue` and
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -423,6 +423,18 @@ def group_turns(keys: QueueKeys, groups: list[str]) -> Op[dict[str, int | None]]
         return {}
     counts = yield group_counts(keys, groups, scan=0)
     return {g: (int(c[3]) if int(c[3]) >= 0 else None) for g, c in zip(groups, counts)}
+
+
+def group_ranks(
+    keys: QueueKeys, jobs: Sequence[tuple[str, str]]
+) -> Op[list[int | None]]:
+    """Each (job id, group)'s jobs of its group ahead of it (None: it does
+    not wait in its group), one group_reads.lua call for all."""
+    args: list[str] = []
+    for job_id, group in jobs:
+        args += [group, job_id]
+    reply = yield Eval("group_reads", (keys.groups_meta,), (keys.base, "ranks", *args))
+    return [int(r) if int(r) >= 0 else None for r in reply]
 
 
 def _turn(keys: QueueKeys, group: str) -> Op[int | None]:

@@ -22,12 +22,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from queues.drive import gather
-from queues.groups import GroupInfo, group_turns, read_groups
+from queues.groups import GroupInfo, group_ranks, group_turns, read_groups
 from queues.keys import QueueKeys
-from queues.ops import Eval, Op
+from queues.ops import Op
 
 from ..quota import QUOTA_HOLD
-from .reads import as_int
 from .reasons import WaitingReason, at
 
 #: The pseudo-state a grouped job's own reads go by (reads.py): it is in no
@@ -56,24 +55,6 @@ class GroupFacts:
     ahead_in_group: int | None
 
 
-def _places(
-    keys: QueueKeys, groups: list[str], jobs: Sequence[tuple[str, str]]
-) -> Op[tuple[dict[str, int | None], list[int | None]]]:
-    turns, ranks = yield from gather([group_turns(keys, groups), _ranks(keys, jobs)])
-    return turns, ranks
-
-
-def _ranks(keys: QueueKeys, jobs: Sequence[tuple[str, str]]) -> Op[list[int | None]]:
-    """Each (job id, group)'s jobs of its group ahead of it (None: it does
-    not wait in its group), one group_reads.lua call for all."""
-    args: list[str] = []
-    for job_id, group in jobs:
-        args += [group, job_id]
-    reply = yield Eval("group_reads", (keys.groups_meta,), (keys.base, "ranks", *args))
-    ranks = [as_int(v) for v in reply]
-    return [r if r is not None and r >= 0 else None for r in ranks]
-
-
 def group_facts_op(
     keys: QueueKeys, jobs: Sequence[tuple[str, str]], now_ms: int
 ) -> Op[dict[str, GroupFacts]]:
@@ -81,8 +62,12 @@ def group_facts_op(
     if not jobs:
         return {}
     groups = sorted({g for _, g in jobs})
-    infos, (turns, ranks) = yield from gather(
-        [read_groups(keys, groups, now_ms), _places(keys, groups, jobs)]
+    infos, turns, ranks = yield from gather(
+        [
+            read_groups(keys, groups, now_ms),
+            group_turns(keys, groups),
+            group_ranks(keys, jobs),
+        ]
     )
     by_id = {info.id: info for info in infos}
     return {

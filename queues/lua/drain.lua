@@ -64,10 +64,9 @@ end
 for _, jobId in ipairs(rcall("ZRANGE", prefix .. "groups:waiting", 0, -1)) do
   if not isCurrentSchedulerIteration(prefix, prefix .. jobId, jobId) then
     local gid = jobGroup(prefix .. jobId)
-    if gid then
-      unqueueGrouped(prefix, jobId, gid)
+    if not (gid and unqueueGrouped(prefix, jobId, gid)) then
+      rcall("ZREM", prefix .. "groups:waiting", jobId)  -- (no ticket: the entry alone)
     end
-    rcall("ZREM", prefix .. "groups:waiting", jobId)
     removeJob(prefix, jobId)
     removed = removed + 1
   end

@@ -200,6 +200,17 @@ local function markGroup(prefix, name, gid, on)
   end
 end
 
+-- The group's zset `key` of set `name` (slotted: its `:wait`, parked: its
+-- `:parked`) may have emptied: then the group leaves the set. True when it
+-- did.
+local function unmarkIfGone(prefix, name, gid, key)
+  if rcall("EXISTS", key) == 0 then
+    markGroup(prefix, name, gid, false)
+    return true
+  end
+  return false
+end
+
 -- The turn for the group's next ticket `member`: the group's last turn
 -- while it has a ticket left in it (`w` per turn), else the next; never
 -- before the turn served (`v`), and at `v` only after the last ticket taken
@@ -296,14 +307,20 @@ local function giveTurns(prefix, gid, members, w, turn, onlyQueued)
   rcall("ZADD", prefix .. "groups:index", "GT", turn, gid)
 end
 
--- The weight of a group: its own, else the default, else 1. `m`: HMGET of
--- `groups:meta` weight, own.
+-- What placing tickets reads of `groups:meta`: the turn served (`v`), the
+-- last ticket taken (`vm`), the default weight and how many groups have
+-- settings of their own.
+local function turnMeta(prefix)
+  return rcall("HMGET", prefix .. "groups:meta", "v", "vm", "weight", "own")
+end
+
+-- The weight of a group: its own, else the default, else 1 (`m`: turnMeta).
 local function groupWeight(prefix, gid, m)
   local w
-  if (tonumber(m[2]) or 0) > 0 then
+  if (tonumber(m[4]) or 0) > 0 then
     w = limitOrNil(rcall("HGET", groupKey(prefix, gid), "weight"))
   end
-  return w or limitOrNil(m[1]) or 1
+  return w or limitOrNil(m[3]) or 1
 end
 
 -- A stored job waits in its group: a ticket for it, and, when the group is
@@ -311,8 +328,7 @@ end
 -- job of its priority, as a stalled job goes back to the head of `wait`),
 -- the job in the group's zset (priority, then seq; lifo newest first).
 local function enqueueGrouped(prefix, jobKey, jobId, gid, priority, lifo, front)
-  local metaKey = prefix .. "groups:meta"
-  rcall("HSETNX", metaKey, "seq", 0)  -- (its existence says groups are in use)
+  rcall("HSETNX", prefix .. "groups:meta", "seq", 0)  -- (groups are in use)
   local job = rcall("HMGET", jobKey, "gid", "timestamp", "delay")
   local seq = fifoKey(prefix, jobKey, jobId, job[1])
   local member = ticketName(gid, seq, jobId)
@@ -330,8 +346,8 @@ local function enqueueGrouped(prefix, jobKey, jobId, gid, priority, lifo, front)
     rcall("ZADD", key .. ":wait", score, jobId)
     markGroup(prefix, "slotted", gid, true)
   end
-  local m = rcall("HMGET", metaKey, "v", "vm", "weight", "own")
-  local w = groupWeight(prefix, gid, {m[3], m[4]})
+  local m = turnMeta(prefix)
+  local w = groupWeight(prefix, gid, m)
   placeTicket(prefix, gid, member, takeTurn(prefix, gid, member, w,
     tonumber(m[1]) or 0, m[2] or ""))
   rcall("HSET", jobKey, "gid", gid)
@@ -478,9 +494,7 @@ local function unparkGroup(prefix, gid, now)
     giveTurns(prefix, gid, members, s.weight, s.v + 1, false)
     wakeWorker(prefix)
   end
-  if rcall("EXISTS", parkedKey) == 0 then
-    markGroup(prefix, "parked", gid, false)
-  elseif n == UNPARK_CHUNK then
+  if not unmarkIfGone(prefix, "parked", gid, parkedKey) and n == UNPARK_CHUNK then
     wakeGroupAt(prefix, gid, 0)  -- more than a call's worth: the next claim goes on
   end
 end
@@ -489,11 +503,11 @@ end
 -- from the turn after the one served, its new weight per turn, in their
 -- order (a weight applies to the backlog at once, not only to new jobs).
 local function retagGroup(prefix, gid)
-  local m = rcall("HMGET", prefix .. "groups:meta", "v", "vm", "weight", "own")
+  local m = turnMeta(prefix)
   local v = tonumber(m[1]) or 0
   local n, tickets = queuedTickets(groupKey(prefix, gid), v, m[2] or "", -1)
   if n > 0 then
-    local w = groupWeight(prefix, gid, {m[3], m[4]})
+    local w = groupWeight(prefix, gid, m)
     rcall("ZADD", prefix .. "groups:index", 0, gid)  -- (its drain turn is set anew)
     giveTurns(prefix, gid, tickets, w, v + 1, true)
   end
@@ -582,13 +596,11 @@ local function unqueueGrouped(prefix, jobId, gid)
     if rcall("ZREM", key .. ":parked", member) == 0 then
       return false
     end
-    if rcall("EXISTS", key .. ":parked") == 0 then
-      markGroup(prefix, "parked", gid, false)
-    end
+    unmarkIfGone(prefix, "parked", gid, key .. ":parked")
   end
   rcall("ZREM", key .. ":q", member)
-  if rcall("ZREM", key .. ":wait", jobId) == 1 and rcall("EXISTS", key .. ":wait") == 0 then
-    markGroup(prefix, "slotted", gid, false)
+  if rcall("ZREM", key .. ":wait", jobId) == 1 then
+    unmarkIfGone(prefix, "slotted", gid, key .. ":wait")
   end
   rcall("ZREM", prefix .. "groups:waiting", jobId)
   return true
@@ -605,14 +617,14 @@ local function migrateRotation(prefix)
   if rcall("EXISTS", readyKey, prefix .. "groups:seated", prefix .. "groups:turns") == 0 then
     return false
   end
-  local m = rcall("HMGET", prefix .. "groups:meta", "v", "vm", "weight", "own")
+  local m = turnMeta(prefix)
   local v, vm = tonumber(m[1]) or 0, m[2] or ""
   for _, gid in ipairs(rcall("ZRANGE", prefix .. "groups:index", 0, -1)) do
     rcall("ZADD", prefix .. "groups:index", 0, gid)  -- (it counted jobs: turns now)
     local jobs = rcall("ZRANGE", groupKey(prefix, gid) .. ":wait", 0, -1)
     if #jobs > 0 then
       markGroup(prefix, "slotted", gid, true)
-      local w = groupWeight(prefix, gid, {m[3], m[4]})
+      local w = groupWeight(prefix, gid, m)
       for _, jobId in ipairs(jobs) do
         local member = ticketName(gid, fifoKey(prefix, prefix .. jobId, jobId, true), jobId)
         placeTicket(prefix, gid, member, takeTurn(prefix, gid, member, w, v, vm))

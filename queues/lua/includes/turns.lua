@@ -65,27 +65,27 @@ local function renameTicket(prefix, gid, take, owner, st)
   local old = ticketOf(gid, take, rcall("HGET", prefix .. take, "gsq"))
   local new = ticketOf(gid, owner, rcall("HGET", prefix .. owner, "gsq"))
   local key = groupKey(prefix, gid)
+  local function rename(zset, score)
+    rcall("ZREM", zset, old)
+    rcall("ZADD", zset, score, new)
+  end
   local buf = st.buf
   for i = st.bi, #buf, 2 do
     if buf[i] == old then
       buf[i] = new
-      rcall("ZREM", key .. ":q", old)
-      rcall("ZADD", key .. ":q", buf[i + 1], new)
+      rename(key .. ":q", buf[i + 1])
       return
     end
   end
   local turn = rcall("ZSCORE", prefix .. "groups:q", old)
   if turn then
-    rcall("ZREM", prefix .. "groups:q", old)
-    rcall("ZADD", prefix .. "groups:q", turn, new)
-    rcall("ZREM", key .. ":q", old)
-    rcall("ZADD", key .. ":q", turn, new)
+    rename(prefix .. "groups:q", turn)
+    rename(key .. ":q", turn)
     return
   end
   local parked = rcall("ZSCORE", key .. ":parked", old)
   if parked then
-    rcall("ZREM", key .. ":parked", old)
-    rcall("ZADD", key .. ":parked", parked, new)
+    rename(key .. ":parked", parked)
   end
 end
 
@@ -107,9 +107,8 @@ local function takeSlotted(prefix, gid, s, seq, jobId, st)
   if take ~= jobId then
     renameTicket(prefix, gid, take, jobId, st)
   end
-  if rcall("EXISTS", waitKey) == 0 then
+  if unmarkIfGone(prefix, "slotted", gid, waitKey) then
     s.slotted = false
-    markGroup(prefix, "slotted", gid, false)
   end
   return take
 end
