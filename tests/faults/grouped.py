@@ -179,10 +179,10 @@ def group_problems(url: str, queue: str) -> list[str]:
         delayed = client.zcard(keys.groups_delayed)
         if delayed:
             problems.append(f"groups:delayed holds {delayed}")
-        for name in ("slotted", "parked"):
-            left = client.smembers(keys.base + "groups:" + name)
+        for key in (keys.groups_slotted, keys.groups_parked):
+            left = client.smembers(key)
             if left:
-                problems.append(f"groups:{name} holds {sorted(left)}")
+                problems.append(f"{key} holds {sorted(left)}")
         return problems
     finally:
         client.close()

@@ -102,8 +102,8 @@ def test_a_batch_claims_what_single_claims_would(
                 k1, 0, -1, withscores=True
             )
         # (scored by the time of each add: the members are what compares)
-        assert sorted(r.zrange(batch.keys.base + "groups:waiting", 0, -1)) == sorted(
-            r.zrange(single.keys.base + "groups:waiting", 0, -1)
+        assert sorted(r.zrange(batch.keys.groups_waiting, 0, -1)) == sorted(
+            r.zrange(single.keys.groups_waiting, 0, -1)
         )
         assert batch.get_counts("waiting", "active") == single.get_counts(
             "waiting", "active"

@@ -109,7 +109,7 @@ def test_backoff_and_retry_stay_in_the_group(q: Queue, r: redis.Redis) -> None:
     [(jid, token, _)] = claimed(move_to_active(q))
     assert move_to_delayed(q, jid, 1000, token=token) == 0
     assert r.zcard(q.keys.delayed) == 0
-    assert r.zscore(q.keys.base + "groups:delayed", job) == NOW + 1000
+    assert r.zscore(q.keys.groups_delayed, job) == NOW + 1000
     assert q.get_job_state(job) is JobState.DELAYED
     assert q.get_counts("delayed", "waiting") == {"delayed": 1, "waiting": 0}
     assert claimed(move_to_active(q, now=NOW + 500)) == []
@@ -202,7 +202,7 @@ def test_idle_groups_without_settings_are_forgotten(q: Queue, r: redis.Redis) ->
     assert claimed(move_to_active(q)) == []
     assert q.count_groups() == 2
     assert [g.id for g in q.get_groups()] == ["c", "b"]
-    assert r.exists(q.keys.base + "group:a") == 0
+    assert r.exists(q.keys.group("a")) == 0
     assert q.get_group("a") is None
 
 
@@ -283,7 +283,7 @@ def test_a_group_seated_or_given_settings_while_idle_bound_is_kept(
     b = q.get_group("b")
     assert b is not None and (b.waiting, b.active) == (0, 0)
     assert r.hget(q.keys.groups_active, "c") is None
-    assert r.exists(q.keys.base + "group:c:q") == 0
+    assert r.exists(q.keys.group("c") + ":q") == 0
 
 
 def test_many_drained_groups_are_forgotten_sixteen_a_claim(
