@@ -5,10 +5,10 @@
   KEYS[1] groups:meta (every other key derives from the prefix)
 
   ARGV[1] key prefix
-  ARGV[2] mode: `groups` or `jobs`
+  ARGV[2] mode: `groups`, `jobs` or `ranks`
 
   groups: ARGV[3] how many ids of `active` to look at for running jobs of
-  groups without a count; ARGV[4..] group ids. Returns, per group,
+  groups without a count (0: none, their running is 0); ARGV[4..] group ids. Returns, per group,
   {waiting, running, in groups:q, tickets ahead of its first (-1: none)}.
 
   jobs: ARGV[3] group id, ARGV[4] how many (-1: all); returns the group's
@@ -45,11 +45,9 @@ if mode == "groups" then
     if not run then
       if not scanned then
         scanned = true
-        for _, id in ipairs(rcall("LRANGE", prefix .. "active", 0, tonumber(ARGV[3]) - 1)) do
-          local g = redis.pcall("HGET", prefix .. id, "gid")
-          if type(g) == "string" then
-            running[g] = (running[g] or 0) + 1
-          end
+        local scan = tonumber(ARGV[3])
+        if scan > 0 then  -- (0: the caller does not use running counts)
+          running = runningByGroup(prefix, scan - 1)
         end
       end
       run = running[gid] or 0

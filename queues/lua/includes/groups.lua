@@ -377,16 +377,25 @@ local function syncOwnSettings(prefix, gid)
   markGroup(prefix, "own", gid, hasOwnSettings(groupKey(prefix, gid)))
 end
 
+-- Running jobs per group among `active`'s ids up to index `last` (-1: all).
+local function runningByGroup(prefix, last)
+  local counts = {}
+  for _, id in ipairs(rcall("LRANGE", prefix .. "active", 0, last)) do
+    -- pcall: the key may be another client's of another type.
+    local g = redis.pcall("HGET", prefix .. id, "gid")
+    if type(g) == "string" and g ~= "" then
+      counts[g] = (counts[g] or 0) + 1
+    end
+  end
+  return counts
+end
+
 -- Count the running jobs of `gid` (every group when nil) from `active`, as
 -- a limit that starts to apply needs them: jobs claimed before it count.
 local function recountRunning(prefix, gid)
-  local counts = {}
-  for _, id in ipairs(rcall("LRANGE", prefix .. "active", 0, -1)) do
-    -- pcall: the key may be another client's of another type.
-    local g = redis.pcall("HGET", prefix .. id, "gid")
-    if type(g) == "string" and g ~= "" and (not gid or g == gid) then
-      counts[g] = (counts[g] or 0) + 1
-    end
+  local counts = runningByGroup(prefix, -1)
+  if gid then
+    counts = {[gid] = counts[gid]}
   end
   local activeKey = prefix .. "groups:active"
   if gid then

@@ -12,6 +12,7 @@ import redis
 from queues import Queue, ops
 from queues.drive import run_sync
 from queues.exceptions import InvalidJobId
+from queues.groups import group_counts
 from queues.state import JobState
 from tests.queues.transitions.helpers import (
     LOCK_MS,
@@ -232,6 +233,22 @@ def test_job_lists_counts_and_oldest_include_grouped_jobs(q: Queue) -> None:
     assert [j.id for j in q.get_jobs("delayed")] == [later.id]
     assert q.get_counts("waiting", "delayed") == {"waiting": 3, "delayed": 1}
     assert run_sync(ops.oldest_waiting(q.keys), q.client) == 1_000
+
+
+def test_group_counts_scan_active_only_when_asked(q: Queue) -> None:
+    """Readers that do not use running counts (scan 0: turns, the series
+    sample) do not walk `active`; the others count a group's running jobs
+    from it (a group under no limit keeps no count)."""
+    for _ in range(3):
+        q.add("j", {}, group="a")
+    assert len(claimed(move_to_active(q, count=2))) == 2
+
+    def counts(**scan: int) -> ops.Op[list[int]]:
+        reply = yield group_counts(q.keys, ["a"], **scan)
+        return [int(n) for n in reply[0][:2]]  # waiting, running
+
+    assert run_sync(counts(), q.client) == [1, 2]
+    assert run_sync(counts(scan=0), q.client) == [1, 0]
 
 
 def test_a_job_id_cannot_name_a_group_key(q: Queue) -> None:
