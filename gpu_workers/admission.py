@@ -244,6 +244,11 @@ class QueueClaims:
         self._wake: Callable[[], None] = _nothing
         #: How many jobs the queue's worker holds now (set by its GpuWorker).
         self.claimed: Callable[[], int] = lambda: 0
+        #: The last capacity() answered 0 because another queue's claimed job
+        #: was not admitted: that queue's next capacity() wakes this one.
+        self.held_by_others = False
+        #: Another view saw a claimed job of this one not admitted.
+        self._seen_waiting = False
 
     def key(self, job_id: str) -> str:
         """A job's key in the shared `admitted` (unique across the queues)."""
@@ -263,14 +268,35 @@ class QueueClaims:
 
     def unadmitted(self) -> int:
         """This queue's claimed jobs not admitted yet."""
-        return max(self.claimed() - self.admitted_count(), 0)
+        waiting = max(self.claimed() - self.admitted_count(), 0)
+        if waiting:
+            self._seen_waiting = True
+        return waiting
 
     def capacity(self, claimed: int) -> int:
         """One, given a free slot of this queue, some free budget and no
-        claimed job of any queue of the process waiting for budget; else 0."""
+        claimed job of any queue of the process waiting for budget; else 0.
+
+        A job another queue's worker claimed counts as waiting from its claim
+        until it is admitted, or until it leaves that worker's jobs (it ended
+        without admission, or it is being finished after its release). Only
+        that worker is told when one of its jobs ends, and it re-asks its own
+        capacity() then: so the queues held back by this one's jobs are woken
+        by its first capacity() with none of its own waiting. (Woken by
+        nothing, such a queue would sleep with a free slot and its marker
+        taken, its jobs waiting until some other change of the budget.) Only
+        a queue that was seen waiting wakes the others, once: two queues held
+        by a third never wake each other in turn."""
         adm = self.admission
         own = claimed - self.admitted_count()
+        if own <= 0 and self._seen_waiting:
+            self._seen_waiting = False
+            for view in adm.views:
+                if view is not self and view.held_by_others:
+                    view.held_by_others = False
+                    view.wake()
         others = sum(v.unadmitted() for v in adm.views if v is not self)
+        self.held_by_others = others > 0
         if own > 0 or others or claimed >= self.slots or adm.free_bytes <= 0:
             return 0
         return 1

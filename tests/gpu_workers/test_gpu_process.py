@@ -101,6 +101,57 @@ def test_claims_of_every_queue_wait_while_any_job_waits_for_vram() -> None:
     assert b.capacity(0) == 1
 
 
+def test_a_queue_held_back_by_another_is_woken_when_that_job_leaves() -> None:
+    """A claimed job of queue A counts as waiting for budget until admitted,
+    and again once released while its worker finishes it: B's capacity() is
+    0 then. Only A's worker is told when the job leaves, so A's next
+    capacity() wakes B (once); two queues held by a third never wake each
+    other in turn."""
+    adm = VramAdmission(10 * GiB, 0, "g")
+    a, b, c = adm.view(1), adm.view(1), adm.view(1)
+    held = {"a": 0, "b": 0, "c": 0}
+    woken = {"a": 0, "b": 0, "c": 0}
+    for name, view in (("a", a), ("b", b), ("c", c)):
+        view.claimed = lambda name=name: held[name]
+        view.bind(lambda name=name: woken.__setitem__(name, woken[name] + 1))
+    held["a"] = 1  # a's job, released, not left yet
+    assert b.capacity(0) == 0
+    assert a.capacity(1) == 0 and woken["b"] == 0  # still a's
+    held["a"] = 0  # it left: a's worker re-asks
+    assert a.capacity(0) == 1
+    assert woken == {"a": 0, "b": 1, "c": 0}
+    assert a.capacity(0) == 1 and woken["b"] == 1  # once
+    assert b.capacity(0) == 1
+    held["c"] = 1  # c's job waits: a and b are held by it
+    assert (a.capacity(0), b.capacity(0)) == (0, 0)
+    for _ in range(3):
+        assert (a.capacity(0), b.capacity(0)) == (0, 0)
+    assert woken == {"a": 0, "b": 1, "c": 0}, "a and b woke each other"
+    held["c"] = 0
+    assert c.capacity(0) == 1
+    assert woken == {"a": 1, "b": 2, "c": 0}
+
+
+def test_a_queue_claims_at_once_after_the_other_queues_job(
+    redis_url: str, queues: tuple[Queue, Queue], started: list[ProcessThread]
+) -> None:
+    """One GPU process serving queues A and B, a job on A, then one on B, in
+    turn: each of B's jobs runs at once, not after B's 60 s drain delay (B
+    was left asleep, held back by A's job while it was being finished)."""
+    qa, qb = queues
+    specs = [
+        make_spec(redis_url, qa.name, slots=1, budget_bytes=12 * GiB),
+        make_spec(redis_url, qb.name, slots=1, budget_bytes=12 * GiB),
+    ]
+    started.append(ProcessThread(specs))
+    data = {"model": "t-mid", "working": "1GiB", "s": 0.05}
+    for _ in range(3):
+        a = qa.add("test.model", data)
+        wait_until(lambda a=a: done(qa, a.id), timeout=30, what="queue A's job")
+        b = qb.add("test.model", data)
+        wait_until(lambda b=b: done(qb, b.id), timeout=20, what="queue B's job")
+
+
 def test_two_queues_share_one_budget_and_one_resident_model(
     redis_url: str,
     queues: tuple[Queue, Queue],
