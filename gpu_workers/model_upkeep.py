@@ -37,6 +37,9 @@ from .scripts import LUA
 
 log = logging.getLogger("gpu_workers.models")
 
+#: The models warm on the GPU, and those open to each queue's placement.
+WarmOpen = tuple[frozenset[str], tuple[frozenset[str], ...]]
+
 
 #: Called with the worker's background-failure reporter's arguments.
 Failed = Callable[[str, BaseException], None]
@@ -97,7 +100,7 @@ class ModelUpkeep:
         #: zsets): one, or one per queue where queues share the process.
         self.placements: list[Placement] = []
         self.ttl_s = ttl_s
-        self._published: tuple[frozenset[str], frozenset[str]] | None = None
+        self._published: WarmOpen | None = None
         #: Set when pins or the warm pool changed (control.py): loop() reads
         #: them at its next round.
         self.read_due = True
@@ -209,11 +212,17 @@ class ModelUpkeep:
         await res.reclaim_check(self.context_bytes)
         await self.publish()
 
-    def _warm_open(self) -> tuple[frozenset[str], frozenset[str]]:
+    def _warm_open(self) -> WarmOpen:
+        """The models warm here, and for each queue's placement those open:
+        loaded, while the GPU has a free slot and so does that queue."""
         res = self.residency
         warm = res.resident()
         loaded = frozenset(n for n in warm if res.models[n].state == "resident")
-        return warm, loaded if res.has_free_slot() else frozenset()
+        if not res.has_free_slot():
+            loaded = frozenset()
+        return warm, tuple(
+            loaded if p.has_room() else frozenset() for p in self.placements
+        )
 
     async def publish(self) -> None:
         """This worker's members of the warm and open zsets (placement.py),
@@ -221,8 +230,8 @@ class ModelUpkeep:
         if not self.placements:
             return
         warm, opened = self._warm_open()
-        for placement in self.placements:
-            await placement.publish(self._bp, warm, opened, self.ttl_s)
+        for placement, open_models in zip(self.placements, opened, strict=True):
+            await placement.publish(self._bp, warm, open_models, self.ttl_s)
         self._published = (warm, opened)
 
     async def publish_if_changed(self) -> None:

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,6 +134,9 @@ class Placement:
         self.cold_hold_ms = int(cold_hold_s * 1000)
         self.scan = min(max(int(scan), 1), SCAN_MAX)
         self.stats = PlacementStats()
+        #: Whether this queue's worker has a slot free (a process serving
+        #: several queues: a free slot of the GPU may be another queue's).
+        self.has_room: Callable[[], bool] = lambda: True
         #: The last decision (for logs and the heartbeat).
         self.last: Choice | None = None
         self._warm: frozenset[str] = frozenset()

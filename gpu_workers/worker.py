@@ -139,6 +139,11 @@ class GpuWorker:
         )
         if isinstance(self.claims, QueueClaims):
             self.claims.claimed = lambda: len(self.worker.running_jobs)
+            if self.placement is not None:
+                # Open for this queue only with a slot of its own free; jobs
+                # being finished (their meter gone) no longer hold one.
+                claims = self.claims
+                self.placement.has_room = lambda: len(self.meters) < claims.slots
         self.worker.on("closing", self._draining)
         if self.worker.reports.attempts is not None:
             self.worker.reports.attempts.on_lost = self._correct_outcome

@@ -12,6 +12,7 @@ import pytest
 import redis
 
 from gpu_workers.admission import VramAdmission
+from gpu_workers.clock import now_ms
 from gpu_workers.fleet import Fleet
 from gpu_workers.gpu_process import GpuProcess
 from gpu_workers.keys import BullpenKeys
@@ -150,6 +151,43 @@ def test_a_queue_claims_at_once_after_the_other_queues_job(
         wait_until(lambda a=a: done(qa, a.id), timeout=30, what="queue A's job")
         b = qb.add("test.model", data)
         wait_until(lambda b=b: done(qb, b.id), timeout=20, what="queue B's job")
+
+
+def test_a_queue_whose_slots_are_full_is_not_open_for_its_models(
+    redis_url: str,
+    queues: tuple[Queue, Queue],
+    r: redis.Redis,
+    started: list[ProcessThread],
+) -> None:
+    """Queues A and B, one slot each, on one GPU's process with t-mid
+    resident: while a B job runs the GPU is open for t-mid to queue A only
+    (a free slot of the process is A's: other GPUs holding B's t-mid jobs for
+    it would wait for nothing), and open to B again once that job ends."""
+    qa, qb = queues
+    specs = [
+        make_spec(redis_url, qa.name, slots=1, budget_bytes=12 * GiB),
+        make_spec(redis_url, qb.name, slots=1, budget_bytes=12 * GiB),
+    ]
+    started.append(ProcessThread(specs))
+    gpu = specs[0].gpu_uuid
+    member_a, member_b = f"{gpu}|bull:{qa.name}", f"{gpu}|bull:{qb.name}"
+
+    def open_to() -> set[str]:
+        return set(r.zrangebyscore(KEYS.model_open("t-mid"), now_ms(), "+inf"))
+
+    first = qa.add("test.model", {"model": "t-mid", "working": "1GiB", "s": 0.05})
+    wait_until(lambda: done(qa, first.id), timeout=30, what="the load")
+    wait_until(lambda: open_to() >= {member_a, member_b}, what="open to both")
+    long = qb.add("test.model", {"model": "t-mid", "working": "1GiB", "s": 3})
+    wait_until(
+        lambda: (job := qb.get_job(long.id)) is not None and job.processed_on,
+        what="B's job to start",
+    )
+    wait_until(lambda: member_b not in open_to(), what="B no longer open")
+    assert member_a in open_to()
+    assert not done(qb, long.id)
+    wait_until(lambda: done(qb, long.id), timeout=30, what="B's job")
+    wait_until(lambda: open_to() >= {member_a, member_b}, what="open to both again")
 
 
 def test_two_queues_share_one_budget_and_one_resident_model(
