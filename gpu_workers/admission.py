@@ -246,7 +246,7 @@ class QueueClaims:
         self.claimed: Callable[[], int] = lambda: 0
         #: The last capacity() answered 0 because another queue's claimed job
         #: was not admitted: that queue's next capacity() wakes this one.
-        self.held_by_others = False
+        self._held_by_others = False
         #: Another view saw a claimed job of this one not admitted.
         self._seen_waiting = False
 
@@ -292,11 +292,11 @@ class QueueClaims:
         if own <= 0 and self._seen_waiting:
             self._seen_waiting = False
             for view in adm.views:
-                if view is not self and view.held_by_others:
-                    view.held_by_others = False
+                if view is not self and view._held_by_others:
+                    view._held_by_others = False
                     view.wake()
         others = sum(v.unadmitted() for v in adm.views if v is not self)
-        self.held_by_others = others > 0
+        self._held_by_others = others > 0
         if own > 0 or others or claimed >= self.slots or adm.free_bytes <= 0:
             return 0
         return 1

@@ -434,7 +434,7 @@ def group_ranks(
     for job_id, group in jobs:
         args += [group, job_id]
     reply = yield Eval("group_reads", (keys.groups_meta,), (keys.base, "ranks", *args))
-    return [int(r) if int(r) >= 0 else None for r in reply]
+    return [n if (n := int(r)) >= 0 else None for r in reply]
 
 
 def _turn(keys: QueueKeys, group: str) -> Op[int | None]:

@@ -63,6 +63,14 @@ def started() -> Iterator[list[ProcessThread]]:
         t.stop()
 
 
+def shared_specs(redis_url: str, qa: Queue, qb: Queue, slots_b: int = 1) -> list[Any]:
+    """Queues A (one slot) and B on one simulated GPU's 12 GiB process."""
+    return [
+        make_spec(redis_url, qa.name, slots=1, budget_bytes=12 * GiB),
+        make_spec(redis_url, qb.name, slots=slots_b, budget_bytes=12 * GiB),
+    ]
+
+
 def done(q: Queue, *ids: str) -> list[Any] | None:
     jobs = [q.get_job(i) for i in ids]
     if all(j is not None and j.finished_on for j in jobs):
@@ -140,11 +148,7 @@ def test_a_queue_claims_at_once_after_the_other_queues_job(
     turn: each of B's jobs runs at once, not after B's 60 s drain delay (B
     was left asleep, held back by A's job while it was being finished)."""
     qa, qb = queues
-    specs = [
-        make_spec(redis_url, qa.name, slots=1, budget_bytes=12 * GiB),
-        make_spec(redis_url, qb.name, slots=1, budget_bytes=12 * GiB),
-    ]
-    started.append(ProcessThread(specs))
+    started.append(ProcessThread(shared_specs(redis_url, qa, qb)))
     data = {"model": "t-mid", "working": "1GiB", "s": 0.05}
     for _ in range(3):
         a = qa.add("test.model", data)
@@ -164,10 +168,7 @@ def test_a_queue_whose_slots_are_full_is_not_open_for_its_models(
     (a free slot of the process is A's: other GPUs holding B's t-mid jobs for
     it would wait for nothing), and open to B again once that job ends."""
     qa, qb = queues
-    specs = [
-        make_spec(redis_url, qa.name, slots=1, budget_bytes=12 * GiB),
-        make_spec(redis_url, qb.name, slots=1, budget_bytes=12 * GiB),
-    ]
+    specs = shared_specs(redis_url, qa, qb)
     started.append(ProcessThread(specs))
     gpu = specs[0].gpu_uuid
     member_a, member_b = f"{gpu}|bull:{qa.name}", f"{gpu}|bull:{qb.name}"
@@ -200,11 +201,7 @@ def test_two_queues_share_one_budget_and_one_resident_model(
     load; both queues' jobs run under one budget (never over it), each queue
     within its own slots, and both records name the one process."""
     qa, qb = queues
-    specs = [
-        make_spec(redis_url, qa.name, slots=1, budget_bytes=12 * GiB),
-        make_spec(redis_url, qb.name, slots=2, budget_bytes=12 * GiB),
-    ]
-    t = ProcessThread(specs)
+    t = ProcessThread(shared_specs(redis_url, qa, qb, slots_b=2))
     started.append(t)
     first = qa.add("test.model", {"model": "t-mid", "working": "1GiB", "s": 0.05})
     wait_until(lambda: done(qa, first.id), what="queue A's job")

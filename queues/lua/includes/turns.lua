@@ -129,7 +129,7 @@ local function sweepGroups(prefix, v, vm, st)
   -- nothing on every call).
   local gone = rcall("ZRANGEBYSCORE", tailKey, "-inf", "(" .. v, "LIMIT", 0, 16)
   local clear = #gone < 16  -- (no group left below `v`)
-  if st.emptied and #gone < 16 then
+  if st.emptied and clear then
     for _, gid in ipairs(rcall("ZRANGEBYSCORE", tailKey, v, "(" .. (v + 1),
         "LIMIT", 0, 16 - #gone)) do
       local last = rcall("ZRANGE", prefix .. "group:" .. gid .. ":q", -1, -1)
