@@ -21,6 +21,9 @@ local GROUP_STEP_LIMIT = 100
 local TURN_USED = 1024
 --- Parked tickets a resume, a release or a lifted limit gives turns per call.
 local UNPARK_CHUNK = 1000
+--- Drained groups a claim forgets at most while the queue idles (no ticket
+--- left): about half a millisecond of Redis.
+local IDLE_SWEEP = 256
 --- The limits a group may set in its hash and `groups:meta` holds as the
 --- defaults, in the order every reader takes them.
 local GROUP_LIMITS = {"weight", "concurrency", "max", "duration"}
@@ -211,27 +214,24 @@ local function unmarkIfGone(prefix, name, gid, key)
   return false
 end
 
--- The turn for the group's next ticket `member`: the group's last turn
--- while it has a ticket left in it (`w` per turn), else the next; never
--- before the turn served (`v`), and at `v` only after the last ticket taken
--- (`vm`), so every ticket in `groups:q` comes after (v, vm). Kept in
--- `groups:tail` (turn + used / TURN_USED).
-local function takeTurn(prefix, gid, member, w, v, vm)
+-- The turn for the group's next ticket: the group's last turn while it has
+-- a ticket left there (`w` per turn), else the next; never the turn served
+-- (`v`) or one before it. A group with no ticket left (it arrives, or it
+-- drained) joins the turn after the one served, behind every group that
+-- has one there, as in any round-robin: so the turn served gets no new
+-- tickets, ends, and the groups that drained in it fall below the next one
+-- served, where claims forget them (sweepGroups). Kept in `groups:tail`
+-- (turn + used / TURN_USED).
+local function takeTurn(prefix, gid, w, v)
   local tailKey = prefix .. "groups:tail"
   local t = tonumber(rcall("ZSCORE", tailKey, gid))
-  local turn, used = v, 0
-  if t then
+  local turn, used = v + 1, 0
+  if t and math.floor(t) > v then
     turn = math.floor(t)
     used = math.floor((t - turn) * TURN_USED + 0.5)
-    if turn < v then
-      turn, used = v, 0
-    end
   end
   if used >= w then
     turn, used = turn + 1, 0
-  end
-  if turn == v and member <= vm then
-    turn, used = v + 1, 0
   end
   used = used + 1
   rcall("ZADD", tailKey, turn + used / TURN_USED, gid)
@@ -348,8 +348,12 @@ local function enqueueGrouped(prefix, jobKey, jobId, gid, priority, lifo, front)
   end
   local m = turnMeta(prefix)
   local w = groupWeight(prefix, gid, m)
-  placeTicket(prefix, gid, member, takeTurn(prefix, gid, member, w,
-    tonumber(m[1]) or 0, m[2] or ""))
+  local v = tonumber(m[1]) or 0
+  -- The group's list keeps its tickets from the turn served on: those
+  -- before it were all taken (else a group that always has a backlog would
+  -- keep one entry for every job it ever had).
+  rcall("ZREMRANGEBYSCORE", key .. ":q", "-inf", "(" .. v)
+  placeTicket(prefix, gid, member, takeTurn(prefix, gid, w, v))
   rcall("HSET", jobKey, "gid", gid)
   -- Every grouped waiting job, by when it became ready (lists, oldest);
   -- jobs ready in the same ms in the order they came (a fraction of a ms
@@ -627,7 +631,7 @@ local function migrateRotation(prefix)
     return false
   end
   local m = turnMeta(prefix)
-  local v, vm = tonumber(m[1]) or 0, m[2] or ""
+  local v = tonumber(m[1]) or 0
   for _, gid in ipairs(rcall("ZRANGE", prefix .. "groups:index", 0, -1)) do
     rcall("ZADD", prefix .. "groups:index", 0, gid)  -- (it counted jobs: turns now)
     local jobs = rcall("ZRANGE", groupKey(prefix, gid) .. ":wait", 0, -1)
@@ -636,7 +640,7 @@ local function migrateRotation(prefix)
       local w = groupWeight(prefix, gid, m)
       for _, jobId in ipairs(jobs) do
         local member = ticketName(gid, fifoKey(prefix, prefix .. jobId, jobId, true), jobId)
-        placeTicket(prefix, gid, member, takeTurn(prefix, gid, member, w, v, vm))
+        placeTicket(prefix, gid, member, takeTurn(prefix, gid, w, v))
       end
     end
   end

@@ -113,30 +113,25 @@ local function takeSlotted(prefix, gid, s, seq, jobId, st)
   return take
 end
 
--- Forget groups none of whose tickets is left in `groups:q`: 16 whose last
--- turn is before the one served (`v`), and, once a claim found no ticket
--- left to pop (the queue is idling), those whose last ticket at turn `v` is
--- at or before the last one taken (`vm`). Their lists of tickets
--- go, and so does their `groups:index` entry when nothing else keeps them
--- (parked tickets, a zset, settings of their own, running jobs under a
--- limit): about one key deleted per group's life, not per job. True when
--- it left no group below `v`.
-local function sweepGroups(prefix, v, vm, st)
+-- Forget groups none of whose tickets is left in `groups:q`: those whose
+-- last turn is before the one served (`v`), as many as the call took jobs
+-- and 16 more (so that forgetting keeps up with one-job groups), and, once
+-- `groups:q` is empty (the queue idles), any, IDLE_SWEEP a call. Their
+-- lists of tickets go, and so does their `groups:index` entry when nothing
+-- else keeps them (parked tickets, a zset, settings of their own, running
+-- jobs under a limit): about one key deleted per group's life, not per
+-- job. True when it left no group below `v`.
+local function sweepGroups(prefix, v, st)
   local tailKey = prefix .. "groups:tail"
-  -- Groups below the turn served, then (idling) those in it: two reads
-  -- without scores (Redis 7.0 formats each score with printf's %.17g, and
-  -- with many one-job groups all 16 met were in the turn served, read for
-  -- nothing on every call).
-  local gone = rcall("ZRANGEBYSCORE", tailKey, "-inf", "(" .. v, "LIMIT", 0, 16)
-  local clear = #gone < 16  -- (no group left below `v`)
-  if st.emptied and clear then
-    for _, gid in ipairs(rcall("ZRANGEBYSCORE", tailKey, v, "(" .. (v + 1),
-        "LIMIT", 0, 16 - #gone)) do
-      local last = rcall("ZRANGE", prefix .. "group:" .. gid .. ":q", -1, -1)
-      if not last[1] or last[1] <= vm then
-        gone[#gone + 1] = gid
-      end
-    end
+  -- Read without scores (Redis 7.0 formats each score with printf's %.17g).
+  local gone, clear
+  if st.emptied and rcall("EXISTS", prefix .. "groups:q") == 0 then
+    gone = rcall("ZRANGE", tailKey, 0, IDLE_SWEEP - 1)
+    clear = #gone < IDLE_SWEEP
+  else
+    local most = 16 + (st.taken and #st.taken or 0)
+    gone = rcall("ZRANGEBYSCORE", tailKey, "-inf", "(" .. v, "LIMIT", 0, most)
+    clear = #gone < most  -- (no group left below `v`)
   end
   if #gone == 0 then
     return clear
@@ -145,7 +140,7 @@ local function sweepGroups(prefix, v, vm, st)
   for i = 1, #gone do
     lists[i] = prefix .. "group:" .. gone[i] .. ":q"
   end
-  rcall("DEL", unpack(lists))
+  rcall("UNLINK", unpack(lists))  -- (a long list is freed off the main thread)
   rcall("ZREM", tailKey, unpack(gone))
   local forget = gone
   if st.special or st.parkedN > 0 then
@@ -214,7 +209,7 @@ local function flushGroupClaims(prefix, st)
     -- at or after it when written): once a sweep left none below turn `v`
     -- (`sw`), the claims of that turn need not look, unless idling.
     if (moved and v ~= st.meta.sw) or st.emptied then
-      if sweepGroups(prefix, v, st.vm, st) and v ~= st.meta.sw then
+      if sweepGroups(prefix, v, st) and v ~= st.meta.sw then
         sets = {"sw", v}
         st.meta.sw = v
       end

@@ -39,11 +39,11 @@ def capped(q: Queue) -> None:
 
 def ungrouped_first(q: Queue) -> None:
     """The ungrouped job's turn comes first, then g's 5 jobs (x's job,
-    claimed here, makes the ungrouped jobs take a turn and g's tickets come
-    after the turn it took)."""
+    claimed here, serves a turn; the ungrouped jobs and g both join the turn
+    after it, the ungrouped first)."""
     q.add("j", {}, group="x")
-    q.add("j", {})
     assert claimed(move_to_active(q, count=1, seq=900))[0][0] == "1"
+    q.add("j", {})
     for _ in range(5):
         q.add("j", {}, group="g")
 

@@ -74,8 +74,9 @@ def test_a_weight_set_on_a_backlog_applies_to_it(
             groups[q.add("j", {}, group=g).id] = g
     q.set_group("a", weight=3)
     seq = [groups[i] for i in run_all(redis_url, qname, 24)]
-    # b keeps its first turn (0); a's waiting jobs take turns from 1 on.
-    assert seq[:17] == ["b"] + ["a", "a", "a", "b"] * 4, seq
+    # No turn served yet: b's tickets keep turns 1-12, a's waiting jobs take
+    # turns again from 1 on, three a turn (a before b in each: id order).
+    assert seq == ["a", "a", "a", "b"] * 4 + ["b"] * 8, seq
 
 
 def test_priorities_order_jobs_inside_a_group_and_lifo(

@@ -83,8 +83,8 @@ def test_a_lapsed_lease_takes_back_only_its_workers_grouped_jobs(
     lease in place for the jobs it still holds."""
     grouped = [q.add("j", {}, group=g).id for g in ("a", "b", "c", "d")]
     plain = q.add("j", {}).id
-    mine = claimed(move_to_active(q, count=2, token="w1"))
     theirs = claimed(move_to_active(q, count=3, token="w2"))
+    mine = claimed(move_to_active(q, count=2, token="w1"))
     assert sorted(j for j, _, _ in mine + theirs) == sorted(grouped + [plain])
     assert plain in {j for j, _, _ in theirs}
     assert sorted(r.zrange(q.keys.groups_leases, 0, -1)) == ["w1", "w2"]
@@ -301,53 +301,6 @@ def test_a_group_seated_or_given_settings_while_idle_bound_is_kept(
     assert b is not None and (b.waiting, b.active) == (0, 0)
     assert r.hget(q.keys.groups_active, "c") is None
     assert r.exists(q.keys.group("c") + ":q") == 0
-
-
-def test_many_drained_groups_are_forgotten_sixteen_a_claim(
-    q: Queue, r: redis.Redis
-) -> None:
-    """40 one-job groups drained in the turn served (the claim that took them
-    popped no less than it asked, so it did not see `groups:q` empty): the
-    claims that find nothing left forget them 16 a call until none is left."""
-    for i in range(40):
-        q.add("j", {}, group=f"g{i:02d}")
-    taken = claimed(move_to_active(q, count=40))
-    assert len(taken) == 40
-    entries = []
-    for jid, token, h in taken:
-        e = entry(jid, token=token)
-        e["gid"] = h["gid"]
-        entries.append(e)
-    assert move_to_finished(q, entries)[0] == [0] * 40
-    counts = []
-    for _ in range(4):
-        counts.append(q.count_groups())
-        assert claimed(move_to_active(q)) == []
-    assert counts == [40, 40 - 16, 40 - 32, 0]
-    assert r.zcard(q.keys.groups_tail) == 0
-    assert not r.keys(q.keys.base + "group:*")
-
-
-def test_groups_left_below_the_turn_served_are_swept_on_in_that_turn(
-    q: Queue,
-) -> None:
-    """40 one-job groups and y, z with 5 jobs each share the first turn; a
-    claim takes it whole. Each claim after moves the turn served or not:
-    the 40 fall below it and go 16 a claim, the next claim in the same turn
-    going on where the last one stopped, until only y and z are left."""
-    for i in range(40):
-        q.add("j", {}, group=f"a{i:02d}")
-    for gid in ("y", "z"):
-        for _ in range(5):
-            q.add("j", {}, group=gid)
-    assert len(claimed(move_to_active(q, count=42))) == 42
-    counts = [q.count_groups()]
-    for _ in range(4):
-        [(_jid, _token, h)] = claimed(move_to_active(q))
-        counts.append(q.count_groups())
-    # y (turn 2), z (turn 2, same turn), y (turn 3), z (turn 3)
-    assert counts == [42, 26, 10, 2, 2]
-    assert sorted(g.id for g in q.get_groups()) == ["y", "z"]
 
 
 def test_jobs_waiting_in_the_layout_before_tickets_are_taken_after_an_upgrade(

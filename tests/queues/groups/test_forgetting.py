@@ -1,0 +1,115 @@
+"""What a group leaves in Redis once its jobs have run (docs/groups.md,
+*Forgetting groups*): drained groups are forgotten while claims go on and
+while the queue idles, and a group's list of tickets keeps only the tickets
+from the turn served on, however long its backlog lasts."""
+
+from __future__ import annotations
+
+import redis
+
+from queues import Queue
+from tests.queues.transitions.helpers import (
+    claimed,
+    entry,
+    move_to_active,
+    move_to_finished,
+)
+
+#: includes/groups.lua's IDLE_SWEEP: drained groups an idle claim forgets.
+IDLE_SWEEP = 256
+
+
+def finish_all(q: Queue, taken: list[tuple[str, str, dict[str, str]]]) -> None:
+    entries = []
+    for jid, token, h in taken:
+        e = entry(jid, token=token)
+        e["gid"] = h["gid"]
+        entries.append(e)
+    assert move_to_finished(q, entries)[0] == [0] * len(entries)
+
+
+def test_drained_groups_are_forgotten_while_the_queue_idles(
+    q: Queue, r: redis.Redis
+) -> None:
+    """300 one-job groups drained in the turn served (the claims that took
+    them popped no less than they asked, so none saw `groups:q` empty): the
+    claims that find nothing left forget them, IDLE_SWEEP a call, tickets
+    lists and all."""
+    total = IDLE_SWEEP + 44
+    for i in range(total):
+        q.add("j", {}, group=f"g{i:03d}")
+    for _ in range(total // 100):
+        taken = claimed(move_to_active(q, count=100))
+        assert len(taken) == 100
+        finish_all(q, taken)
+    assert q.count_groups() == total
+    counts = []
+    for _ in range(3):
+        assert claimed(move_to_active(q)) == []
+        counts.append(q.count_groups())
+    assert counts == [total - IDLE_SWEEP, 0, 0]
+    assert r.zcard(q.keys.groups_tail) == 0
+    assert not r.keys(q.keys.base + "group:*")
+
+
+def test_groups_left_below_the_turn_served_are_swept_on_in_that_turn(
+    q: Queue,
+) -> None:
+    """40 one-job groups and y, z with 5 jobs each share the first turn; a
+    claim takes it whole. Each claim after moves the turn served or not: the
+    40 fall below it and go 17 a claim (16, and one for the job the claim
+    took), the next claim in the same turn going on where the last one
+    stopped, until only y and z are left."""
+    for i in range(40):
+        q.add("j", {}, group=f"a{i:02d}")
+    for gid in ("y", "z"):
+        for _ in range(5):
+            q.add("j", {}, group=gid)
+    assert len(claimed(move_to_active(q, count=42))) == 42
+    counts = [q.count_groups()]
+    for _ in range(4):
+        [(_jid, _token, h)] = claimed(move_to_active(q))
+        counts.append(q.count_groups())
+    # y (turn 2), z (turn 2, same turn), y (turn 3), z (turn 3)
+    assert counts == [42, 42 - 17, 42 - 34, 2, 2]
+    assert sorted(g.id for g in q.get_groups()) == ["y", "z"]
+
+
+def test_groups_that_come_and_go_under_load_do_not_pile_up(
+    q: Queue, r: redis.Redis
+) -> None:
+    """Customers with one job each keep coming while workers keep taking them
+    (the queue never idles): each joins the turn after the one served, so
+    every turn ends, and the groups drained in it are forgotten once the next
+    one is served. 200 groups come and go; the groups and ticket lists left
+    are those of the last turn or two, not one for every customer seen."""
+    for i in range(40):
+        for k in range(5):
+            q.add("j", {}, group=f"c{i:03d}-{k}")
+        taken = claimed(move_to_active(q, count=5))
+        assert len(taken) == 5
+        finish_all(q, taken)
+    assert q.get_counts("waiting") == {"waiting": 0}
+    assert q.count_groups() <= 10
+    assert r.zcard(q.keys.groups_tail) <= 10
+    assert len(r.keys(q.keys.base + "group:*")) <= 10
+
+
+def test_a_group_that_always_has_a_backlog_keeps_a_short_list_of_tickets(
+    q: Queue, r: redis.Redis
+) -> None:
+    """A customer who keeps adding while its jobs run never drains: its list
+    of tickets (counts, ranks) keeps the tickets from the turn served on,
+    not one for every job it ever had (each add drops those before it)."""
+    for _ in range(10):
+        q.add("j", {}, group="g")
+    for _ in range(30):
+        taken = claimed(move_to_active(q, count=5))
+        assert len(taken) == 5
+        finish_all(q, taken)
+        for _ in range(5):
+            q.add("j", {}, group="g")
+    g = q.get_group("g")
+    assert g is not None and g.waiting == 10
+    assert r.zcard(q.keys.group("g") + ":q") <= 10 + 5
+    assert len(q.get_group_jobs("g")) == 10
