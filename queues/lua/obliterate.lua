@@ -90,7 +90,7 @@ if budget <= 0 then
   return 1
 end
 -- Lists of tickets of groups the index had already forgotten.
-local tails = rcall("ZRANGE", base .. "groups:tail", 0, -1)
+local tails = rcall("ZRANGEBYSCORE", base .. "groups:tail", "-inf", "(+inf")
 for _, gid in ipairs(tails) do
   rcall("DEL", base .. "group:" .. gid .. ":q")
 end

@@ -5,7 +5,8 @@
   the hash and emit `added`.
   `args` is the decoded JSON argument: {id?, name, opts (JSON text),
   timestamp, delay, priority, parentKey?, parent? (JSON text), rjk?, deid?,
-  de? (the opts.de table), flow? (true inside a FlowProducer transaction)};
+  de? (the opts.de table), flow? (true inside a FlowProducer transaction),
+  gid? (a grouped add's group, stored in the hash)};
   `data` is the payload's JSON text, passed as its own ARGV so it is not
   escaped twice.
   Returns jobId, isDuplicate, maxEvents. jobId is -5 (parent missing) or -7
@@ -18,7 +19,7 @@
 local function writeJobHash(jobKey, jobId, args, data, eventsKey)
   local fields = {"name", args["name"], "data", data, "opts", args["opts"],
     "timestamp", args["timestamp"], "delay", args["delay"], "priority", args["priority"]}
-  for _, f in ipairs({"parentKey", "parent", "rjk", "deid"}) do
+  for _, f in ipairs({"parentKey", "parent", "rjk", "deid", "gid"}) do
     if args[f] then
       fields[#fields + 1] = f
       fields[#fields + 1] = args[f]

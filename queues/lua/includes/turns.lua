@@ -126,7 +126,7 @@ local function sweepGroups(prefix, v, st)
   -- Read without scores (Redis 7.0 formats each score with printf's %.17g).
   local gone, clear
   if st.emptied and rcall("EXISTS", prefix .. "groups:q") == 0 then
-    gone = rcall("ZRANGE", tailKey, 0, IDLE_SWEEP - 1)
+    gone = rcall("ZRANGEBYSCORE", tailKey, "-inf", "(+inf", "LIMIT", 0, IDLE_SWEEP)
     clear = #gone < IDLE_SWEEP
   else
     local most = 16 + (st.taken and #st.taken or 0)
@@ -188,7 +188,7 @@ local function flushGroupClaims(prefix, st)
     st.buf = nil
   end
   if st.gs then
-    local writes = {GROUP_ACTIVE_PIN, 0}
+    local writes = {GROUP_PIN, 0}
     for _, gid in ipairs(st.order) do
       local s = st.gs[gid]
       if s.dirty then

@@ -19,6 +19,12 @@ from tests.queues.transitions.helpers import (
 IDLE_SWEEP = 256
 
 
+def tails(r: redis.Redis, q: Queue) -> int:
+    """Groups with a tail (the pin at +inf that keeps the zset a skiplist
+    is none)."""
+    return int(r.zcount(q.keys.groups_tail, "-inf", "(+inf"))
+
+
 def finish_all(q: Queue, taken: list[tuple[str, str, dict[str, str]]]) -> None:
     entries = []
     for jid, token, h in taken:
@@ -48,7 +54,7 @@ def test_drained_groups_are_forgotten_while_the_queue_idles(
         assert claimed(move_to_active(q)) == []
         counts.append(q.count_groups())
     assert counts == [total - IDLE_SWEEP, 0, 0]
-    assert r.zcard(q.keys.groups_tail) == 0
+    assert tails(r, q) == 0
     assert not r.keys(q.keys.base + "group:*")
 
 
@@ -91,7 +97,7 @@ def test_groups_that_come_and_go_under_load_do_not_pile_up(
         finish_all(q, taken)
     assert q.get_counts("waiting") == {"waiting": 0}
     assert q.count_groups() <= 10
-    assert r.zcard(q.keys.groups_tail) <= 10
+    assert tails(r, q) <= 10
     assert len(r.keys(q.keys.base + "group:*")) <= 10
 
 
@@ -113,3 +119,25 @@ def test_a_group_that_always_has_a_backlog_keeps_a_short_list_of_tickets(
     assert g is not None and g.waiting == 10
     assert r.zcard(q.keys.group("g") + ":q") <= 10 + 5
     assert len(q.get_group_jobs("g")) == 10
+
+
+def test_the_tails_stay_a_skiplist_and_the_pin_is_no_group(
+    q: Queue, r: redis.Redis
+) -> None:
+    """`groups:tail` is written at every grouped add; as a listpack (under
+    129 groups) each write parses every tail's score text, so a member no
+    group id can be keeps it a skiplist. The pin is never listed, counted,
+    re-turned by a default weight, or swept, and goes with obliterate."""
+    for gid in ("a", "b", "c"):
+        q.add("j", {}, group=gid)
+    assert r.object("encoding", q.keys.groups_tail) == "skiplist"
+    assert tails(r, q) == 3
+    assert q.count_groups() == 3
+    assert sorted(g.id for g in q.get_groups()) == ["a", "b", "c"]
+    q.set_group_defaults(weight=2)  # re-turns every group with tickets
+    assert len(claimed(move_to_active(q, count=3))) == 3
+    assert claimed(move_to_active(q)) == []  # idle: every drained group goes
+    assert tails(r, q) == 0
+    assert q.count_groups() == 0
+    q.obliterate(force=True)
+    assert r.exists(q.keys.groups_tail) == 0
