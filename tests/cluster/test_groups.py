@@ -2,6 +2,7 @@
 group key derives from the queue's hash-tagged prefix, so each script's keys
 stay in the queue's slot."""
 
+from tests.queues.groups.test_forgetting import *  # noqa: F403
 from tests.queues.groups.test_limits import *  # noqa: F403
 from tests.queues.groups.test_turns import *  # noqa: F403
 from tests.queues.groups.test_wire import *  # noqa: F403
