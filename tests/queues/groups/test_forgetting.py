@@ -141,3 +141,42 @@ def test_the_tails_stay_a_skiplist_and_the_pin_is_no_group(
     assert q.count_groups() == 0
     q.obliterate(force=True)
     assert r.exists(q.keys.groups_tail) == 0
+
+
+def test_what_an_older_bullpen_left_is_served_and_cleaned_up(
+    q: Queue, r: redis.Redis
+) -> None:
+    """State a Bullpen before 2026-12-06 (afternoon) left: a newcomer's
+    ticket in the turn served (its id sorted after the last ticket taken),
+    a tail zset without its pin (a listpack), a group's list with entries
+    before the turn served. Every job is still taken once, in ticket order;
+    the group's next add trims its list, a new group pins the tail, and an
+    idle claim forgets the drained groups."""
+    a = [q.add("j", {}, group="a").id for _ in range(3)]
+    b = q.add("j", {}, group="b").id
+    [(first, _, _)] = claimed(move_to_active(q))
+    assert first == a[0]  # turn 1: a, then b
+    c = q.add("j", {}, group="c").id  # turn 2 now; the old rule put it in 1
+    tickets, c_list = q.keys.groups_q, q.keys.group("c") + ":q"
+    [c_ticket] = r.zrange(c_list, 0, -1)
+    r.zadd(tickets, {c_ticket: 1})
+    r.zadd(c_list, {c_ticket: 1})
+    old_tails = dict(r.zrange(q.keys.groups_tail, 0, -1, withscores=True))
+    old_tails.pop("~" * 65)
+    old_tails["c"] = 1 + 1 / 1024
+    r.delete(q.keys.groups_tail)
+    r.zadd(q.keys.groups_tail, old_tails)
+    assert r.object("encoding", q.keys.groups_tail) == "listpack"
+    a_list = q.keys.group("a") + ":q"
+    r.zadd(a_list, {f"a:{n:016d}:{n}": 0 for n in range(900, 905)})  # long taken
+    order = [j for j, _, _ in claimed(move_to_active(q, count=3))]
+    assert order == [b, c, a[1]]  # c keeps the turn it was given
+    later = q.add("j", {}, group="a").id
+    assert r.zcount(a_list, "-inf", "(2") == 0  # the add dropped what was taken
+    q.add("j", {}, group="d")
+    assert r.object("encoding", q.keys.groups_tail) == "skiplist"
+    rest = [j for j, _, _ in claimed(move_to_active(q, count=10))]
+    assert sorted(rest) == sorted([a[2], later, str(int(later) + 1)])
+    assert claimed(move_to_active(q)) == []
+    assert tails(r, q) == 0
+    assert q.count_groups() == 0
