@@ -40,7 +40,7 @@ if action == "defaults" then
   applySettings(metaKey)
   if args["weight"] ~= nil then
     -- Groups with tickets queued that take the default weight.
-    for _, g in ipairs(rcall("ZRANGEBYSCORE", prefix .. "groups:tail", "-inf", "(+inf")) do
+    for _, g in ipairs(groupsWithTails(prefix)) do
       if not rcall("HGET", groupKey(prefix, g), "weight") then
         retagGroup(prefix, g)
       end

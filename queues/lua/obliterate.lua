@@ -90,6 +90,8 @@ if budget <= 0 then
   return 1
 end
 -- Lists of tickets of groups the index had already forgotten.
+-- (Below +inf: the tail's pin is no group; includes/groups.lua's
+-- groupsWithTails, which this script does not include.)
 local tails = rcall("ZRANGEBYSCORE", base .. "groups:tail", "-inf", "(+inf")
 for _, gid in ipairs(tails) do
   rcall("DEL", base .. "group:" .. gid .. ":q")

@@ -105,16 +105,20 @@ end
 -- add cost 400,000 instructions in Redis, 280,000 with the pin.
 local GROUP_PIN = string.rep("~", 65)
 
--- The group's last turn and the tickets used in it, in `groups:tail`
--- (`flag`: ZADD's, or nil), the tail kept a skiplist (GROUP_PIN).
-local function setTail(prefix, gid, turn, used, flag)
-  local tailKey = prefix .. "groups:tail"
+-- Keep the tail zset a skiplist (GROUP_PIN): before a write that may
+-- create it.
+local function pinTail(tailKey)
   rcall("ZADD", tailKey, "NX", "+inf", GROUP_PIN)
-  if flag then
-    rcall("ZADD", tailKey, flag, turn + used / TURN_USED, gid)
-  else
-    rcall("ZADD", tailKey, turn + used / TURN_USED, gid)
+end
+
+-- The groups with a tail (every one but the pin), the first `limit` (nil:
+-- all) by their last turn.
+local function groupsWithTails(prefix, limit)
+  local range = {"ZRANGEBYSCORE", prefix .. "groups:tail", "-inf", "(+inf"}
+  if limit then
+    range[5], range[6], range[7] = "LIMIT", 0, limit
   end
+  return rcall(unpack(range))
 end
 
 -- The texts of counts this call wrote (base.lua's intText, kept: a batch
@@ -250,11 +254,10 @@ local function takeTurn(prefix, gid, w, v)
     turn, used = turn + 1, 0
   end
   used = used + 1
-  if t then
-    rcall("ZADD", tailKey, turn + used / TURN_USED, gid)
-  else  -- (a group that arrives: the tail may be new too)
-    setTail(prefix, gid, turn, used)
+  if not t then  -- (a group that arrives: the tail may be new too)
+    pinTail(tailKey)
   end
+  rcall("ZADD", tailKey, turn + used / TURN_USED, gid)
   return turn, t ~= nil
 end
 
@@ -319,8 +322,13 @@ local function giveTurns(prefix, gid, members, w, turn, onlyQueued)
     end
     rcall("ZADD", key .. ":q", unpack(part))
   end
-  -- (onlyQueued: all its queued tickets, so its tail is where they end)
-  setTail(prefix, gid, turn, used, not onlyQueued and "GT" or nil)
+  local tailKey = prefix .. "groups:tail"
+  pinTail(tailKey)
+  if onlyQueued then  -- (all its queued tickets: its tail is where they end)
+    rcall("ZADD", tailKey, turn + used / TURN_USED, gid)
+  else
+    rcall("ZADD", tailKey, "GT", turn + used / TURN_USED, gid)
+  end
   rcall("ZADD", prefix .. "groups:index", "GT", turn, gid)
 end
 

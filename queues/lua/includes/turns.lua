@@ -126,10 +126,10 @@ local function sweepGroups(prefix, v, st)
   -- Read without scores (Redis 7.0 formats each score with printf's %.17g).
   local gone, clear
   if st.emptied and rcall("EXISTS", prefix .. "groups:q") == 0 then
-    gone = rcall("ZRANGEBYSCORE", tailKey, "-inf", "(+inf", "LIMIT", 0, IDLE_SWEEP)
+    gone = groupsWithTails(prefix, IDLE_SWEEP)
     clear = #gone < IDLE_SWEEP
   else
-    local most = 16 + (st.taken and #st.taken or 0)
+    local most = 16 + #st.taken
     gone = rcall("ZRANGEBYSCORE", tailKey, "-inf", "(" .. v, "LIMIT", 0, most)
     clear = #gone < most  -- (no group left below `v`)
   end
