@@ -1,4 +1,5 @@
-"""Helpers of the groups tests: a worker running beside the test's code."""
+"""Helpers of the groups tests: a worker running beside the test's code, and
+the finish of claimed grouped jobs."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from queues import AsyncQueue, AsyncWorker, Job
+from queues import AsyncQueue, AsyncWorker, Job, Queue
+from tests.queues.transitions.helpers import entry, move_to_finished
 
 
 @asynccontextmanager
@@ -41,3 +43,14 @@ async def completed(aq: AsyncQueue, n: int, timeout: float = 20) -> None:
     async with asyncio.timeout(timeout):
         while (await aq.get_counts("completed"))["completed"] < n:
             await asyncio.sleep(0.02)
+
+
+def finish_grouped(q: Queue, taken: list[tuple[str, str, dict[str, str]]]) -> None:
+    """Complete claimed grouped jobs (claimed()'s triples) in one finish call,
+    each entry naming its group as a worker's does."""
+    entries = []
+    for jid, token, h in taken:
+        e = entry(jid, token=token)
+        e["gid"] = h["gid"]
+        entries.append(e)
+    assert move_to_finished(q, entries)[0] == [0] * len(entries)

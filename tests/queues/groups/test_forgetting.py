@@ -8,12 +8,8 @@ from __future__ import annotations
 import redis
 
 from queues import Queue
-from tests.queues.transitions.helpers import (
-    claimed,
-    entry,
-    move_to_active,
-    move_to_finished,
-)
+from tests.queues.groups.helpers import finish_grouped
+from tests.queues.transitions.helpers import claimed, move_to_active
 
 #: includes/groups.lua's IDLE_SWEEP: drained groups an idle claim forgets.
 IDLE_SWEEP = 256
@@ -23,15 +19,6 @@ def tails(r: redis.Redis, q: Queue) -> int:
     """Groups with a tail (the pin at +inf that keeps the zset a skiplist
     is none)."""
     return int(r.zcount(q.keys.groups_tail, "-inf", "(+inf"))
-
-
-def finish_all(q: Queue, taken: list[tuple[str, str, dict[str, str]]]) -> None:
-    entries = []
-    for jid, token, h in taken:
-        e = entry(jid, token=token)
-        e["gid"] = h["gid"]
-        entries.append(e)
-    assert move_to_finished(q, entries)[0] == [0] * len(entries)
 
 
 def test_drained_groups_are_forgotten_while_the_queue_idles(
@@ -47,7 +34,7 @@ def test_drained_groups_are_forgotten_while_the_queue_idles(
     for _ in range(total // 100):
         taken = claimed(move_to_active(q, count=100))
         assert len(taken) == 100
-        finish_all(q, taken)
+        finish_grouped(q, taken)
     assert q.count_groups() == total
     counts = []
     for _ in range(3):
@@ -94,7 +81,7 @@ def test_groups_that_come_and_go_under_load_do_not_pile_up(
             q.add("j", {}, group=f"c{i:03d}-{k}")
         taken = claimed(move_to_active(q, count=5))
         assert len(taken) == 5
-        finish_all(q, taken)
+        finish_grouped(q, taken)
     assert q.get_counts("waiting") == {"waiting": 0}
     assert q.count_groups() <= 10
     assert tails(r, q) <= 10
@@ -112,7 +99,7 @@ def test_a_group_that_always_has_a_backlog_keeps_a_short_list_of_tickets(
     for _ in range(30):
         taken = claimed(move_to_active(q, count=5))
         assert len(taken) == 5
-        finish_all(q, taken)
+        finish_grouped(q, taken)
         for _ in range(5):
             q.add("j", {}, group="g")
     g = q.get_group("g")

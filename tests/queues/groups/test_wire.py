@@ -14,6 +14,7 @@ from queues.drive import run_sync
 from queues.exceptions import InvalidJobId
 from queues.groups import group_counts
 from queues.state import JobState
+from tests.queues.groups.helpers import finish_grouped
 from tests.queues.transitions.helpers import (
     LOCK_MS,
     NOW,
@@ -286,10 +287,7 @@ def test_a_group_seated_or_given_settings_while_idle_bound_is_kept(
     assert sorted(h["gid"] for _, _, h in taken) == ["a", "b", "c"]
     later = q.add("j", {}, group="a").id  # a gets a ticket again while its job runs
     q.set_group("b", weight=2)  # something of its own
-    entries = [entry(jid, token=token) for jid, token, _ in taken]
-    for e, (_, _, h) in zip(entries, taken):
-        e["gid"] = h["gid"]
-    assert move_to_finished(q, entries)[0] == [0, 0, 0]
+    finish_grouped(q, taken)
     c = q.get_group("c")
     assert c is None or (c.waiting, c.active) == (0, 0)
     a = q.get_group("a")
