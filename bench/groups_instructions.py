@@ -269,17 +269,17 @@ def real_main(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_jobs(q: Queue, groups: int, jobs: int) -> list[str]:
+def add_jobs(q: Queue, groups: int, jobs: int, data: Any = None) -> list[str]:
     """`jobs` no-op jobs (0 groups: ungrouped), spread over `groups` groups
     (at least one each), in bulks of 1,000; their ids, in order."""
     if groups:
         per = max(1, jobs // groups)
         specs = [
-            {"name": "noop", "data": None, "opts": {"group": f"g{i % groups}"}}
+            {"name": "noop", "data": data, "opts": {"group": f"g{i % groups}"}}
             for i in range(per * groups)
         ]
     else:
-        specs = [{"name": "noop", "data": None}] * jobs
+        specs = [{"name": "noop", "data": data}] * jobs
     ids: list[str] = []
     for start in range(0, len(specs), 1000):
         ids.extend(str(j.id) for j in q.add_bulk(specs[start : start + 1000]))

@@ -21,7 +21,6 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import redis
 
@@ -29,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fairness import wait_done, worker  # noqa: E402
+from groups_instructions import add_jobs  # noqa: E402
 
 from queues import Queue  # noqa: E402
 from queues.devredis import interrupt_on_sigterm  # noqa: E402
@@ -37,24 +37,12 @@ from tests.redis_server import RedisServer  # noqa: E402
 DATA = {"prompt": "a watercolour fox in the snow, 1024x1024"}
 
 
-def specs(start: int, n: int, groups: int) -> list[dict[str, Any]]:
-    """n jobs from number `start` on, spread over `groups` (0: ungrouped)."""
-    out: list[dict[str, Any]] = []
-    for i in range(start, start + n):
-        spec: dict[str, Any] = {"name": "render", "data": DATA}
-        if groups:
-            spec["opts"] = {"group": f"tenant-{i % groups}"}
-        out.append(spec)
-    return out
-
-
 def per_job(r: redis.Redis, url: str, groups: int, jobs: int) -> float:
     """Bytes of Redis memory per waiting job, the jobs over `groups`."""
     r.flushall()
     before = int(r.info("memory")["used_memory"])
     with Queue(f"mem-{groups}", connection=url) as q:
-        for start in range(0, jobs, 1000):
-            q.add_bulk(specs(start, min(1000, jobs - start), groups))
+        add_jobs(q, groups, jobs, DATA)
     return (int(r.info("memory")["used_memory"]) - before) / jobs
 
 
