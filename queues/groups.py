@@ -211,11 +211,15 @@ def admin(keys: QueueKeys, action: str, group: str, args: Mapping[str, Any]) -> 
     """Run one group_admin.lua action; its reply."""
     if action != "defaults":
         validate_group_id(group)
-    reply: int = yield Eval(
+    reply = yield Eval(
         "group_admin",
         (keys.groups_meta,),  # routes the call to the queue's slot
         (keys.base, action, group, codec.dumps(dict(args))),
     )
+    while int(reply) == 2:  # a weight's re-turn goes on, a chunk a call
+        reply = yield Eval(
+            "group_admin", (keys.groups_meta,), (keys.base, "retag", "", "{}")
+        )
     return int(reply)
 
 

@@ -6,7 +6,9 @@
   `release` {reason?} (only that hold when a reason is given). Whatever may
   let the group run again gives its parked tickets turns (as many as it may
   run now); a limit that starts to apply counts the jobs already running; a
-  weight set gives the group's queued tickets turns at that weight.
+  weight set gives the group's queued tickets turns at that weight (a
+  default weight: of every group without one of its own), 1,000 tickets a
+  call: `retag` goes on with the rest.
 
   KEYS[1] groups:meta (every other key derives from the prefix)
 
@@ -15,11 +17,13 @@
   ARGV[3] group id ("" for `defaults`)
   ARGV[4] JSON arguments
 
-  Returns 1, or 0 when `release` named a hold the group does not have.
+  Returns 1, or 0 when `release` named a hold the group does not have, or
+  2 when a weight's re-turn has tickets left (call `retag` until it is 1).
 ]]
 --- @include "base"
 --- @include "markers"
 --- @include "groups"
+--- @include "retag"
 
 local prefix, action, gid = ARGV[1], ARGV[2], ARGV[3]
 local args = cjson.decode(ARGV[4])
@@ -35,23 +39,23 @@ local function applySettings(key)
   end
 end
 
+if action == "retag" then
+  return retagGroups(prefix, RETAG_CHUNK) and 2 or 1
+end
 if action == "defaults" then
   rcall("HSETNX", metaKey, "seq", 0)
   applySettings(metaKey)
+  local more = false
   if args["weight"] ~= nil then
     -- Groups with tickets queued that take the default weight.
-    for _, g in ipairs(groupsWithTails(prefix)) do
-      if not rcall("HGET", groupKey(prefix, g), "weight") then
-        retagGroup(prefix, g)
-      end
-    end
+    more = retagLater(prefix, nil)
   end
   -- A limit that starts to apply counts the jobs already running.
   recountRunning(prefix, nil)
   for _, g in ipairs(rcall("SRANDMEMBER", prefix .. "groups:parked", GROUP_STEP_LIMIT)) do
     unparkGroup(prefix, g, serverTimeMs())
   end
-  return 1
+  return more and 2 or 1
 end
 
 local key = groupKey(prefix, gid)
@@ -89,10 +93,11 @@ else
   return redis.error_reply("unknown group action " .. tostring(action))
 end
 syncOwnSettings(prefix, gid)
+local more = false
 if action == "set" and args["weight"] ~= nil then
-  retagGroup(prefix, gid)
+  more = retagLater(prefix, gid)
 end
 rcall("ZREM", prefix .. "groups:timed", gid)
 -- Whatever may let the group run again gives its parked tickets turns.
 unparkGroup(prefix, gid, serverTimeMs())
-return 1
+return more and 2 or 1

@@ -58,6 +58,7 @@
 --- @include "scores"
 --- @include "promote_delayed"
 --- @include "groups"
+--- @include "retag"
 --- @include "turns"
 --- @include "fetch"
 --- @include "lock"

@@ -100,7 +100,7 @@ rcall("DEL", base .. "groups:meta", base .. "groups:q", base .. "groups:tail",
   base .. "groups:timed", base .. "groups:waiting",
   base .. "groups:leases", base .. "groups:paused", base .. "groups:held",
   base .. "groups:active", base .. "groups:slotted", base .. "groups:parked",
-  base .. "groups:own",
+  base .. "groups:own", base .. "groups:retag", base .. "groups:retagging",
   -- (the rotation layout's, on a queue no claim has upgraded yet)
   base .. "groups:ready", base .. "groups:seated", base .. "groups:turns")
 rcall("DEL", base .. "events", base .. "delay", base .. "priority", base .. "stalled-check",

@@ -548,20 +548,6 @@ local function unparkGroup(prefix, gid, now)
   end
 end
 
--- A weight changed: the group's tickets in `groups:q` take turns again
--- from the turn after the one served, its new weight per turn, in their
--- order (a weight applies to the backlog at once, not only to new jobs).
-local function retagGroup(prefix, gid)
-  local m = turnMeta(prefix)
-  local v = tonumber(m[1]) or 0
-  local n, tickets = queuedTickets(groupKey(prefix, gid), v, m[2] or "", -1)
-  if n > 0 then
-    local w = groupWeight(prefix, gid, m)
-    rcall("ZADD", prefix .. "groups:index", 0, gid)  -- (its drain turn is set anew)
-    giveTurns(prefix, gid, tickets, w, v + 1, true)
-  end
-end
-
 -- Grouped jobs left `active`: `done` = {total, order, count} (a batch's
 -- tally). The summary's running count goes down; where a limit applies,
 -- the groups' running counts too (one HMGET and one HSET for all), and a

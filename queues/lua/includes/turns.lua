@@ -5,7 +5,7 @@
   claim call writes back when it ends (flushGroupClaims). A plain group
   under no limit costs its job one pop from `groups:q` and nothing per
   group.
-  Requires: base, markers, groups.
+  Requires: base, markers, groups, retag.
 ]]
 
 -- Whether ungrouped jobs wait (in `wait` or `prioritized`): one call, as
@@ -248,11 +248,14 @@ end
 ]]
 local function nextGroupedJob(q, prefix, now, st)
   if not st.meta then
-    local fields = {"v", "vm", "u", "own", "slotted", "parked", "sw",
+    local fields = {"v", "vm", "u", "own", "slotted", "parked", "sw", "rt",
       unpack(GROUP_LIMITS)}
     local m = rcall("HMGET", prefix .. "groups:meta", unpack(fields))
     if not m[1] and migrateRotation(prefix) then  -- (no turn served yet)
       m = rcall("HMGET", prefix .. "groups:meta", unpack(fields))
+    end
+    if m[8] then  -- a weight change an admin left under way goes on
+      retagGroups(prefix, RETAG_CLAIM_CHUNK)
     end
     st.meta = {vm = m[2] or "", sw = tonumber(m[7])}
     st.v, st.vm, st.u = tonumber(m[1]) or 0, m[2] or "", tonumber(m[3])
@@ -263,8 +266,8 @@ local function nextGroupedJob(q, prefix, now, st)
     end
     st.ownN, st.slottedN = tonumber(m[4]) or 0, tonumber(m[5]) or 0
     st.parkedN = tonumber(m[6]) or 0
-    st.defaults = {m[8], m[9], m[10], m[11]}
-    st.limited = (limitOrNil(m[9]) or limitOrNil(m[10])) and true or false
+    st.defaults = {m[9], m[10], m[11], m[12]}
+    st.limited = (limitOrNil(m[10]) or limitOrNil(m[11])) and true or false
     st.special = st.limited or st.ownN > 0 or st.slottedN > 0
     st.gs, st.seen, st.order = {}, {}, {}
   end
