@@ -11,13 +11,10 @@
   between calls leaves no half-done weight for good).
 
   A large backlog goes in chunks without ever putting a ticket before one
-  that came earlier in its group, whatever turns the tickets held:
-  - a weight that packs the backlog into fewer turns goes from the front:
-    each chunk's tickets take the next slots, never past the turn of the
-    first ticket left (the chunk ends before it);
-  - one that spreads it goes from the back: the last ticket takes the slot
-    the whole backlog would end at (the group's tail, so adds meanwhile go
-    after it), each chunk the slots before, never before its own turn.
+  that came earlier in its group, whatever turns the tickets held: each
+  call takes a run of tickets from the front (the next slots) or from the
+  back (the backlog's last slots, so adds meanwhile go after them), as far
+  as it may without passing the ticket beside the run (retagStep).
   Requires: base, markers, groups.
 ]]
 --- Tickets one call gives turns again at most (about 3 ms of Redis).
@@ -28,15 +25,22 @@ local RETAG_CLAIM_CHUNK = 100
 --- in tickets (at 10 tickets a group, a call of 1,000 took 10 ms without).
 local RETAG_GROUP_COST = 10
 
--- The next slot after (turn, used) at weight w, never at or before `v`.
-local function slotAfter(turn, used, w, v)
-  if used >= w then
-    turn, used = turn + 1, 0
-  end
+-- The slot `k` slots after (turn, used) at weight w, never at or before
+-- the turn served `v`.
+local function slotsAfter(turn, used, w, v, k)
   if turn <= v then
-    return v + 1, 1
+    turn, used = v, w
   end
-  return turn, used + 1
+  local total = math.min(used, w) + k
+  return turn + math.floor((total - 1) / w), (total - 1) % w + 1
+end
+
+-- The slot before (turn, used) at weight w.
+local function slotBefore(turn, used, w)
+  if used > 1 then
+    return turn, used - 1
+  end
+  return turn - 1, w
 end
 
 -- Entries of the group's list of tickets strictly between (loS, loM) and
@@ -73,8 +77,10 @@ local function ticketsBetween(listKey, loS, loM, hiS, hiM, limit, rev)
     end
   else
     edge(loS)
-    rest = rcall("ZRANGEBYSCORE", listKey, "(" .. loS, "+inf", "WITHSCORES",
-      "LIMIT", 0, limit - #out / 2)
+    if not hiS or hiS > loS then
+      rest = rcall("ZRANGEBYSCORE", listKey, "(" .. loS, hiS or "+inf", "WITHSCORES",
+        "LIMIT", 0, limit - #out / 2)
+    end
   end
   for i = 1, #(rest or {}), 2 do
     keep(rest[i], tonumber(rest[i + 1]))
@@ -103,81 +109,159 @@ local function endTurns(prefix, gid, turn, used)
   rcall("ZADD", prefix .. "groups:index", turn, gid)
 end
 
--- One call's part of the group's re-turn at weight w: `state` as the last
--- call left it (nil: it starts), `m` turnMeta. Returns the tickets it gave
--- turns (at least 1) and the state to keep (nil: done).
+-- How many entries of the group's list come after (loS, loM).
+local function countAfter(listKey, loS, loM)
+  local n = rcall("ZCOUNT", listKey, "(" .. loS, "+inf")
+  for _, member in ipairs(rcall("ZRANGEBYSCORE", listKey, loS, loS)) do
+    if member > loM then
+      n = n + 1
+    end
+  end
+  return n
+end
+
+-- The front's run: the tickets left after (loS, loM) (`budget` + 1 at
+-- most), the next slots for them, and how many may take theirs (`p`: the
+-- last no later than the turn of the ticket after it).
+local function frontRun(listKey, st, w, v, loS, loM, budget)
+  local run = {tickets = ticketsBetween(listKey, loS, loM, st.bs, st.bm, budget + 1, false),
+    slots = {}, p = 0}
+  run.count = #run.tickets / 2
+  run.all = run.count <= budget  -- (every ticket left was read)
+  local t, u = st.ft, st.fu
+  for j = 1, math.min(run.count, budget) do
+    t, u = slotsAfter(t, u, w, v, 1)
+    run.slots[j] = {t, u}
+    local after = run.tickets[2 * j + 2] or st.bs  -- (nil: none)
+    if not after or t <= after then
+      run.p = j
+    end
+  end
+  return run
+end
+
+-- The back's run: the tickets left from the last, the slots before the
+-- back's for them (each with the slot before it), and how many may take
+-- theirs (the first no earlier than the turn of the ticket before it).
+-- `left`: how many tickets are left, when known (the back's first run
+-- starts at the backlog's last slot).
+local function backRun(listKey, st, w, v, loS, loM, budget, left)
+  local run = {tickets = ticketsBetween(listKey, loS, loM, st.bs, st.bm, budget + 1, true),
+    slots = {}, p = 0}
+  run.count = #run.tickets / 2
+  run.all = run.count <= budget
+  local bt, bu = st.bt, st.bu
+  if not st.bs then
+    bt, bu = slotsAfter(st.ft, st.fu, w, v, left or countAfter(listKey, loS, loM))
+  end
+  for j = 1, math.min(run.count, budget) do
+    local at = math.max(bt, v + 1)
+    local slot = {at, at == bt and bu or w}
+    local before = run.tickets[2 * j + 2] or st.fs
+    if not before or before <= at then
+      run.p = j
+    end
+    bt, bu = slotBefore(bt, bu, w)
+    slot[3], slot[4] = bt, bu
+    run.slots[j] = slot
+  end
+  return run
+end
+
+-- One call's part of the group's re-turn at weight w (`m`: turnMeta),
+-- `budget` tickets at most. `state` (nil: it starts) has the front's last
+-- slot (ft, fu) and ticket (fs, fm), and once the back started, its next
+-- slot (bt, bu) and first ticket (bs, bm); the tickets left are between.
+-- Each call takes the longest run it may from either end: from the front,
+-- the next slots while the last stays at or before the turn of the ticket
+-- after it; from the back, the slots before while the first stays at or
+-- after the turn of the ticket before it. From a backlog one weight laid
+-- out, one of the two goes far: a weight that packs it, the front; one
+-- that spreads it, the back. Where neither may (tickets parked and given
+-- turns again in between), the next ticket goes no further than the one
+-- after it. Where the two ends meet, a turn may hold up to twice the
+-- weight (claims moved the turn served on between calls). Returns the
+-- tickets it gave turns, the state to keep (nil: done) and the weight.
 local function retagStep(prefix, gid, state, w, m, budget)
   local v, vm = tonumber(m[1]) or 0, m[2] or ""
   local key = groupKey(prefix, gid)
   local listKey = key .. ":q"
-  local mode, turn, used, cs, cm
-  if not state then
+  local st
+  if state then
+    st = cjson.decode(state)
+    w = st.w  -- (the weight it started with: a change meanwhile waits for the end)
+  else
     local n, tickets = queuedTickets(key, v, vm, budget)
     if n == 0 then
-      return 1, nil
+      return 1, nil, w
     end
     if n <= budget then  -- (the whole backlog at once, as always)
       rcall("ZADD", prefix .. "groups:index", 0, gid)  -- (its drain turn is set anew)
       giveTurns(prefix, gid, tickets, w, v + 1, true)
-      return n, nil
+      return n, nil, w
     end
-    local last = v + 1 + math.floor((n - 1) / w)
-    if last < math.floor(tonumber(rcall("ZSCORE", prefix .. "groups:tail", gid)) or 0) then
-      mode, turn, used = "f", v, w
-    else
-      mode, turn, used = "b", last, (n - 1) % w + 1
+    st = {ft = v, fu = w, w = w}
+  end
+  local loS, loM = v, vm
+  if st.fs and (st.fs > v or (st.fs == v and st.fm > vm)) then
+    loS, loM = st.fs, st.fm
+  end
+  -- The end that went last goes first; the other is read when it cannot
+  -- take a whole chunk.
+  local f, b
+  if st.dir == "b" then
+    b = backRun(listKey, st, w, v, loS, loM, budget)
+    if b.count > 0 and b.p < math.min(b.count, budget) then
+      f = frontRun(listKey, st, w, v, loS, loM, budget)
     end
   else
-    local cut = cjson.decode(state)
-    mode, turn, used, cs, cm = cut[1], cut[2], cut[3], cut[4], cut[5]
+    f = frontRun(listKey, st, w, v, loS, loM, budget)
+    if f.count > 0 and f.p < math.min(f.count, budget) then
+      b = backRun(listKey, st, w, v, loS, loM, budget, f.all and f.count)
+    end
   end
-  local pairs_ = {}
-  if mode == "f" then
-    local loS, loM = v, vm
-    if cs and (cs > v or (cs == v and cm > vm)) then
-      loS, loM = cs, cm
+  if (f or b).count == 0 then  -- (claims took what was left)
+    if not st.bs and st.fs then
+      endTurns(prefix, gid, st.ft, st.fu)
     end
-    local tickets = ticketsBetween(listKey, loS, loM, nil, nil, budget + 1, false)
-    local count = math.min(#tickets / 2, budget)
-    local limit = tickets[count * 2 + 2]  -- (the first ticket left: none past it)
-    for i = 1, count * 2, 2 do
-      turn, used = slotAfter(turn, used, w, v)
-      if limit and turn > limit then
-        turn = limit
-      end
-      pairs_[#pairs_ + 1] = turn
-      pairs_[#pairs_ + 1] = tickets[i]
-    end
-    writeTurns(prefix, listKey, pairs_)
-    if not limit then
-      if count > 0 then
-        endTurns(prefix, gid, turn, math.min(used, w))
-      end
-      return math.max(count, 1), nil
-    end
-    return count, cjson.encode({mode, turn, used, turn, tickets[count * 2 - 1]})
+    return 1, nil, w
   end
-  local tickets = ticketsBetween(listKey, v, vm, cs, cm, budget, true)
-  local count = #tickets / 2
-  for i = 1, #tickets, 2 do
-    local at = math.max(turn, tickets[i + 1], v + 1)
-    if not cs then  -- (the last ticket: the group's turns end there)
-      endTurns(prefix, gid, at, at == turn and used or w)
+  local pairs_, done = {}, false
+  if b and b.p > (f and f.p or 0) then
+    for j = 1, b.p do
+      pairs_[#pairs_ + 1] = b.slots[j][1]
+      pairs_[#pairs_ + 1] = b.tickets[2 * j - 1]
     end
-    cs, cm = at, tickets[i]
-    pairs_[#pairs_ + 1] = at
-    pairs_[#pairs_ + 1] = tickets[i]
-    if used > 1 then
-      used = used - 1
-    else
-      turn, used = turn - 1, w
+    if not st.bs then  -- (its last ticket: the group's turns end there)
+      endTurns(prefix, gid, b.slots[1][1], b.slots[1][2])
+    end
+    st.bs, st.bm = b.slots[b.p][1], b.tickets[2 * b.p - 1]
+    st.bt, st.bu = b.slots[b.p][3], b.slots[b.p][4]
+    st.dir, done = "b", b.all and b.p == b.count
+  else
+    local p = f.p
+    if p == 0 then  -- (neither end may: the next ticket no further than the one after)
+      p = 1
+      local after = f.tickets[4] or st.bs
+      local at = math.max(f.slots[1][1], f.tickets[2])
+      f.slots[1] = {after and math.min(at, after) or at, w}
+    end
+    for j = 1, p do
+      pairs_[#pairs_ + 1] = f.slots[j][1]
+      pairs_[#pairs_ + 1] = f.tickets[2 * j - 1]
+    end
+    st.ft, st.fu = f.slots[p][1], f.slots[p][2]
+    st.fs, st.fm = f.slots[p][1], f.tickets[2 * p - 1]
+    st.dir, done = "f", f.all and p == f.count
+    if done and not st.bs then
+      endTurns(prefix, gid, st.ft, math.min(st.fu, w))
     end
   end
   writeTurns(prefix, listKey, pairs_)
-  if count < budget then
-    return math.max(count, 1), nil
+  if done then
+    return #pairs_ / 2, nil, w
   end
-  return count, cjson.encode({mode, turn, used, cs, cm})
+  return #pairs_ / 2, cjson.encode(st), w
 end
 
 -- The next page of groups with a tail for a default weight's re-turn
@@ -222,20 +306,28 @@ local function retagGroups(prefix, budget)
       end
     else
       local gid = first[1]
-      local own = first[2] == "0" and (tonumber(m[4]) or 0) > 0 and
+      local state = rcall("HGET", stateKey, gid)
+      local w = groupWeight(prefix, gid, m)
+      -- (A default changed, and it has a weight of its own: nothing to do.)
+      local skip = not state and first[2] == "0" and (tonumber(m[4]) or 0) > 0 and
         rcall("HGET", groupKey(prefix, gid), "weight")
-      local state
-      if not own then  -- (else a default changed, and it has a weight of its own)
-        local n
-        n, state = retagStep(prefix, gid, rcall("HGET", stateKey, gid),
-          groupWeight(prefix, gid, m), m, math.max(budget, 1))
+      local again = false
+      if not skip then
+        local n, target
+        n, state, target = retagStep(prefix, gid, state, w, m, math.max(budget, 1))
         budget = budget - n
+        -- Its weight changed while the chunks went: once more, at the new one
+        -- (a re-turn started over part-way could have to move tickets past
+        -- each other).
+        again = not state and target ~= w
       end
       if state then
         rcall("HSET", stateKey, gid, state)
       else
-        rcall("ZREM", pendingKey, gid)
         rcall("HDEL", stateKey, gid)
+        if not again then
+          rcall("ZREM", pendingKey, gid)
+        end
       end
     end
   end
@@ -249,10 +341,8 @@ local function retagLater(prefix, gid)
   local metaKey = prefix .. "groups:meta"
   if gid then
     rcall("ZADD", prefix .. "groups:retag", 1, gid)
-    rcall("HDEL", prefix .. "groups:retagging", gid)  -- (one under way starts again)
     rcall("HSET", metaKey, "rt", 1)
   else
-    rcall("DEL", prefix .. "groups:retagging")  -- (ones under way start again)
     rcall("HSET", metaKey, "rt", 1, "rts", "s")
   end
   return retagGroups(prefix, RETAG_CHUNK)
