@@ -177,9 +177,9 @@ end
 -- after it; from the back, the slots before while the first stays at or
 -- after the turn of the ticket before it. From a backlog one weight laid
 -- out, one of the two goes far: a weight that packs it, the front; one
--- that spreads it, the back. Where neither may (tickets parked and given
--- turns again in between), the next ticket goes no further than the one
--- after it. Where the two ends meet, a turn may hold up to twice the
+-- that spreads it, the back. Where neither may (a layout no one weight
+-- made, as tickets parked and given turns again can leave), the next ticket
+-- goes no further than the one after it. Where the two ends meet, a turn may hold up to twice the
 -- weight (claims moved the turn served on between calls). Returns the
 -- tickets it gave turns, the state to keep (nil: done) and the weight.
 local function retagStep(prefix, gid, state, w, m, budget)
