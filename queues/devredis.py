@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 
 def interrupt_on_sigterm() -> None:
@@ -60,11 +62,27 @@ def free_port() -> int:
             return port
 
 
+class _BindLost(Exception):
+    """redis-server exited before answering: its port was taken."""
+
+
+def _with_new_bus_port(args: tuple[str, ...]) -> tuple[str, ...]:
+    """`args` with a cluster bus port (`--cluster-port N`) picked again."""
+    out = list(args)
+    for i, arg in enumerate(out[:-1]):
+        if arg == "--cluster-port":
+            out[i + 1] = str(free_port())
+    return tuple(out)
+
+
 class RedisServer:
     """A redis-server process on a free port, without persistence."""
 
     def __init__(self, port: int | None = None, extra_args: Sequence[str] = ()) -> None:
         self.port = port or free_port()
+        #: Ports it picked itself (its own, a cluster bus port) may be picked
+        #: again when another process took one before redis-server bound it.
+        self._may_repick = port is None
         #: More redis-server options, e.g. ("--rename-command", "CLIENT", '""').
         self.extra_args = tuple(extra_args)
         self.dir = tempfile.mkdtemp(prefix="bullpen-redis-")
@@ -75,6 +93,23 @@ class RedisServer:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> RedisServer:
+        """Start it and wait for its PING. A port it picked itself that another
+        process bound meanwhile (a free port is only free when asked; any
+        outgoing connection may take it next) is picked again, at the first
+        start only: a restart keeps the port its clients know."""
+        for attempt in range(5):
+            try:
+                return self._start_once()
+            except _BindLost:
+                if not self._may_repick or attempt == 4:
+                    raise RuntimeError(
+                        f"redis-server did not start on port {self.port}"
+                    ) from None
+                self.port = free_port()
+                self.extra_args = _with_new_bus_port(self.extra_args)
+        raise AssertionError("unreachable")
+
+    def _start_once(self) -> RedisServer:
         self.proc = subprocess.Popen(
             [
                 find_redis_server(),
@@ -100,19 +135,34 @@ class RedisServer:
             # before the workers have drained; stop() ends it last.
             start_new_session=True,
         )
-        client = redis.Redis(port=self.port)
+        # Ready when the server on the port answers as this process: one that
+        # lost its port to another process exits, while the other may answer.
+        client = redis.Redis(
+            port=self.port, socket_timeout=1, retry=Retry(NoBackoff(), 0)
+        )
         deadline = time.monotonic() + 10
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError as exc:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(
-                        f"redis-server did not start on port {self.port}"
-                    ) from exc
-                time.sleep(0.02)
-        client.close()
+        try:
+            while True:
+                if self.proc.poll() is not None:
+                    raise _BindLost
+                try:
+                    pid = int(client.info("server")["process_id"])
+                except (redis.ConnectionError, redis.TimeoutError) as exc:
+                    if self.proc.poll() is not None:
+                        raise _BindLost from exc
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(
+                            f"redis-server did not start on port {self.port}"
+                        ) from exc
+                    time.sleep(0.02)
+                    continue
+                if pid == self.proc.pid:
+                    break
+                self.stop()  # (another server answers there: ours cannot bind)
+                raise _BindLost
+        finally:
+            client.close()
+        self._may_repick = False
         return self
 
     def stop(self) -> None:
