@@ -109,17 +109,6 @@ local function endTurns(prefix, gid, turn, used)
   rcall("ZADD", prefix .. "groups:index", turn, gid)
 end
 
--- How many entries of the group's list come after (loS, loM).
-local function countAfter(listKey, loS, loM)
-  local n = rcall("ZCOUNT", listKey, "(" .. loS, "+inf")
-  for _, member in ipairs(rcall("ZRANGEBYSCORE", listKey, loS, loS)) do
-    if member > loM then
-      n = n + 1
-    end
-  end
-  return n
-end
-
 -- The front's run: the tickets left after (loS, loM) (`budget` + 1 at
 -- most), the next slots for them, and how many may take theirs (`p`: the
 -- last no later than the turn of the ticket after it).
@@ -145,14 +134,15 @@ end
 -- theirs (the first no earlier than the turn of the ticket before it).
 -- `left`: how many tickets are left, when known (the back's first run
 -- starts at the backlog's last slot).
-local function backRun(listKey, st, w, v, loS, loM, budget, left)
+local function backRun(key, st, w, v, loS, loM, budget, left)
+  local listKey = key .. ":q"
   local run = {tickets = ticketsBetween(listKey, loS, loM, st.bs, st.bm, budget + 1, true),
     slots = {}, p = 0}
   run.count = #run.tickets / 2
   run.all = run.count <= budget
   local bt, bu = st.bt, st.bu
   if not st.bs then
-    bt, bu = slotsAfter(st.ft, st.fu, w, v, left or countAfter(listKey, loS, loM))
+    bt, bu = slotsAfter(st.ft, st.fu, w, v, left or (queuedTickets(key, loS, loM, 0)))
   end
   for j = 1, math.min(run.count, budget) do
     local at = math.max(bt, v + 1)
@@ -210,14 +200,14 @@ local function retagStep(prefix, gid, state, w, m, budget)
   -- take a whole chunk.
   local f, b
   if st.dir == "b" then
-    b = backRun(listKey, st, w, v, loS, loM, budget)
+    b = backRun(key, st, w, v, loS, loM, budget)
     if b.count > 0 and b.p < math.min(b.count, budget) then
       f = frontRun(listKey, st, w, v, loS, loM, budget)
     end
   else
     f = frontRun(listKey, st, w, v, loS, loM, budget)
     if f.count > 0 and f.p < math.min(f.count, budget) then
-      b = backRun(listKey, st, w, v, loS, loM, budget, f.all and f.count)
+      b = backRun(key, st, w, v, loS, loM, budget, f.all and f.count)
     end
   end
   if (f or b).count == 0 then  -- (claims took what was left)
