@@ -78,7 +78,9 @@ def _with_new_bus_port(args: tuple[str, ...]) -> tuple[str, ...]:
 class RedisServer:
     """A redis-server process on a free port, without persistence."""
 
-    def __init__(self, port: int | None = None, extra_args: Sequence[str] = ()) -> None:
+    def __init__(
+        self, port: int | None = None, extra_args: Sequence[str] = (), config: str = ""
+    ) -> None:
         self.port = port or free_port()
         #: Ports it picked itself (its own, a cluster bus port) may be picked
         #: again when another process took one before redis-server bound it.
@@ -86,6 +88,13 @@ class RedisServer:
         #: More redis-server options, e.g. ("--rename-command", "CLIENT", '""').
         self.extra_args = tuple(extra_args)
         self.dir = tempfile.mkdtemp(prefix="bullpen-redis-")
+        #: A config file (`config`'s text, in its folder) read before the
+        #: options: what only a file may hold, e.g. a sentinel's `sentinel
+        #: monitor` (with extra_args ("--sentinel",)), which it rewrites there.
+        self.config_file: str | None = None
+        if config:
+            self.config_file = str(Path(self.dir) / "redis.conf")
+            Path(self.config_file).write_text(config)
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -113,6 +122,7 @@ class RedisServer:
         self.proc = subprocess.Popen(
             [
                 find_redis_server(),
+                *([self.config_file] if self.config_file else []),
                 "--port",
                 str(self.port),
                 "--bind",

@@ -64,3 +64,26 @@ def test_a_cluster_node_whose_bus_port_was_taken_starts_on_new_ports() -> None:
             client.close()
         finally:
             cluster.stop()
+
+
+def test_a_sentinel_from_a_config_text_is_picked_again_too() -> None:
+    """A config text (what only a file may hold: a sentinel's `sentinel
+    monitor`) is read first; a sentinel whose picked port was taken starts on
+    another, monitoring what its text says."""
+    primary = RedisServer().start()
+    sentinel = RedisServer(
+        extra_args=("--sentinel",),
+        config=f"sentinel monitor m 127.0.0.1 {primary.port} 1\n",
+    )
+    first = sentinel.port
+    try:
+        with taken(first):
+            sentinel.start()
+        assert sentinel.port != first
+        client = redis.Redis(port=sentinel.port, decode_responses=True)
+        assert client.info("server")["redis_mode"] == "sentinel"
+        assert client.sentinel_master("m")["port"] == primary.port
+        client.close()
+    finally:
+        sentinel.stop()
+        primary.stop()

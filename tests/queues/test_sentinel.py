@@ -6,16 +6,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import signal
-import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,7 +30,7 @@ from queues.connection import (
     sync_client,
     worker_client,
 )
-from queues.devredis import RedisServer, find_redis_server, free_port
+from queues.devredis import RedisServer, free_port
 from queues.sentinel import SentinelUrl, WaitingSentinelPool, parse_sentinel_url
 from tests.queues.test_cli import assert_error, cli, ok
 
@@ -118,26 +114,20 @@ class Topology:
             for _ in range(replicas)
         ]
         self.replica = self.replicas[0]
-        self.dir = Path(tempfile.mkdtemp(prefix="bullpen-sentinel-"))
-        self.ports = [free_port() for _ in range(3)]
-        self.procs: list[subprocess.Popen[bytes]] = []
-        for port in self.ports:
-            conf = self.dir / f"sentinel-{port}.conf"
-            conf.write_text(
-                f"port {port}\nbind 127.0.0.1\nprotected-mode no\n"
-                f"dir {self.dir}\n"
-                f"sentinel monitor {MASTER} 127.0.0.1 {self.primary.port} 2\n"
-                f"sentinel down-after-milliseconds {MASTER} 1000\n"
-                f"sentinel failover-timeout {MASTER} 3000\n"
-            )
-            self.procs.append(
-                subprocess.Popen(
-                    [find_redis_server(), str(conf), "--sentinel"],
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                    start_new_session=True,
-                )
-            )
+        # RedisServers: a port another process takes before a sentinel binds
+        # it is picked again.
+        self.sentinels = [
+            RedisServer(
+                extra_args=("--sentinel",),
+                config=(
+                    f"sentinel monitor {MASTER} 127.0.0.1 {self.primary.port} 2\n"
+                    f"sentinel down-after-milliseconds {MASTER} 1000\n"
+                    f"sentinel failover-timeout {MASTER} 3000\n"
+                ),
+            ).start()
+            for _ in range(3)
+        ]
+        self.ports = [s.port for s in self.sentinels]
         self.url = (
             "redis+sentinel://"
             + ",".join(f"127.0.0.1:{p}" for p in self.ports)
@@ -197,13 +187,11 @@ class Topology:
         return int(s.discover_master(MASTER)[1])
 
     def stop(self) -> None:
-        for proc in self.procs:
-            proc.kill()
-            proc.wait()
+        for sentinel in self.sentinels:
+            sentinel.stop()
         for replica in self.replicas:
             replica.stop()
         self.primary.stop()
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
