@@ -7,6 +7,7 @@ from .durability import Durability
 from .events import AsyncQueueEvents, QueueEvent, QueueEvents
 from .exceptions import (
     InvalidJobId,
+    MoveToWait,
     NotDurable,
     QueueError,
     RedisUnavailable,
@@ -37,6 +38,7 @@ __all__ = [
     "Metrics",
     "MetricsMeta",
     "MetricsOptions",
+    "MoveToWait",
     "NotDurable",
     "Queue",
     "QueueError",

@@ -120,6 +120,14 @@ class UnrecoverableError(Exception):
     """Raised by a processor to fail its job at once, without retries."""
 
 
+class MoveToWait(Exception):  # noqa: N818 - an instruction, as UnrecoverableError
+    """Raised by a processor to give its job back untouched: the worker moves
+    it to the front of the line (of `wait`, of its priority, or of its group),
+    its attempts not counted, and takes it or another job again later (BullMQ:
+    `job.moveToWait(token)`, then `WaitingError`). The message says why; it
+    is logged."""
+
+
 class Code(IntEnum):
     """Negative return codes shared by the Lua scripts."""
 

@@ -155,6 +155,7 @@ NAMES = (
     "move_to_active",
     "move_to_delayed",
     "move_to_finished",
+    "move_to_wait",
     "obliterate",
     "pause",
     "promote",

@@ -61,6 +61,7 @@ COUNTERS = (
     "jobs_completed",
     "jobs_failed",
     "jobs_retried",
+    "jobs_returned",
     "rate_limit_hits",
     "stalled_recovered",
     "stalled_failed",
@@ -207,6 +208,11 @@ class WorkerTelemetry:
         """The attempt failed; the job runs again after `delay_ms`."""
         self.counters["jobs_retried"] += 1
         self._end((job.id, job.token), "retried", error=error, delay_ms=delay_ms)
+
+    def job_returned(self, job: Job, reason: BaseException) -> None:
+        """The attempt gave its job back to wait (MoveToWait), not counted."""
+        self.counters["jobs_returned"] += 1
+        self._end((job.id, job.token), "returned", reason=str(reason) or "returned")
 
     def _end(
         self,

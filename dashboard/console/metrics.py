@@ -118,6 +118,7 @@ TELEMETRY = {
         "completed": "jobs_completed",
         "failed": "jobs_failed",
         "retried": "jobs_retried",
+        "returned": "jobs_returned",
     },
     "stalled": {"recovered": "stalled_recovered", "failed": "stalled_failed"},
 }

@@ -55,6 +55,7 @@ from .worker import (
     extend_locks,
     finish,
     move_stalled,
+    move_to_wait,
     retry_later,
     retry_now,
 )
@@ -88,6 +89,7 @@ __all__ = [
     "move_jobs_to_wait",
     "move_jobs_to_wait_once",
     "move_stalled",
+    "move_to_wait",
     "now_ms",
     "obliterate",
     "oldest_waiting",

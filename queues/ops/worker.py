@@ -105,6 +105,28 @@ def retry_now(
     return code
 
 
+def move_to_wait(keys: QueueKeys, job_id: str, token: str | None) -> Op[int]:
+    """Give an active job back to the front of the line, its attempts
+    untouched; returns the script's code (>= 0: moved, the rate limiter's
+    PTTL)."""
+    code: int = yield Eval(
+        "move_to_wait",
+        (
+            keys.wait,
+            keys.active,
+            keys.prioritized,
+            keys.events,
+            keys.meta,
+            keys.pc,
+            keys.marker,
+            keys.stalled,
+            keys.limiter,
+        ),
+        (keys.base, job_id, token),
+    )
+    return code
+
+
 def extend_locks(
     keys: QueueKeys, duration_ms: int, held: dict[str, str | None]
 ) -> Op[list[str]]:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import codec, defaults, ops
 from ..drive import run_async
-from ..exceptions import UnrecoverableError
+from ..exceptions import MoveToWait, UnrecoverableError
 from ..job import Job
 from ..options import backoff_delay, keep_jobs
 from ..outages import recoverable
@@ -194,30 +194,61 @@ class Finisher:
     async def _retry(self, job: Job, delay: int, fields: list[str]) -> int | None:
         """Save the retry: the script's code, or None when left unsaved."""
         now = int(time.time() * 1000)
+        keys, job_id, token = self._keys, job.id, job.token
+        if delay > 0:
+            return await self._send(
+                job,
+                "retry",
+                lambda: ops.retry_later(keys, now, job_id, token, delay, fields),
+            )
+        return await self._send(
+            job,
+            "retry",
+            lambda: ops.retry_now(keys, now, job_id, token, fields, job.lifo),
+        )
+
+    async def give_back(self, job: Job, why: MoveToWait) -> None:
+        """The processor gave `job` back (MoveToWait): to the front of the
+        line, its attempts not counted."""
+        log.info(
+            "job %s (%s) given back to wait: %s",
+            job.id,
+            job.name,
+            " ".join(str(why).split()) or "-",
+        )
+        try:
+            await self._send(
+                job,
+                "give-back",
+                lambda: ops.move_to_wait(self._keys, job.id, job.token),
+            )
+        except Exception:  # noqa: BLE001 - its lock lapses: the stalled check has it
+            log.exception("worker %s: giving back job %s failed", self.name, job.id)
+        self._reports.returned(job, why)
+
+    async def _send(
+        self, job: Job, what: str, make: Callable[[], ops.Op[int]]
+    ) -> int | None:
+        """Send one transition of `job` out of active (`make()` builds its
+        op), waiting out an outage: the script's code (< 0: refused, logged),
+        or None when left unsaved as the worker closes."""
         tries = 0
         while True:
             try:
-                if delay > 0:
-                    retry = ops.retry_later(
-                        self._keys, now, job.id, job.token, delay, fields
-                    )
-                else:
-                    retry = ops.retry_now(
-                        self._keys, now, job.id, job.token, fields, job.lifo
-                    )
                 once = self._once
                 code = await run_async(
-                    retry,
+                    make(),
                     once.client,
                     once,
                     refusals_as_unavailable=False,
                     calls=self._calls,
                 )
                 self._outage.succeeded()
-                if code != 0:
+                if code < 0:
                     log.warning(
-                        "worker %s: retry of job %s not saved (code %s)",
+                        "worker %s: %s of job %s not saved (code %s)",
                         self.name,
+                        what,
                         job.id,
                         code,
                     )

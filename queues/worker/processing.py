@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..connection import max_connections_of, sibling_sync_client
-from ..exceptions import UnrecoverableError
+from ..exceptions import MoveToWait, UnrecoverableError
 from ..job import Job
 from ..queue import Queue
 from .support import Processor, log
@@ -118,6 +118,8 @@ class JobRunner:
                     assert self._threads is not None
                     result = await self._threads.submit(self._processor, job)
                 entry = self._finisher.completion(job, result)
+            except MoveToWait as why:
+                await self._finisher.give_back(job, why)
             except Exception as exc:  # noqa: BLE001 - any processor error fails the job
                 entry = await self._finisher.failure(job, exc)
         finally:

@@ -118,6 +118,14 @@ class WorkerReports:
             job.failed_reason = str(error) or type(error).__name__
             self.hooks.emit("failed", job, error)
 
+    def returned(self, job: Job, reason: BaseException) -> None:
+        """`job` was given back to wait (or that was refused, or left to the
+        stalled check as the worker closed): no attempt record, no event to
+        listeners (BullMQ emits none either)."""
+        self.telemetry.job_returned(job, reason)
+        if self.attempts is not None:
+            self.attempts.forget(job)
+
     def saved(self, entries: Sequence[dict[str, Any]], codes: Sequence[int]) -> None:
         """A batch of finished jobs was written; code 0 = saved as reported."""
         if self.attempts is not None:

@@ -16,6 +16,7 @@ from tests.queues.transitions.test_move_stalled_jobs_to_wait import *  # noqa: F
 from tests.queues.transitions.test_move_to_active import *  # noqa: F403
 from tests.queues.transitions.test_move_to_delayed import *  # noqa: F403
 from tests.queues.transitions.test_move_to_finished import *  # noqa: F403
+from tests.queues.transitions.test_move_to_wait import *  # noqa: F403
 from tests.queues.transitions.test_obliterate import *  # noqa: F403
 from tests.queues.transitions.test_pause import *  # noqa: F403
 from tests.queues.transitions.test_promote import *  # noqa: F403

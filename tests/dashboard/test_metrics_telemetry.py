@@ -61,7 +61,7 @@ def test_worker_telemetry_counters_on_metrics(
         s.labels["outcome"]: s.value
         for s in samples(attempts, **worker)
         if s.name.endswith("_total")
-    } == {"started": 4, "completed": 2, "failed": 1, "retried": 1}
+    } == {"started": 4, "completed": 2, "failed": 1, "retried": 1, "returned": 0}
     assert (
         value(
             families["bullpen_worker_rate_limit_hits"],

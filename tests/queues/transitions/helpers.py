@@ -8,7 +8,8 @@ from typing import Any
 
 import redis
 
-from queues import codec
+from queues import codec, ops
+from queues.drive import run_sync
 from queues.keys import QueueKeys
 from queues.ops.worker import finish_args
 from queues.queue import Queue
@@ -164,6 +165,11 @@ def retry_job(
         ),
         (k.base, now, job_id, token, codec.dumps(fields or []), "1" if lifo else "0"),
     )
+
+
+def move_to_wait(q: Queue, job_id: str, token: str = f"{TOKEN}:0") -> Any:
+    """Call move_to_wait as the worker's give-back (MoveToWait) does."""
+    return run_sync(ops.move_to_wait(q.keys, job_id, token), q.client, q.scripts)
 
 
 def extend_locks(

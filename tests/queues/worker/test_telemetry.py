@@ -93,6 +93,7 @@ def test_worker_records_spans_metrics_and_counters(
         "jobs_completed": 2,
         "jobs_failed": 2,
         "jobs_retried": 1,
+        "jobs_returned": 0,
         "rate_limit_hits": worker.telemetry.counters["rate_limit_hits"],
         "stalled_recovered": 1,
         "stalled_failed": 1,
