@@ -6,7 +6,9 @@ them (every queue of one GPU: a `GpuProcess`, gpu_process.py).
 
 The supervisor starts it with CUDA_VISIBLE_DEVICES=<uuid>; its exit status
 says what happened: 0 drained, EXIT_CUDA_BROKEN after a broken CUDA state,
-EXIT_CONFIG when it could not start (bad spec, handler import, no GPU).
+EXIT_RECYCLE when VRAM it could not give back kept its claimed jobs out (it
+gave them back first), EXIT_CONFIG when it could not start (bad spec,
+handler import, no GPU).
 """
 
 from __future__ import annotations

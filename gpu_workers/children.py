@@ -66,6 +66,8 @@ class Child:
     state: ChildState = ChildState.STOPPED
     proc: subprocess.Popen[bytes] | None = None
     crashes: deque[float] = field(default_factory=deque)
+    #: When its process recycled itself (EXIT_RECYCLE), within the window.
+    recycles: deque[float] = field(default_factory=deque)
     restarts: int = 0
     restart_at: float = 0.0
     drain_deadline: float = 0.0
@@ -122,6 +124,29 @@ class Child:
         self.state = ChildState.BACKOFF
         self.restart_at = now + delay
         self.reason = f"exited with status {code}; restarting in {delay:.1f}s"
+        return False
+
+    def recycled(self, code: int, now: float, cfg: SupervisorConfig) -> bool:
+        """Its process exited to be started afresh (EXIT_RECYCLE: VRAM it
+        could not give back kept its jobs out): restarted at once, not
+        counted as a crash, unless it did so more than `max_restarts` times
+        within `restart_window_s` (a leak at every load), which counts as a
+        crash (crashed()). Returns True when that made it FAILED."""
+        self.recycles.append(now)
+        while self.recycles and self.recycles[0] < now - cfg.restart_window_s:
+            self.recycles.popleft()
+        if len(self.recycles) > cfg.max_restarts:
+            failed = self.crashed(code, now, cfg)
+            self.reason = (
+                f"{self.reason} (recycled {len(self.recycles)} times within "
+                f"{cfg.restart_window_s:g}s to free VRAM it could not give back)"
+            )
+            return failed
+        self.state = ChildState.BACKOFF
+        self.restart_at = now
+        self.reason = (
+            "recycled to free VRAM its process could not give back; restarting now"
+        )
         return False
 
     def worker_ids(self, host: str) -> list[str]:

@@ -105,6 +105,14 @@ MAX_STALLED_COUNT = 1
 
 #: Exit status of a worker process whose CUDA state is broken (restart it).
 EXIT_CUDA_BROKEN = 70
+#: Exit status of a worker process that gave its waiting jobs back to be
+#: started afresh: VRAM it could not give back kept them out (residency.py);
+#: the supervisor restarts it at once (EX_TEMPFAIL).
+EXIT_RECYCLE = 75
+#: Consecutive idle readings (one per heartbeat interval, after the
+#: allocator's cache is freed) that must show unreclaimed VRAM keeping a
+#: waiting job out before the process recycles.
+RECYCLE_READINGS = 2
 #: Exit status of a worker process that cannot start (bad config, handler import).
 EXIT_CONFIG = 78
 #: Per-minute finished-job counts kept per queue in BullMQ's `metrics:*` keys

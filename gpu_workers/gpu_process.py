@@ -17,6 +17,8 @@ serves every queue of the process).
 SIGTERM/SIGINT (or close()) drains every queue's worker; when one worker
 stops (CUDA broken after an OOM, the supervisor gone, an error) the others
 are closed too, and the exit status is the worst: EXIT_CUDA_BROKEN wins.
+VRAM the process could not give back that keeps claimed jobs out recycles
+it: every queue's worker gives those jobs back and drains (EXIT_RECYCLE).
 """
 
 from __future__ import annotations
@@ -113,6 +115,7 @@ class GpuProcess:
         self.workers = [
             GpuWorker(spec, probe, registry, shared=self.shared) for spec in specs
         ]
+        models.on_stuck = self._recycle
         self._stop = asyncio.Event()
 
     @property
@@ -137,6 +140,13 @@ class GpuProcess:
         """Drain every queue's worker."""
         for worker in self.workers:
             worker.close(force)
+
+    async def _recycle(self, lost_bytes: int) -> None:
+        """Unreclaimed VRAM keeps claimed jobs out: every queue's worker
+        gives its waiting jobs back and drains; the process exits with
+        EXIT_RECYCLE (GpuWorker.recycle)."""
+        for worker in self.workers:
+            await worker.recycle(lost_bytes)
 
     def _failed(self, what: str, exc: BaseException) -> None:
         """Report a model upkeep error through the first worker's background."""

@@ -8,8 +8,10 @@
 - Every heartbeat interval: reads the stats (measured weights, expected load
   times), this GPU's operator pins and warm-pool share, preloads a wanted
   model when the worker has nothing waiting, frees unreclaimed VRAM a
-  reading shows given back, and publishes where models are warm
-  (placement.py) through `publish`.
+  reading shows given back (and where RECYCLE_READINGS readings in a row
+  show it still held and keeping a waiting job out, calls `on_stuck`: the
+  process recycles), and publishes where models are warm (placement.py)
+  through `publish`.
 
 Nothing here may take the worker down: a Redis error is reported to the
 worker's background (logged, outage-aware) and the loop goes on.
@@ -32,7 +34,7 @@ from .gputime import NO_TENANT, GpuTimeRecorder, Usage
 from .keys import BullpenKeys
 from .models import MODEL_NAME
 from .placement import Placement
-from .residency import Residency
+from .residency import UNRECLAIMED, Residency
 from .scripts import LUA
 
 log = logging.getLogger("gpu_workers.models")
@@ -106,6 +108,11 @@ class ModelUpkeep:
         self.read_due = True
         self._stats_script = LUA.script(bp, "model_stats")
         residency.report = self.report
+        #: Called with the unreclaimed bytes once RECYCLE_READINGS idle
+        #: readings in a row showed them keeping waiting jobs out (the
+        #: worker, or the GPU process, recycles).
+        self.on_stuck: Callable[[int], Awaitable[None]] | None = None
+        self._stuck_readings = 0
 
     async def report(self, kind: str, model: str, seconds: float, nbytes: int) -> None:
         """Record one load, eviction or failure (never raises)."""
@@ -209,7 +216,11 @@ class ModelUpkeep:
             for name in sorted(res.wanted() - res.resident()):
                 if await res.preload(name):
                     break  # one load per interval: jobs may be waiting
-        await res.reclaim_check(self.context_bytes)
+        kept_out = await res.reclaim_check(self.context_bytes)
+        self._stuck_readings = self._stuck_readings + 1 if kept_out else 0
+        if self._stuck_readings >= defaults.RECYCLE_READINGS and self.on_stuck:
+            self._stuck_readings = 0
+            await self.on_stuck(res.admission.held.get(UNRECLAIMED, 0))
         await self.publish()
 
     def _warm_open(self) -> WarmOpen:

@@ -11,7 +11,10 @@ working memory <= the budget.
   used first, when a job lacks room. The unload (torch: drop references,
   empty_cache) is confirmed by the probe's reading of this process; a
   shortfall stays held (`unreclaimed`) until an idle reading, taken after
-  the allocator's cache is given back, shows it free.
+  the allocator's cache is given back, shows it free. Where such a reading
+  shows it still held and it alone keeps a waiting job out, only a new
+  process (a new CUDA context) gets it back: reclaim_check says so and the
+  worker recycles its process (model_upkeep.py, worker.py).
 - A model of unknown weights reserves every byte its job does not need
   while it loads, then holds what the load measurably took.
 - A CUDA OOM during a load evicts every idle model and retries once; a second
@@ -79,6 +82,8 @@ class Residency:
         self.pinned: frozenset[str] = frozenset()
         self.pool: frozenset[str] = frozenset()
         self.loader = ModelLoader(device, probe)
+        #: Jobs in admit() not admitted yet: key -> (model or None, working).
+        self.waiting: dict[str, tuple[str | None, int]] = {}
 
     def resident(self) -> frozenset[str]:
         """Models resident or loading here."""
@@ -147,6 +152,16 @@ class Residency:
         else:
             self.check_fits_at_all(name, working)
             self.backoff.check(name)
+        self.waiting[job_id] = (name, working)  # (kept_out() reads it)
+        try:
+            return await self._admit(job_id, name, working, abort)
+        finally:
+            self.waiting.pop(job_id, None)
+
+    async def _admit(
+        self, job_id: str, name: str | None, working: int, abort: Callable[[], bool]
+    ) -> Resident | None | bool:
+        """admit() once the job is known to fit the budget at all."""
         adm = self.admission
         changed = adm.condition()
         while True:
@@ -169,6 +184,7 @@ class Residency:
                         load = self._begin_load(name, need - working)
                     resident = load or present
                     adm.admitted[job_id] = working
+                    self.waiting.pop(job_id, None)
                     if resident is not None:
                         resident.users.add(job_id)
                     adm.committed()
@@ -198,9 +214,9 @@ class Residency:
             resident.last_used_ms = now_ms()
         await self.admission.poke()
 
-    def _room(self, name: str | None, working: int) -> bool:
+    def _room(self, name: str | None, working: int, lost: int = 0) -> bool:
         """Whether the job can go on now: commit, or evict idle models (never
-        the job's own) to make room."""
+        the job's own) to make room; or could, with `lost` bytes more free."""
         adm = self.admission
         present = self.models.get(name) if name is not None else None
         if present is not None and present.state == "unloading":
@@ -209,7 +225,19 @@ class Residency:
         if name is not None and present is None:
             need += self._reserve_for(name, working)
         reclaimable = sum(r.weights_bytes for r in self.evictable(keep=name))
-        return need <= adm.free_bytes + reclaimable
+        return need <= adm.free_bytes + reclaimable + lost
+
+    def kept_out(self) -> list[str]:
+        """The waiting jobs that unreclaimed VRAM alone keeps out: they would
+        go on if it were given back (the keys admit() was given)."""
+        lost = self.admission.held.get(UNRECLAIMED, 0)
+        if not lost:
+            return []
+        return [
+            key
+            for key, (name, working) in self.waiting.items()
+            if not self._room(name, working) and self._room(name, working, lost)
+        ]
 
     def _reserve_for(self, name: str, working: int) -> int:
         """Bytes to hold while `name` loads: its weights, or (unknown) every
@@ -349,15 +377,17 @@ class Residency:
         await self._load(resident)
         return resident.error is None
 
-    async def reclaim_check(self, context_bytes: int) -> None:
+    async def reclaim_check(self, context_bytes: int) -> list[str]:
         """With nothing running, a reading shows what the process holds:
-        unreclaimed bytes it no longer holds are released."""
+        unreclaimed bytes it no longer holds are released. Returns the
+        waiting jobs that what it still holds keeps out (kept_out()): only a
+        new process gets those bytes back."""
         if UNRECLAIMED not in self.admission.held or self.admission.admitted:
-            return
+            return []
         await self.loader.free_cached()  # what a job or unload left cached
         used = self.loader.measure()
         if used is None:
-            return
+            return []
         weights = sum(r.weights_bytes for r in self.models.values())
         still = max(used - context_bytes - weights, 0)
         async with self.admission.condition():
@@ -368,6 +398,7 @@ class Residency:
                     self.admission.held.pop(UNRECLAIMED, None)
                 self.admission.condition().notify_all()
         self.admission.wake()
+        return [] if self.admission.admitted else self.kept_out()
 
     def count(self, name: str) -> Counters:
         """The counters of one model (made on first use)."""

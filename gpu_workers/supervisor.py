@@ -5,7 +5,9 @@ with backoff, scaled to the desired counts in Redis, drained on SIGTERM.
 It is a plain loop (rq's worker pool is the model): one place installs
 signal handlers, the reap loop polls children, a crashed child restarts
 after a growing delay, and more than `max_restarts` crashes within
-`restart_window_s` mark it failed (an OTP-style restart intensity). Every
+`restart_window_s` mark it failed (an OTP-style restart intensity); a child
+that exits with EXIT_RECYCLE (VRAM it could not give back kept its jobs out)
+restarts at once, a crash only past `max_restarts` recycles in the window. Every
 heartbeat interval it vouches in Redis for its host and, in one ZADD, for
 the children whose process runs and rewrote its liveness file lately
 (heartbeat.py); the host record (GPU snapshots, limits, children) and the
@@ -208,6 +210,12 @@ class Supervisor:
             if child.state is ChildState.DRAINING:
                 child.state = ChildState.STOPPED
                 log.info("%s drained (exit %d)", self._id(child), code)
+            elif code == defaults.EXIT_RECYCLE:
+                if child.recycled(code, now, self.config):
+                    log.error("%s: %s", self._id(child), child.reason)
+                else:
+                    log.warning("%s %s", self._id(child), child.reason)
+                self._publish_child(child)
             else:
                 self._on_crash(child, code, now)
 

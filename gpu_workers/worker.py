@@ -42,7 +42,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from queues import AsyncWorker, AttemptHistory, Job, MetricsOptions
+from queues import AsyncWorker, AttemptHistory, Job, MetricsOptions, MoveToWait
 from queues.connection import async_from_url
 from queues.keys import QueueKeys
 from queues.names import qualified_name
@@ -63,6 +63,7 @@ from .probe import GpuProbe
 from .residency import Residency
 from .resident import Resident
 from .shared_gpu import SharedGpu
+from .units import format_bytes
 from .upkeep import WorkerUpkeep
 
 log = logging.getLogger("gpu_workers.worker")
@@ -200,6 +201,8 @@ class GpuWorker:
             )
         if self.placement is not None:
             self.models.placements.append(self.placement)
+        if shared is None:  # (a GPU process recycles all its queues' workers)
+            self.models.on_stuck = self.recycle
         self.upkeep = WorkerUpkeep(
             self.worker,
             spec,
@@ -240,6 +243,30 @@ class GpuWorker:
         with `force`, not at all: the stalled check recovers them)."""
         self.worker.close(force)
 
+    async def recycle(self, lost_bytes: int) -> None:
+        """VRAM this process could not give back keeps its claimed jobs out,
+        and only a new process (a new CUDA context) gets it back: give the
+        jobs waiting for VRAM back to the front of the line, drain, and exit
+        with EXIT_RECYCLE, which the supervisor restarts at once."""
+        if self.closing:
+            return
+        waiting = [m for m in self.meters.values() if not m.admitted]
+        log.error(
+            "worker %s: %s of VRAM this process could not give back keeps %d "
+            "claimed job(s) out on GPU %s; giving them back and restarting "
+            "the process to free it",
+            self.spec.worker_id,
+            format_bytes(lost_bytes),
+            len(waiting),
+            self.device.uuid,
+        )
+        self.exit_code = defaults.EXIT_RECYCLE
+        self.close()
+        for meter in waiting:
+            meter.give_back = True
+            meter.cancel.set()
+        await self.admission.poke()
+
     def _draining(self) -> None:
         log.info("worker %s: draining", self.spec.worker_id)
 
@@ -277,6 +304,9 @@ class GpuWorker:
             if await self._cancel_requested(job.id):
                 meter.cancel.set()
                 raise JobCancelled()
+            if self.exit_code == defaults.EXIT_RECYCLE:
+                # (claimed by a claim already in flight when it recycled)
+                raise MoveToWait("its GPU process recycles to free VRAM")
             entry = self.registry.get(job.name)
             meter.model = self.registry.model_of(entry, job.data)
             meter.declared_bytes = entry.declared_bytes(job.data)
@@ -286,6 +316,8 @@ class GpuWorker:
                 self.counters["too_big"] += 1
                 raise
             if not admitted:
+                if meter.give_back or self.exit_code == defaults.EXIT_RECYCLE:
+                    raise MoveToWait("its GPU process recycles to free VRAM")
                 raise JobCancelled()
             meter.admitted = True
             self.upkeep.beat_soon()
@@ -313,6 +345,9 @@ class GpuWorker:
         except JobCancelled:
             outcome = "cancelled"
             self.counters["cancelled"] += 1
+            raise
+        except MoveToWait:
+            outcome = "returned"
             raise
         except BaseException:
             self.counters["failed"] += 1

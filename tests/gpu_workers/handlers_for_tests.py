@@ -100,6 +100,17 @@ def _load_unknown(ctx: LoadContext) -> dict[str, Any]:
     return {"model": "t-unknown", "sim_bytes": 3 << 30, "device": ctx.device}
 
 
+#: What t-leaky's unloads kept: a model that holds on to its weights (a
+#: global cache in the user's code), so they never come back to the device.
+LEAKED: list[Any] = []
+
+
+@model("t-leaky", weights="12GiB", unload=LEAKED.append)
+def _load_leaky(ctx: LoadContext) -> dict[str, Any]:
+    ctx.sim_allocate(12 << 30)
+    return {"model": "t-leaky", "sim_bytes": 12 << 30, "device": ctx.device}
+
+
 @handler(
     "test.model",
     vram=lambda data: data.get("working", "1GiB"),

@@ -137,3 +137,49 @@ def test_an_idle_reading_frees_the_cache_an_unload_left(
     assert left == 4 * GiB
     assert held == {}
     assert admission.free_bytes == 12 * GiB
+
+
+def test_an_idle_reading_names_the_jobs_that_leaked_vram_keeps_out(
+    allocator: Allocator,
+) -> None:
+    """A model that never lets go of its weights (a reference of its own)
+    leaves them unreclaimed for good: with nothing running, the idle check's
+    reading still shows them, and it names the waiting job they alone keep
+    out (the worker then recycles its process). A job gone from the wait is
+    no longer named; nor is any while a job runs (it may free room)."""
+    kept: list[Any] = []
+    probe = NvmlProbe(allocator.nvml)
+    admission = VramAdmission(12 * GiB, 2, H200_UUID)
+    registry = ModelRegistry()
+    registry.register(model(allocator, 8 * GiB, unload=kept.append))
+    residency = Residency(admission, h200_device(), probe, registry)
+
+    async def run() -> tuple[list[str], list[str], list[str], int]:
+        resident = Resident(registry.get("m"), "loading", 8 * GiB)
+        resident.obj = allocator.tensor(8 * GiB)
+        residency.models["m"] = resident
+        admission.held["m"] = 8 * GiB
+        resident.state = "unloading"
+        await residency._evict(resident)  # nothing comes back: 8 GiB lost
+        stop = asyncio.Event()
+        waiting = asyncio.create_task(
+            residency.admit("j1", None, 6 * GiB, abort=stop.is_set)
+        )
+        await asyncio.sleep(0.05)
+        named = await residency.reclaim_check(CONTEXT)
+        admission.admitted["running"] = GiB  # a job runs: no verdict
+        while_running = await residency.reclaim_check(CONTEXT)
+        del admission.admitted["running"]
+        stop.set()
+        await admission.poke()
+        assert await waiting is None
+        after = await residency.reclaim_check(CONTEXT)
+        return named, while_running, after, admission.held.get(UNRECLAIMED, 0)
+
+    try:
+        named, while_running, after, lost = asyncio.run(run())
+    finally:
+        residency.close()
+    assert named == ["j1"]
+    assert while_running == [] and after == []
+    assert lost == 8 * GiB

@@ -366,3 +366,40 @@ def test_an_idle_worker_preloads_its_pool_and_pins(
     wait_until(lambda: "t-mid" not in worker.residency.wanted(), what="the new pool")
     assert set(worker.residency.resident()) == {"t-mid", "t-small"}  # kept, idle
     assert [k for k, _m in events(r)].count("evict") == 0
+
+
+@pytest.mark.parametrize("per_gpu", [True, False], ids=["gpu-process", "queue-process"])
+def test_vram_its_process_cannot_give_back_recycles_it_and_loses_no_job(
+    supervise: Supervise, q: Queue, fleet: Fleet, r: redis.Redis, per_gpu: bool
+) -> None:
+    """t-leaky keeps its 12 GiB when evicted (a model holding a reference of
+    its own): a t-big job that needs them waits with nothing running, and
+    idle readings keep showing them held. The process (a GPU's process, or
+    one queue's) gives the job back to the front of the queue (not an
+    attempt, not a stall) and exits EXIT_RECYCLE; the supervisor starts it
+    again at once, not as a crash, and the new process (a new context:
+    nothing leaked) runs the job."""
+    sup = supervise(process_per_gpu=per_gpu)
+    first = add(q, "t-leaky")
+    wait_until(lambda: done(q, first), what="the t-leaky job")
+    second = add(q, "t-big")
+    wait_until(
+        lambda: q.get_job_state(second).value == "completed",
+        timeout=30,
+        what="the t-big job, run by the recycled process",
+    )
+    job = q.get_job(second)
+    assert (job.attempts_made, job.attempts_started) == (1, 2)
+    assert job.stalled_counter == 0 and job.returnvalue == {"model": "t-big"}
+    assert fleet.job_vram(q.name, second)["pid"] != fleet.job_vram(q.name, first)["pid"]
+    kinds = [(f["kind"], f["model"]) for _i, f in r.xrange(KEYS.model_events())]
+    assert kinds == [("load", "t-leaky"), ("evict", "t-leaky"), ("load", "t-big")]
+    returned = [
+        f
+        for _i, f in r.xrange(q.keys.events)
+        if f.get("event") == "waiting" and f.get("jobId") == second
+    ]
+    assert [f.get("prev") for f in returned] == [None, "active"]
+    log = sup.log()
+    assert "recycled to free VRAM its process could not give back" in log, log
+    assert "exited with status" not in log, log
