@@ -79,6 +79,27 @@ def model(alloc: Allocator, nbytes: int, unload: Any = None) -> Model:
     return Model("m", lambda ctx: alloc.tensor(nbytes), nbytes, unload)
 
 
+def keeping_residency(allocator: Allocator, nbytes: int, kept: list[Any]) -> Residency:
+    """A residency of a 12 GiB budget whose model `m` (`nbytes`) keeps its
+    weights in `kept` when unloaded, until the test clears it."""
+    admission = VramAdmission(12 * GiB, 2, H200_UUID)
+    registry = ModelRegistry()
+    registry.register(model(allocator, nbytes, unload=kept.append))
+    return Residency(admission, h200_device(), NvmlProbe(allocator.nvml), registry)
+
+
+async def evict_resident(
+    residency: Residency, allocator: Allocator, nbytes: int
+) -> None:
+    """Make `m` resident (its weights allocated), then evict it."""
+    resident = Resident(residency.registry.get("m"), "loading", nbytes)
+    resident.obj = allocator.tensor(nbytes)
+    residency.models["m"] = resident
+    residency.admission.held["m"] = nbytes
+    resident.state = "unloading"
+    await residency._evict(resident)
+
+
 def test_an_unload_gives_the_weights_back(allocator: Allocator) -> None:
     """The loader keeps no reference through the release's empty_cache(), so
     the probe shows the weights (and a job's cached activations) gone."""
@@ -112,19 +133,11 @@ def test_an_idle_reading_frees_the_cache_an_unload_left(
     idle check frees the allocator's cache before reading, and the budget
     gets them back."""
     kept: list[Any] = []
-    probe = NvmlProbe(allocator.nvml)
-    admission = VramAdmission(12 * GiB, 1, H200_UUID)
-    registry = ModelRegistry()
-    registry.register(model(allocator, 4 * GiB, unload=kept.append))
-    residency = Residency(admission, h200_device(), probe, registry)
+    residency = keeping_residency(allocator, 4 * GiB, kept)
+    admission = residency.admission
 
     async def run() -> tuple[int, dict[str, int]]:
-        resident = Resident(registry.get("m"), "loading", 4 * GiB)
-        resident.obj = allocator.tensor(4 * GiB)
-        residency.models["m"] = resident
-        admission.held["m"] = 4 * GiB
-        resident.state = "unloading"
-        await residency._evict(resident)
+        await evict_resident(residency, allocator, 4 * GiB)
         left = admission.held.get(UNRECLAIMED, 0)
         kept.clear()  # the model lets go now: its block is cached
         await residency.reclaim_check(CONTEXT)
@@ -147,20 +160,12 @@ def test_an_idle_reading_names_the_jobs_that_leaked_vram_keeps_out(
     reading still shows them, and it names the waiting job they alone keep
     out (the worker then recycles its process). A job gone from the wait is
     no longer named; nor is any while a job runs (it may free room)."""
-    kept: list[Any] = []
-    probe = NvmlProbe(allocator.nvml)
-    admission = VramAdmission(12 * GiB, 2, H200_UUID)
-    registry = ModelRegistry()
-    registry.register(model(allocator, 8 * GiB, unload=kept.append))
-    residency = Residency(admission, h200_device(), probe, registry)
+    kept: list[Any] = []  # (never cleared: the model keeps its weights)
+    residency = keeping_residency(allocator, 8 * GiB, kept)
+    admission = residency.admission
 
     async def run() -> tuple[list[str], list[str], list[str], int]:
-        resident = Resident(registry.get("m"), "loading", 8 * GiB)
-        resident.obj = allocator.tensor(8 * GiB)
-        residency.models["m"] = resident
-        admission.held["m"] = 8 * GiB
-        resident.state = "unloading"
-        await residency._evict(resident)  # nothing comes back: 8 GiB lost
+        await evict_resident(residency, allocator, 8 * GiB)  # 8 GiB lost
         stop = asyncio.Event()
         waiting = asyncio.create_task(
             residency.admit("j1", None, 6 * GiB, abort=stop.is_set)
