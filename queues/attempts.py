@@ -2,9 +2,10 @@
 
 A record is written in the same script call that saves the attempt's end,
 from the code Redis answered with: a finish (completed, or failed for good)
-by move_to_finished, a retry (saved or refused) by push_attempts right
-after it. A refused end (the job's lock was lost) is recorded as `lost`
-with the code, never as what the worker hoped (lua/includes/attempts.lua).
+by move_to_finished, a retry or a give-back (saved or refused) by
+push_attempts right after it. A refused end (the job's lock was lost) is
+recorded as `lost` with the code, never as what the worker hoped
+(lua/includes/attempts.lua).
 So the history costs a completing job no round trip of its own: the record
 rides with its finish entry, an argument of its own (where the lists are and
 how many to keep: three more per call, `args()`). Each write LPUSHes the
@@ -17,9 +18,10 @@ each write, removes an orphan history.
 
 A record (JSON object): `attempt` (the job's attemptsStarted when claimed),
 `started_ms` (processedOn), `ended_ms` (when the worker asked to save it),
-`worker`, `host`, `pid`, `intended` (completed | failed | retried: what the
-worker asked Redis to save), `outcome` (the intended one, or `lost`),
-`code` (lost only), `error` (the attempt's failure, if any), `delay_ms`
+`worker`, `host`, `pid`, `intended` (completed | failed | retried | returned:
+what the worker asked Redis to save; returned: given back untouched by
+MoveToWait), `outcome` (the intended one, or `lost`), `code` (lost only),
+`error` (the attempt's failure, or why it was given back), `delay_ms`
 (retried only), plus what the worker adds with `annotate()` (a GPU worker:
 gpu, simulated, declared_bytes, peak_bytes...).
 """
@@ -40,7 +42,7 @@ from .keys import attempts_key
 from .scripts import source
 
 #: Outcomes of an attempt as recorded.
-OUTCOMES = ("completed", "failed", "retried", "lost")
+OUTCOMES = ("completed", "failed", "retried", "returned", "lost")
 #: Awaited for each attempt Redis refused to save, with the job id and the
 #: code (a GPU worker corrects its VRAM record).
 OnLost = Callable[[str, int], Awaitable[None]]
@@ -97,9 +99,10 @@ class AttemptRecorder:
         self.on_lost: OnLost | None = None
         self._push = client.register_script(source("push_attempts"))
         self._notes: dict[tuple[str, str | None], dict[str, Any]] = {}
-        #: Retries' (job id, record, code), and lost jobs to report, waiting
-        #: for the writer, which sends all it finds at once.
-        self._pending: list[tuple[str, str, int]] = []
+        #: Retries' and give-backs' (intended, job id, record, code), and lost
+        #: jobs to report, waiting for the writer, which sends all it finds
+        #: at once (one call per intended outcome).
+        self._pending: list[tuple[str, str, str, int]] = []
         self._lost: list[tuple[str, int]] = []
         self._writer: asyncio.Future[None] | None = None
 
@@ -138,7 +141,16 @@ class AttemptRecorder:
     def retried(self, job: Job, error: BaseException, delay_ms: int, code: int) -> None:
         """A failed attempt's retry was saved (code 0) or refused."""
         self.annotate(job, delay_ms=delay_ms)
-        self._pending.append((job.id, self.record(job, "retried", error), code))
+        self._push_later(job, "retried", error, code)
+
+    def returned(self, job: Job, reason: BaseException, code: int) -> None:
+        """The job was given back untouched (MoveToWait): saved (code 0) or
+        refused."""
+        self._push_later(job, "returned", reason, code)
+
+    def _push_later(self, job: Job, intended: str, error: Any, code: int) -> None:
+        record = self.record(job, intended, error)
+        self._pending.append((intended, job.id, record, code))
         if code != 0:
             self._lost.append((job.id, code))
         self._kick()
@@ -162,16 +174,17 @@ class AttemptRecorder:
             pending, self._pending = self._pending, []
             lost, self._lost = self._lost, []
             try:
-                if pending:
-                    h = self.history
+                h = self.history
+                for intended in sorted({p[0] for p in pending}):
+                    some = [p for p in pending if p[0] == intended]
                     await self._push(
-                        keys=[h.key(self.prefix, self.queue, i) for i, _, _ in pending],
+                        keys=[h.key(self.prefix, self.queue, p[1]) for p in some],
                         args=[
                             codec.dumps(
-                                {"keep": h.keep, "ttl": h.ttl_s, "intended": "retried"}
+                                {"keep": h.keep, "ttl": h.ttl_s, "intended": intended}
                             ),
-                            codec.dumps([c for _, _, c in pending]),
-                            *(r for _, r, _ in pending),
+                            codec.dumps([p[3] for p in some]),
+                            *(p[2] for p in some),
                         ],
                     )
                 if self.on_lost is not None:

@@ -125,7 +125,7 @@ class MoveToWait(Exception):  # noqa: N818 - an instruction, as UnrecoverableErr
     it to the front of the line (of `wait`, of its priority, or of its group),
     its attempts not counted, and takes it or another job again later (BullMQ:
     `job.moveToWait(token)`, then `WaitingError`). The message says why; it
-    is logged."""
+    is logged and kept as the attempt's error (outcome `returned`)."""
 
 
 class Code(IntEnum):

@@ -1,6 +1,6 @@
 --[[
   Keep the records of attempts that ended outside move_to_finished (a retry
-  saved or refused): see includes/attempts.lua. The lists are outside every
+  or a give-back, saved or refused): see includes/attempts.lua. The lists are outside every
   queue's keys (BullMQ never reads them); on a cluster they share the
   queue's slot through its prefix's hash tag (`bullpen:attempts:{bull}:q:1`).
 

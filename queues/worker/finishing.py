@@ -216,15 +216,16 @@ class Finisher:
             job.name,
             " ".join(str(why).split()) or "-",
         )
+        code: int | None = None
         try:
-            await self._send(
+            code = await self._send(
                 job,
                 "give-back",
                 lambda: ops.move_to_wait(self._keys, job.id, job.token),
             )
         except Exception:  # noqa: BLE001 - its lock lapses: the stalled check has it
             log.exception("worker %s: giving back job %s failed", self.name, job.id)
-        self._reports.returned(job, why)
+        self._reports.returned(job, why, code)
 
     async def _send(
         self, job: Job, what: str, make: Callable[[], ops.Op[int]]

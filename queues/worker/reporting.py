@@ -118,13 +118,17 @@ class WorkerReports:
             job.failed_reason = str(error) or type(error).__name__
             self.hooks.emit("failed", job, error)
 
-    def returned(self, job: Job, reason: BaseException) -> None:
-        """`job` was given back to wait (or that was refused, or left to the
-        stalled check as the worker closed): no attempt record, no event to
-        listeners (BullMQ emits none either)."""
+    def returned(self, job: Job, reason: BaseException, code: int | None) -> None:
+        """`job` was given back to wait (code >= 0), refused (a negative
+        code) or left to the stalled check as the worker closed (None): its
+        attempt's record says `returned` (or `lost`); no event to listeners
+        (BullMQ emits none either)."""
         self.telemetry.job_returned(job, reason)
         if self.attempts is not None:
-            self.attempts.forget(job)
+            if code is None:
+                self.attempts.forget(job)
+            else:
+                self.attempts.returned(job, reason, min(code, 0))
 
     def saved(self, entries: Sequence[dict[str, Any]], codes: Sequence[int]) -> None:
         """A batch of finished jobs was written; code 0 = saved as reported."""

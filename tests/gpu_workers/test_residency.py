@@ -21,6 +21,8 @@ from gpu_workers.fleet import Fleet
 from gpu_workers.gputime import read_totals
 from gpu_workers.keys import BullpenKeys
 from queues import Queue
+from queues.attempts import parse_attempts
+from queues.keys import attempts_key
 from tests.gpu_workers import handlers_for_tests  # noqa: F401 - registers models
 from tests.gpu_workers.helpers import SupervisorProcess, WorkerThread, make_spec
 from tests.helpers import wait_until
@@ -400,6 +402,14 @@ def test_vram_its_process_cannot_give_back_recycles_it_and_loses_no_job(
         if f.get("event") == "waiting" and f.get("jobId") == second
     ]
     assert [f.get("prev") for f in returned] == [None, "active"]
+    history = parse_attempts(
+        r.lrange(attempts_key("bullpen", q.keys.prefix, q.name, second), 0, -1)
+    )
+    assert [(a["attempt"], a["outcome"], a["gpu"]) for a in history] == [
+        (1, "returned", "SIM-h1-0"),
+        (2, "completed", "SIM-h1-0"),
+    ]
+    assert history[0]["pid"] != history[1]["pid"]
     log = sup.log()
     assert "recycled to free VRAM its process could not give back" in log, log
     assert "exited with status" not in log, log

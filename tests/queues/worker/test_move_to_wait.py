@@ -14,6 +14,7 @@ import redis
 from queues import AsyncWorker, Job, MoveToWait, Queue
 from tests.helpers import wait_until
 from tests.queues.worker.helpers import worker_thread
+from tests.queues.worker.test_attempt_history import _records
 
 
 class GiveBackOnce:
@@ -66,6 +67,19 @@ def test_a_given_back_job_runs_next_and_completes_uncounted(
     assert _waiting_events(r, q, "1") == ["", "active"]
     assert w.worker.telemetry.counters["jobs_returned"] == 1
     assert w.worker.telemetry.counters["jobs_failed"] == 0
+
+    # Its history: the given-back attempt (why, as its error), then the one
+    # that completed; as many records as starts (none "without a record").
+    def both() -> Any:
+        records = _records(r, q, "1")
+        return records if len(records) == 2 else None
+
+    records = wait_until(both, what="two attempt records")
+    assert [(a["attempt"], a["outcome"]) for a in records] == [
+        (1, "returned"),
+        (2, "completed"),
+    ]
+    assert records[0]["error"] == "no room on this GPU right now"
 
 
 def test_an_async_worker_gives_back_many_at_concurrency(
