@@ -75,6 +75,10 @@ def test_a_first_call_answers_from_the_registry_while_a_scan_is_held(
     any scan wrote it), and later calls have the scan's result. A scan of a
     large keyspace writes the registry, so the next process starts from it."""
     monkeypatch.setattr(discovery, "SMALL_KEYSPACE", 0)  # as if a million keys
+    # The result stays fresh for max_ttl_s (60 s), not 20x the few ms this
+    # scan takes: on a busy machine a poll 100 ms after it ended would
+    # otherwise rescan, as it should, and the count below would be 3.
+    monkeypatch.setattr(discovery, "TTL_PER_SCAN", 1e9)
     Queue("known", r).add("x", {})
     release = threading.Event()
     scans = []
