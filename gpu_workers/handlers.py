@@ -206,9 +206,6 @@ class JobMeter:
     #: Peak of the whole process on the GPU while this job ran (NVML by pid).
     process_peak_bytes: int | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
-    #: With `cancel` set before admission: give the job back to the queue
-    #: (the process recycles) instead of cancelling it.
-    give_back: bool = False
 
     def best_peak(self) -> tuple[int | None, str | None]:
         """The best per-job peak and where it came from."""

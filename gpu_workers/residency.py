@@ -184,7 +184,6 @@ class Residency:
                         load = self._begin_load(name, need - working)
                     resident = load or present
                     adm.admitted[job_id] = working
-                    self.waiting.pop(job_id, None)
                     if resident is not None:
                         resident.users.add(job_id)
                     adm.committed()

@@ -262,8 +262,7 @@ class GpuWorker:
         )
         self.exit_code = defaults.EXIT_RECYCLE
         self.close()
-        for meter in waiting:
-            meter.give_back = True
+        for meter in waiting:  # (given back, not cancelled: exit_code says so)
             meter.cancel.set()
         await self.admission.poke()
 
@@ -316,7 +315,7 @@ class GpuWorker:
                 self.counters["too_big"] += 1
                 raise
             if not admitted:
-                if meter.give_back or self.exit_code == defaults.EXIT_RECYCLE:
+                if self.exit_code == defaults.EXIT_RECYCLE:
                     raise MoveToWait("its GPU process recycles to free VRAM")
                 raise JobCancelled()
             meter.admitted = True

@@ -31,16 +31,10 @@
 
 local jobId = ARGV[3]
 local jobKey = ARGV[1] .. jobId
-if rcall("EXISTS", jobKey) == 0 then
-  return -1
-end
-local code = removeLock(jobKey, KEYS[6], ARGV[4], jobId)
+local code = leaveActive(jobKey, KEYS[1], KEYS[6], ARGV[4], jobId,
+  cjson.decode(ARGV[6]))
 if code < 0 then
   return code
-end
-updateJobFields(jobKey, cjson.decode(ARGV[6]))
-if rcall("LREM", KEYS[1], -1, jobId) < 1 then
-  return -3
 end
 local delay = tonumber(ARGV[5])
 if ARGV[7] ~= "1" then

@@ -33,15 +33,9 @@
 local prefix = ARGV[1]
 local jobId = ARGV[2]
 local jobKey = prefix .. jobId
-if rcall("EXISTS", jobKey) == 0 then
-  return -1
-end
-local code = removeLock(jobKey, KEYS[8], ARGV[3], jobId)
+local code = leaveActive(jobKey, KEYS[2], KEYS[8], ARGV[3], jobId, nil)
 if code < 0 then
   return code
-end
-if rcall("LREM", KEYS[2], -1, jobId) < 1 then
-  return -3
 end
 local priority = tonumber(rcall("HGET", jobKey, "priority")) or 0
 local gid = jobGroup(jobKey)

@@ -39,16 +39,10 @@ local jobKey = prefix .. jobId
 local isPausedOrMaxed = isQueuePausedOrMaxed(KEYS[6], KEYS[2])
 promoteDelayedJobs(KEYS[5], KEYS[8], KEYS[1], KEYS[3], KEYS[4], prefix,
   tonumber(ARGV[2]), KEYS[7], isPausedOrMaxed)
-if rcall("EXISTS", jobKey) == 0 then
-  return -1
-end
-local code = removeLock(jobKey, KEYS[9], ARGV[4], jobId)
+local code = leaveActive(jobKey, KEYS[2], KEYS[9], ARGV[4], jobId,
+  cjson.decode(ARGV[5]))
 if code < 0 then
   return code
-end
-updateJobFields(jobKey, cjson.decode(ARGV[5]))
-if rcall("LREM", KEYS[2], -1, jobId) < 1 then
-  return -3
 end
 isPausedOrMaxed = isQueuePausedOrMaxed(KEYS[6], KEYS[2])
 local priority = tonumber(rcall("HGET", jobKey, "priority")) or 0

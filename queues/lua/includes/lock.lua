@@ -25,3 +25,21 @@ local function updateJobFields(jobKey, fields)
     rcall("HSET", jobKey, unpack(fields))
   end
 end
+
+-- One job out of `active` for a retry, a backoff or a give-back: it exists
+-- (-1), its lock matches (removeLock), `fields` (flat, may be nil) are
+-- written, and it was in `active` (-3). Returns 0 or the code.
+local function leaveActive(jobKey, activeKey, stalledKey, token, jobId, fields)
+  if rcall("EXISTS", jobKey) == 0 then
+    return -1
+  end
+  local code = removeLock(jobKey, stalledKey, token, jobId)
+  if code < 0 then
+    return code
+  end
+  updateJobFields(jobKey, fields)
+  if rcall("LREM", activeKey, -1, jobId) < 1 then
+    return -3
+  end
+  return 0
+end
