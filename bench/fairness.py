@@ -3,7 +3,9 @@
     .venv/bin/python bench/fairness.py [--burst 5000] [--small 50] [--jobs 10000]
         [--weighted 2000] [--concurrency 50] [--rounds 3] [--output FILE]
 
-One throwaway redis-server (a free port, no persistence); the jobs are no-op
+One throwaway redis-server (a free port, no persistence) for (a)-(c), and one
+started for each (d) measurement, so that no spread runs on what another
+left behind; the jobs are no-op
 jobs processed by ONE Bullpen worker in its own OS process
 (bench/bullpen_worker.py, an AsyncWorker at --concurrency). Every figure is
 read back from Redis (each job's timestamp, processedOn and finishedOn).
@@ -211,29 +213,37 @@ def redis_cpu_s(r: redis.Redis) -> float:
     return float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
 
 
-def one_overhead(
-    url: str, r: redis.Redis, groups: int, args: argparse.Namespace
-) -> tuple[float, float, float]:
+def one_overhead(groups: int, args: argparse.Namespace) -> tuple[float, float, float]:
     """One (d) measurement of --jobs no-op jobs spread over `groups` groups
-    (0: ungrouped): jobs/s, the redis-server's CPU us per job and its us per
-    job inside the worker's scripts."""
-    q = Queue(f"fair-overhead-{groups}", connection=url)
-    ids = add_jobs(q, groups, args.jobs)
-    r.config_resetstat()
-    before = redis_cpu_s(r)
-    with worker(url, q.name, args.concurrency):
-        wait_done(q, len(ids))
-    used = redis_cpu_s(r) - before
-    scripts = script_usec(r.info("commandstats"))
-    stamps = times(r, q, ids)
+    (0: ungrouped) on a redis-server of its own, started for it: jobs/s, the
+    redis-server's CPU us per job and its us per job inside the worker's
+    scripts. A fresh server per measurement: on a shared one each spread
+    ran after another's keys were deleted, and that history moved the
+    figures (an ungrouped run after grouped ones took 10-15 % longer in its
+    scripts), in a pattern the order of the spreads then fixed."""
+    server = RedisServer().start()
+    try:
+        url = server.url
+        r = redis.Redis.from_url(url, decode_responses=True)
+        q = Queue(f"fair-overhead-{groups}", connection=url)
+        ids = add_jobs(q, groups, args.jobs)
+        r.config_resetstat()
+        before = redis_cpu_s(r)
+        with worker(url, q.name, args.concurrency):
+            wait_done(q, len(ids))
+        used = redis_cpu_s(r) - before
+        scripts = script_usec(r.info("commandstats"))
+        stamps = times(r, q, ids)
+        q.close()
+        r.close()
+    finally:
+        server.stop()
     span_ms = max(t[2] for t in stamps) - min(t[1] for t in stamps)
-    q.obliterate(force=True)
-    q.close()
     n = len(ids)
     return n / max(span_ms, 1) * 1000, used * 1e6 / n, scripts / n
 
 
-def overhead(url: str, r: redis.Redis, args: argparse.Namespace) -> dict[str, Any]:
+def overhead(args: argparse.Namespace) -> dict[str, Any]:
     """(d): each round measures every grouped spread (1, 100, 10,000 groups)
     back to back with an ungrouped run, in turn first and second, so that each
     ratio compares two runs seconds apart (this VM's speed drifts by a third
@@ -250,7 +260,7 @@ def overhead(url: str, r: redis.Redis, args: argparse.Namespace) -> dict[str, An
     for round_no in range(args.rounds):
         for groups in (1, 100, 10_000):
             pair = (0, groups) if round_no % 2 == 0 else (groups, 0)
-            found = {g: one_overhead(url, r, g, args) for g in pair}
+            found = {g: one_overhead(g, args) for g in pair}
             for g, (rate, us, in_scripts) in found.items():
                 rates.setdefault(str(g), []).append(rate)
                 cpu.setdefault(str(g), []).append(us)
@@ -348,9 +358,9 @@ def main() -> int:
         r = redis.Redis.from_url(server.url, decode_responses=True)
         a = burst(server.url, r, args)
         c = weighted(server.url, r, args)
-        d = overhead(server.url, r, args)
     finally:
         server.stop()
+    d = overhead(args)
     lines = report(a, c, d)
     print("\n".join(lines))
     print(f"({time.monotonic() - began:.0f} s)")
