@@ -10,6 +10,7 @@ from .exceptions import (
     MoveToWait,
     NotDurable,
     QueueError,
+    RateLimitError,
     RedisUnavailable,
     UnrecoverableError,
 )
@@ -45,6 +46,7 @@ __all__ = [
     "QueueEvent",
     "QueueEvents",
     "QueueKeys",
+    "RateLimitError",
     "RedisUnavailable",
     "UnrecoverableError",
     "Worker",

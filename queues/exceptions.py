@@ -128,6 +128,24 @@ class MoveToWait(Exception):  # noqa: N818 - an instruction, as UnrecoverableErr
     is logged and kept as the attempt's error (outcome `returned`)."""
 
 
+class RateLimitError(MoveToWait):
+    """Raised by a processor whose job hit a rate limit outside Bullpen (an
+    upstream API's 429): the job goes back to the front of the line,
+    uncounted, as with MoveToWait, and the worker claims nothing until the
+    queue's rate limit ends (BullMQ: `Worker.RateLimitError()` after
+    `queue.rateLimit(ms)`). With `delay_ms` the worker sets that limit itself,
+    in the same call that gives the job back; without it, the limit set
+    before (`Queue.rate_limit`) applies, or none (the job is taken again)."""
+
+    def __init__(self, message: str = "rate limited", *, delay_ms: int | None = None):
+        if delay_ms is not None and (
+            isinstance(delay_ms, bool) or not isinstance(delay_ms, int) or delay_ms < 1
+        ):
+            raise ValueError("RateLimitError delay_ms must be an integer >= 1")
+        super().__init__(message)
+        self.delay_ms = delay_ms
+
+
 class Code(IntEnum):
     """Negative return codes shared by the Lua scripts."""
 

@@ -263,6 +263,37 @@ class _QueueBase(JobReads[Q], JobSchedulerMethods[Q], GroupMethods[Q]):
         """Lift the global rate limit."""
         return ops.del_meta(self.keys, "max", "duration")
 
+    @op_method
+    def rate_limit(self, expire_ms: int) -> ops.Op[None]:
+        """Hold the rate limit full for `expire_ms` ms (BullMQ's
+        `queue.rateLimit`, e.g. after an upstream API answered 429): workers
+        with a `limiter`, or on a queue with a global rate limit, claim
+        nothing until it ends; a processor then raises `RateLimitError` to
+        put its job back (docs/queue-api.md)."""
+        if isinstance(expire_ms, bool) or not isinstance(expire_ms, int):
+            raise TypeError("expire_ms must be an integer (ms)")
+        if expire_ms < 1:
+            raise ValueError("expire_ms must be >= 1")
+        return ops.rate_limit(self.keys, expire_ms)
+
+    @op_method
+    def get_rate_limit_ttl(self, max_jobs: int | None = None) -> ops.Op[int]:
+        """How many ms the rate limit holds claims still, as BullMQ's
+        `getRateLimitTtl`: with `max_jobs` (else the global rate limit's max)
+        the limiter's remaining ms once that many jobs were counted, else 0;
+        with neither, the limiter's PTTL as it is (-2: none)."""
+        if max_jobs is not None and (
+            isinstance(max_jobs, bool) or not isinstance(max_jobs, int) or max_jobs < 1
+        ):
+            raise ValueError("max_jobs must be an integer >= 1")
+        return ops.rate_limit_ttl(self.keys, max_jobs)
+
+    @op_method
+    def remove_rate_limit_key(self) -> ops.Op[int]:
+        """End the rate limit's current window and any manual limit (BullMQ's
+        `removeRateLimitKey`); 1 if there was one."""
+        return ops.remove_rate_limit_key(self.keys)
+
 
 def _added_one(
     prepared: tuple[ops.Eval, Job[Q]], durability: Durability | None

@@ -147,6 +147,7 @@ NAMES = (
     "get_counts",
     "get_job_fields",
     "get_job_hashes",
+    "get_rate_limit_ttl",
     "get_state",
     "group_admin",
     "group_reads",

@@ -19,6 +19,9 @@
   ARGV[1] key prefix
   ARGV[2] job id
   ARGV[3] lock token
+  ARGV[4] (optional) a manual rate limit: ms for which the limiter is set
+          full (BullMQ's `rateLimit(ms)`: the value 2^53-1, PX ms), once
+          the job is back
 
   Returns the rate limiter's PTTL (0 when none), or -1 missing job, -2 lock
   missing, -3 not active, -6 lock held by another token.
@@ -52,6 +55,10 @@ else
 end
 emitTrimmed(KEYS[4], getOrSetMaxEvents(KEYS[5]), "event", "waiting", "jobId", jobId,
   "prev", "active")
+local limitMs = tonumber(ARGV[4])
+if limitMs and limitMs > 0 then
+  rcall("SET", KEYS[9], "9007199254740991", "PX", intText(limitMs))
+end
 local pttl = rcall("PTTL", KEYS[9])
 if pttl > 0 then
   return pttl

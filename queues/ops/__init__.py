@@ -31,7 +31,10 @@ from .queue_actions import (
     move_jobs_to_wait_once,
     obliterate,
     pause,
+    rate_limit,
+    rate_limit_ttl,
     remove,
+    remove_rate_limit_key,
     set_meta,
 )
 from .reads import (
@@ -96,7 +99,10 @@ __all__ = [
     "page_ids",
     "pause",
     "promote",
+    "rate_limit",
+    "rate_limit_ttl",
     "remove",
+    "remove_rate_limit_key",
     "reprocess",
     "retry_later",
     "retry_now",

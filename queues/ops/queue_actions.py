@@ -171,3 +171,30 @@ def del_meta(keys: QueueKeys, *names: str) -> Op[None]:
     """Delete fields of the queue's meta hash."""
     yield Cmd(("HDEL", keys.meta, *names))
     return None
+
+
+#: What a manual rate limit sets the limiter to (BullMQ: Number.MAX_SAFE_INTEGER):
+#: a count no limit's max reaches under.
+MANUAL_LIMIT = 2**53 - 1
+
+
+def rate_limit(keys: QueueKeys, expire_ms: int) -> Op[None]:
+    """Hold the queue's rate limit full for `expire_ms` (BullMQ's
+    `queue.rateLimit`): workers with a limiter, or on a queue with a global
+    rate limit, claim nothing until it expires."""
+    yield Cmd(("SET", keys.limiter, MANUAL_LIMIT, "PX", expire_ms))
+    return None
+
+
+def rate_limit_ttl(keys: QueueKeys, max_jobs: int | None) -> Op[int]:
+    """get_rate_limit_ttl.lua: ms the rate limit holds claims still."""
+    ttl: int = yield Eval(
+        "get_rate_limit_ttl", (keys.limiter, keys.meta), (max_jobs or 0,)
+    )
+    return int(ttl)
+
+
+def remove_rate_limit_key(keys: QueueKeys) -> Op[int]:
+    """Delete the limiter (its count and any manual limit); 1 if there was one."""
+    removed: int = yield Cmd(("DEL", keys.limiter))
+    return int(removed)

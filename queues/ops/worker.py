@@ -105,10 +105,16 @@ def retry_now(
     return code
 
 
-def move_to_wait(keys: QueueKeys, job_id: str, token: str | None) -> Op[int]:
+def move_to_wait(
+    keys: QueueKeys, job_id: str, token: str | None, limit_ms: int | None = None
+) -> Op[int]:
     """Give an active job back to the front of the line, its attempts
-    untouched; returns the script's code (>= 0: moved, the rate limiter's
-    PTTL)."""
+    untouched, and with `limit_ms` hold the queue's rate limit full for that
+    long (BullMQ's manual `rateLimit`); returns the script's code (>= 0:
+    moved, the rate limiter's PTTL)."""
+    args: tuple[Any, ...] = (keys.base, job_id, token)
+    if limit_ms:
+        args += (limit_ms,)
     code: int = yield Eval(
         "move_to_wait",
         (
@@ -122,7 +128,7 @@ def move_to_wait(keys: QueueKeys, job_id: str, token: str | None) -> Op[int]:
             keys.stalled,
             keys.limiter,
         ),
-        (keys.base, job_id, token),
+        args,
     )
     return code
 

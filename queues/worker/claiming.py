@@ -145,19 +145,24 @@ class Claimer:
             self._start(flat[i], codec.pairs_to_dict(flat[i + 2]), flat[i + 1])
         ttl = int(ttl or 0)
         if ttl > 0:
-            self._reports.rate_limited(ttl)
-            self._limited_until = time.time() * 1000 + min(
-                ttl, defaults.RATE_LIMIT_MAX_DELAY_MS
-            )
-            # Rate limited, not drained: claim directly once the window ends,
-            # as no marker is written when it does.
-            self.drained = False
+            self.hold(ttl)
         elif not flat:
             self.drained = True
             self._reports.nothing_to_claim()
             next_delay = float(next_delay or 0)
             if next_delay > 0:
                 self._block_until = next_delay
+
+    def hold(self, ttl_ms: int) -> None:
+        """The rate limit holds for `ttl_ms` more ms (a claim's answer, or a
+        processor's RateLimitError): claim nothing until then."""
+        self._reports.rate_limited(ttl_ms)
+        self._limited_until = time.time() * 1000 + min(
+            ttl_ms, defaults.RATE_LIMIT_MAX_DELAY_MS
+        )
+        # Rate limited, not drained: claim directly once the window ends, as
+        # no marker is written when it does.
+        self.drained = False
 
     def expect_jobs(self) -> None:
         """Jobs were put back in wait (the stalled check): claim directly."""

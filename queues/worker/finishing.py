@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import codec, defaults, ops
 from ..drive import run_async
-from ..exceptions import MoveToWait, UnrecoverableError
+from ..exceptions import MoveToWait, RateLimitError, UnrecoverableError
 from ..job import Job
 from ..options import backoff_delay, keep_jobs
 from ..outages import recoverable
@@ -52,6 +52,7 @@ class Finisher:
         closing: Callable[[], bool],
         outage: Outage,
         reports: WorkerReports,
+        rate_limited: Callable[[int], None],
     ) -> None:
         self.name = name
         self._keys = keys
@@ -65,6 +66,8 @@ class Finisher:
         self._closing = closing
         self._outage = outage
         self._reports = reports
+        #: Told the ms a processor's RateLimitError left the queue limited.
+        self._rate_limited = rate_limited
         #: Where finishes push their attempt records (ops.finish).
         self._history = None if reports.attempts is None else reports.attempts.args()
         #: Attempts that completed, and that failed (retried or not).
@@ -217,15 +220,20 @@ class Finisher:
             " ".join(str(why).split()) or "-",
         )
         code: int | None = None
+        limit = why.delay_ms if isinstance(why, RateLimitError) else None
         try:
             code = await self._send(
                 job,
                 "give-back",
-                lambda: ops.move_to_wait(self._keys, job.id, job.token),
+                lambda: ops.move_to_wait(self._keys, job.id, job.token, limit),
             )
         except Exception:  # noqa: BLE001 - its lock lapses: the stalled check has it
             log.exception("worker %s: giving back job %s failed", self.name, job.id)
         self._reports.returned(job, why, code)
+        if isinstance(why, RateLimitError) and code is not None and code > 0:
+            # The queue's rate limit holds `code` ms more: claim nothing
+            # until then, as a claim answering it would (BullMQ: limitUntil).
+            self._rate_limited(code)
 
     async def _send(
         self, job: Job, what: str, make: Callable[[], ops.Op[int]]

@@ -6,13 +6,17 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from queues import Job
+from queues import Job, RateLimitError
 
 
 async def behave(job: Job, name: str) -> Any:
-    """hangMs (first start only), sleepMs, progress [...], failFirst, fail
-    "<msg>", parent -> children's values, else {id, by, double}."""
+    """rateLimitMs (first start only: the queue rate limited that long, the
+    job given back), hangMs (first start only), sleepMs, progress [...],
+    failFirst, fail "<msg>", parent -> children's values, else {id, by,
+    double}."""
     data = job.data if isinstance(job.data, dict) else {}
+    if data.get("rateLimitMs") and job.attempts_started <= 1:
+        raise RateLimitError(delay_ms=int(data["rateLimitMs"]))
     if data.get("hangMs") and job.attempts_started <= 1:
         await asyncio.sleep(data["hangMs"] / 1000)
     if data.get("sleepMs"):

@@ -95,9 +95,15 @@ async function behave(job, name) {
 
 async function worker(queueName, opts) {
   const name = opts.name || 'node';
-  const worker = new Worker(queueName, job => {
+  const worker = new Worker(queueName, async job => {
     out({ start: job.id, attemptsMade: job.attemptsMade, priority: job.priority,
           at: Date.now() });
+    const data = job.data && typeof job.data === 'object' ? job.data : {};
+    if (data.rateLimitMs && job.attemptsStarted <= 1) {
+      // The manual rate limit (behaviour.py's twin): limit, then give back.
+      await worker.rateLimit(data.rateLimitMs);
+      throw Worker.RateLimitError();
+    }
     return behave(job, name);
   }, { connection, ...opts });
   worker.on('completed', job => out({ done: job.id, by: name }));
