@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 from gpu_workers.keys import BullpenKeys
 from gpu_workers.quota import day_stamp
 from queues import Queue
+from queues.devredis import free_port
 
 T = TypeVar("T")
 
@@ -30,6 +31,49 @@ def wait_until(
         if time.monotonic() >= deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(interval)
+
+
+#: What a server says when the port it was given is taken (EADDRINUSE).
+PORT_TAKEN = "Address already in use"
+#: Ports a server is given before its start counts as failed.
+PORT_TRIES = 5
+
+
+def serve_on_free_port(
+    start: Callable[[int], subprocess.Popen[Any]],
+    output: Callable[[], str],
+    answers: Callable[[int], bool],
+    timeout: float = 30,
+    pick: Callable[[], int] | None = None,
+) -> tuple[subprocess.Popen[Any], int]:
+    """Start a server process (`start(port)`) on a port `pick` found free
+    and wait until `answers(port)`. The pick closes its socket before the
+    server binds, so anything may take the port in between (another test's
+    server, an outgoing connection's ephemeral port): a server that exits
+    saying so (`output()` holds PORT_TAKEN) is started again on another
+    port, up to PORT_TRIES ports. Any other exit fails with its output.
+    `pick`: free_port."""
+    for attempt in range(PORT_TRIES):
+        port = (pick or free_port)()
+        proc = start(port)
+
+        def up(proc: subprocess.Popen[Any] = proc, port: int = port) -> str:
+            if proc.poll() is not None:
+                return "exited"
+            return "up" if answers(port) else ""
+
+        if wait_until(up, timeout, 0.1, f"a server to answer on port {port}") == "up":
+            return proc, port
+        text = output()
+        if PORT_TAKEN not in text or attempt + 1 == PORT_TRIES:
+            raise AssertionError(f"the server exited (port {port}):\n{text[-3000:]}")
+    raise AssertionError("unreachable")
+
+
+def daphne_listening(log_text: str, port: int) -> bool:
+    """Whether daphne's log says it bound `port` itself (a process that took
+    the port first would answer connections there too)."""
+    return f"Listening on TCP address 127.0.0.1:{port}" in log_text
 
 
 def stop_process(proc: subprocess.Popen[Any], timeout_s: float) -> None:

@@ -10,7 +10,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,8 @@ from typing import Any
 import pytest
 
 from dashboard.run import daphne_args
-from queues.devredis import RedisServer, free_port
+from queues.devredis import RedisServer
+from tests.helpers import daphne_listening, serve_on_free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
@@ -40,18 +40,6 @@ class Stack:
     server: RedisServer
 
 
-def _wait_for_port(port: int, deadline_s: float, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + deadline_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"process exited with {proc.returncode}")
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    raise RuntimeError(f"nothing listens on port {port}")
-
-
 #: The host project (tests/hostproject) and where it mounts the dashboard.
 HOST_SETTINGS = "tests.hostproject.settings"
 HOST_ASGI_APP = "tests.hostproject.asgi:application"
@@ -70,7 +58,6 @@ def start_stack(mounted: bool = False) -> Iterator[Stack]:
         )
     server = RedisServer().start()
     tmp = tempfile.mkdtemp(prefix="bullpen-browser-")
-    port = free_port()
     env = dict(
         os.environ,
         DJANGO_SETTINGS_MODULE="dashboard.settings",
@@ -82,13 +69,11 @@ def start_stack(mounted: bool = False) -> Iterator[Stack]:
         DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
     )
     site_env = dict(env)
-    args = daphne_args("127.0.0.1", port)
     if mounted:
         site_env.update(
             DJANGO_SETTINGS_MODULE=HOST_SETTINGS,
             HOST_DB_PATH=str(Path(tmp) / "host.sqlite3"),
         )
-        args[-1] = HOST_ASGI_APP
     py = sys.executable
     subprocess.run(
         [py, "manage.py", "migrate", "--noinput", "-v", "0"],
@@ -108,14 +93,31 @@ def start_stack(mounted: bool = False) -> Iterator[Stack]:
         env=site_env,
         check=True,
     )
+    log = Path(tmp) / "daphne.log"
+
+    def start(port: int) -> subprocess.Popen[bytes]:
+        args = daphne_args("127.0.0.1", port)
+        if mounted:
+            args[-1] = HOST_ASGI_APP
+        with open(log, "wb") as out:
+            procs.append(
+                subprocess.Popen(
+                    [py, *args],
+                    cwd=ROOT,
+                    env=site_env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=out,
+                )
+            )
+        return procs[-1]
+
+    def answers(port: int) -> bool:
+        if not daphne_listening(log.read_text(errors="replace"), port):
+            return False
+        with socket.socket() as s:
+            return s.connect_ex(("127.0.0.1", port)) == 0
+
     procs = [
-        subprocess.Popen(
-            [py, *args],
-            cwd=ROOT,
-            env=site_env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        ),
         subprocess.Popen(
             [py, "manage.py", "runworkers"],
             cwd=ROOT,
@@ -126,7 +128,9 @@ def start_stack(mounted: bool = False) -> Iterator[Stack]:
     ]
     base = HOST_PREFIX if mounted else ""
     try:
-        _wait_for_port(port, 30, procs[0])
+        _, port = serve_on_free_port(
+            start, lambda: log.read_text(errors="replace"), answers
+        )
         yield Stack(f"http://127.0.0.1:{port}{base}", server.url, env, server)
     finally:
         for p in procs:

@@ -20,8 +20,7 @@ from typing import Any
 
 from dashboard.console.live.defaults import HANDSHAKE_TIMEOUT_S
 from dashboard.run import daphne_args
-from queues.devredis import free_port
-from tests.helpers import wait_until
+from tests.helpers import daphne_listening, serve_on_free_port
 from tests.testdb import subprocess_database
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,34 +76,46 @@ def daphne(
     `BULLPEN_DB_PATH` is given, each its own `log_name`."""
     env = dashboard_env(tmp_path, redis_url, **extra)
     migrate(env)
-    port = free_port()
     log = tmp_path / log_name
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, *daphne_args("127.0.0.1", port)],
-            cwd=ROOT,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
 
-    def answers() -> bool:
-        assert proc.poll() is None, log.read_text(errors="replace")
+    def start(port: int) -> subprocess.Popen[bytes]:
+        with open(log, "wb") as out:
+            return subprocess.Popen(
+                [sys.executable, *daphne_args("127.0.0.1", port)],
+                cwd=ROOT,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+
+    def answers(port: int) -> bool:
+        if not daphne_listening(log.read_text(errors="replace"), port):
+            return False
         try:
-            with urllib.request.urlopen(f"{url}/login/", timeout=2) as r:
+            with urllib.request.urlopen(
+                f"http://127.0.0.1:{port}/login/", timeout=2
+            ) as r:
                 return r.status == 200
         except OSError:
             return False
 
+    started: list[subprocess.Popen[bytes]] = []
+
+    def tracked(port: int) -> subprocess.Popen[bytes]:
+        started.append(start(port))
+        return started[-1]
+
     try:
-        wait_until(answers, timeout=30, interval=0.1, what="daphne to answer")
-        yield Daphne(proc, url, env, log)
+        proc, port = serve_on_free_port(
+            tracked, lambda: log.read_text(errors="replace"), answers
+        )
+        yield Daphne(proc, f"http://127.0.0.1:{port}", env, log)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        for proc in started:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
 
 
 _LOGIN = """
