@@ -153,13 +153,16 @@ class Claimer:
             if next_delay > 0:
                 self._block_until = next_delay
 
-    def hold(self, ttl_ms: int) -> None:
-        """The rate limit holds for `ttl_ms` more ms (a claim's answer, or a
-        processor's RateLimitError): claim nothing until then."""
+    def hold(self, ttl_ms: int, whole: bool = False) -> None:
+        """The rate limit holds for `ttl_ms` more ms: claim nothing until
+        then. A claim's answer is held RATE_LIMIT_MAX_DELAY_MS at most (the
+        next claim reads the limiter again, and sees it lifted); a
+        processor's RateLimitError `whole` (BullMQ's limitUntil), as a worker
+        without a limiter does not read the limiter when it claims."""
         self._reports.rate_limited(ttl_ms)
-        self._limited_until = time.time() * 1000 + min(
-            ttl_ms, defaults.RATE_LIMIT_MAX_DELAY_MS
-        )
+        if not whole:
+            ttl_ms = min(ttl_ms, defaults.RATE_LIMIT_MAX_DELAY_MS)
+        self._limited_until = time.time() * 1000 + ttl_ms
         # Rate limited, not drained: claim directly once the window ends, as
         # no marker is written when it does.
         self.drained = False

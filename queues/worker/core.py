@@ -136,7 +136,7 @@ class AsyncWorker:
             closing=lambda: self._closer.asked,
             outage=self._outage,
             reports=self.reports,
-            rate_limited=lambda ttl_ms: self._claimer.hold(ttl_ms),
+            rate_limited=lambda ttl_ms: self._claimer.hold(ttl_ms, whole=True),
         )
         self._runner = JobRunner(
             queue=self.queue,

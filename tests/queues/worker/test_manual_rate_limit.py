@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import redis
 
-from queues import Job, Queue, RateLimitError
+from queues import Job, Queue, RateLimitError, defaults
 from queues.ops.queue_actions import MANUAL_LIMIT
 from tests.helpers import wait_until
 from tests.queues.worker.helpers import worker_thread
@@ -100,6 +100,23 @@ def test_a_rate_limited_job_goes_back_and_the_worker_waits_the_limit(
         ("returned", "upstream said 429"),
         ("completed", None),
     ]
+
+
+def test_a_raised_limit_is_waited_whole_past_the_claims_cap(
+    redis_url: str, q: Queue, r: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rate limit a claim answers is held RATE_LIMIT_MAX_DELAY_MS at most
+    (the next claim reads it again); one a processor raised is held whole,
+    as BullMQ's limitUntil: a worker without a limiter would not read it
+    again. With the cap at 100 ms, job 1 restarts LIMIT_MS after."""
+    monkeypatch.setattr(defaults, "RATE_LIMIT_MAX_DELAY_MS", 100)
+    q.add("j", {}, attempts=1)
+    proc = LimitOnce(via_queue=False)
+    with worker_thread(q.name, proc, redis_url):
+        wait_until(lambda: q.get_counts("completed")["completed"] == 1, 10)
+    [back] = _events(r, q, "waiting", "1")[1:]
+    starts = _events(r, q, "active", "1")
+    assert starts[1] >= back + LIMIT_MS - CLOCK_SLACK_MS, (back, starts)
 
 
 def test_a_worker_with_a_limiter_waits_a_limit_another_client_set(
