@@ -6,7 +6,6 @@ ends. Times are Redis's clock (stream entry ids, TIME), as the limiter's."""
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import pytest
@@ -17,6 +16,10 @@ from queues.ops.queue_actions import MANUAL_LIMIT
 from tests.helpers import wait_until
 from tests.queues.worker.helpers import worker_thread
 from tests.queues.worker.test_attempt_history import _records
+from tests.queues.worker.test_move_to_wait import (
+    GiveBackOnce,
+    run_three_giving_back_job_1,
+)
 
 #: Stream ids and PTTL are whole ms: a limit may end this much before
 #: its start + duration as read here.
@@ -38,26 +41,17 @@ def _redis_ms(r: redis.Redis) -> int:
     return int(seconds) * 1000 + int(micros) // 1000
 
 
-class LimitOnce:
-    """The first run of job "1" hits a rate limit: it raises RateLimitError
-    (with `delay_ms`, or after `queue.rate_limit` when `via_queue`); every
-    run is recorded (id, attempts made, attempts started)."""
+def limit_once(via_queue: bool) -> GiveBackOnce:
+    """Job "1"'s first run hits a rate limit: RateLimitError with
+    `delay_ms`, or after `queue.rate_limit` when `via_queue`."""
 
-    def __init__(self, via_queue: bool) -> None:
-        self.via_queue = via_queue
-        self.runs: list[tuple[str, int, int]] = []
-        self.lock = threading.Lock()
+    def why(job: Job) -> RateLimitError:
+        if via_queue:
+            job.queue.rate_limit(LIMIT_MS)
+            return RateLimitError("upstream said 429")
+        return RateLimitError("upstream said 429", delay_ms=LIMIT_MS)
 
-    def __call__(self, job: Job) -> Any:
-        with self.lock:
-            first = job.id == "1" and not any(run[0] == "1" for run in self.runs)
-            self.runs.append((job.id, job.attempts_made, job.attempts_started))
-        if first:
-            if self.via_queue:
-                job.queue.rate_limit(LIMIT_MS)
-                raise RateLimitError("upstream said 429")
-            raise RateLimitError("upstream said 429", delay_ms=LIMIT_MS)
-        return job.id
+    return GiveBackOnce({"1"}, why)
 
 
 @pytest.mark.parametrize("via_queue", [False, True], ids=["delay_ms", "rate_limit"])
@@ -69,18 +63,7 @@ def test_a_rate_limited_job_goes_back_and_the_worker_waits_the_limit(
     failure, no attempt), and the worker claims nothing until the limit
     ends: job 1's next start is LIMIT_MS or more after it went back, then 2
     and 3. Its attempt records say returned (the reason), then completed."""
-    for n in range(3):
-        q.add("j", {"n": n}, attempts=1)
-    proc = LimitOnce(via_queue)
-    failed: list[str] = []
-    with worker_thread(q.name, proc, redis_url) as w:
-        w.worker.on("failed", lambda job, err: failed.append(job.id))
-        wait_until(lambda: q.get_counts("completed")["completed"] == 3, 10)
-    assert [run[0] for run in proc.runs] == ["1", "1", "2", "3"]
-    assert proc.runs[:2] == [("1", 0, 1), ("1", 0, 2)]
-    job = q.get_job("1")
-    assert (job.attempts_made, job.attempts_started) == (1, 2)
-    assert job.returnvalue == "1" and failed == []
+    w = run_three_giving_back_job_1(redis_url, q, limit_once(via_queue))
     [back] = [
         int(entry_id.split("-")[0])
         for entry_id, f in r.xrange(q.keys.events)
@@ -111,7 +94,7 @@ def test_a_raised_limit_is_waited_whole_past_the_claims_cap(
     again. With the cap at 100 ms, job 1 restarts LIMIT_MS after."""
     monkeypatch.setattr(defaults, "RATE_LIMIT_MAX_DELAY_MS", 100)
     q.add("j", {}, attempts=1)
-    proc = LimitOnce(via_queue=False)
+    proc = limit_once(via_queue=False)
     with worker_thread(q.name, proc, redis_url):
         wait_until(lambda: q.get_counts("completed")["completed"] == 1, 10)
     [back] = _events(r, q, "waiting", "1")[1:]

@@ -7,22 +7,27 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import redis
 
 from queues import AsyncWorker, Job, MoveToWait, Queue
 from tests.helpers import wait_until
-from tests.queues.worker.helpers import worker_thread
+from tests.queues.worker.helpers import WorkerThread, worker_thread
 from tests.queues.worker.test_attempt_history import _records
 
 
 class GiveBackOnce:
-    """Gives back each job named in `ids` the first time it runs; records
-    every run (id, attempts_made, attempts_started)."""
+    """Gives back each job named in `ids` the first time it runs, raising
+    what `why(job)` makes (MoveToWait by default); records every run (id,
+    attempts_made, attempts_started)."""
 
-    def __init__(self, ids: set[str]) -> None:
+    def __init__(
+        self, ids: set[str], why: Callable[[Job], MoveToWait] | None = None
+    ) -> None:
         self.ids = ids
+        self.why = why or (lambda job: MoveToWait("no room on this GPU right now"))
         self.runs: list[tuple[str, int, int]] = []
         self.lock = threading.Lock()
 
@@ -32,8 +37,30 @@ class GiveBackOnce:
             self.ids.discard(job.id)
             self.runs.append((job.id, job.attempts_made, job.attempts_started))
         if first:
-            raise MoveToWait("no room on this GPU right now")
+            raise self.why(job)
         return job.id
+
+
+def run_three_giving_back_job_1(
+    redis_url: str, q: Queue, proc: GiveBackOnce
+) -> WorkerThread:
+    """Jobs 1, 2, 3 at concurrency 1, `proc` giving job 1 back once: it runs
+    again before 2 and 3, then completes with one attempt made (the
+    give-back not counted, its start is: ats 2), no `failed` listener call.
+    Returns the (stopped) worker."""
+    for n in range(3):
+        q.add("j", {"n": n}, attempts=1)
+    failed: list[str] = []
+    with worker_thread(q.name, proc, redis_url) as w:
+        w.worker.on("failed", lambda job, err: failed.append(job.id))
+        wait_until(lambda: q.get_counts("completed")["completed"] == 3, 10)
+    assert [run[0] for run in proc.runs] == ["1", "1", "2", "3"]
+    assert proc.runs[:2] == [("1", 0, 1), ("1", 0, 2)]
+    job = q.get_job("1")
+    assert (job.attempts_made, job.attempts_started) == (1, 2)
+    assert job.returnvalue == "1" and job.failed_reason is None
+    assert failed == []
+    return w
 
 
 def _waiting_events(r: redis.Redis, q: Queue, job_id: str) -> list[str]:
@@ -51,19 +78,7 @@ def test_a_given_back_job_runs_next_and_completes_uncounted(
     before 2 and 3, then completes with one attempt made (the give-back not
     counted, its start is: ats 2); no `failed` listener call, one `waiting`
     event from active, and the worker counts it as returned."""
-    for n in range(3):
-        q.add("j", {"n": n}, attempts=1)
-    proc = GiveBackOnce({"1"})
-    failed: list[str] = []
-    with worker_thread(q.name, proc, redis_url) as w:
-        w.worker.on("failed", lambda job, err: failed.append(job.id))
-        wait_until(lambda: q.get_counts("completed")["completed"] == 3, 10)
-    assert [run[0] for run in proc.runs] == ["1", "1", "2", "3"]
-    assert proc.runs[:2] == [("1", 0, 1), ("1", 0, 2)]
-    job = q.get_job("1")
-    assert (job.attempts_made, job.attempts_started) == (1, 2)
-    assert job.returnvalue == "1" and job.failed_reason is None
-    assert failed == []
+    w = run_three_giving_back_job_1(redis_url, q, GiveBackOnce({"1"}))
     assert _waiting_events(r, q, "1") == ["", "active"]
     assert w.worker.telemetry.counters["jobs_returned"] == 1
     assert w.worker.telemetry.counters["jobs_failed"] == 0
