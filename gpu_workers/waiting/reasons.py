@@ -35,6 +35,7 @@ from typing import Any
 
 from queues import Job
 from queues.flow import split_job_key
+from queues.ops.queue_actions import MANUAL_LIMIT
 
 from ..units import format_bytes
 from .line import in_line, span
@@ -200,14 +201,11 @@ def _no_worker(q: QueueFacts) -> WaitingReason | None:
     )
 
 
-#: What a Node worker's `rateLimit(ms)` sets the limiter to (Number.MAX_SAFE_INTEGER).
-MANUAL_LIMIT = 2**53 - 1
-
-
 def _rate(q: QueueFacts, now_ms: int) -> WaitingReason | None:
-    """A full limiter: its count at the queue's `max`, or a worker's manual
-    rate limit. A worker's own limiter option (no `max` in meta) is not
-    known here, so its count alone says nothing."""
+    """A full limiter: its count at the queue's `max`, or a manual rate limit
+    (`Queue.rate_limit`, a processor's RateLimitError, Node's `rateLimit`).
+    A worker's own limiter option (no `max` in meta) is not known here, so
+    its count alone says nothing."""
     count, ttl = q.limiter_count, q.limiter_pttl_ms
     if count is None or ttl is None:
         return None
@@ -216,7 +214,7 @@ def _rate(q: QueueFacts, now_ms: int) -> WaitingReason | None:
         return None
     until = now_ms + ttl
     if manual:
-        text = f"Rate-limited by a worker until {at(until, now_ms)}"
+        text = f"Rate-limited by hand (a manual rate limit) until {at(until, now_ms)}"
     else:
         text = (
             f"Rate-limited until {at(until, now_ms)}: {count} "

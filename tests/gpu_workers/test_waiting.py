@@ -317,10 +317,15 @@ def test_a_node_workers_manual_rate_limit_and_its_own_limiter(
         assert reason is not None and codes(reason) == ["queued"]
         r.set(q.keys.limiter, 2**53 - 1, px=30_000)
         reason = reason_of(r, q, job.id)
+        q.remove_rate_limit_key()
+        q.rate_limit(20_000)  # Bullpen's own: the same limiter
+        ours = reason_of(r, q, job.id)
     assert reason is not None and reason.code == "rate_limited"
     assert reason.numbers["started_in_window"] is None
     assert 25_000 < reason.numbers["in_ms"] <= 30_000
-    assert reason.message.startswith("Rate-limited by a worker until")
+    assert reason.message.startswith("Rate-limited by hand (a manual rate limit) until")
+    assert ours is not None and ours.code == "rate_limited"
+    assert 15_000 < ours.numbers["in_ms"] <= 20_000
 
 
 def test_a_failed_gpu_worker_serves_nobody(r: redis.Redis, q: Queue) -> None:
