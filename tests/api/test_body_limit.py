@@ -17,15 +17,14 @@ from pathlib import Path
 import pytest
 
 from dashboard.run import daphne_args
-from queues.devredis import RedisServer, free_port
+from queues.devredis import RedisServer
 from tests.browser.conftest import (
     HOST_ASGI_APP,
     HOST_PREFIX,
     HOST_SETTINGS,
     ROOT,
-    _wait_for_port,
 )
-from tests.helpers import stop_process
+from tests.helpers import daphne_listening, serve_on_free_port, stop_process
 from tests.testdb import subprocess_database
 
 CAP = 4096
@@ -48,7 +47,6 @@ def daphne(redis_server: RedisServer, request: pytest.FixtureRequest) -> Iterato
     """daphne serving the dashboard, with a 4 KiB API body cap. "mounted":
     the host project, the API under /ops/queues/api/."""
     mounted = request.param == "mounted"
-    args = daphne_args("127.0.0.1", port := free_port())
     with tempfile.TemporaryDirectory(prefix="bullpen-body-") as tmp:
         env = dict(
             os.environ,
@@ -62,16 +60,28 @@ def daphne(redis_server: RedisServer, request: pytest.FixtureRequest) -> Iterato
         if mounted:
             env["DJANGO_SETTINGS_MODULE"] = HOST_SETTINGS
             env["HOST_DB_PATH"] = env["BULLPEN_DB_PATH"]
-            args[-1] = HOST_ASGI_APP
-        proc = subprocess.Popen(
-            [sys.executable, *args],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+        log = Path(tmp) / "daphne.log"
+
+        def start(port: int) -> subprocess.Popen[bytes]:
+            args = daphne_args("127.0.0.1", port)
+            if mounted:
+                args[-1] = HOST_ASGI_APP
+            with open(log, "wb") as out:
+                return subprocess.Popen(
+                    [sys.executable, *args],
+                    cwd=ROOT,
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=out,
+                )
+
+        def answers(port: int) -> bool:
+            return daphne_listening(log.read_text(errors="replace"), port)
+
+        proc, port = serve_on_free_port(
+            start, lambda: log.read_text(errors="replace"), answers
         )
         try:
-            _wait_for_port(port, 30, proc)
             yield Site(port, HOST_PREFIX if mounted else "")
         finally:
             stop_process(proc, 20)
