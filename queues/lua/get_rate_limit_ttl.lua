@@ -12,26 +12,14 @@
   ARGV[1] maxJobs ("0": none given)
 ]]
 --- @include "base"
-
-local function ttlOver(maxJobs, limiterKey)
-  if maxJobs <= (tonumber(rcall("GET", limiterKey)) or 0) then
-    local pttl = rcall("PTTL", limiterKey)
-    if pttl == 0 then
-      rcall("DEL", limiterKey)
-    end
-    if pttl > 0 then
-      return pttl
-    end
-  end
-  return 0
-end
+--- @include "metadata"
 
 local maxJobs = tonumber(ARGV[1]) or 0
 if maxJobs > 0 then
-  return ttlOver(maxJobs, KEYS[1])
+  return rateLimitTtl(maxJobs, KEYS[1])
 end
 local metaMax = tonumber(rcall("HGET", KEYS[2], "max"))
 if metaMax then
-  return ttlOver(metaMax, KEYS[1])
+  return rateLimitTtl(metaMax, KEYS[1])
 end
 return rcall("PTTL", KEYS[1])

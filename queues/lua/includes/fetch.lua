@@ -136,20 +136,13 @@ local function claimJobs(q, prefix, now, opts, count, contended)
   local jobs = {}
   local claimed = 0
   while claimed < count do
-    if maxJobs then
-      if maxJobs <= tonumber(rcall("GET", q.limiter) or 0) then
-        local pttl = rcall("PTTL", q.limiter)
-        if pttl == 0 then
-          rcall("DEL", q.limiter)
-        end
-        if pttl > 0 then
-          if claimed > 0 then
-            addBaseMarkerIfNeeded(q.marker, false)
-          end
-          flushGroupClaims(prefix, st)
-          return {jobs, pttl, 0}
-        end
+    local pttl = maxJobs and rateLimitTtl(maxJobs, q.limiter) or 0
+    if pttl > 0 then
+      if claimed > 0 then
+        addBaseMarkerIfNeeded(q.marker, false)
       end
+      flushGroupClaims(prefix, st)
+      return {jobs, pttl, 0}
     end
     if isPausedOrMaxed then
       if claimed == 0 then

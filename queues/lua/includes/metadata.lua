@@ -9,6 +9,23 @@ local function isQueueMaxed(metaKey, activeKey, concurrency)
   return false
 end
 
+-- The limiter's remaining ms once `maxJobs` jobs were counted in its window
+-- (BullMQ 6.7.0's getRateLimitTTL): 0 while under it, or when it has no
+-- expiry left (a limiter at PTTL 0 is deleted). A manual limit (2^53-1) is
+-- over any max.
+local function rateLimitTtl(maxJobs, limiterKey)
+  if maxJobs <= (tonumber(rcall("GET", limiterKey)) or 0) then
+    local pttl = rcall("PTTL", limiterKey)
+    if pttl == 0 then
+      rcall("DEL", limiterKey)
+    end
+    if pttl > 0 then
+      return pttl
+    end
+  end
+  return 0
+end
+
 local function getQueueMetadata(metaKey, activeKey)
   local meta = queueMeta(metaKey)
   if meta[1] then
