@@ -62,18 +62,17 @@ def serve_on_free_port(
                 return "exited"
             return "up" if answers(port) else ""
 
-        if wait_until(up, timeout, 0.1, f"a server to answer on port {port}") == "up":
+        try:
+            state = wait_until(up, timeout, 0.1, f"a server to answer on port {port}")
+        except AssertionError:
+            stop_process(proc, 5)  # it never answered: not left running
+            raise
+        if state == "up":
             return proc, port
         text = output()
         if PORT_TAKEN not in text or attempt + 1 == PORT_TRIES:
             raise AssertionError(f"the server exited (port {port}):\n{text[-3000:]}")
     raise AssertionError("unreachable")
-
-
-def daphne_listening(log_text: str, port: int) -> bool:
-    """Whether daphne's log says it bound `port` itself (a process that took
-    the port first would answer connections there too)."""
-    return f"Listening on TCP address 127.0.0.1:{port}" in log_text
 
 
 def stop_process(proc: subprocess.Popen[Any], timeout_s: float) -> None:

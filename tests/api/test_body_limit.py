@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -16,15 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.run import daphne_args
 from queues.devredis import RedisServer
 from tests.browser.conftest import (
     HOST_ASGI_APP,
     HOST_PREFIX,
     HOST_SETTINGS,
-    ROOT,
 )
-from tests.helpers import daphne_listening, serve_on_free_port, stop_process
+from tests.dashboard.daphne_helpers import serve_daphne
+from tests.helpers import stop_process
 from tests.testdb import subprocess_database
 
 CAP = 4096
@@ -60,26 +57,8 @@ def daphne(redis_server: RedisServer, request: pytest.FixtureRequest) -> Iterato
         if mounted:
             env["DJANGO_SETTINGS_MODULE"] = HOST_SETTINGS
             env["HOST_DB_PATH"] = env["BULLPEN_DB_PATH"]
-        log = Path(tmp) / "daphne.log"
-
-        def start(port: int) -> subprocess.Popen[bytes]:
-            args = daphne_args("127.0.0.1", port)
-            if mounted:
-                args[-1] = HOST_ASGI_APP
-            with open(log, "wb") as out:
-                return subprocess.Popen(
-                    [sys.executable, *args],
-                    cwd=ROOT,
-                    env=env,
-                    stdout=subprocess.DEVNULL,
-                    stderr=out,
-                )
-
-        def answers(port: int) -> bool:
-            return daphne_listening(log.read_text(errors="replace"), port)
-
-        proc, port = serve_on_free_port(
-            start, lambda: log.read_text(errors="replace"), answers
+        proc, port = serve_daphne(
+            env, Path(tmp) / "daphne.log", HOST_ASGI_APP if mounted else None
         )
         try:
             yield Site(port, HOST_PREFIX if mounted else "")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -17,9 +16,8 @@ from typing import Any
 
 import pytest
 
-from dashboard.run import daphne_args
 from queues.devredis import RedisServer
-from tests.helpers import daphne_listening, serve_on_free_port
+from tests.dashboard.daphne_helpers import serve_daphne
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
@@ -93,30 +91,6 @@ def start_stack(mounted: bool = False) -> Iterator[Stack]:
         env=site_env,
         check=True,
     )
-    log = Path(tmp) / "daphne.log"
-
-    def start(port: int) -> subprocess.Popen[bytes]:
-        args = daphne_args("127.0.0.1", port)
-        if mounted:
-            args[-1] = HOST_ASGI_APP
-        with open(log, "wb") as out:
-            procs.append(
-                subprocess.Popen(
-                    [py, *args],
-                    cwd=ROOT,
-                    env=site_env,
-                    stdout=subprocess.DEVNULL,
-                    stderr=out,
-                )
-            )
-        return procs[-1]
-
-    def answers(port: int) -> bool:
-        if not daphne_listening(log.read_text(errors="replace"), port):
-            return False
-        with socket.socket() as s:
-            return s.connect_ex(("127.0.0.1", port)) == 0
-
     procs = [
         subprocess.Popen(
             [py, "manage.py", "runworkers"],
@@ -128,9 +102,10 @@ def start_stack(mounted: bool = False) -> Iterator[Stack]:
     ]
     base = HOST_PREFIX if mounted else ""
     try:
-        _, port = serve_on_free_port(
-            start, lambda: log.read_text(errors="replace"), answers
+        site, port = serve_daphne(
+            site_env, Path(tmp) / "daphne.log", HOST_ASGI_APP if mounted else None
         )
+        procs.append(site)
         yield Stack(f"http://127.0.0.1:{port}{base}", server.url, env, server)
     finally:
         for p in procs:

@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +20,7 @@ from typing import Any
 
 from dashboard.console.live.defaults import HANDSHAKE_TIMEOUT_S
 from dashboard.run import daphne_args
-from tests.helpers import daphne_listening, serve_on_free_port
+from tests.helpers import serve_on_free_port
 from tests.testdb import subprocess_database
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,6 +67,42 @@ def migrate(env: dict[str, str]) -> None:
     )
 
 
+def serve_daphne(
+    env: dict[str, str],
+    log: Path,
+    app: str | None = None,
+    answers: Callable[[int], bool] | None = None,
+) -> tuple[subprocess.Popen[bytes], int]:
+    """daphne on dashboard.run's command line (`app`: another ASGI app, e.g.
+    the host project's) with `env`, its output in `log`, on a free port
+    (tests/helpers.serve_on_free_port): up once its log says it bound the
+    port itself (a process that took the port first would answer there
+    too) and `answers(port)`. Returns the process and its port."""
+
+    def start(port: int) -> subprocess.Popen[bytes]:
+        args = daphne_args("127.0.0.1", port)
+        if app is not None:
+            args[-1] = app
+        with open(log, "wb") as out:
+            return subprocess.Popen(
+                [sys.executable, *args],
+                cwd=ROOT,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+
+    def up(port: int) -> bool:
+        listening = f"Listening on TCP address 127.0.0.1:{port}"
+        return listening in log_text() and (answers is None or answers(port))
+
+    def log_text() -> str:
+        return log.read_text(errors="replace")
+
+    return serve_on_free_port(start, log_text, up)
+
+
 @contextmanager
 def daphne(
     tmp_path: Path, redis_url: str, log_name: str = "daphne.log", **extra: str
@@ -78,20 +114,7 @@ def daphne(
     migrate(env)
     log = tmp_path / log_name
 
-    def start(port: int) -> subprocess.Popen[bytes]:
-        with open(log, "wb") as out:
-            return subprocess.Popen(
-                [sys.executable, *daphne_args("127.0.0.1", port)],
-                cwd=ROOT,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
-
-    def answers(port: int) -> bool:
-        if not daphne_listening(log.read_text(errors="replace"), port):
-            return False
+    def login_page(port: int) -> bool:
         try:
             with urllib.request.urlopen(
                 f"http://127.0.0.1:{port}/login/", timeout=2
@@ -100,22 +123,13 @@ def daphne(
         except OSError:
             return False
 
-    started: list[subprocess.Popen[bytes]] = []
-
-    def tracked(port: int) -> subprocess.Popen[bytes]:
-        started.append(start(port))
-        return started[-1]
-
+    proc, port = serve_daphne(env, log, answers=login_page)
     try:
-        proc, port = serve_on_free_port(
-            tracked, lambda: log.read_text(errors="replace"), answers
-        )
         yield Daphne(proc, f"http://127.0.0.1:{port}", env, log)
     finally:
-        for proc in started:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 _LOGIN = """
