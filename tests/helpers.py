@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 from gpu_workers.keys import BullpenKeys
@@ -33,7 +34,8 @@ def wait_until(
         time.sleep(interval)
 
 
-#: What a server says when the port it was given is taken (EADDRINUSE).
+#: What a server says when the port it was given is taken (EADDRINUSE), in
+#: any case (Go's servers, Prometheus among them, write it in lower case).
 PORT_TAKEN = "Address already in use"
 #: Ports a server is given before its start counts as failed.
 PORT_TRIES = 5
@@ -70,9 +72,44 @@ def serve_on_free_port(
         if state == "up":
             return proc, port
         text = output()
-        if PORT_TAKEN not in text or attempt + 1 == PORT_TRIES:
+        if PORT_TAKEN.lower() not in text.lower() or attempt + 1 == PORT_TRIES:
             raise AssertionError(f"the server exited (port {port}):\n{text[-3000:]}")
     raise AssertionError("unreachable")
+
+
+def serve_logged(
+    argv: Callable[[int], Sequence[str]],
+    log: Path,
+    listening: Callable[[int], str] | None = None,
+    answers: Callable[[int], bool] | None = None,
+    timeout: float = 30,
+    **popen: Any,
+) -> tuple[subprocess.Popen[bytes], int]:
+    """`argv(port)` started on a free port (serve_on_free_port), its output
+    in `log`: up once its log holds `listening(port)` (it bound the port
+    itself: a process that took the port first would answer there too) and
+    `answers(port)`. `popen`: more of subprocess.Popen's arguments (cwd,
+    env). Returns the process and its port."""
+
+    def start(port: int) -> subprocess.Popen[bytes]:
+        with open(log, "wb") as out:
+            return subprocess.Popen(
+                list(argv(port)),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                **popen,
+            )
+
+    def log_text() -> str:
+        return log.read_text(errors="replace")
+
+    def up(port: int) -> bool:
+        if listening is not None and listening(port) not in log_text():
+            return False
+        return answers is None or answers(port)
+
+    return serve_on_free_port(start, log_text, up, timeout)
 
 
 def stop_process(proc: subprocess.Popen[Any], timeout_s: float) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
+import socket
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -22,10 +22,11 @@ import pytest
 import redis
 import yaml
 
+import tests.helpers
 from queues import Queue
 from queues.devredis import RedisServer, free_port
 from tests.dashboard.daphne_helpers import daphne
-from tests.helpers import stop_process, wait_until
+from tests.helpers import serve_logged, stop_process, wait_until
 from tests.queues.worker.helpers import worker_thread
 
 RULES = Path(__file__).resolve().parents[2] / "deploy" / "prometheus" / "rules.yml"
@@ -89,36 +90,34 @@ def prometheus(
             ],
         }
         (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))
-        port = free_port()
         assert PROMETHEUS
-        log = open(tmp_path / "prometheus.log", "wb")
-        proc = subprocess.Popen(
-            [
-                PROMETHEUS,
+
+        def argv(port: int) -> list[str]:
+            return [
+                str(PROMETHEUS),
                 f"--config.file={tmp_path / 'prometheus.yml'}",
                 f"--storage.tsdb.path={tmp_path / 'tsdb'}",
                 f"--web.listen-address=127.0.0.1:{port}",
-            ],
-            cwd=tmp_path,
-            stdout=log,
-            stderr=subprocess.STDOUT,
+            ]
+
+        def scraped(port: int) -> bool:
+            # (Only this Prometheus knows this target: no other process that
+            # took the port could answer it.)
+            try:
+                targets = Prometheus(f"http://127.0.0.1:{port}").get("/api/v1/targets")[
+                    "activeTargets"
+                ]
+            except OSError:
+                return False
+            return any(t["health"] == "up" for t in targets)
+
+        proc, port = serve_logged(
+            argv, tmp_path / "prometheus.log", answers=scraped, cwd=tmp_path
         )
-        prom = Prometheus(f"http://127.0.0.1:{port}")
         try:
-
-            def scraped() -> bool:
-                assert proc.poll() is None, (tmp_path / "prometheus.log").read_text()
-                try:
-                    targets = prom.get("/api/v1/targets")["activeTargets"]
-                except OSError:
-                    return False
-                return any(t["health"] == "up" for t in targets)
-
-            wait_until(scraped, 30, what="Prometheus to scrape the dashboard")
-            yield prom
+            yield Prometheus(f"http://127.0.0.1:{port}")
         finally:
             stop_process(proc, 10)
-            log.close()
 
 
 def _fires(prom: Prometheus, *alerts: tuple[str, str]) -> None:
@@ -167,3 +166,44 @@ def test_redis_alerts_fire_and_clear(prometheus: Prometheus, redis_url: str) -> 
         ("BullpenRedisMemoryHigh", name),
     )
     r.close()
+
+
+def test_a_port_taken_before_prometheus_binds_it_is_picked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first pick is a port another process listens on: Prometheus exits
+    saying so in its own words (Go's, in lower case) and starts again on the
+    next pick (tests/helpers.serve_logged), which it serves."""
+    (tmp_path / "prometheus.yml").write_text("global: {scrape_interval: 1s}\n")
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen(8)
+        taken = held.getsockname()[1]
+        picks = [taken]
+        monkeypatch.setattr(
+            tests.helpers, "free_port", lambda: picks.pop(0) if picks else free_port()
+        )
+
+        def argv(port: int) -> list[str]:
+            return [
+                str(PROMETHEUS),
+                "--config.file=prometheus.yml",
+                f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+            ]
+
+        def ready(port: int) -> bool:
+            try:
+                url = f"http://127.0.0.1:{port}/-/ready"
+                with urllib.request.urlopen(url, timeout=5) as reply:
+                    return bool(reply.status == 200)
+            except OSError:
+                return False
+
+        log = tmp_path / "prometheus.log"
+        proc, port = serve_logged(argv, log, answers=ready, cwd=tmp_path)
+        try:
+            assert port != taken and picks == []
+            assert f"127.0.0.1:{port}" in log.read_text()
+        finally:
+            stop_process(proc, 10)

@@ -20,7 +20,7 @@ from typing import Any
 
 from dashboard.console.live.defaults import HANDSHAKE_TIMEOUT_S
 from dashboard.run import daphne_args
-from tests.helpers import serve_on_free_port
+from tests.helpers import serve_logged
 from tests.testdb import subprocess_database
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,32 +75,21 @@ def serve_daphne(
 ) -> tuple[subprocess.Popen[bytes], int]:
     """daphne on dashboard.run's command line (`app`: another ASGI app, e.g.
     the host project's) with `env`, its output in `log`, on a free port
-    (tests/helpers.serve_on_free_port): up once its log says it bound the
-    port itself (a process that took the port first would answer there
-    too) and `answers(port)`. Returns the process and its port."""
+    (tests/helpers.serve_logged): up once its log says it bound the port
+    itself and `answers(port)`. Returns the process and its port."""
 
-    def start(port: int) -> subprocess.Popen[bytes]:
+    def argv(port: int) -> list[str]:
         args = daphne_args("127.0.0.1", port)
         if app is not None:
             args[-1] = app
-        with open(log, "wb") as out:
-            return subprocess.Popen(
-                [sys.executable, *args],
-                cwd=ROOT,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
+        return [sys.executable, *args]
 
-    def up(port: int) -> bool:
-        listening = f"Listening on TCP address 127.0.0.1:{port}"
-        return listening in log_text() and (answers is None or answers(port))
+    return serve_logged(argv, log, daphne_listening, answers, cwd=ROOT, env=env)
 
-    def log_text() -> str:
-        return log.read_text(errors="replace")
 
-    return serve_on_free_port(start, log_text, up)
+def daphne_listening(port: int) -> str:
+    """What daphne logs once it bound `port` on 127.0.0.1."""
+    return f"Listening on TCP address 127.0.0.1:{port}"
 
 
 @contextmanager

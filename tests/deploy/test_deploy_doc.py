@@ -21,8 +21,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from queues.devredis import free_port
-from tests.helpers import wait_until
+from tests.helpers import serve_logged
 from tests.packaging.deploy_doc import Command, commands
 from tests.packaging.test_install import PRODUCTION
 
@@ -73,26 +72,26 @@ def _gpu_workers(c: Command, tmp: Path) -> None:
 
 def _redis_server(c: Command, tmp: Path) -> None:
     """The doc's flags start a server that has them (port and dir moved)."""
-    argv = list(c.argv)
-    argv[argv.index("--port") + 1] = str(port := free_port())
     password = secrets.token_urlsafe(16)
-    argv = [a.replace("$REDIS_PASSWORD", password) for a in argv]
-    proc = subprocess.Popen(
-        [*argv, "--dir", str(tmp), "--bind", "127.0.0.1"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+
+    def argv(port: int) -> list[str]:
+        words = [a.replace("$REDIS_PASSWORD", password) for a in c.argv]
+        words[words.index("--port") + 1] = str(port)
+        return [*words, "--dir", str(tmp), "--bind", "127.0.0.1"]
+
+    def ours(port: int) -> bool:
+        # (Another server that took the port first has no such password.)
+        client = redis.Redis(port=port, password=password)
+        try:
+            return bool(client.ping())
+        except redis.ConnectionError:
+            return False
+        finally:
+            client.close()
+
+    proc, port = serve_logged(argv, tmp / "redis.log", answers=ours, timeout=10)
     try:
         client = redis.Redis(port=port, password=password, decode_responses=True)
-
-        def up() -> bool:
-            assert proc.poll() is None, "redis-server refused the doc's flags"
-            try:
-                return bool(client.ping())
-            except redis.ConnectionError:
-                return False
-
-        wait_until(up, 10, what="redis-server with the doc's flags")
         config = client.config_get("maxmemory-policy", "appendonly", "maxmemory")
         assert config["maxmemory-policy"] == "noeviction"
         assert config["appendonly"] == "yes"

@@ -21,9 +21,9 @@ import pytest
 
 from dashboard.cli import MISSING_DJANGO
 from queues import Queue
-from queues.devredis import free_port
+from tests.dashboard.daphne_helpers import daphne_listening
 from tests.dashboard.test_production_settings import PRODUCTION
-from tests.helpers import wait_until
+from tests.helpers import serve_logged, stop_process, wait_until
 from tests.packaging.deploy_doc import section
 from tests.packaging.helpers import ROOT, Installed, install, install_base
 from tests.packaging.proxied import Http
@@ -179,36 +179,29 @@ def server(installed: Installed, production: dict[str, str]) -> Iterator[Http]:
         ran.append(argv[0])
     assert ran == ["collectstatic", "migrate", "check", "createsuperuser"], ran
     assert (installed.work / "db.sqlite3").is_file()  # the current directory's
-    port = free_port()
-    log = installed.work / "server.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [str(installed.venv / "bin" / run.argv[0]), *run.argv[1:-1]]
-            + [f"127.0.0.1:{port}"],
-            cwd=installed.work,
-            env=installed.env(**production),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    http = Http("127.0.0.1", port, HOST)
 
-    def up() -> bool:
-        assert proc.poll() is None, log.read_text()
+    def command(port: int) -> list[str]:
+        binary = str(installed.venv / "bin" / run.argv[0])
+        return [binary, *run.argv[1:-1], f"127.0.0.1:{port}"]
+
+    def healthy(port: int) -> bool:
         try:
-            return http.get("/healthz").status == 200
+            return Http("127.0.0.1", port, HOST).get("/healthz").status == 200
         except OSError:
             return False
 
+    proc, port = serve_logged(
+        command,
+        installed.work / "server.log",
+        daphne_listening,
+        healthy,
+        cwd=installed.work,
+        env=installed.env(**production),
+    )
     try:
-        wait_until(up, timeout=30, interval=0.1, what="bullpen runserver")
-        yield http
+        yield Http("127.0.0.1", port, HOST)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc, 15)
 
 
 def test_bullpen_runserver_serves_the_dashboard_as_installed(
