@@ -181,8 +181,29 @@ def _stop_if_signalled() -> None:
         raise KeyboardInterrupt(signal.Signals(_signalled[0]).name)
 
 
-def main() -> None:
-    """Start everything and stop it all on Ctrl-C."""
+def port_taken(host: str, port: int) -> str | None:
+    """Why the dashboard could not listen on `host`:`port` (None: it can),
+    tried as daphne binds (SO_REUSEADDR: a port whose last connections
+    linger in TIME_WAIT is free). Checked before anything starts: once
+    daphne fails to bind, the port answers all the same (whatever holds it),
+    so the wait for the dashboard would not notice."""
+    interface = host.strip("[]") or "0.0.0.0"  # (twisted's "": every IPv4 one)
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            interface, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(address)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
+def main() -> int:
+    """Start everything and stop it all on Ctrl-C. Returns the exit status:
+    0 when stopped by a signal, 1 when something could not start or a
+    process exited by itself."""
     # SIGTERM (a process manager, `docker stop`) and SIGHUP (a closed
     # terminal) stop everything as Ctrl-C does, instead of killing this
     # process alone and orphaning the others; SIGINT is set too, as a shell
@@ -194,8 +215,18 @@ def main() -> None:
         db = env.get(named("db_path")) or _data_dir(env) / "db.sqlite3"
         env["DJANGO_SECRET_KEY"] = secret_key_beside(db)
     c = _settings(env)
+    taken = port_taken(c.host, c.port)
+    if taken:
+        print(
+            f"cannot serve the dashboard on {c.host}:{c.port}: {taken}. Stop what "
+            f"listens there, or choose another port: {named('port')}=<port> make run",
+            file=sys.stderr,
+            flush=True,
+        )
+        return 1
     server = None
     procs: dict[str, subprocess.Popen[bytes]] = {}
+    exited = False
     try:
         if not env.get("REDIS_URL"):
             server = RedisServer().start()
@@ -208,10 +239,12 @@ def main() -> None:
         for name, p in procs.items():
             if p.poll() is not None:
                 print(f"{name} exited with status {p.returncode}; stopping", flush=True)
+                exited = True
     except KeyboardInterrupt:
         pass
     finally:
         _stop(procs, server, c)
+    return 1 if exited else 0
 
 
 def _start(
@@ -254,8 +287,11 @@ def _start(
         procs[name] = subprocess.Popen(cmd, env=env, start_new_session=True)
     gpus = "simulated 2 x 24 GiB" if gpus == SIMULATED else gpus
     _wait_until_up(env, c, procs["dashboard"])
+    status = procs["dashboard"].poll()
     lines = [
-        f"dashboard: http://{c.host}:{c.port}/   GPUs: {gpus}   Ctrl-C stops",
+        f"dashboard: http://{c.host}:{c.port}/   GPUs: {gpus}   Ctrl-C stops"
+        if status is None
+        else f"the dashboard exited with status {status}: see its output above",
         admin,
         f"access log: {access_log or 'this terminal'}",
     ]
@@ -302,4 +338,4 @@ def _stop(
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

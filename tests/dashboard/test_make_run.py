@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -189,6 +190,27 @@ def test_a_stop_signal_during_start_up_leaves_nothing(tmp_path: Path) -> None:
         wait_until(
             lambda: not [p for p in below if alive(p)], timeout=10, what="all gone"
         )
+
+
+def test_a_taken_port_stops_make_run_before_it_starts_anything(
+    tmp_path: Path,
+) -> None:
+    """Another process listens on the dashboard's port: `make run` says so,
+    names the setting that moves it, and exits with status 1 before it starts
+    anything (before, daphne alone failed to bind, the banner still sent the
+    operator to that other process with the admin's one-time password, and
+    make run stopped with status 0)."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen(8)
+        port = held.getsockname()[1]
+        with make_run(tmp_path, port, BULLPEN_HOST="127.0.0.1") as (proc, _):
+            out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 1, out
+    assert f"cannot serve the dashboard on 127.0.0.1:{port}: " in out, out
+    assert "Address already in use" in out and "BULLPEN_PORT=<port>" in out, out
+    assert "dashboard: http://" not in out and "redis-server" not in out, out
+    assert not (tmp_path / "db.sqlite3").exists()  # (nothing migrated)
 
 
 def _dry_run(tmp_path: Path, target: str) -> str:
