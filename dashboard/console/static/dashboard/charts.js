@@ -249,6 +249,8 @@
       self.grid.appendChild(fig);
       var plot = new window.uPlot(options(def, Math.max(box.clientWidth, 200), height), [[]], box);
       plot.bullpenBox = box;
+      // A long series name (a group id) is cut in the legend: whole on hover.
+      box.querySelectorAll(".u-legend .u-label").forEach(function (l) { l.title = l.textContent; });
       self.plots.push(plot);
       if (window.ResizeObserver) {
         new ResizeObserver(function () {
