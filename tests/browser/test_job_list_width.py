@@ -51,10 +51,12 @@ def test_long_failures_and_data_never_push_the_row_actions_off_screen(
     with worker_thread(q.name, _fail, stack.redis_url):
         wait_until(lambda: q.get_job_state(failed.id).value == "failed", 10)
     q.add("render", {"prompt": "z" * 400})  # waiting: its own actions
-    q.add("render", {"prompt": "w"}, group="tenant-" + "g" * 60)
+    group = "tenant-" + "g" * 60
+    q.add("render", {"prompt": "w"}, group=group)
     page.goto(stack.url + reverse("bullpen:queue", args=[q.prefix, q.name]))
     page.locator("#job-list tr[data-job]").nth(2).wait_for()
-    page.locator(".chart .u-legend .u-label[title^=tenant-]").wait_for()
+    legend = page.locator(".chart .u-legend .u-label", has_text="tenant-")
+    legend.wait_for()
     for label, width, height in (("desktop", 1280, 900), ("laptop", 1024, 768)):
         page.set_viewport_size({"width": width, "height": height})
         found = page.evaluate(FITS)
@@ -62,6 +64,7 @@ def test_long_failures_and_data_never_push_the_row_actions_off_screen(
         assert found["cut"] == 0 and found["page"] <= 0, (label, found)
         assert found["legends"] > 0 and found["outside"] == 0, (label, found)
         shot(page, f"job-list-{label}")
+    assert legend.get_attribute("title") == group  # whole on hover
     page.set_viewport_size({"width": 390, "height": 844})
     assert page.evaluate(FITS)["page"] <= 0
     shot(page, "job-list-phone")
