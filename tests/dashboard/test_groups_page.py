@@ -105,7 +105,8 @@ def test_group_page_lists_waiting_jobs_in_claim_order(
     dashboard_redis: str, admin_client: Client, qname: str
 ) -> None:
     """A group's page shows its settings and its waiting jobs in the order
-    `get_group_jobs` gives, each linked; the job page links to its group."""
+    `get_group_jobs` gives, each linked with its priority; the job page
+    links to its group."""
     q = Queue(qname, dashboard_redis)
     add_groups(q, {"acme": 3, "other": 1})
     q.add("urgent", {}, group="acme", priority=1)
@@ -115,6 +116,11 @@ def test_group_page_lists_waiting_jobs_in_claim_order(
     assert re.findall(r'<tr data-job="([^"]+)"', html) == order
     for job_id in order:
         assert f'href="{job_url(q, job_id)}"' in html
+    # The priority shows why "urgent" waits behind the plain jobs (last).
+    priorities = re.findall(
+        r'<tr data-job="[^"]+">(?:<td.*?</td>){3}<td class="num">(.*?)</td>', html
+    )
+    assert priorities == ['<span class="muted">none</span>'] * 3 + ["1"], priorities
     assert "<dt>weight</dt><dd>3" in html and "<dt>concurrency</dt><dd>2" in html
     job_html = admin_client.get(job_url(q, order[0])).content.decode()
     assert f'id="job-group" href="{group_url(q, "acme")}"' in job_html
