@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
+import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -110,6 +113,23 @@ def serve_logged(
         return answers is None or answers(port)
 
     return serve_on_free_port(start, log_text, up, timeout)
+
+
+@contextmanager
+def first_pick_taken(monkeypatch: Any) -> Iterator[list[int]]:
+    """While inside, a socket listens on a port and serve_on_free_port's
+    first pick is that port (the race it re-picks for, made certain). Yields
+    the picks not yet taken: [the held port] until a server start took it."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen(8)
+        picks, pick = [held.getsockname()[1]], free_port
+        monkeypatch.setattr(
+            sys.modules[__name__],
+            "free_port",
+            lambda: picks.pop(0) if picks else pick(),
+        )
+        yield picks
 
 
 def stop_process(proc: subprocess.Popen[Any], timeout_s: float) -> None:

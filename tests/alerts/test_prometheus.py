@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -22,11 +21,10 @@ import pytest
 import redis
 import yaml
 
-import tests.helpers
 from queues import Queue
-from queues.devredis import RedisServer, free_port
+from queues.devredis import RedisServer
 from tests.dashboard.daphne_helpers import daphne
-from tests.helpers import serve_logged, stop_process, wait_until
+from tests.helpers import first_pick_taken, serve_logged, stop_process, wait_until
 from tests.queues.worker.helpers import worker_thread
 
 RULES = Path(__file__).resolve().parents[2] / "deploy" / "prometheus" / "rules.yml"
@@ -175,14 +173,8 @@ def test_a_port_taken_before_prometheus_binds_it_is_picked_again(
     saying so in its own words (Go's, in lower case) and starts again on the
     next pick (tests/helpers.serve_logged), which it serves."""
     (tmp_path / "prometheus.yml").write_text("global: {scrape_interval: 1s}\n")
-    with socket.socket() as held:
-        held.bind(("127.0.0.1", 0))
-        held.listen(8)
-        taken = held.getsockname()[1]
-        picks = [taken]
-        monkeypatch.setattr(
-            tests.helpers, "free_port", lambda: picks.pop(0) if picks else free_port()
-        )
+    with first_pick_taken(monkeypatch) as picks:
+        taken = picks[0]
 
         def argv(port: int) -> list[str]:
             return [

@@ -4,15 +4,12 @@ serve_on_free_port), never served by the wrong process."""
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
 
-import tests.helpers
-from queues.devredis import free_port
 from tests.dashboard.daphne_helpers import daphne
-from tests.helpers import PORT_TAKEN
+from tests.helpers import PORT_TAKEN, first_pick_taken
 
 
 def test_a_port_taken_before_daphne_binds_it_is_picked_again(
@@ -20,14 +17,8 @@ def test_a_port_taken_before_daphne_binds_it_is_picked_again(
 ) -> None:
     """The first pick is a port another process listens on: daphne exits
     saying it is taken, and starts again on the next pick, which it serves."""
-    with socket.socket() as held:
-        held.bind(("127.0.0.1", 0))
-        held.listen(8)
-        taken = held.getsockname()[1]
-        picks = [taken]
-        monkeypatch.setattr(
-            tests.helpers, "free_port", lambda: picks.pop(0) if picks else free_port()
-        )
+    with first_pick_taken(monkeypatch) as picks:
+        taken = picks[0]
         with daphne(tmp_path, redis_url) as server:
             assert not server.url.endswith(f":{taken}")
             assert picks == []
