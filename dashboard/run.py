@@ -171,8 +171,14 @@ _signalled: list[int] = []
 
 
 def _interrupt(signum: int, frame: object) -> None:
+    """The first stop signal raises KeyboardInterrupt; a later one is only
+    recorded: raised while the first unwound towards _stop (a signal sent
+    twice at once: `timeout`, a process group's), it would abort _stop and
+    orphan every process (each in a session of its own). _stop reads it as
+    the second signal ("stop now")."""
     _signalled.append(signum)
-    raise KeyboardInterrupt(signal.Signals(signum).name)
+    if len(_signalled) == 1:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
 def _stop_if_signalled() -> None:
@@ -315,6 +321,8 @@ def _stop(
 
     for signum in SIGNALS:
         signal.signal(signum, now)
+    if len(_signalled) > 1:  # a second stop signal before `now` was set
+        now(_signalled[1], None)
     running = [p for p in procs.values() if p.poll() is None]
     for p in running:
         p.send_signal(signal.SIGTERM)

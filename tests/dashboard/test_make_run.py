@@ -15,6 +15,7 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -211,6 +212,52 @@ def test_a_taken_port_stops_make_run_before_it_starts_anything(
     assert "Address already in use" in out and "BULLPEN_PORT=<port>" in out, out
     assert "dashboard: http://" not in out and "redis-server" not in out, out
     assert not (tmp_path / "db.sqlite3").exists()  # (nothing migrated)
+
+
+def test_a_second_stop_signal_at_once_kills_instead_of_orphaning(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two stop signals at once (`timeout` sends its child one and its group
+    another): the first raises KeyboardInterrupt, the second only counts (it
+    used to raise too, and raised while the first unwound towards the stop,
+    it aborted the stop: every process, each in a session of its own, was
+    left running), and the stop then kills at once, as a second Ctrl-C does,
+    a process that ignores SIGTERM included."""
+    from dashboard import run
+
+    monkeypatch.setattr(run, "_signalled", [])
+    with pytest.raises(KeyboardInterrupt):
+        run._interrupt(signal.SIGTERM, None)
+    try:
+        run._interrupt(signal.SIGTERM, None)  # counted, not raised
+    except KeyboardInterrupt:
+        pytest.fail("a second stop signal raised KeyboardInterrupt again")
+    assert run._signalled == [signal.SIGTERM, signal.SIGTERM]
+    ignore = (
+        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        "print('ignoring', flush=True); time.sleep(120)"
+    )
+    stubborn = subprocess.Popen(
+        [sys.executable, "-c", ignore],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert stubborn.stdout is not None and stubborn.stdout.readline() == "ignoring\n"
+    handlers = {s: signal.getsignal(s) for s in run.SIGNALS}
+    began = time.monotonic()
+    try:
+        run._stop({"worker": stubborn}, None, SimpleNamespace(drain_timeout_s=120))
+    finally:
+        for s, handler in handlers.items():
+            signal.signal(s, handler)
+        if stubborn.poll() is None:
+            stubborn.kill()
+            stubborn.wait()
+        stubborn.stdout.close()
+    assert stubborn.returncode == -signal.SIGKILL
+    assert time.monotonic() - began < 60  # not the drain's 130 s
+    assert "stopping now: killing what is still running" in capsys.readouterr().out
 
 
 def _dry_run(tmp_path: Path, target: str) -> str:
