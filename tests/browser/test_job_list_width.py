@@ -4,7 +4,8 @@ fit their panels on a desktop and a 1024 px window, every row's actions on
 screen (a long failure once widened the job list past its panel, its Remove
 buttons cut off behind a scroll bar), and the group's name in the charts'
 legend stays inside its chart; on a phone the tables scroll inside their
-panels and the page does not overflow."""
+panels and the page does not overflow. The overview's queue table fits
+1024 px too."""
 
 from __future__ import annotations
 
@@ -68,5 +69,17 @@ def test_long_failures_and_data_never_push_the_row_actions_off_screen(
     page.set_viewport_size({"width": 390, "height": 844})
     assert page.evaluate(FITS)["page"] <= 0
     shot(page, "job-list-phone")
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto(stack.url + reverse("bullpen:overview"))
+    table = page.locator("table.queues")
+    table.wait_for()
+    over = table.evaluate("t => t.scrollWidth - t.closest('.table-wrap').clientWidth")
+    assert over <= 1, over  # the overview's columns fit a 1024 px window too
+    lines = table.locator("a.clip", has_text=f"bull:{q.name}").evaluate(
+        "a => a.getBoundingClientRect().height"
+        " / parseFloat(getComputedStyle(a).lineHeight)"
+    )
+    assert lines < 1.5, lines  # the queue's name on one line, not broken in two
+    shot(page, "overview-laptop")
     q.obliterate(force=True)
     q.close()
