@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import socket
 import subprocess
 import sys
@@ -42,6 +43,28 @@ def wait_until(
 PORT_TAKEN = "Address already in use"
 #: Ports a server is given before its start counts as failed.
 PORT_TRIES = 5
+
+
+def quiet_port() -> int:
+    """A TCP port free on 127.0.0.1 now, picked from below the kernel's
+    ephemeral range, where nothing that binds port 0 (free_port, other
+    tests' servers) and no outgoing connection's local port lands: it stays
+    free for a server that cannot be started again on another (make run,
+    whose port is its operator's)."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768  # Linux's default
+    pick = random.SystemRandom()
+    for _ in range(100):
+        port = pick.randrange(max(1024, low - 12_000), low)
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    return free_port()  # (a range below the ephemeral one that is all taken)
 
 
 def serve_on_free_port(

@@ -19,8 +19,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from queues.devredis import free_port
-from tests.helpers import wait_until
+from tests.helpers import quiet_port, wait_until
 from tests.testdb import subprocess_database
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -128,7 +127,7 @@ def test_make_run_comes_up_and_a_stop_signal_takes_everything_down(
     signal to its whole process group sent twice at once (`timeout`, then a
     second Ctrl-C: "stop now"): the GPU workers die with their supervisor
     instead of draining for ever against the stopped Redis."""
-    port = free_port()
+    port = quiet_port()
     group = stop.startswith("group")
     # A long drain: GPU workers left behind would outlive the wait below.
     drain = {"BULLPEN_DRAIN_TIMEOUT_S": "60"} if group else {}
@@ -180,7 +179,7 @@ def test_make_run_comes_up_and_a_stop_signal_takes_everything_down(
 def test_a_stop_signal_during_start_up_leaves_nothing(tmp_path: Path) -> None:
     """SIGTERM while `make run` is still migrating stops the redis-server it
     had started (and whatever else was up) instead of leaking it."""
-    with make_run(tmp_path, free_port()) as (proc, below):
+    with make_run(tmp_path, quiet_port()) as (proc, below):
         assert proc.stdout is not None
         line = proc.stdout.readline()
         assert line.startswith("started redis-server"), line
@@ -294,7 +293,7 @@ def test_make_run_banner_comes_last_and_requests_go_to_the_access_log(
     """The URL and the admin password are printed together in a banner after
     everything's start-up lines; requests are logged to the access log file,
     not the terminal; pages refer to the static files make run collected."""
-    port = free_port()
+    port = quiet_port()
     access_log = tmp_path / "var" / "access.log"
     with make_run(tmp_path, port, BULLPEN_ACCESS_LOG=str(access_log)) as (proc, _):
         assert proc.stdout is not None

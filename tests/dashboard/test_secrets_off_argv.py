@@ -14,10 +14,10 @@ import redis
 
 from dashboard.api.auth import make_ticket
 from queues import Queue
-from queues.devredis import RedisServer, free_port
+from queues.devredis import RedisServer
 from tests.dashboard.daphne_helpers import TEST_SECRET_KEY, daphne
 from tests.dashboard.test_make_run import descendants, make_run
-from tests.helpers import wait_until
+from tests.helpers import quiet_port, wait_until
 
 
 def cmdlines(pids: set[int]) -> dict[int, str]:
@@ -45,7 +45,7 @@ def test_no_process_of_make_run_has_the_redis_password_on_its_command_line(
     with redis.Redis.from_url(server.url) as client:
         client.config_set("requirepass", password)
     try:
-        with make_run(tmp_path, free_port(), REDIS_URL=url) as (proc, below):
+        with make_run(tmp_path, quiet_port(), REDIS_URL=url) as (proc, below):
 
             def all_up() -> dict[int, str] | None:
                 lines = cmdlines(descendants(proc.pid))
