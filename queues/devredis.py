@@ -3,6 +3,8 @@ and `make run`; never port 6379."""
 
 from __future__ import annotations
 
+import atexit
+import os
 import shutil
 import signal
 import socket
@@ -96,10 +98,19 @@ class RedisServer:
             self.config_file = str(Path(self.dir) / "redis.conf")
             Path(self.config_file).write_text(config)
         self.proc: subprocess.Popen[bytes] | None = None
+        self._stops_at_exit = False
 
     @property
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
+
+    def _stop_at_exit(self, pid: int) -> None:
+        """Stop it when the process that started it exits without stop() (an
+        uncaught exception in a script or a bench): its own session keeps it
+        from dying with its parent. Not in a forked child, whose exit runs
+        the handlers it inherited."""
+        if os.getpid() == pid:
+            self.stop()
 
     def start(self) -> RedisServer:
         """Start it and wait for its PING. A port it picked itself that another
@@ -173,6 +184,9 @@ class RedisServer:
         finally:
             client.close()
         self._may_repick = False
+        if not self._stops_at_exit:
+            atexit.register(self._stop_at_exit, os.getpid())
+            self._stops_at_exit = True
         return self
 
     def stop(self) -> None:

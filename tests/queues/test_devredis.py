@@ -1,15 +1,22 @@
 """The throwaway redis-server of tests, benches and `make run`
 (queues/devredis.py): a port it picked itself and another process bound
-before redis-server did is picked again, never a failed start."""
+before redis-server did is picked again, never a failed start; a script
+that dies without stopping it leaves no redis-server behind."""
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import redis
 
 from queues.devredis import RedisClusterSet, RedisServer
+from tests.helpers import wait_until
 
 
 def taken(port: int) -> socket.socket:
@@ -87,3 +94,51 @@ def test_a_sentinel_from_a_config_text_is_picked_again_too() -> None:
     finally:
         sentinel.stop()
         primary.stop()
+
+
+#: A script that starts a RedisServer, prints its pid, then forks a child
+#: that exits through sys.exit (running the handlers it inherited) and waits
+#: for it, and finally dies of an uncaught exception.
+CRASHES = """
+import os, sys
+from queues.devredis import RedisServer
+server = RedisServer().start()
+print(server.proc.pid, flush=True)
+child = os.fork()
+if child == 0:
+    sys.exit(0)
+os.waitpid(child, 0)
+print("alive" if server.proc.poll() is None else "stopped by the child", flush=True)
+raise RuntimeError("a bench script's bug")
+"""
+
+
+def test_a_script_that_dies_of_an_exception_leaves_no_redis_server() -> None:
+    """redis-server runs in a session of its own (make run stops it last), so
+    it outlived a script that died without stop(): it is stopped at exit,
+    by the process that started it only (a forked child's exit leaves it)."""
+    done = subprocess.run(
+        [sys.executable, "-c", CRASHES],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1 and "a bench script's bug" in done.stderr
+    pid, after_fork = int(done.stdout.split()[0]), done.stdout.split()[1:2]
+    try:
+        assert after_fork == ["alive"], done.stdout
+        wait_until(lambda: not _running(pid), 10, what="the redis-server to stop")
+    finally:
+        if _running(pid):  # (a failed run leaves nothing either)
+            os.kill(pid, signal.SIGKILL)
+
+
+def _running(pid: int) -> bool:
+    """Whether `pid` runs (a zombie, or a pid reused by another program, do not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z" and b"redis-server" in cmdline
