@@ -33,7 +33,7 @@ from dashboard.console.live import defaults as live_defaults
 from dashboard.shared import conf
 from dashboard.shared.conf import DEFAULTS, Conf, named
 from gpu_workers import Fleet
-from queues.devredis import RedisServer
+from queues.devredis import RedisServer, port_taken
 
 #: Seconds to wait for the dashboard to answer before printing the banner.
 UP_TIMEOUT_S = 30
@@ -187,25 +187,6 @@ def _stop_if_signalled() -> None:
         raise KeyboardInterrupt(signal.Signals(_signalled[0]).name)
 
 
-def port_taken(host: str, port: int) -> str | None:
-    """Why the dashboard could not listen on `host`:`port` (None: it can),
-    tried as daphne binds (SO_REUSEADDR: a port whose last connections
-    linger in TIME_WAIT is free). Checked before anything starts: once
-    daphne fails to bind, the port answers all the same (whatever holds it),
-    so the wait for the dashboard would not notice."""
-    interface = host.strip("[]") or "0.0.0.0"  # (twisted's "": every IPv4 one)
-    try:
-        family, kind, proto, _, address = socket.getaddrinfo(
-            interface, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-        )[0]
-        with socket.socket(family, kind, proto) as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            probe.bind(address)
-    except OSError as exc:
-        return exc.strerror or str(exc)
-    return None
-
-
 def main() -> int:
     """Start everything and stop it all on Ctrl-C. Returns the exit status:
     0 when stopped by a signal, 1 when something could not start or a
@@ -221,6 +202,8 @@ def main() -> int:
         db = env.get(named("db_path")) or _data_dir(env) / "db.sqlite3"
         env["DJANGO_SECRET_KEY"] = secret_key_beside(db)
     c = _settings(env)
+    # (Checked before anything starts: once daphne fails to bind, the port
+    # answers all the same, whatever holds it, so the wait would not notice.)
     taken = port_taken(c.host, c.port)
     if taken:
         print(

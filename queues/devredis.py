@@ -64,6 +64,23 @@ def free_port() -> int:
             return port
 
 
+def port_taken(host: str, port: int) -> str | None:
+    """Why a server could not listen on `host`:`port` now (None: it can),
+    tried as daphne and redis-server bind (SO_REUSEADDR: a port whose last
+    connections linger in TIME_WAIT is free); "" is every IPv4 address."""
+    interface = host.strip("[]") or "0.0.0.0"
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            interface, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(address)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
 class _BindLost(Exception):
     """redis-server exited before answering: its port was taken."""
 

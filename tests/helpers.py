@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from gpu_workers.keys import BullpenKeys
 from gpu_workers.quota import day_stamp
 from queues import Queue
-from queues.devredis import free_port
+from queues.devredis import free_port, port_taken
 
 T = TypeVar("T")
 
@@ -58,12 +58,8 @@ def quiet_port() -> int:
     pick = random.SystemRandom()
     for _ in range(100):
         port = pick.randrange(max(1024, low - 12_000), low)
-        with socket.socket() as probe:
-            try:
-                probe.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        return port
+        if port_taken("127.0.0.1", port) is None:
+            return port
     return free_port()  # (a range below the ephemeral one that is all taken)
 
 
