@@ -107,6 +107,8 @@ class RedisServer:
         #: More redis-server options, e.g. ("--rename-command", "CLIENT", '""').
         self.extra_args = tuple(extra_args)
         self.dir = tempfile.mkdtemp(prefix="bullpen-redis-")
+        # Its folder goes when this process exits (it may be restarted until then).
+        atexit.register(self._remove_dir_at_exit, os.getpid())
         #: A config file (`config`'s text, in its folder) read before the
         #: options: what only a file may hold, e.g. a sentinel's `sentinel
         #: monitor` (with extra_args ("--sentinel",)), which it rewrites there.
@@ -128,6 +130,13 @@ class RedisServer:
         the handlers it inherited."""
         if os.getpid() == pid:
             self.stop()
+
+    def _remove_dir_at_exit(self, pid: int) -> None:
+        """Remove its folder (config, a cluster's nodes.conf) at exit, after the
+        stop above (atexit runs handlers last in, first out); not in a forked
+        child, nor while its redis-server still runs."""
+        if os.getpid() == pid and (self.proc is None or self.proc.poll() is not None):
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     def start(self) -> RedisServer:
         """Start it and wait for its PING. A port it picked itself that another

@@ -1,7 +1,8 @@
 """The throwaway redis-server of tests, benches and `make run`
 (queues/devredis.py): a port it picked itself and another process bound
 before redis-server did is picked again, never a failed start; a script
-that dies without stopping it leaves no redis-server behind."""
+that dies without stopping it leaves no redis-server behind, and no process
+leaves its temporary folder."""
 
 from __future__ import annotations
 
@@ -96,19 +97,20 @@ def test_a_sentinel_from_a_config_text_is_picked_again_too() -> None:
         primary.stop()
 
 
-#: A script that starts a RedisServer, prints its pid, then forks a child
-#: that exits through sys.exit (running the handlers it inherited) and waits
-#: for it, and finally dies of an uncaught exception.
+#: A script that starts a RedisServer, prints its pid and folder, then forks
+#: a child that exits through sys.exit (running the handlers it inherited)
+#: and waits for it, and finally dies of an uncaught exception.
 CRASHES = """
 import os, sys
 from queues.devredis import RedisServer
 server = RedisServer().start()
-print(server.proc.pid, flush=True)
+print(server.proc.pid, server.dir, flush=True)
 child = os.fork()
 if child == 0:
     sys.exit(0)
 os.waitpid(child, 0)
 print("alive" if server.proc.poll() is None else "stopped by the child", flush=True)
+print("kept" if os.path.isdir(server.dir) else "removed by the child", flush=True)
 raise RuntimeError("a bench script's bug")
 """
 
@@ -125,13 +127,45 @@ def test_a_script_that_dies_of_an_exception_leaves_no_redis_server() -> None:
         timeout=60,
     )
     assert done.returncode == 1 and "a bench script's bug" in done.stderr
-    pid, after_fork = int(done.stdout.split()[0]), done.stdout.split()[1:2]
+    pid, folder, *after_fork = done.stdout.split()
+    pid = int(pid)
     try:
-        assert after_fork == ["alive"], done.stdout
+        assert after_fork == ["alive", "kept"], done.stdout
         wait_until(lambda: not _running(pid), 10, what="the redis-server to stop")
+        assert not Path(folder).exists()
     finally:
         if _running(pid):  # (a failed run leaves nothing either)
             os.kill(pid, signal.SIGKILL)
+
+
+#: Servers stopped, restarted and stopped again, one never started, a cluster.
+STOPS = """
+from queues.devredis import RedisClusterSet, RedisServer
+server = RedisServer().start()
+server.restart()
+server.stop()
+idle = RedisServer()
+cluster = RedisClusterSet(primaries=3).start()
+cluster.stop()
+print(" ".join([server.dir, idle.dir, *(s.dir for s in cluster.servers)]))
+"""
+
+
+def test_a_process_that_exits_leaves_no_redis_folder() -> None:
+    """Each RedisServer has a temporary folder (its --dir, a config text, a
+    cluster node's nodes.conf): kept while its process lives, so a stopped
+    server can start again, and removed when that process exits."""
+    done = subprocess.run(
+        [sys.executable, "-c", STOPS],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    folders = done.stdout.split()
+    assert len(folders) == 5
+    assert [f for f in folders if Path(f).exists()] == []
 
 
 def _running(pid: int) -> bool:
