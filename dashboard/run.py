@@ -17,6 +17,7 @@ get, its variables named through gpu_workers/settings.py's table.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import secrets
 import signal
@@ -24,6 +25,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import redis
@@ -169,6 +171,29 @@ def banner(lines: list[str]) -> str:
 #: loop also look here.
 _signalled: list[int] = []
 
+#: prctl(2)'s option that sets the signal a process gets when its parent dies.
+PR_SET_PDEATHSIG = 1
+
+
+def ends_with_this_process() -> Callable[[], None] | None:
+    """A preexec_fn for the processes make run starts: each gets SIGTERM when
+    make run dies, of a SIGKILL or an OOM kill too, where _stop never runs
+    (each lives in a session of its own, so nothing else would end it: the
+    whole stack ran on, holding the port). Linux only (prctl's parent-death
+    signal; elsewhere None). It follows the thread that started the child,
+    which here is the main thread, alive as long as make run."""
+    if not sys.platform.startswith("linux"):
+        return None
+    prctl = ctypes.CDLL(None, use_errno=True).prctl  # (looked up before a fork)
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:  # it died before the line above
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return preexec
+
 
 def _interrupt(signum: int, frame: object) -> None:
     """The first stop signal raises KeyboardInterrupt; a later one is only
@@ -218,7 +243,7 @@ def main() -> int:
     exited = False
     try:
         if not env.get("REDIS_URL"):
-            server = RedisServer().start()
+            server = RedisServer(preexec_fn=ends_with_this_process()).start()
             env["REDIS_URL"] = server.url
             print(f"started redis-server at {server.url} (no persistence)", flush=True)
         _start(env, c, procs)
@@ -273,7 +298,9 @@ def _start(
         # its group): a signal to this process's group (a terminal's Ctrl-C,
         # `timeout`, a process manager) reaches this process alone, which
         # stops the others in order (_stop), and "now" kills whole groups.
-        procs[name] = subprocess.Popen(cmd, env=env, start_new_session=True)
+        procs[name] = subprocess.Popen(
+            cmd, env=env, start_new_session=True, preexec_fn=ends_with_this_process()
+        )
     gpus = "simulated 2 x 24 GiB" if gpus == SIMULATED else gpus
     _wait_until_up(env, c, procs["dashboard"])
     status = procs["dashboard"].poll()

@@ -13,7 +13,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -98,9 +98,15 @@ class RedisServer:
     """A redis-server process on a free port, without persistence."""
 
     def __init__(
-        self, port: int | None = None, extra_args: Sequence[str] = (), config: str = ""
+        self,
+        port: int | None = None,
+        extra_args: Sequence[str] = (),
+        config: str = "",
+        preexec_fn: Callable[[], None] | None = None,
     ) -> None:
         self.port = port or free_port()
+        #: Run in the child before redis-server (make run's parent-death signal).
+        self.preexec_fn = preexec_fn
         #: Ports it picked itself (its own, a cluster bus port) may be picked
         #: again when another process took one before redis-server bound it.
         self._may_repick = port is None
@@ -181,6 +187,7 @@ class RedisServer:
             # Its own session: a Ctrl-C meant for `make run` must not stop Redis
             # before the workers have drained; stop() ends it last.
             start_new_session=True,
+            preexec_fn=self.preexec_fn,
         )
         # Ready when the server on the port answers as this process: one that
         # lost its port to another process exits, while the other may answer.
