@@ -34,7 +34,9 @@ def _state(info: Any) -> str:
         return "paused"
     if getattr(info, "hold", None):
         return f"held ({info.hold})"
-    return "ready" if getattr(info, "in_rotation", False) else "idle"
+    if getattr(info, "in_rotation", False):
+        return "ready"
+    return "running" if getattr(info, "active", 0) else "idle"
 
 
 def cmd_groups(queue: Queue, args: argparse.Namespace) -> None:

@@ -168,6 +168,12 @@ def group_counts(keys: QueueKeys, groups: list[str], scan: int = RUNNING_SCAN) -
     )
 
 
+def unlisted_groups(keys: QueueKeys, scan: int = RUNNING_SCAN) -> Eval:
+    """group_reads.lua's groups the index forgot while their jobs run (those
+    in the first `scan` ids of `active`), sorted: still the queue's groups."""
+    return Eval("group_reads", (keys.groups_meta,), (keys.base, "unlisted", str(scan)))
+
+
 def _info(
     group: str,
     replies: list[Any],
@@ -246,24 +252,44 @@ def read_groups(keys: QueueKeys, groups: list[str], now: int) -> Op[list[GroupIn
 
 
 def page_groups(keys: QueueKeys, start: int, end: int, now: int) -> Op[list[GroupInfo]]:
-    """A page of the queue's groups, largest backlog first."""
-    ids = yield Cmd(("ZREVRANGE", keys.groups_index, start, end))
+    """A page of the queue's groups, largest backlog first: those the index
+    lists, then those it forgot while their jobs run (unlisted_groups)."""
+    if start < 0 or 0 <= end < start:
+        return []
+    listed, known = yield [
+        Cmd(("ZREVRANGE", keys.groups_index, start, end)),
+        Cmd(("ZCARD", keys.groups_index)),
+    ]
+    ids = list(listed)
+    if end < 0 or start + len(ids) <= end:  # (the index ran out on this page)
+        unlisted = yield unlisted_groups(keys)
+        first = max(start - int(known), 0)
+        ids += unlisted[first : None if end < 0 else first + end - start + 1 - len(ids)]
     if not ids:
         return []
-    return (yield from read_groups(keys, list(ids), now))
+    return (yield from read_groups(keys, ids, now))
+
+
+def count_groups(keys: QueueKeys) -> Op[int]:
+    """How many groups the queue has: those the index lists, and those it
+    forgot while their jobs run."""
+    known, unlisted = yield [Cmd(("ZCARD", keys.groups_index)), unlisted_groups(keys)]
+    return int(known) + len(unlisted)
 
 
 def summary(keys: QueueKeys) -> Op[GroupSummary]:
-    """Totals over the queue's groups, in O(1) reads."""
-    groups, waiting, active, paused, held = yield [
+    """Totals over the queue's groups, in O(1) reads (and, while grouped jobs
+    run, a look at `active` for the groups the index forgot: unlisted_groups)."""
+    groups, unlisted, waiting, active, paused, held = yield [
         Cmd(("ZCARD", keys.groups_index)),
+        unlisted_groups(keys),
         Cmd(("ZCARD", keys.groups_waiting)),
         Cmd(("HGET", keys.groups_meta, "running")),
         Cmd(("SCARD", keys.groups_paused)),
         Cmd(("SCARD", keys.groups_held)),
     ]
     return GroupSummary(
-        groups=int(groups),
+        groups=int(groups) + len(unlisted),
         waiting=int(waiting),
         active=max(int(active or 0), 0),
         paused=int(paused),
@@ -364,8 +390,8 @@ class GroupMethods(MakesJobs[Q]):
 
     @op_method
     def count_groups(self) -> Op[int]:
-        """How many groups the queue knows."""
-        return _reply_int(Cmd(("ZCARD", self.keys.groups_index)))
+        """How many groups the queue has (as get_groups lists them)."""
+        return count_groups(self.keys)
 
     @op_method
     def get_group_summary(self) -> Op[GroupSummary]:
@@ -414,10 +440,6 @@ def _settings(request: Cmd) -> Op[GroupSettings]:
 def _one(op: Op[list[GroupInfo]]) -> Op[GroupInfo | None]:
     found = yield from op
     return found[0] if found else None
-
-
-def _reply_int(request: Cmd) -> Op[int]:
-    return int((yield request) or 0)
 
 
 def group_turns(keys: QueueKeys, groups: list[str]) -> Op[dict[str, int | None]]:

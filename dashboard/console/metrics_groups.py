@@ -23,7 +23,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from dashboard.console import reads
 from dashboard.shared import conf
 from dashboard.shared.discovery import QueueRef
-from queues import ops
+from queues import codec, ops
 from queues.drive import cmd, gather
 from queues.groups import GroupInfo, GroupSummary, page_groups, summary
 from queues.keys import QueueKeys
@@ -37,8 +37,19 @@ def _read(
 ) -> list[tuple[QueueRef, GroupSummary, list[GroupInfo]]]:
     """Each queue with groups, its summary and its `top` largest backlogs."""
     keys = [QueueKeys(r.name, r.prefix) for r in refs]
-    counts = reads.run(gather([cmd("ZCARD", k.groups_index) for k in keys]))
-    found = [(r, k) for r, k, n in zip(refs, keys, counts) if n]
+    # Groups listed, or grouped jobs running (their groups maybe forgotten).
+    found_n = reads.run(
+        gather(
+            [cmd("ZCARD", k.groups_index) for k in keys]
+            + [cmd("HGET", k.groups_meta, "running") for k in keys]
+        )
+    )
+    counts, running = found_n[: len(keys)], found_n[len(keys) :]
+    found = [
+        (r, k)
+        for r, k, n, run in zip(refs, keys, counts, running)
+        if n or (codec.to_int(run) or 0) > 0
+    ]
     if not found:
         return []
     totals = reads.run(gather([summary(k) for _, k in found]))

@@ -5,7 +5,7 @@
   KEYS[1] groups:meta (every other key derives from the prefix)
 
   ARGV[1] key prefix
-  ARGV[2] mode: `groups`, `jobs` or `ranks`
+  ARGV[2] mode: `groups`, `jobs`, `ranks` or `unlisted`
 
   groups: ARGV[3] how many ids of `active` to look at for running jobs of
   groups without a count (0: none, their running is 0); ARGV[4..] group ids. Returns, per group,
@@ -17,6 +17,11 @@
   ranks: ARGV[3..] pairs of group id and job id; returns, per job, how
   many of its group's waiting jobs its group's turns take before it (-1:
   it does not wait in its group).
+
+  unlisted: ARGV[3] how many ids of `active` to look at. Returns, sorted,
+  the groups with jobs running there that `groups:index` no longer lists
+  (forgotten: nothing waiting, nothing of their own); none, without a
+  look, when `groups:meta` counts no grouped job running.
 ]]
 --- @include "base"
 --- @include "markers"
@@ -123,6 +128,28 @@ if mode == "ranks" then
       rank = before - stale + rcall("ZCOUNT", key .. ":wait", "-inf", "(" .. (seq % GROUP_SPAN))
     end
     out[#out + 1] = rank
+  end
+  return out
+end
+if mode == "unlisted" then
+  local out = {}
+  if (tonumber(rcall("HGET", KEYS[1], "running")) or 0) <= 0 then
+    return out
+  end
+  local gids = {}
+  for gid in pairs(runningByGroup(prefix, tonumber(ARGV[3]) - 1)) do
+    gids[#gids + 1] = gid
+  end
+  table.sort(gids)
+  local indexKey = prefix .. "groups:index"
+  for from = 1, #gids, 1000 do  -- (unpack's bound on arguments)
+    local upto = math.min(from + 999, #gids)
+    local scores = rcall("ZMSCORE", indexKey, unpack(gids, from, upto))
+    for i = from, upto do
+      if not scores[i - from + 1] then
+        out[#out + 1] = gids[i]
+      end
+    end
   end
   return out
 end

@@ -12,6 +12,7 @@ import redis
 from queues import Queue
 from tests.dashboard.test_groups_page import add_groups
 from tests.dashboard.test_metrics import samples, scrape, value
+from tests.queues.transitions.helpers import claimed, move_to_active
 
 pytestmark = pytest.mark.django_db
 
@@ -76,3 +77,26 @@ def test_labels_and_cost_stay_bounded_with_ten_thousand_groups(
     assert sum(s.value for s in waiting) == 10_000
     assert len(samples(families["bullpen_group_active"], queue=key)) == 21
     assert value(families["bullpen_groups"], queue=key) == 10_000
+
+
+def test_a_group_forgotten_while_its_job_runs_is_still_counted(
+    dashboard_redis: str, qname: str
+) -> None:
+    """Every group of a queue has left the index (nothing waits) while their
+    jobs run: the queue still has its group series, each job counted."""
+    q = Queue(qname, dashboard_redis)
+    add_groups(q, {"solo": 1, "busy": 1})
+    assert len(claimed(move_to_active(q, count=2))) == 2
+    q.add("job", {}, group="late")  # the next turn: solo and busy are forgotten
+    assert len(claimed(move_to_active(q))) == 1
+    assert claimed(move_to_active(q)) == []  # idle: late is forgotten too
+    assert q.client.zcard(q.keys.groups_index) == 0
+    families = scrape()
+    key = f"bull:{qname}"
+    assert value(families["bullpen_groups"], queue=key) == 3
+    active = families["bullpen_group_active"]
+    assert {s.labels["group"]: s.value for s in samples(active, queue=key)} == {
+        "busy": 1,
+        "late": 1,
+        "solo": 1,
+    }

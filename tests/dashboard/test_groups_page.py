@@ -16,6 +16,8 @@ from queues import Queue
 from queues.groups import GroupSettings
 from tests.dashboard.conftest import client_for, user_in
 from tests.dashboard.helpers import hx_post, job_url, queue_url
+from tests.queues.groups.helpers import finish_grouped
+from tests.queues.transitions.helpers import claimed, move_to_active
 
 pytestmark = pytest.mark.django_db
 
@@ -79,6 +81,32 @@ def test_panel_lists_summary_and_largest_backlogs(
     plain = Queue(qname + "-plain", dashboard_redis)
     plain.add("job", {})
     assert 'id="groups"' not in admin_client.get(queue_url(plain)).content.decode()
+
+
+def test_a_group_whose_jobs_run_stays_listed_once_forgotten(
+    dashboard_redis: str, admin_client: Client, qname: str
+) -> None:
+    """A group with nothing waiting leaves the groups' index once the turn
+    moves past it (docs/groups.md, *Forgetting groups*), its jobs maybe still
+    running: the panel and the page of every group still list it, counted,
+    as "running", until they end (it used to vanish while its job ran: the
+    rows' active jobs fell short of the summary's)."""
+    q = Queue(qname, dashboard_redis)
+    add_groups(q, {"solo": 1, "busy": 3})
+    taken = claimed(move_to_active(q, count=2))  # turn 1: solo's job, busy's first
+    assert len(claimed(move_to_active(q))) == 1  # turn 2: busy; solo is forgotten
+    assert q.client.zscore(q.keys.groups_index, "solo") is None
+    for url in (queue_url(q), groups_url(q)):
+        html = admin_client.get(url).content.decode()
+        assert shown_groups(html) == ["busy", "solo"], url
+        row = html[html.index('<tr data-group="solo"') :]
+        row = row[: row.index("</tr>")]
+        assert ">running</span>" in row, row
+    html = admin_client.get(queue_url(q)).content.decode()
+    assert '<strong data-summary="groups">2</strong>' in html
+    assert '<strong data-summary="active">3</strong>' in html
+    finish_grouped(q, [t for t in taken if t[2]["gid"] == "solo"])
+    assert shown_groups(admin_client.get(groups_url(q)).content.decode()) == ["busy"]
 
 
 def test_job_list_rows_link_each_jobs_group(

@@ -11,6 +11,7 @@ import pytest
 
 from queues import Queue
 from tests.queues.test_cli import assert_error, cli, ok
+from tests.queues.transitions.helpers import claimed, move_to_active
 
 
 @pytest.fixture
@@ -52,6 +53,18 @@ def test_add_group_and_list_groups(redis_url: str, queue: Queue) -> None:
     shown = json.loads(ok(cli(redis_url, "group", queue.name, "big", "--json")))
     assert shown["id"] == "big" and shown["waiting"] == 3
     assert "waiting:" in ok(cli(redis_url, "group", queue.name, "big"))
+
+
+def test_groups_name_each_state(redis_url: str, queue: Queue) -> None:
+    """`groups` says which groups take turns (ready), which are paused, which
+    only run jobs (running: nothing waits, maybe forgotten by the index)."""
+    for group in ("solo", "busy", "busy", "stopped"):
+        queue.add("job", {}, group=group)
+    queue.pause_group("stopped")
+    assert len(claimed(move_to_active(queue, count=2))) == 2  # solo's, busy's
+    table = ok(cli(redis_url, "groups", queue.name)).splitlines()
+    states = {row.split()[0]: row.split()[-1] for row in table[1:-1]}
+    assert states == {"busy": "ready", "stopped": "paused", "solo": "running"}
 
 
 def test_group_set_pause_resume(redis_url: str, queue: Queue) -> None:

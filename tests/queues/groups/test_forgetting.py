@@ -46,26 +46,41 @@ def test_drained_groups_are_forgotten_while_the_queue_idles(
 
 
 def test_groups_left_below_the_turn_served_are_swept_on_in_that_turn(
-    q: Queue,
+    q: Queue, r: redis.Redis
 ) -> None:
     """40 one-job groups and y, z with 5 jobs each share the first turn; a
     claim takes it whole. Each claim after moves the turn served or not: the
-    40 fall below it and go 17 a claim (16, and one for the job the claim
-    took), the next claim in the same turn going on where the last one
-    stopped, until only y and z are left."""
+    40 fall below it and leave the index 17 a claim (16, and one for the job
+    the claim took), the next claim in the same turn going on where the last
+    one stopped, until only y and z are left. Forgotten while their jobs
+    run, the 40 are still the queue's groups (listed after the index's,
+    counted, found by id) until those jobs end."""
     for i in range(40):
         q.add("j", {}, group=f"a{i:02d}")
     for gid in ("y", "z"):
         for _ in range(5):
             q.add("j", {}, group=gid)
-    assert len(claimed(move_to_active(q, count=42))) == 42
-    counts = [q.count_groups()]
+    taken = claimed(move_to_active(q, count=42))
+    assert len(taken) == 42
+    counts = [r.zcard(q.keys.groups_index)]
     for _ in range(4):
         [(_jid, _token, h)] = claimed(move_to_active(q))
-        counts.append(q.count_groups())
+        counts.append(r.zcard(q.keys.groups_index))
     # y (turn 2), z (turn 2, same turn), y (turn 3), z (turn 3)
     assert counts == [42, 42 - 17, 42 - 34, 2, 2]
-    assert sorted(g.id for g in q.get_groups()) == ["y", "z"]
+    running = [f"a{i:02d}" for i in range(40)]
+    # (y and z wait 2 each: the index's ties come in reverse order of id)
+    assert [g.id for g in q.get_groups(0, -1)] == ["z", "y", *running]
+    assert [g.id for g in q.get_groups(0, 4)] == ["z", "y", "a00", "a01", "a02"]
+    assert [g.id for g in q.get_groups(38, 40)] == ["a36", "a37", "a38"]
+    assert [g.id for g in q.get_groups(41, 60)] == ["a39"]
+    assert q.get_groups(42, 50) == []
+    assert q.count_groups() == q.get_group_summary().groups == 42
+    a00 = q.get_group("a00")
+    assert a00 is not None and (a00.waiting, a00.active) == (0, 1)
+    finish_grouped(q, [t for t in taken if t[2]["gid"].startswith("a")])
+    assert [g.id for g in q.get_groups(0, -1)] == ["z", "y"]
+    assert q.count_groups() == q.get_group_summary().groups == 2
 
 
 def test_groups_that_come_and_go_under_load_do_not_pile_up(
@@ -125,7 +140,7 @@ def test_the_tails_stay_a_skiplist_and_the_pin_is_no_group(
     assert len(claimed(move_to_active(q, count=3))) == 3
     assert claimed(move_to_active(q)) == []  # idle: every drained group goes
     assert tails(r, q) == 0
-    assert q.count_groups() == 0
+    assert r.zcard(q.keys.groups_index) == 0  # (listed while their jobs run)
     q.obliterate(force=True)
     assert r.exists(q.keys.groups_tail) == 0
 
@@ -166,4 +181,4 @@ def test_what_an_older_bullpen_left_is_served_and_cleaned_up(
     assert sorted(rest) == sorted([a[2], later, str(int(later) + 1)])
     assert claimed(move_to_active(q)) == []
     assert tails(r, q) == 0
-    assert q.count_groups() == 0
+    assert r.zcard(q.keys.groups_index) == 0  # (listed while their jobs run)
