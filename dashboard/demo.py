@@ -10,14 +10,20 @@ command line is readable by anyone on the host (ps)."""
 
 from __future__ import annotations
 
+import logging
 import random
 import signal
 import sys
 import threading
 
 from queues import Queue
+from queues.outages import Outage, recoverable
 
 BACKLOG_TARGET = 12
+#: Seconds between two looks at the backlog.
+PACE_S = 1.0
+
+log = logging.getLogger(__name__)
 
 
 def next_job(n: int) -> tuple[str, dict[str, object], dict[str, object]]:
@@ -46,20 +52,39 @@ def next_job(n: int) -> tuple[str, dict[str, object], dict[str, object]]:
     return "demo", data, opts
 
 
+def top_up(queue: Queue, n: int) -> int:
+    """Add up to 3 jobs towards the backlog target; the number of the last."""
+    counts = queue.get_counts("waiting", "prioritized", "delayed")
+    missing = max(BACKLOG_TARGET - sum(counts.values()), 0)
+    for _ in range(min(missing, 3)):
+        n += 1
+        name, data, opts = next_job(n)
+        queue.add(name, data, **opts)
+    return n
+
+
 def main(redis_url: str, queue_name: str = "gpu") -> None:
-    """Keep a backlog of demo jobs flowing until SIGTERM/SIGINT."""
+    """Keep a backlog of demo jobs flowing until SIGTERM/SIGINT. Redis
+    outages are waited out (logged when one starts and ends), as a worker
+    does: make run stops everything when one of its processes exits, and a
+    Redis that stalled for a second took the whole demo down with this one."""
     queue = Queue(queue_name, redis_url)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
+    outage = Outage("demo producer", log)
     n = 0
-    while not stop.wait(1.0):
-        counts = queue.get_counts("waiting", "prioritized", "delayed")
-        missing = max(BACKLOG_TARGET - sum(counts.values()), 0)
-        for _ in range(min(missing, 3)):
-            n += 1
-            name, data, opts = next_job(n)
-            queue.add(name, data, **opts)
+    pause = PACE_S
+    while not stop.wait(pause):
+        try:
+            n = top_up(queue, n)
+        except Exception as exc:
+            if not recoverable(exc):
+                raise
+            pause = max(outage.failed(exc), PACE_S)
+            continue
+        outage.succeeded()
+        pause = PACE_S
     queue.close()
 
 
