@@ -192,6 +192,32 @@ def test_timeline_of_a_job_waiting_to_retry(dashboard_redis: str, qname: str) ->
     ]
 
 
+def test_timeline_past_a_first_attempt_names_the_attempt(
+    dashboard_redis: str, qname: str
+) -> None:
+    """processedOn and finishedOn are the latest attempt's: past the first,
+    the rows say which attempt, and the wait is until that attempt (it
+    read as the queue's wait, earlier attempts and backoffs included)."""
+    q = Queue(qname, dashboard_redis)
+    job = Job(
+        q,
+        "1",
+        opts={"attempts": 3},
+        attempts_made=3,
+        attempts_started=3,
+        timestamp=1_000_000,
+        processed_on=1_041_000,
+        finished_on=1_048_600,
+    )
+    assert timeline(job) == [
+        ("added", 1_000_000, "time"),
+        ("attempt 3 started", 1_041_000, "time"),
+        ("attempt 3 ended", 1_048_600, "time"),
+        ("until attempt 3", 41_000, "duration"),
+        ("attempt 3 ran", 7_600, "duration"),
+    ]
+
+
 def test_a_job_that_succeeded_on_retry_shows_the_old_error_as_earlier(
     dashboard_redis: str, admin_client: Client, qname: str
 ) -> None:

@@ -53,7 +53,11 @@ from .common import (
 def timeline(job: Job, due_ms: int | None = None) -> list[tuple[str, int | None, str]]:
     """(label, epoch ms or duration ms, kind) rows: added, delayed until (the
     add's delay), started and finished (the latest attempt), runs at (a
-    delayed job's due time), waited for, ran for."""
+    delayed job's due time), waited for, ran for. Past a first attempt the
+    rows of the latest one say which it is: its wait counts from the add,
+    earlier attempts and backoffs included."""
+    attempt = job.attempts_started or job.attempts_made
+    nth = f"attempt {attempt} " if attempt > 1 else ""
     rows: list[tuple[str, int | None, str]] = [("added", job.timestamp, "time")]
     # `delay` holds a retry's backoff once an attempt failed; opts keep the add's.
     delay = job.opts.get("delay")
@@ -61,15 +65,17 @@ def timeline(job: Job, due_ms: int | None = None) -> list[tuple[str, int | None,
     if ready > job.timestamp and ready != due_ms:
         rows.append(("delayed until", ready, "time"))
     if job.processed_on:
-        rows.append(("started", job.processed_on, "time"))
+        rows.append((nth + "started", job.processed_on, "time"))
     if job.finished_on:
-        rows.append(("finished", job.finished_on, "time"))
+        rows.append((f"{nth}ended" if nth else "finished", job.finished_on, "time"))
     if due_ms is not None:
         rows.append(("runs at", due_ms, "time"))
     if job.processed_on:
-        rows.append(("waited for", max(job.processed_on - ready, 0), "duration"))
+        waited = f"until attempt {attempt}" if nth else "waited for"
+        rows.append((waited, max(job.processed_on - ready, 0), "duration"))
     if job.processed_on and job.finished_on:
-        rows.append(("ran for", job.finished_on - job.processed_on, "duration"))
+        ran = f"{nth}ran" if nth else "ran for"
+        rows.append((ran, job.finished_on - job.processed_on, "duration"))
     return rows
 
 
