@@ -182,6 +182,8 @@ class AsyncWorker:
             self.reports,
         )
         self.claim_policy.bind(self.wake)
+        if concurrency == 1:
+            self._runner.chain = self._save_from_job
 
     # --- public -----------------------------------------------------------
     @property
@@ -363,6 +365,22 @@ class AsyncWorker:
         task = asyncio.create_task(self._save_finished(*self._next_save()))
         self._saves.add(task)
         task.add_done_callback(lambda _: self.wake())
+
+    async def _save_from_job(self) -> bool:
+        """At concurrency 1, the ended job's task saves it (JobRunner.chain),
+        claiming the next job as the loop would; the loop sleeps meanwhile
+        (no room: the job ran, or the call's claim is counted as fetching).
+        False, leaving it to the loop, when there is nothing to save (the
+        loop took it), the worker closes (the drain saves it) or the call
+        failed (the entries are pending again: the loop's retry waits out an
+        outage and reports what does not clear)."""
+        if not self._finisher.pending or self._closer.asked:
+            return False
+        try:
+            await self._save_finished(*self._next_save())
+        except Exception:  # noqa: BLE001 - the loop saves again and reports it
+            return False
+        return True
 
     async def _save_finished(
         self, opts: str, entries: list[dict[str, Any]], fetch: int
