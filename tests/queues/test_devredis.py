@@ -119,13 +119,7 @@ def test_a_script_that_dies_of_an_exception_leaves_no_redis_server() -> None:
     """redis-server runs in a session of its own (make run stops it last), so
     it outlived a script that died without stop(): it is stopped at exit,
     by the process that started it only (a forked child's exit leaves it)."""
-    done = subprocess.run(
-        [sys.executable, "-c", CRASHES],
-        cwd=Path(__file__).resolve().parents[2],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = _run(CRASHES)
     assert done.returncode == 1 and "a bench script's bug" in done.stderr
     pid, folder, *after_fork = done.stdout.split()
     pid = int(pid)
@@ -155,17 +149,22 @@ def test_a_process_that_exits_leaves_no_redis_folder() -> None:
     """Each RedisServer has a temporary folder (its --dir, a config text, a
     cluster node's nodes.conf): kept while its process lives, so a stopped
     server can start again, and removed when that process exits."""
-    done = subprocess.run(
-        [sys.executable, "-c", STOPS],
+    done = _run(STOPS)
+    assert done.returncode == 0, done.stderr
+    folders = done.stdout.split()
+    assert len(folders) == 5
+    assert [f for f in folders if Path(f).exists()] == []
+
+
+def _run(script: str) -> subprocess.CompletedProcess[str]:
+    """`script` run by Python in a process of its own, from the repository."""
+    return subprocess.run(
+        [sys.executable, "-c", script],
         cwd=Path(__file__).resolve().parents[2],
         capture_output=True,
         text=True,
         timeout=120,
     )
-    assert done.returncode == 0, done.stderr
-    folders = done.stdout.split()
-    assert len(folders) == 5
-    assert [f for f in folders if Path(f).exists()] == []
 
 
 def _running(pid: int) -> bool:

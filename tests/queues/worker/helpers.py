@@ -68,6 +68,16 @@ class WorkerThread:
             raise self.errors[0]
 
 
+def close_forced(handle: WorkerThread, timeout: float = 15.0) -> float:
+    """close(force=True) the worker and join its thread (it must stop, and
+    run() must not have raised); the seconds that took."""
+    began = time.monotonic()
+    handle.worker.close(force=True)
+    handle.thread.join(timeout)
+    assert not handle.alive and not handle.errors
+    return time.monotonic() - began
+
+
 def start_worker_thread(
     qname: str, processor: Callable[..., Any], url: str, **options: Any
 ) -> WorkerThread:
