@@ -190,7 +190,7 @@ def ends_with_this_process() -> Callable[[], None] | None:
     def preexec() -> None:
         prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
         if os.getppid() != parent:  # it died before the line above
-            os.kill(os.getpid(), signal.SIGTERM)
+            os._exit(1)
 
     return preexec
 

@@ -16,6 +16,7 @@ the `Closer`. Its claim policy decides how many jobs it takes (policy.py).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import threading
 import uuid
@@ -366,21 +367,18 @@ class AsyncWorker:
         self._saves.add(task)
         task.add_done_callback(lambda _: self.wake())
 
-    async def _save_from_job(self) -> bool:
+    async def _save_from_job(self) -> None:
         """At concurrency 1, the ended job's task saves it (JobRunner.chain),
         claiming the next job as the loop would; the loop sleeps meanwhile
         (no room: the job ran, or the call's claim is counted as fetching).
-        False, leaving it to the loop, when there is nothing to save (the
-        loop took it), the worker closes (the drain saves it) or the call
-        failed (the entries are pending again: the loop's retry waits out an
-        outage and reports what does not clear)."""
+        Left to the loop when there is nothing to save (the loop took it),
+        the worker closes (the drain saves it) or the call failed (the
+        entries are pending again: the loop's retry waits out an outage and
+        reports what does not clear)."""
         if not self._finisher.pending or self._closer.asked:
-            return False
-        try:
+            return
+        with contextlib.suppress(Exception):  # (the loop saves again, reports)
             await self._save_finished(*self._next_save())
-        except Exception:  # noqa: BLE001 - the loop saves again and reports it
-            return False
-        return True
 
     async def _save_finished(
         self, opts: str, entries: list[dict[str, Any]], fetch: int

@@ -5,6 +5,7 @@ to be saved with the next batch."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -57,12 +58,12 @@ class JobRunner:
         self._sync_queue: Queue | None = None
         #: Set by a worker of concurrency 1: a job's task, once its job ended,
         #: awaits this to save the end (the worker's finish call, claiming
-        #: the next job in it; False: not saved there, the worker's loop will)
-        #: and runs the job claimed, in the same task. As Node's worker does,
-        #: a job then costs one pass of the event loop, not three (a task's
-        #: start and the loop's wake each take one): 11 % less worker CPU a
-        #: job at concurrency 1 (bench/throughput.py).
-        self.chain: Callable[[], Awaitable[bool]] | None = None
+        #: the next job in it, when the worker lets it: else its loop saves)
+        #: and runs the job that call claimed, in the same task. As in Node's
+        #: worker, a job then costs one pass of the event loop, not three (a
+        #: task's start and the loop's wake each took one): 8 % less worker
+        #: CPU a job at concurrency 1 (docs/scaling.md).
+        self.chain: Callable[[], Awaitable[object]] | None = None
         #: While a task's chain call runs: the job it claimed, for that task.
         self._chaining = False
         self._handed: Job | None = None
@@ -95,6 +96,9 @@ class JobRunner:
         if self._chaining and self._handed is None and context is None:
             self._handed = job  # (a traced job gets a task: its own context)
             return
+        self._spawn(job, context)
+
+    def _spawn(self, job: Job, context: contextvars.Context | None) -> None:
         task = asyncio.create_task(self._run(job), context=context)
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
@@ -110,15 +114,20 @@ class JobRunner:
             self._wake()
 
     async def _next_in_chain(self) -> Job | None:
-        """Save the ended job from this task, claiming the next (chained)."""
+        """Save the ended job from this task (chained); the job the call
+        claimed, handed to this task by start(), whatever the call said."""
         if self.chain is None:
             return None
         self._chaining = True
         try:
-            if not await self.chain():
-                return None
-        finally:
+            await self.chain()
+        except BaseException:
             self._chaining = False
+            handed, self._handed = self._handed, None
+            if handed is not None:  # (claimed: it runs in a task of its own)
+                self._spawn(handed, None)
+            raise
+        self._chaining = False
         job, self._handed = self._handed, None
         return job
 

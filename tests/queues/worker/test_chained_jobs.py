@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from queues import Job, Queue
+from queues import AsyncWorker, Job, Queue
 from tests.helpers import wait_until
 from tests.queues.worker.helpers import close_forced, start_worker_thread
 
@@ -121,3 +121,40 @@ def test_a_processors_own_cancelled_error_ends_only_its_job(
     handle.stop()
     assert q.get_job(after.id).returnvalue == "ok"
     assert q.get_counts("active")["active"] == 1
+
+
+def test_a_job_claimed_by_a_chain_call_that_failed_after_its_claim_runs(
+    redis_url: str, q: Queue, qname: str
+) -> None:
+    """A chain call whose claim had been taken (the job moved to active and
+    handed to the task) when something after it raised: the job still runs
+    (it was left handed over and never run, its lock renewed for ever)."""
+    done: list[str] = []
+
+    async def processor(job: Job) -> Any:
+        done.append(job.name)
+
+    async def scenario() -> None:
+        worker = AsyncWorker(qname, processor, connection=redis_url)
+        take = worker._claimer.take
+        calls: list[int] = []
+
+        def take_then_fail(*answer: Any) -> None:
+            take(*answer)
+            calls.append(1)
+            if len(calls) == 2:  # (1: the loop's first claim; 2: a chain's)
+                raise RuntimeError("after the claim")
+
+        worker._claimer.take = take_then_fail  # type: ignore[method-assign]
+        running = asyncio.create_task(worker.run(install_signals=False))
+        async with asyncio.timeout(15):
+            while len(done) < 3:
+                await asyncio.sleep(0.02)
+        worker.close()
+        await asyncio.wait_for(running, 15)
+
+    for name in ("a", "b", "c"):
+        q.add(name, None)
+    asyncio.run(scenario())
+    assert done == ["a", "b", "c"]
+    assert q.get_counts("completed", "active") == {"completed": 3, "active": 0}
