@@ -1,6 +1,6 @@
 """Delayed jobs on an idle worker start no earlier than their due time
-(timestamp + delay) and at most 50 ms after it, measured from the job's
-processedOn and from the processor's own clock."""
+(timestamp + delay) and woken by it, not by a later look (LATENESS_MS),
+measured from the job's processedOn and from the processor's own clock."""
 
 from __future__ import annotations
 
@@ -11,7 +11,12 @@ from queues import Job, Queue
 from tests.helpers import wait_until
 from tests.queues.worker.helpers import now_ms, worker_thread
 
-LATENESS_MS = 50
+#: What the worker guarantees: woken by a delayed job's due time (the
+#: marker's score), not found by its next look (drain_delay, 5 s here). How
+#: late the wake-up comes is the machine's scheduling: within 50 ms on a quiet
+#: 2-core VM, 499 ms once in a fresh-clone run beside two busy loops
+#: (2026-12-07). 1 s tells a wake at the due time from a later look.
+LATENESS_MS = 1000
 
 
 def _wait_idle(q: Queue) -> None:
@@ -60,7 +65,9 @@ def test_earlier_delayed_job_wakes_a_worker_waiting_for_a_later_one(
     redis_url: str, q: Queue
 ) -> None:
     """A worker sleeping until a far due time still runs a nearer job added
-    later on time, and then the far one too."""
+    later on time, and then the far one too. (The far one is due 4 s on, so
+    a worker that slept through the nearer ones would start them more than
+    LATENESS_MS late.)"""
     seen: dict[str, float] = {}
 
     def processor(job: Job) -> Any:
@@ -68,12 +75,12 @@ def test_earlier_delayed_job_wakes_a_worker_waiting_for_a_later_one(
 
     with worker_thread(q.name, processor, redis_url):
         _wait_idle(q)
-        delays = {q.add("far", None, delay=1200).id: 1200}
+        delays = {q.add("far", None, delay=4000).id: 4000}
         time.sleep(0.2)  # the worker now waits for `far`
         delays[q.add("near", None, delay=250).id] = 250
         time.sleep(0.1)
         delays[q.add("mid", None, delay=400).id] = 400
-        wait_until(lambda: len(seen) == 3, 5, what="the delayed jobs")
+        wait_until(lambda: len(seen) == 3, 15, what="the delayed jobs")
         wait_until(
             lambda: q.get_counts("completed")["completed"] == 3, 5, what="completion"
         )
