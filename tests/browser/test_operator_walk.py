@@ -324,10 +324,16 @@ def test_login_queue_retry_live_progress(browser: Any, stack: Stack) -> None:
         while q.get_job_state(job.id).value != "failed":
             assert time.monotonic() < deadline, "the job never failed"
             time.sleep(0.2)
+        # Each click navigates: the next waits for its page (on a busy machine
+        # a click could land on the page before, and the walk stayed there).
+        queue_path = f"{root}queues/bull/gpu/"
         page.locator('a[href$="/queues/bull/gpu/"]').first.click()
+        page.wait_for_url(lambda url: urlsplit(url).path == queue_path)
         page.locator('a[href*="?state=failed"]').first.click()
+        page.wait_for_url(lambda url: "state=failed" in urlsplit(url).query)
         page.locator(f'tr[data-job="bull:gpu:{job.id}"] a').first.click()
-        assert urlsplit(page.url).path == f"{root}queues/bull/gpu/jobs/{job.id}/"
+        page.wait_for_url(lambda url: urlsplit(url).path != queue_path)
+        assert urlsplit(page.url).path == f"{queue_path}jobs/{job.id}/"
         page.locator("body[data-live-status=open]").wait_for()
         page.locator("form[action$='/actions/retry/'] button").click()
         page.locator("#flash").get_by_text("retried").wait_for()
