@@ -113,8 +113,7 @@ class RedisServer:
         #: More redis-server options, e.g. ("--rename-command", "CLIENT", '""').
         self.extra_args = tuple(extra_args)
         self.dir = tempfile.mkdtemp(prefix="bullpen-redis-")
-        # Its folder goes when this process exits (it may be restarted until then).
-        atexit.register(self._remove_dir_at_exit, os.getpid())
+        atexit.register(self._at_exit, os.getpid())
         #: A config file (`config`'s text, in its folder) read before the
         #: options: what only a file may hold, e.g. a sentinel's `sentinel
         #: monitor` (with extra_args ("--sentinel",)), which it rewrites there.
@@ -123,25 +122,19 @@ class RedisServer:
             self.config_file = str(Path(self.dir) / "redis.conf")
             Path(self.config_file).write_text(config)
         self.proc: subprocess.Popen[bytes] | None = None
-        self._stops_at_exit = False
 
     @property
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
-    def _stop_at_exit(self, pid: int) -> None:
-        """Stop it when the process that started it exits without stop() (an
-        uncaught exception in a script or a bench): its own session keeps it
-        from dying with its parent. Not in a forked child, whose exit runs
-        the handlers it inherited."""
+    def _at_exit(self, pid: int) -> None:
+        """When the process that made it exits: stop it, in case nothing did
+        (an uncaught exception in a script or a bench: its own session keeps
+        it from dying with its parent), and remove its folder (kept until
+        then: a restart reuses its config, a cluster node's nodes.conf). Not
+        in a forked child, whose exit runs the handlers it inherited."""
         if os.getpid() == pid:
             self.stop()
-
-    def _remove_dir_at_exit(self, pid: int) -> None:
-        """Remove its folder (config, a cluster's nodes.conf) at exit, after the
-        stop above (atexit runs handlers last in, first out); not in a forked
-        child, nor while its redis-server still runs."""
-        if os.getpid() == pid and (self.proc is None or self.proc.poll() is not None):
             shutil.rmtree(self.dir, ignore_errors=True)
 
     def start(self) -> RedisServer:
@@ -217,9 +210,6 @@ class RedisServer:
         finally:
             client.close()
         self._may_repick = False
-        if not self._stops_at_exit:
-            atexit.register(self._stop_at_exit, os.getpid())
-            self._stops_at_exit = True
         return self
 
     def stop(self) -> None:
