@@ -41,7 +41,9 @@ def _state(info: Any) -> str:
 
 def cmd_groups(queue: Queue, args: argparse.Namespace) -> None:
     """Print the groups with the largest backlogs."""
-    found = queue.get_groups(start=args.start, end=args.start + args.count - 1)
+    found, total = queue.get_groups_and_count(
+        start=args.start, end=args.start + args.count - 1
+    )
     if args.json:
         print(codec.dumps([_fields(info) for info in found]))
         return
@@ -59,7 +61,7 @@ def cmd_groups(queue: Queue, args: argparse.Namespace) -> None:
         for info in found
     ]
     _table(header, rows)
-    print(f"{queue.count_groups()} groups")
+    print(f"{total} groups")
 
 
 def _one(queue: Queue, group: str) -> Any:

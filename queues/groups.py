@@ -253,17 +253,52 @@ def read_groups(keys: QueueKeys, groups: list[str], now: int) -> Op[list[GroupIn
 
 def page_groups(keys: QueueKeys, start: int, end: int, now: int) -> Op[list[GroupInfo]]:
     """A page of the queue's groups, largest backlog first: those the index
-    lists, then those it forgot while their jobs run (unlisted_groups)."""
+    lists, then those it forgot while their jobs run (unlisted_groups, only
+    looked for when the index runs out on this page)."""
     if start < 0 or 0 <= end < start:
         return []
     listed, known = yield [
         Cmd(("ZREVRANGE", keys.groups_index, start, end)),
         Cmd(("ZCARD", keys.groups_index)),
     ]
+    unlisted = []
+    if end < 0 or start + len(listed) <= end:
+        unlisted = yield unlisted_groups(keys)
+    return (yield from _page(keys, start, end, now, listed, int(known), unlisted))
+
+
+def page_and_count(
+    keys: QueueKeys, start: int, end: int, now: int
+) -> Op[tuple[list[GroupInfo], int]]:
+    """page_groups and count_groups with one look at `active` (a page of
+    every group with its total, as the pages, the API and the CLI show it)."""
+    listed, known, unlisted = yield [
+        Cmd(("ZREVRANGE", keys.groups_index, max(start, 0), end)),
+        Cmd(("ZCARD", keys.groups_index)),
+        unlisted_groups(keys),
+    ]
+    total = int(known) + len(unlisted)
+    if start < 0 or 0 <= end < start:
+        return [], total
+    return (
+        yield from _page(keys, start, end, now, listed, int(known), unlisted)
+    ), total
+
+
+def _page(
+    keys: QueueKeys,
+    start: int,
+    end: int,
+    now: int,
+    listed: list[str],
+    known: int,
+    unlisted: list[str],
+) -> Op[list[GroupInfo]]:
+    """The page `start`..`end` of the index's groups (`listed`, of `known`)
+    followed by the unlisted ones, read."""
     ids = list(listed)
     if end < 0 or start + len(ids) <= end:  # (the index ran out on this page)
-        unlisted = yield unlisted_groups(keys)
-        first = max(start - int(known), 0)
+        first = max(start - known, 0)
         ids += unlisted[first : None if end < 0 else first + end - start + 1 - len(ids)]
     if not ids:
         return []
@@ -387,6 +422,13 @@ class GroupMethods(MakesJobs[Q]):
     def get_groups(self, start: int = 0, end: int = 19) -> Op[list[GroupInfo]]:
         """A page of groups, the largest backlog first."""
         return page_groups(self.keys, start, end, now_ms())
+
+    @op_method
+    def get_groups_and_count(
+        self, start: int = 0, end: int = 19
+    ) -> Op[tuple[list[GroupInfo], int]]:
+        """get_groups and count_groups at once (one look at `active`)."""
+        return page_and_count(self.keys, start, end, now_ms())
 
     @op_method
     def count_groups(self) -> Op[int]:

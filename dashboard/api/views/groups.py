@@ -145,12 +145,12 @@ def list_groups(request: HttpRequest, call: Call, queue: str) -> HttpResponse:
     offset = _int_param(request, "offset", 0, 10**9)
     limit = _int_param(request, "limit", PAGE_DEFAULT, PAGE_MAX)
     q = queue_of(queue)
-    found = q.get_groups(start=offset, end=offset + limit - 1)
+    found, total = q.get_groups_and_count(start=offset, end=offset + limit - 1)
     quotas = _quotas().get_quotas(q.keys, [info.id for info in found])
     return json_response(
         {
             "queue": queue,
-            "total": q.count_groups(),
+            "total": total,
             "offset": offset,
             "limit": limit,
             "groups": [group_body(queue, info, quotas.get(info.id)) for info in found],

@@ -105,10 +105,10 @@ def group_panel(ref: QueueRef) -> GroupPanel | None:
 def groups_page(ref: QueueRef, page_no: int, size: int) -> tuple[list[GroupRow], int]:
     """One page of every group, largest backlog first, and how many there are."""
     q = queue(ref.prefix, ref.name)
-    total = int(q.count_groups())
     start = (page_no - 1) * size
     now = ops.now_ms()
-    rows = [row(g, now) for g in q.get_groups(start, start + size - 1)]
+    found, total = q.get_groups_and_count(start, start + size - 1)
+    rows = [row(g, now) for g in found]
     return with_quotas(ref, rows), total
 
 
