@@ -26,7 +26,7 @@ HOOK = "dashboard.shared.redaction.redact_sensitive_keys"
 DATA = {
     "w": 512,
     "password": SECRET,
-    "db": {"api_key": SECRET + "-nested", "host": "db1"},
+    "db": {"api_key": SECRET + "-nested", "host": "db-primary"},
 }
 
 
@@ -67,7 +67,7 @@ def test_page_and_edit_form_hide_redacted_template_data(
     for client in (viewer_client, operator_client):
         html = client.get(page_url(q)).content.decode()
         assert SECRET not in html
-        assert "&quot;w&quot;: 512" in html and "db1" in html
+        assert "&quot;w&quot;: 512" in html and "db-primary" in html
         assert REDACTED in html
     operator_html = operator_client.get(page_url(q)).content.decode()
     assert act(q, "nightly", "edit") in operator_html
@@ -180,7 +180,7 @@ def test_audit_rows_written_before_the_fix_are_redacted_when_shown(
     )
     html = viewer_client.get(reverse("bullpen:audit")).content.decode()
     assert "scheduler.pause" in html and SECRET not in html
-    assert "db1" in html
+    assert "db-primary" in html
 
 
 def hide_all(value: Any) -> Any:
@@ -197,7 +197,7 @@ def test_a_hook_that_hides_everything_keeps_the_data_on_save(
     q = Queue(qname, dashboard_redis)
     secret_scheduler(q)
     html = operator_client.get(page_url(q)).content.decode()
-    assert SECRET not in html and "db1" not in html
+    assert SECRET not in html and "db-primary" not in html
     form = {"every_ms": "30000", "name": "sync", "job_data": json.dumps(REDACTED)}
     assert hx_post(operator_client, act(q, "nightly", "edit"), form).status_code == 200
     s = q.get_job_scheduler("nightly")
