@@ -17,7 +17,6 @@ get, its variables named through gpu_workers/settings.py's table.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import secrets
 import signal
@@ -25,7 +24,6 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import redis
@@ -35,7 +33,7 @@ from dashboard.console.live import defaults as live_defaults
 from dashboard.shared import conf
 from dashboard.shared.conf import DEFAULTS, Conf, named
 from gpu_workers import Fleet
-from queues.devredis import RedisServer, port_taken
+from queues.devredis import RedisServer, ends_with_this_process, port_taken
 
 #: Seconds to wait for the dashboard to answer before printing the banner.
 UP_TIMEOUT_S = 30
@@ -171,30 +169,6 @@ def banner(lines: list[str]) -> str:
 #: loop also look here.
 _signalled: list[int] = []
 
-#: prctl(2)'s option that sets the signal a process gets when its parent dies.
-PR_SET_PDEATHSIG = 1
-
-
-def ends_with_this_process() -> Callable[[], None] | None:
-    """A preexec_fn for the processes make run starts: each gets SIGTERM when
-    make run dies, of a SIGKILL or an OOM kill too, where _stop never runs
-    (each lives in a session of its own, so nothing else would end it: the
-    whole stack ran on, holding the port). Linux only (prctl's parent-death
-    signal; elsewhere None). It follows the thread that started the child,
-    which here is the main thread, alive as long as make run."""
-    if not sys.platform.startswith("linux"):
-        return None
-    prctl = ctypes.CDLL(None, use_errno=True).prctl  # (looked up before a fork)
-    parent = os.getpid()
-
-    def preexec() -> None:
-        prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-        if os.getppid() != parent:  # it died before the line above
-            os._exit(1)
-
-    return preexec
-
-
 def _interrupt(signum: int, frame: object) -> None:
     """The first stop signal raises KeyboardInterrupt; a later one is only
     recorded: raised while the first unwound towards _stop (a signal sent
@@ -243,7 +217,7 @@ def main() -> int:
     exited = False
     try:
         if not env.get("REDIS_URL"):
-            server = RedisServer(preexec_fn=ends_with_this_process()).start()
+            server = RedisServer().start()  # (it ends with make run, as below)
             env["REDIS_URL"] = server.url
             print(f"started redis-server at {server.url} (no persistence)", flush=True)
         _start(env, c, procs)

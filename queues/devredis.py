@@ -4,6 +4,7 @@ and `make run`; never port 6379."""
 from __future__ import annotations
 
 import atexit
+import ctypes
 import os
 import shutil
 import signal
@@ -34,6 +35,33 @@ def interrupt_on_sigterm() -> None:
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, interrupt)
+
+
+#: prctl(2)'s option that sets the signal a process gets when its parent dies.
+PR_SET_PDEATHSIG = 1
+
+
+def ends_with_this_process() -> Callable[[], None] | None:
+    """A preexec_fn for a child that must not outlive this process: it gets
+    SIGTERM when this process dies, of a SIGKILL or an OOM kill too, where no
+    at-exit handler runs (make run's children, each in a session of its own;
+    a killed pytest's or bench's redis-servers). Linux only (prctl's
+    parent-death signal), and only from the main thread: the signal follows
+    the thread that started the child, and another thread may end first;
+    elsewhere None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    prctl = ctypes.CDLL(None, use_errno=True).prctl  # (looked up before a fork)
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:  # it died before the line above
+            os._exit(1)
+
+    return preexec
 
 
 def find_redis_server() -> str:
@@ -102,11 +130,8 @@ class RedisServer:
         port: int | None = None,
         extra_args: Sequence[str] = (),
         config: str = "",
-        preexec_fn: Callable[[], None] | None = None,
     ) -> None:
         self.port = port or free_port()
-        #: Run in the child before redis-server (make run's parent-death signal).
-        self.preexec_fn = preexec_fn
         #: Ports it picked itself (its own, a cluster bus port) may be picked
         #: again when another process took one before redis-server bound it.
         self._may_repick = port is None
@@ -180,7 +205,8 @@ class RedisServer:
             # Its own session: a Ctrl-C meant for `make run` must not stop Redis
             # before the workers have drained; stop() ends it last.
             start_new_session=True,
-            preexec_fn=self.preexec_fn,
+            # ...but not outlive a SIGKILLed process that started it.
+            preexec_fn=ends_with_this_process(),
         )
         # Ready when the server on the port answers as this process: one that
         # lost its port to another process exits, while the other may answer.

@@ -132,6 +132,44 @@ def test_a_script_that_dies_of_an_exception_leaves_no_redis_server() -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+#: A script that starts a RedisServer from a thread that then ends, and one
+#: from its main thread, prints whether the first outlived its thread and both
+#: pids, then dies of SIGKILL (no at-exit handler runs).
+KILLED = """
+import os, signal, threading, time
+from queues.devredis import RedisServer
+started = []
+thread = threading.Thread(target=lambda: started.append(RedisServer().start()))
+thread.start()
+thread.join()
+time.sleep(0.5)
+print("alive" if started[0].proc.poll() is None else "stopped", flush=True)
+server = RedisServer().start()
+print(server.proc.pid, started[0].proc.pid, flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux's")
+def test_a_sigkilled_process_leaves_no_redis_server_it_started() -> None:
+    """A SIGKILLed pytest or bench runs no at-exit handler, and its
+    redis-servers (each in a session of its own) ran on: now each gets
+    SIGTERM when the process dies (Linux's parent-death signal). That signal
+    follows the thread that started the server, so a server started from
+    another thread goes without it (and does not die with that thread)."""
+    done = _run(KILLED)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    outlived, pids = done.stdout.split("\n", 1)
+    pid, from_thread = (int(p) for p in pids.split())
+    try:
+        assert outlived == "alive"
+        wait_until(lambda: not _running(pid), 10, what="the redis-server to stop")
+    finally:
+        for left in (pid, from_thread):
+            if _running(left):
+                os.kill(left, signal.SIGKILL)
+
+
 #: Servers stopped, restarted and stopped again, one never started, a cluster.
 STOPS = """
 from queues.devredis import RedisClusterSet, RedisServer
