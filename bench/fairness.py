@@ -1,11 +1,11 @@
 """Fair turns between groups (docs/groups.md), measured on real Bullpen workers.
 
-    .venv/bin/python bench/fairness.py [--burst 5000] [--small 50] [--jobs 10000]
-        [--weighted 2000] [--concurrency 50] [--rounds 3] [--output FILE]
+    .venv/bin/python bench/fairness.py [--burst 5000] [--small 50] [--jobs 20000]
+        [--weighted 2000] [--concurrency 50] [--rounds 8] [--output FILE]
 
 One throwaway redis-server (a free port, no persistence) for (a)-(c), and one
-started for each (d) measurement, so that no spread runs on what another
-left behind; the jobs are no-op
+started for each (d) spread, so that no spread runs on what another left
+behind; the jobs are no-op
 jobs processed by ONE Bullpen worker in its own OS process
 (bench/bullpen_worker.py, an AsyncWorker at --concurrency). Every figure is
 read back from Redis (each job's timestamp, processedOn and finishedOn).
@@ -24,19 +24,22 @@ read back from Redis (each job's timestamp, processedOn and finishedOn).
   (c) weights   groups H (weight 3) and L (weight 1), --weighted jobs each,
                 both backlogged: H's finished jobs / L's while both have work.
                 Goal: within 5 % of 3.
-  (d) overhead  --jobs no-op jobs added first, then processed at
-                --concurrency: jobs/s (first processedOn to last finishedOn)
-                spread over 1, 100 and 10,000 groups against ungrouped jobs,
-                each round one grouped run and one ungrouped run back to back
-                (which goes first alternates): --rounds ratios per spread.
-                Goal: the median ratio of every spread >= 0.9x, and so the
-                ratio its time in the worker's scripts allows (ungrouped /
-                grouped, median of the rounds): jobs/s on a noisy VM can
-                pass by chance, the scripts' time seldom does.
+  (d) overhead  jobs/s of no-op jobs at --concurrency spread over 1, 100
+                and 10,000 groups against ungrouped jobs (first processedOn
+                to last finishedOn). Per spread, two queues on one server,
+                each with its worker (two processes, started once), take
+                turns in segments of --jobs jobs (added while the queue is
+                paused, then run with the other queue paused), ungrouped
+                first and last: --rounds grouped segments, each compared
+                with the mean of the ungrouped ones just before and after
+                it. Goal: the median ratio of every spread >= 0.9x, and so
+                the ratio its time in the worker's scripts allows
+                (ungrouped / grouped, median of the segments): jobs/s on a
+                noisy VM can pass by chance, the scripts' time seldom does.
 
 It prints a table of ratios with PASS/FAIL per goal and writes the figures to
 bench/results/fairness-<timestamp>.json (git-ignored). The default run takes
-about a minute on a 2-core machine.
+about two minutes on a 2-core machine.
 """
 
 from __future__ import annotations
@@ -213,70 +216,110 @@ def redis_cpu_s(r: redis.Redis) -> float:
     return float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
 
 
-def one_overhead(groups: int, args: argparse.Namespace) -> tuple[float, float, float]:
-    """One (d) measurement of --jobs no-op jobs spread over `groups` groups
-    (0: ungrouped) on a redis-server of its own, started for it: jobs/s, the
-    redis-server's CPU us per job and its us per job inside the worker's
-    scripts. A fresh server per measurement: on a shared one each spread
-    ran after another's keys were deleted, and that history moved the
-    figures (an ungrouped run after grouped ones took 10-15 % longer in its
-    scripts), in a pattern the order of the spreads then fixed."""
-    server = RedisServer().start()
-    try:
-        url = server.url
-        r = redis.Redis.from_url(url, decode_responses=True)
-        q = Queue(f"fair-overhead-{groups}", connection=url)
-        ids = add_jobs(q, groups, args.jobs)
-        r.config_resetstat()
-        before = redis_cpu_s(r)
-        with worker(url, q.name, args.concurrency):
-            wait_done(q, len(ids))
-        used = redis_cpu_s(r) - before
-        scripts = script_usec(r.info("commandstats"))
-        stamps = times(r, q, ids)
-        q.close()
-        r.close()
-    finally:
-        server.stop()
+def segment(
+    r: redis.Redis, q: Queue, groups: int, jobs: int
+) -> tuple[float, float, float]:
+    """One (d) segment on `q` (paused, its worker idle): `jobs` no-op jobs
+    spread over `groups` groups (0: ungrouped) added, the queue resumed
+    until they are done, paused again and its completed jobs deleted.
+    Returns jobs/s (first processedOn to last finishedOn), the
+    redis-server's CPU us per job and its us per job inside scripts."""
+    ids = add_jobs(q, groups, jobs)
+    r.config_resetstat()
+    before = redis_cpu_s(r)
+    resumed_ms = time.time() * 1000
+    q.resume()
+    wait_done(q, len(ids))
+    q.pause()
+    used = redis_cpu_s(r) - before
+    scripts = script_usec(r.info("commandstats"))
+    stamps = times(r, q, ids)
+    if min(t[1] for t in stamps) < resumed_ms - 1:
+        raise BenchError(f"{q.name}: jobs started while the queue was paused")
+    q.clean(0, 0, "completed")
     span_ms = max(t[2] for t in stamps) - min(t[1] for t in stamps)
     n = len(ids)
     return n / max(span_ms, 1) * 1000, used * 1e6 / n, scripts / n
 
 
+def against_neighbours(
+    timeline: Sequence[tuple[int, float]], grouped: int
+) -> list[float]:
+    """Each grouped segment's figure over the mean of the ungrouped segments
+    just before and after it (time order, the queues alternating): a drift
+    of the machine's speed over the three segments cancels to first order."""
+    out = []
+    for i, (g, value) in enumerate(timeline):
+        if g != grouped:
+            continue
+        near = [
+            timeline[j][1]
+            for j in (i - 1, i + 1)
+            if 0 <= j < len(timeline) and timeline[j][0] != grouped
+        ]
+        out.append(value / statistics.fmean(near))
+    return out
+
+
+def one_spread(groups: int, args: argparse.Namespace) -> dict[str, list[float]]:
+    """(d) for one spread: a redis-server of its own holding two queues, an
+    ungrouped one and one over `groups` groups, each with its worker process
+    (bench/bullpen_worker.py at --concurrency) started once. The queues take
+    turns, ungrouped first and last (--rounds grouped segments, one more
+    ungrouped); a queue waits paused while the other runs. Segments seconds
+    apart meet the same machine: separate runs a minute apart (this bench's
+    method until 2026-12-07) moved by a third on this VM, round to round."""
+    server = RedisServer().start()
+    try:
+        url = server.url
+        r = redis.Redis.from_url(url, decode_responses=True)
+        queues = {0: Queue("fair-ungrouped", connection=url)}
+        queues[groups] = Queue(f"fair-{groups}-groups", connection=url)
+        for q in queues.values():
+            q.pause()
+        found: dict[str, list[float]] = {"0": [], str(groups): []}
+        timeline: list[tuple[int, tuple[float, float, float]]] = []
+        with worker(url, queues[0].name, args.concurrency):
+            with worker(url, queues[groups].name, args.concurrency):
+                # U G U G ... U: every grouped segment between two ungrouped.
+                for g in [0, *[groups, 0] * args.rounds]:
+                    timeline.append((g, segment(r, queues[g], g, args.jobs)))
+        for q in queues.values():
+            q.close()
+        r.close()
+    finally:
+        server.stop()
+    for i, key in enumerate(("rates", "cpu", "scripts")):
+        for g, figures in timeline:
+            found.setdefault(f"{key}:{g}", []).append(figures[i])
+    rates = [(g, f[0]) for g, f in timeline]
+    # Scripts' time: ungrouped / grouped, the jobs/s it allows.
+    per_job = [(g, 1 / f[2]) for g, f in timeline]
+    found["ratios"] = against_neighbours(rates, groups)
+    found["script_ratios"] = against_neighbours(per_job, groups)
+    return found
+
+
 def overhead(args: argparse.Namespace) -> dict[str, Any]:
-    """(d): each round measures every grouped spread (1, 100, 10,000 groups)
-    back to back with an ungrouped run, in turn first and second, so that each
-    ratio compares two runs seconds apart (this VM's speed drifts by a third
-    over a minute). The verdict is the median of the rounds' ratios; the
-    range is shown beside it. Also the redis-server's CPU per job and the
-    time per job inside the worker's scripts (medians): the scripts' share is
-    the steadier figure of what groups cost Redis, and the jobs/s it allows
-    (ungrouped scripts' time / grouped, per round) must meet the goal too."""
-    ratios: dict[str, list[float]] = {}
-    script_ratios: dict[str, list[float]] = {}
-    rates: dict[str, list[float]] = {}
-    cpu: dict[str, list[float]] = {}
-    script: dict[str, list[float]] = {}
-    for round_no in range(args.rounds):
-        for groups in (1, 100, 10_000):
-            pair = (0, groups) if round_no % 2 == 0 else (groups, 0)
-            found = {g: one_overhead(g, args) for g in pair}
-            for g, (rate, us, in_scripts) in found.items():
-                rates.setdefault(str(g), []).append(rate)
-                cpu.setdefault(str(g), []).append(us)
-                script.setdefault(str(g), []).append(in_scripts)
-            ratios.setdefault(str(groups), []).append(found[groups][0] / found[0][0])
-            # What the scripts' time per job allows: ungrouped / grouped.
-            script_ratios.setdefault(str(groups), []).append(
-                found[0][2] / max(found[groups][2], 1e-9)
-            )
-    return {
-        "ratios": ratios,
-        "script_ratios": script_ratios,
-        "jobs_per_s": rates,
-        "redis_us": {k: statistics.median(v) for k, v in cpu.items()},
-        "script_us": {k: statistics.median(v) for k, v in script.items()},
-    }
+    """(d): for 1, 100 and 10,000 groups, the grouped queue's segments
+    against the ungrouped queue's beside them (one_spread), per spread: the
+    ratios of jobs/s and of the time in the worker's scripts, and the
+    segments' jobs/s, redis-server CPU and scripts' time per job, ungrouped
+    ("0") and grouped ("g"). The verdict is the median of a spread's ratios;
+    the scripts' share is the steadier figure of what groups cost Redis, and
+    the jobs/s it allows (ungrouped scripts' time / grouped) must meet the
+    goal too."""
+    out: dict[str, Any] = {}
+    for groups in (1, 100, 10_000):
+        found = one_spread(groups, args)
+        spread: dict[str, Any] = {
+            "ratios": found["ratios"],
+            "script_ratios": found["script_ratios"],
+        }
+        for key in ("rates", "cpu", "scripts"):
+            spread[key] = {"0": found[f"{key}:0"], "g": found[f"{key}:{groups}"]}
+        out[str(groups)] = spread
+    return out
 
 
 def verdict(ok: bool) -> str:
@@ -306,33 +349,29 @@ def report(a: dict[str, Any], c: dict[str, Any], d: dict[str, Any]) -> list[str]
         f"(c) weights 3:1: H {c['H']} / L {c['L']} jobs = "
         f"{ratio if ratio is None else round(ratio, 3)} (goal 3 +/- 5 %)  {verdict(ok)}"
     )
-    us = d["redis_us"]
-    rates = d["jobs_per_s"]
     for groups in ("1", "100", "10000"):
-        ratios = d["ratios"][groups]
+        spread = d[groups]
+        ratios = spread["ratios"]
         x = statistics.median(ratios)
-        allowed = statistics.median(d["script_ratios"][groups])
+        allowed = statistics.median(spread["script_ratios"])
+        rates, cpu, scripts = (
+            {k: statistics.median(v) for k, v in spread[key].items()}
+            for key in ("rates", "cpu", "scripts")
+        )
         lines.append(
-            f"(d) {int(groups):>6,} groups: {statistics.median(rates[groups]):,.0f} "
-            f"jobs/s, {x:.3f}x ungrouped (median of {len(ratios)} paired rounds, "
-            f"range {min(ratios):.3f}-{max(ratios):.3f}); the scripts' time allows "
-            f"{allowed:.3f}x (goal: both >= 0.9x)  {verdict(min(x, allowed) >= 0.9)}"
+            f"(d) {int(groups):>6,} groups: {rates['g']:,.0f} jobs/s, {x:.3f}x "
+            f"ungrouped (median of {len(ratios)} segments, range {min(ratios):.3f}-"
+            f"{max(ratios):.3f}); the scripts' time allows {allowed:.3f}x "
+            f"(goal: both >= 0.9x)  {verdict(min(x, allowed) >= 0.9)}"
+        )
+        lines.append(
+            f"    its ungrouped queue {rates['0']:,.0f} jobs/s; per job (us, median), "
+            f"ungrouped / grouped: redis-server CPU {cpu['0']:.1f} / {cpu['g']:.1f}, "
+            f"in the worker's scripts {scripts['0']:.1f} / {scripts['g']:.1f}"
         )
     lines.append(
-        "    ungrouped "
-        f"{statistics.median(rates['0']):,.0f} jobs/s; redis-server CPU per job (us, "
-        f"median): ungrouped {us['0']:.0f}, "
-        + ", ".join(f"{int(g):,} groups {us[g]:.0f}" for g in ("1", "100", "10000"))
-        + " (Redis shares this machine's CPU with the worker: its CPU per job"
-        " bounds the jobs/s)"
-    )
-    sc = d["script_us"]
-    lines.append(
-        f"    in the worker's scripts (us per job, median): ungrouped {sc['0']:.1f}, "
-        + ", ".join(
-            f"{int(g):,} groups {sc[g]:.1f} ({sc[g] / sc['0']:.2f}x)"
-            for g in ("1", "100", "10000")
-        )
+        "    (Redis shares this machine's CPU with the worker: its CPU per job "
+        "bounds the jobs/s)"
     )
     return lines
 
@@ -345,10 +384,13 @@ def main() -> int:
     parser.add_argument("--burst", type=int, default=5000, help="group A's jobs")
     parser.add_argument("--small", type=int, default=50, help="jobs of each of B-E")
     parser.add_argument("--weighted", type=int, default=2000, help="jobs of H and L")
-    parser.add_argument("--jobs", type=int, default=10_000, help="jobs per (d) run")
+    parser.add_argument("--jobs", type=int, default=20_000, help="jobs per (d) segment")
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument(
-        "--rounds", type=int, default=3, help="(d) paired rounds, median kept"
+        "--rounds",
+        type=int,
+        default=8,
+        help="(d) grouped segments per spread, median kept",
     )
     parser.add_argument("--output", help="the JSON file (default bench/results/)")
     args = parser.parse_args()
