@@ -19,6 +19,15 @@ from queues.devredis import free_port, port_taken
 
 T = TypeVar("T")
 
+#: How far a claim's time as tests read it, its `active` event's stream id
+#: (Redis's clock, whole ms), may trail the moment the claim script counted
+#: it in a limiter, whose window opens then: a ms for rounding, and the time
+#: Redis spends in the script between the two (µs, unless a loaded machine
+#: preempts Redis there: in the suite on two cores, once, a group's
+#: window-opening claim read late enough that its next window's claims fell
+#: within `duration` of it).
+CLAIM_CLOCK_SLACK_MS = 50
+
 
 def wait_until(
     predicate: Callable[[], T],

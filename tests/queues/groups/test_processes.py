@@ -15,7 +15,7 @@ import redis
 from queues import Queue
 from queues.groups import group_active_count
 from tests.faults import grouped, harness
-from tests.helpers import wait_until
+from tests.helpers import CLAIM_CLOCK_SLACK_MS, wait_until
 
 PROCESSES = 4
 SLOTS = 8  # per process: 32 slots for 20 groups, so caps bind
@@ -122,14 +122,15 @@ def _windows(claims: list[int], duration_ms: int) -> list[int]:
     """Claims per limiter window, the windows as the limiter makes them: one
     opens at a claim when none is open and lasts `duration_ms`. Redis expires
     the limiter key when its clock passes the window's end; the window here
-    is 2 ms shorter, for the ms rounding of the stream id against the
-    expiry's clock (the same clock: no skew between processes enters)."""
+    is CLAIM_CLOCK_SLACK_MS shorter, for how far a claim's stream id may
+    trail its count in the limiter (the same clock: no skew between
+    processes enters)."""
     counts: list[int] = []
     end = None
     for ms in sorted(claims):
         if end is None or ms >= end:
             counts.append(0)
-            end = ms + duration_ms - 2
+            end = ms + duration_ms - CLAIM_CLOCK_SLACK_MS
         counts[-1] += 1
     return counts
 
@@ -160,7 +161,9 @@ def test_group_rate_limit_holds_across_processes(
         assert max(windows) <= rate_max, (g, windows)
         # 12 claims at rate_max a window need ceil(12 / rate_max) windows.
         full = -(-12 // rate_max) - 1
-        assert max(claims[g]) - min(claims[g]) >= full * duration - 2, g
+        assert (
+            max(claims[g]) - min(claims[g]) >= full * duration - CLAIM_CLOCK_SLACK_MS
+        ), g
     runs = grouped.read_runs(redis_url, qname)
     assert len(runs) == len(jobs)
     assert grouped.group_problems(redis_url, qname) == []

@@ -9,7 +9,7 @@ from typing import Any
 import redis
 
 from queues import Job, Queue, defaults
-from tests.helpers import wait_until
+from tests.helpers import CLAIM_CLOCK_SLACK_MS, wait_until
 from tests.queues.worker.helpers import (
     WorkerProcess,
     gaps,
@@ -19,10 +19,10 @@ from tests.queues.worker.helpers import (
     worker_thread,
 )
 
-#: A claim's time is its `active` event's stream id: Redis's clock, in whole
-#: ms, as the window's expiry is; a window may open up to this much before the
-#: previous one's first claim + duration (rounding).
-CLOCK_SLACK_MS = 2
+#: A claim's time is its `active` event's stream id: Redis's clock, as the
+#: window's expiry is; a window may open up to this much before the previous
+#: one's first claim + duration, as the tests read them.
+CLOCK_SLACK_MS = CLAIM_CLOCK_SLACK_MS
 
 
 def _starts(q: Queue, ids: list[str]) -> list[int]:
