@@ -277,7 +277,6 @@ def one_spread(groups: int, args: argparse.Namespace) -> dict[str, list[float]]:
         queues[groups] = Queue(f"fair-{groups}-groups", connection=url)
         for q in queues.values():
             q.pause()
-        found: dict[str, list[float]] = {"0": [], str(groups): []}
         timeline: list[tuple[int, tuple[float, float, float]]] = []
         with worker(url, queues[0].name, args.concurrency):
             with worker(url, queues[groups].name, args.concurrency):
@@ -289,6 +288,7 @@ def one_spread(groups: int, args: argparse.Namespace) -> dict[str, list[float]]:
         r.close()
     finally:
         server.stop()
+    found: dict[str, list[float]] = {}
     for i, key in enumerate(("rates", "cpu", "scripts")):
         for g, figures in timeline:
             found.setdefault(f"{key}:{g}", []).append(figures[i])
