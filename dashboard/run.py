@@ -169,6 +169,7 @@ def banner(lines: list[str]) -> str:
 #: loop also look here.
 _signalled: list[int] = []
 
+
 def _interrupt(signum: int, frame: object) -> None:
     """The first stop signal raises KeyboardInterrupt; a later one is only
     recorded: raised while the first unwound towards _stop (a signal sent

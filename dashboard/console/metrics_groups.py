@@ -25,7 +25,8 @@ from dashboard.shared import conf
 from dashboard.shared.discovery import QueueRef
 from queues import codec, ops
 from queues.drive import cmd, gather
-from queues.groups import GroupInfo, GroupSummary, page_groups, summary
+from queues.group_types import GroupInfo, GroupSummary
+from queues.groups import page_groups, summary
 from queues.keys import QueueKeys
 
 #: The `group` label of the series adding up every group past the top N.

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from queues.drive import gather
-from queues.groups import GroupInfo, group_ranks, group_turns, read_groups
+from queues.group_types import GroupInfo
+from queues.groups import group_ranks, group_turns, read_groups
 from queues.keys import QueueKeys
 from queues.ops import Op
 

@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from dashboard.console.models import AuditEntry
 from queues import Queue
-from queues.groups import GroupSettings
+from queues.group_types import GroupSettings
 from tests.dashboard.conftest import client_for, user_in
 from tests.dashboard.helpers import hx_post, job_url, queue_url
 from tests.queues.groups.helpers import finish_grouped

@@ -28,7 +28,7 @@ from typing import Any
 import redis
 
 from queues import Job, Queue
-from queues.groups import group_active_count
+from queues.group_types import group_active_count
 
 #: The `--processor` path of `record`.
 PROCESSOR = "tests.faults.grouped:record"

@@ -13,7 +13,7 @@ from dashboard.shared.discovery import QueueRef
 from dashboard.shared.redis import client, queue
 from gpu_workers.quota import QUOTA_HOLD, Quota, Quotas
 from queues import Job, ops
-from queues.groups import GroupInfo, GroupSettings, GroupSummary
+from queues.group_types import GroupInfo, GroupSettings, GroupSummary
 from queues.names import GROUP_ID_RULE, is_group_id
 
 __all__ = ["GROUP_ID_RULE"]

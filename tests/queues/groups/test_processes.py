@@ -13,7 +13,7 @@ import pytest
 import redis
 
 from queues import Queue
-from queues.groups import group_active_count
+from queues.group_types import group_active_count
 from tests.faults import grouped, harness
 from tests.helpers import CLAIM_CLOCK_SLACK_MS, wait_until
 
