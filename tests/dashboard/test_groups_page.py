@@ -83,6 +83,31 @@ def test_panel_lists_summary_and_largest_backlogs(
     assert 'id="groups"' not in admin_client.get(queue_url(plain)).content.decode()
 
 
+def test_a_group_at_its_concurrency_says_so(
+    dashboard_redis: str, admin_client: Client, qname: str
+) -> None:
+    """A group whose jobs wait because as many of them run as its concurrency
+    allows reads "at concurrency" (n of n running), as its jobs' waiting
+    reason says, not "taking turns"; a group without a cap still takes turns,
+    and so does the capped one once a slot is free again."""
+    q = Queue(qname, dashboard_redis)
+    add_groups(q, {"capped": 3, "free": 3})
+    q.set_group("capped", concurrency=1)
+    taken = claimed(move_to_active(q, count=2))  # one of each
+    assert sorted(t[2]["gid"] for t in taken) == ["capped", "free"]
+    for url in (queue_url(q), groups_url(q), group_url(q, "capped")):
+        html = admin_client.get(url).content.decode()
+        assert ">at concurrency</span>" in html, url
+        assert "1 of 1 running" in html, url
+    html = admin_client.get(groups_url(q)).content.decode()
+    assert re.search(r'data-group="capped" data-group-state="at-concurrency"', html)
+    assert re.search(r'data-group="free" data-group-state="ready"', html)
+    finish_grouped(q, [t for t in taken if t[2]["gid"] == "capped"])
+    html = admin_client.get(groups_url(q)).content.decode()
+    assert re.search(r'data-group="capped" data-group-state="ready"', html)
+    assert ">at concurrency</span>" not in html
+
+
 def test_a_group_whose_jobs_run_stays_listed_once_forgotten(
     dashboard_redis: str, admin_client: Client, qname: str
 ) -> None:

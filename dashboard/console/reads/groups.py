@@ -33,7 +33,8 @@ class GroupRow:
     """One group as a row shows it: its state in words and when it changes."""
 
     info: GroupInfo
-    #: "paused", "held", "rate-limited" or "" (taking turns).
+    #: "paused", "held", "rate-limited", "at-concurrency" (jobs wait, as
+    #: many of its jobs run as its concurrency allows) or "" (taking turns).
     state: str
     #: Epoch ms the hold or the rate window ends (None: no end known).
     until_ms: int | None
@@ -61,6 +62,10 @@ def row(info: GroupInfo, now_ms: int) -> GroupRow:
         return GroupRow(info, "held", info.hold_until_ms)
     if limited is not None and limited > now_ms:
         return GroupRow(info, "rate-limited", limited)
+    # As its jobs' waiting reason says (gpu_workers/waiting/groups.py).
+    capped = info.concurrency is not None and info.active >= info.concurrency
+    if info.waiting and capped:
+        return GroupRow(info, "at-concurrency", None)
     return GroupRow(info, "", None)
 
 
