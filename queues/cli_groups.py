@@ -10,6 +10,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import codec
+from .group_types import GroupInfo
+from .ops import now_ms
 from .queue import Queue
 
 Command = Callable[[Queue, argparse.Namespace], None]
@@ -18,25 +20,18 @@ SETTINGS = ("weight", "concurrency", "rate_max", "rate_duration_ms")
 CLEAR_HELP = "; 'none' clears it (the default applies)"
 
 
-def _fields(info: Any) -> dict[str, Any]:
-    """A GroupInfo (a dataclass) as a dict."""
-    if dataclasses.is_dataclass(info) and not isinstance(info, type):
-        return dataclasses.asdict(info)
-    return dict(vars(info))
+def _fields(info: GroupInfo) -> dict[str, Any]:
+    """A GroupInfo as a dict, with its state in one word (GroupInfo.state)."""
+    return {**dataclasses.asdict(info), "state": info.state(now_ms())}
 
 
 def _show(value: Any) -> str:
     return "-" if value is None else str(value)
 
 
-def _state(info: Any) -> str:
-    if getattr(info, "paused", False):
-        return "paused"
-    if getattr(info, "hold", None):
-        return f"held ({info.hold})"
-    if getattr(info, "in_rotation", False):
-        return "ready"
-    return "running" if getattr(info, "active", 0) else "idle"
+def _state(info: GroupInfo) -> str:
+    state = info.state(now_ms())
+    return f"held ({info.hold})" if state == "held" else state
 
 
 def cmd_groups(queue: Queue, args: argparse.Namespace) -> None:
@@ -64,7 +59,7 @@ def cmd_groups(queue: Queue, args: argparse.Namespace) -> None:
     print(f"{total} groups")
 
 
-def _one(queue: Queue, group: str) -> Any:
+def _one(queue: Queue, group: str) -> GroupInfo:
     info = queue.get_group(group)
     if info is None:
         raise ValueError(f"queue {queue.name!r} has no group {group!r}")

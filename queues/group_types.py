@@ -101,6 +101,26 @@ class GroupInfo:
     in_rotation: bool
     own: GroupSettings = field(default_factory=GroupSettings)
 
+    @property
+    def at_concurrency(self) -> bool:
+        """Whether as many of its jobs run as its concurrency allows."""
+        return self.concurrency is not None and self.active >= self.concurrency
+
+    def state(self, now_ms: int) -> str:
+        """What the group does, in one word (the pages' and the CLI's):
+        `paused`; `held`; `rate-limited` (its window is full); jobs wait and
+        `at-concurrency` (as many run as it allows) or `ready` (they take
+        turns); nothing waits and `running` (its jobs run) or `idle`."""
+        if self.paused:
+            return "paused"
+        if self.hold:
+            return "held"
+        if self.limited_until_ms is not None and self.limited_until_ms > now_ms:
+            return "rate-limited"
+        if self.waiting:
+            return "at-concurrency" if self.at_concurrency else "ready"
+        return "running" if self.active else "idle"
+
 
 @dataclass(frozen=True)
 class GroupSummary:

@@ -145,7 +145,7 @@ def group_reasons(g: GroupFacts, now_ms: int) -> list[WaitingReason]:
             )
         if info.hold:
             found.append(_held(g, info, now_ms))
-        if info.concurrency is not None and info.active >= info.concurrency:
+        if info.at_concurrency:
             found.append(
                 WaitingReason(
                     "group_concurrency",

@@ -57,14 +57,27 @@ def test_add_group_and_list_groups(redis_url: str, queue: Queue) -> None:
 
 def test_groups_name_each_state(redis_url: str, queue: Queue) -> None:
     """`groups` says which groups take turns (ready), which are paused, which
-    only run jobs (running: nothing waits, maybe forgotten by the index)."""
-    for group in ("solo", "busy", "busy", "stopped"):
+    wait for one of their running jobs to end (at-concurrency, as their jobs'
+    waiting reason says), which only run jobs (running: nothing waits, maybe
+    forgotten by the index); `group` says it too, in JSON as well."""
+    for group in ("solo", "busy", "busy", "stopped", "capped", "capped"):
         queue.add("job", {}, group=group)
     queue.pause_group("stopped")
-    assert len(claimed(move_to_active(queue, count=2))) == 2  # solo's, busy's
+    queue.set_group("capped", concurrency=1)
+    assert len(claimed(move_to_active(queue, count=3))) == 3  # solo, busy, capped
     table = ok(cli(redis_url, "groups", queue.name)).splitlines()
     states = {row.split()[0]: row.split()[-1] for row in table[1:-1]}
-    assert states == {"busy": "ready", "stopped": "paused", "solo": "running"}
+    assert states == {
+        "busy": "ready",
+        "stopped": "paused",
+        "solo": "running",
+        "capped": "at-concurrency",
+    }
+    assert "state:            at-concurrency" in ok(
+        cli(redis_url, "group", queue.name, "capped")
+    )
+    shown = json.loads(ok(cli(redis_url, "groups", queue.name, "--json")))
+    assert {g["id"]: g["state"] for g in shown} == states
 
 
 def test_group_set_pause_resume(redis_url: str, queue: Queue) -> None:

@@ -33,8 +33,8 @@ class GroupRow:
     """One group as a row shows it: its state in words and when it changes."""
 
     info: GroupInfo
-    #: "paused", "held", "rate-limited", "at-concurrency" (jobs wait, as
-    #: many of its jobs run as its concurrency allows) or "" (taking turns).
+    #: GroupInfo.state(): "paused", "held", "rate-limited", "at-concurrency",
+    #: "ready" (taking turns), "running" or "idle".
     state: str
     #: Epoch ms the hold or the rate window ends (None: no end known).
     until_ms: int | None
@@ -55,18 +55,9 @@ class GroupRow:
 
 def row(info: GroupInfo, now_ms: int) -> GroupRow:
     """A GroupInfo with its state named (pause first: it outlasts a hold)."""
-    limited = info.limited_until_ms
-    if info.paused:
-        return GroupRow(info, "paused", None)
-    if info.hold:
-        return GroupRow(info, "held", info.hold_until_ms)
-    if limited is not None and limited > now_ms:
-        return GroupRow(info, "rate-limited", limited)
-    # As its jobs' waiting reason says (gpu_workers/waiting/groups.py).
-    capped = info.concurrency is not None and info.active >= info.concurrency
-    if info.waiting and capped:
-        return GroupRow(info, "at-concurrency", None)
-    return GroupRow(info, "", None)
+    state = info.state(now_ms)
+    ends = {"held": info.hold_until_ms, "rate-limited": info.limited_until_ms}
+    return GroupRow(info, state, ends.get(state))
 
 
 @dataclass
