@@ -123,6 +123,21 @@ GROUP: dict[str, Any] = {
         "hold_info": {},
         "limited_until_ms": _INT_OR_NULL,
         "in_rotation": {"type": "boolean"},
+        "state": {
+            "type": "string",
+            "enum": [
+                "paused",
+                "held",
+                "rate-limited",
+                "at-concurrency",
+                "ready",
+                "running",
+                "idle",
+            ],
+            "description": "What the group does, as the dashboard and the CLI say "
+            "it: jobs wait at-concurrency (as many run as it allows) or ready "
+            "(taking turns); nothing waits: running or idle.",
+        },
         "own": {
             "$ref": "#/components/schemas/GroupSettings",
             "description": "What the group sets itself; the other setting "

@@ -67,6 +67,7 @@ def test_read_one_group_and_404(q: Queue) -> None:
     api = client()
     body = api.get(f"/api/v1/queues/{q.name}/groups/mid/a").json()
     assert body["id"] == "mid/a" and body["waiting"] == 2 and body["paused"] is False
+    assert body["state"] == "ready"
     missing = api.get(f"/api/v1/queues/{q.name}/groups/nobody")
     assert missing.status_code == 404
     assert missing.json()["error"]["code"] == "group_not_found"
@@ -91,7 +92,8 @@ def test_set_clear_pause_resume_audited(q: Queue) -> None:
     cleared = patch(api, url, {"concurrency": None}).json()
     assert cleared["concurrency"] is None and cleared["own"]["concurrency"] is None
     assert cleared["weight"] == 3
-    assert patch(api, url, {"paused": True}).json()["paused"] is True
+    paused = patch(api, url, {"paused": True}).json()
+    assert paused["paused"] is True and paused["state"] == "paused"
     info = q.get_group("acme")
     assert info is not None and info.paused
     assert patch(api, url, {"paused": False}).json()["paused"] is False

@@ -13,8 +13,9 @@ from django.http import HttpRequest, HttpResponse
 
 from dashboard.shared import audit
 from gpu_workers.quota import Quota, Quotas
-from queues import Queue
+from queues import Queue, ops
 from queues.exceptions import QueueError
+from queues.group_types import GroupInfo
 
 from ...shared import conf
 from .. import store
@@ -59,7 +60,9 @@ def quota_body(quota: Quota | None) -> dict[str, Any] | None:
     }
 
 
-def group_body(queue: str, info: Any, quota: Quota | None = None) -> dict[str, Any]:
+def group_body(
+    queue: str, info: GroupInfo, quota: Quota | None = None
+) -> dict[str, Any]:
     """A GroupInfo (and its quota) as the API shows it."""
     body: dict[str, Any] = {"id": info.id, "queue": queue}
     for name in (
@@ -76,6 +79,7 @@ def group_body(queue: str, info: Any, quota: Quota | None = None) -> dict[str, A
         body[name] = getattr(info, name, None)
     body["paused"] = bool(body["paused"])
     body["in_rotation"] = bool(body["in_rotation"])
+    body["state"] = info.state(ops.now_ms())
     body["own"] = _settings_body(getattr(info, "own", None))
     body["quota"] = quota_body(quota)
     return body
