@@ -123,6 +123,17 @@ class GroupInfo:
 
 
 @dataclass(frozen=True)
+class GroupSearch:
+    """The groups whose id holds a text (Queue.find_groups): the first
+    `groups` by backlog, how many `matched`, and whether the search went
+    through the whole index (`complete`; else `matched` is a lower bound)."""
+
+    groups: list[GroupInfo]
+    matched: int
+    complete: bool
+
+
+@dataclass(frozen=True)
 class GroupSummary:
     """A queue's groups in totals."""
 

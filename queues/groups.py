@@ -10,6 +10,7 @@ queues/group_types.py.
 
 from __future__ import annotations
 
+import heapq
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
@@ -21,6 +22,7 @@ from .group_types import (
     SETTING_FIELDS,
     UNSET,
     GroupInfo,
+    GroupSearch,
     GroupSettings,
     GroupSummary,
     _limit,
@@ -38,6 +40,10 @@ Q = TypeVar("Q", bound=Driver)
 #: How many ids of `active` a read of groups looks at to count the running
 #: jobs of groups that keep no count (those under no limit).
 RUNNING_SCAN = 10_000
+#: A search of groups by part of their id: ZSCAN calls of the index (each
+#: about SEARCH_PAGE entries) before it answers with what it found so far.
+SEARCH_PAGE = 1_000
+SEARCH_CALLS = 100
 
 
 def _hold_info(text: str | None) -> dict[str, Any]:
@@ -207,6 +213,38 @@ def _page(
     return (yield from read_groups(keys, ids, now))
 
 
+def find_groups(
+    keys: QueueKeys, text: str, limit: int, now: int, calls: int = SEARCH_CALLS
+) -> Op[GroupSearch]:
+    """The known groups whose id holds `text` (a valid group id fragment, so
+    no glob character): the `limit` first in the index's order (largest
+    backlog first, as get_groups), read, and how many matched. The index is
+    scanned at most `calls` ZSCAN pages; groups it forgot while their jobs
+    run are not searched (their jobs' pages name them)."""
+    pattern = f"*{text}*"
+    scores: dict[str, float] = {}  # (a ZSCAN may answer an entry twice)
+    cursor = "0"
+    for _ in range(calls):
+        cursor, page = yield Cmd(
+            ("ZSCAN", keys.groups_index, cursor, "MATCH", pattern, "COUNT", SEARCH_PAGE)
+        )
+        scores.update(_scanned(page))
+        if str(cursor) == "0":
+            break
+    # (ZREVRANGE's order: score, then id, both descending)
+    best = heapq.nlargest(limit, scores, key=lambda g: (scores[g], g))
+    found = yield from read_groups(keys, best, now)
+    return GroupSearch(found, len(scores), str(cursor) == "0")
+
+
+def _scanned(page: Any) -> list[tuple[str, float]]:
+    """A ZSCAN page's (member, score) pairs, from a flat member, score list
+    or the pairs a client's reply parser makes (redis-py's)."""
+    if page and isinstance(page[0], (tuple, list)):
+        return [(m, float(score)) for m, score in page]
+    return [(m, float(score)) for m, score in zip(page[::2], page[1::2])]
+
+
 def count_groups(keys: QueueKeys) -> Op[int]:
     """How many groups the queue has: those the index lists, and those it
     forgot while their jobs run."""
@@ -319,6 +357,16 @@ class GroupMethods(MakesJobs[Q]):
         """One group, or None when the queue has never seen it."""
         validate_group_id(group)
         return _one(read_groups(self.keys, [group], now_ms()))
+
+    @op_method
+    def find_groups(self, text: str, limit: int = 20) -> Op[GroupSearch]:
+        """The groups whose id holds `text`: the `limit` with the largest
+        backlogs (as get_groups orders them), how many matched, and whether
+        the whole index was searched (SEARCH_CALLS pages of it at most)."""
+        validate_group_id(text)
+        if limit < 1:
+            raise ValueError("limit must be >= 1")
+        return find_groups(self.keys, text, limit, now_ms())
 
     @op_method
     def get_groups(self, start: int = 0, end: int = 19) -> Op[list[GroupInfo]]:

@@ -213,10 +213,33 @@ def test_search_finds_a_group_by_id(
     missing = admin_client.get(groups_url(q), {"id": "nope"})
     assert missing.status_code == 404
     said = missing.content.decode()
-    assert f"bull:{qname} has no group &#x27;nope&#x27;" in said
+    assert f"bull:{qname} has no group &#x27;nope&#x27;, nor one whose id" in said
     odd = admin_client.get(groups_url(q), {"id": "<script>x</script>"})
     assert odd.status_code == 404
     assert b"<script>x" not in odd.content and b"is not a group id" in odd.content
+
+
+def test_search_lists_the_groups_whose_id_holds_the_text(
+    dashboard_redis: str, admin_client: Client, qname: str
+) -> None:
+    """Text that is no group's whole id lists the groups whose id holds it,
+    largest backlog first (as the page of every group), with their actions
+    and how many matched; no pager."""
+    q = Queue(qname, dashboard_redis)
+    add_groups(q, {"acme@eu": 1, "acme@us": 3, "beta": 2, "old-acme": 2})
+    found = admin_client.get(groups_url(q), {"id": "acme"})
+    assert found.status_code == 200
+    html = found.content.decode()
+    assert shown_groups(html) == ["acme@us", "old-acme", "acme@eu"]
+    assert shown_groups(html) == [g.id for g in q.get_groups(0, -1) if "acme" in g.id]
+    note = html[html.index('id="group-matches"') :]
+    note = note[: note.index("</p>")]
+    assert "3 groups whose id holds <code>acme</code>" in note, note
+    assert "largest backlogs" not in note  # (all three are listed)
+    assert f'action="{group_url(q, "old-acme", "pause")}"' in html
+    # An action goes back to this search; no pager.
+    assert f'name="next" value="{groups_url(q)}?id=acme"' in html
+    assert 'aria-label="Pages"' not in html
 
 
 def test_pause_and_resume_are_audited_and_need_operate(

@@ -108,6 +108,24 @@ def groups_page(ref: QueueRef, page_no: int, size: int) -> tuple[list[GroupRow],
     return with_quotas(ref, rows), total
 
 
+@dataclass
+class GroupMatches:
+    """The groups whose id holds a text, as the page of every group lists
+    them (Queue.find_groups)."""
+
+    rows: list[GroupRow]
+    matched: int
+    complete: bool
+
+
+def find_groups(ref: QueueRef, text: str, limit: int) -> GroupMatches:
+    """The `limit` groups with the largest backlogs whose id holds `text`."""
+    found = queue(ref.prefix, ref.name).find_groups(text, limit)
+    now = ops.now_ms()
+    rows = with_quotas(ref, [row(g, now) for g in found.groups])
+    return GroupMatches(rows, found.matched, found.complete)
+
+
 def group(ref: QueueRef, group_id: str) -> GroupRow | None:
     """One group, or None when the queue has no such group."""
     found = queue(ref.prefix, ref.name).get_group(group_id)

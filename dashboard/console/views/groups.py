@@ -10,6 +10,7 @@ of the queue, gets the site's 404 before any key is named with it."""
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
@@ -55,6 +56,23 @@ def may(request: HttpRequest, ref: QueueRef) -> dict[str, bool]:
     }
 
 
+def _matches_page(
+    request: HttpRequest, ref: QueueRef, wanted: str, matches: reads.GroupMatches
+) -> HttpResponse:
+    """The page of every group listing those whose id holds `wanted`."""
+    context: dict[str, Any] = {
+        "ref": ref,
+        "rows": matches.rows,
+        "matches": matches,
+        "wanted": wanted,
+        "read_only": discovery.is_read_only(ref),
+        "all_url": groups_url(ref),
+        "here_url": f"{groups_url(ref)}?{urlencode({'id': wanted})}",
+        **may(request, ref),
+    }
+    return render(request, "dashboard/groups.html", context)
+
+
 def _pages(total: int, size: int) -> int:
     return max((total + size - 1) // size, 1)
 
@@ -63,18 +81,22 @@ def _pages(total: int, size: int) -> int:
 @perm_required(VIEW)
 def groups_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     """Every group of a queue, largest backlog first, a page at a time; with
-    `?id=`, that group's page (or this page saying there is none)."""
+    `?id=`, that group's page, else the groups whose id holds it (or this
+    page saying there is none)."""
     ref = queue_ref(prefix, name)
     wanted = request.GET.get("id", "").strip()
     message = ""
+    size = conf.get().page_size
     if wanted:
         if not reads.valid_group_id(wanted):
             message = f"{wanted[:100]!r} is not a group id ({reads.GROUP_ID_RULE})"
-        elif reads.group(ref, wanted) is None:
-            message = f"{ref.key} has no group {wanted!r}"
-        else:
+        elif reads.group(ref, wanted) is not None:
             return HttpResponseRedirect(group_url(ref, wanted))
-    size = conf.get().page_size
+        else:
+            matches = reads.find_groups(ref, wanted, size)
+            if matches.rows:
+                return _matches_page(request, ref, wanted, matches)
+            message = f"{ref.key} has no group {wanted!r}, nor one whose id holds it"
     page_no = int_param(request, "page", 1, 1)
     rows, total = reads.groups_page(ref, page_no, size)
     pages = _pages(total, size)
