@@ -36,9 +36,20 @@ def _state(info: GroupInfo) -> str:
 
 def cmd_groups(queue: Queue, args: argparse.Namespace) -> None:
     """Print the groups with the largest backlogs."""
-    found, total = queue.get_groups_and_count(
-        start=args.start, end=args.start + args.count - 1
-    )
+    if args.find is not None:
+        if args.start:
+            raise ValueError("--find lists the first --count matches: no --start")
+        search = queue.find_groups(args.find, args.count)
+        found, total = search.groups, search.matched
+        footer = f"{total}{'' if search.complete else '+'} groups whose id holds "
+        footer += repr(args.find)
+        if not search.complete:
+            footer += " (the search stopped part-way through the index)"
+    else:
+        found, total = queue.get_groups_and_count(
+            start=args.start, end=args.start + args.count - 1
+        )
+        footer = f"{total} groups"
     if args.json:
         print(codec.dumps([_fields(info) for info in found]))
         return
@@ -56,7 +67,7 @@ def cmd_groups(queue: Queue, args: argparse.Namespace) -> None:
         for info in found
     ]
     _table(header, rows)
-    print(f"{total} groups")
+    print(footer)
 
 
 def _one(queue: Queue, group: str) -> GroupInfo:
@@ -134,6 +145,11 @@ def add_commands(
     p.add_argument("--start", type=count, default=0, metavar="N", help="(default: 0)")
     p.add_argument(
         "--count", type=positive, default=20, metavar="N", help="(default: 20)"
+    )
+    p.add_argument(
+        "--find",
+        metavar="TEXT",
+        help="only the groups whose id holds TEXT (largest backlog first)",
     )
     p.add_argument("--json", action="store_true")
     p = command(cmd_group)

@@ -153,6 +153,11 @@ GROUP_LIST: dict[str, Any] = {
     "properties": {
         "queue": {"type": "string"},
         "total": {"type": "integer", "minimum": 0},
+        "complete": {
+            "type": "boolean",
+            "description": "False when a `contains` search stopped part-way "
+            "through a very large index (`total` is then a lower bound).",
+        },
         "offset": {"type": "integer", "minimum": 0},
         "limit": {"type": "integer", "minimum": 1},
         "groups": {"type": "array", "items": {"$ref": "#/components/schemas/Group"}},

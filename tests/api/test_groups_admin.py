@@ -60,6 +60,31 @@ def test_list_groups_largest_backlog_first_paginated(q: Queue) -> None:
         assert response.json()["error"]["code"] == "invalid_body"
 
 
+def test_list_groups_whose_id_holds_a_text(q: Queue) -> None:
+    """`contains` lists the matching groups, largest backlog first, `limit`
+    of them with `total` counting every match; bad text and an offset with
+    it are 400."""
+    fill(q, {"acme/eu": 1, "acme/us": 3, "beta": 5, "xacme": 2})
+    api = client()
+    base = f"/api/v1/queues/{q.name}/groups"
+    body = api.get(base + "?contains=acme").json()
+    assert [(g["id"], g["waiting"]) for g in body["groups"]] == [
+        ("acme/us", 3),
+        ("xacme", 2),
+        ("acme/eu", 1),
+    ]
+    assert body["total"] == 3 and body["complete"] is True
+    top = api.get(base + "?contains=acme&limit=1").json()
+    assert [g["id"] for g in top["groups"]] == ["acme/us"] and top["total"] == 3
+    assert api.get(base + "?contains=zzz").json()["groups"] == []
+    assert api.get(base).json()["complete"] is True
+    bad = api.get(base + "?contains=a*")
+    assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_group"
+    paged = api.get(base + "?contains=acme&offset=1")
+    assert paged.status_code == 400
+    assert paged.json()["error"]["code"] == "invalid_body"
+
+
 def test_read_one_group_and_404(q: Queue) -> None:
     """A group with a '/' in its id reads by path; an unknown one is a 404;
     a bad id is a 400."""

@@ -1,6 +1,6 @@
 """The groups commands of `python -m queues` (docs/groups.md), run as real
-subprocesses: `add --group`, `groups`, `group`, `group-set`, `group-pause`,
-`group-resume`; bad input is one `error:` line and exit 2."""
+subprocesses: `add --group`, `groups` (and `--find`), `group`, `group-set`,
+`group-pause`, `group-resume`; bad input is one `error:` line and exit 2."""
 
 from __future__ import annotations
 
@@ -53,6 +53,43 @@ def test_add_group_and_list_groups(redis_url: str, queue: Queue) -> None:
     shown = json.loads(ok(cli(redis_url, "group", queue.name, "big", "--json")))
     assert shown["id"] == "big" and shown["waiting"] == 3
     assert "waiting:" in ok(cli(redis_url, "group", queue.name, "big"))
+
+
+def test_groups_find_by_part_of_the_id(redis_url: str, queue: Queue) -> None:
+    """`groups --find TEXT` lists the groups whose id holds TEXT, largest
+    backlog first, with how many matched; bad text and --start are refused."""
+    queue.add_bulk(
+        [
+            {"name": "j", "data": {}, "opts": {"group": g}}
+            for g, n in (("acme/eu", 1), ("acme/us", 3), ("beta", 5), ("xacme", 2))
+            for _ in range(n)
+        ]
+    )
+    table = ok(cli(redis_url, "groups", queue.name, "--find", "acme")).splitlines()
+    assert [row.split()[0] for row in table[1:-1]] == ["acme/us", "xacme", "acme/eu"]
+    assert table[-1] == "3 groups whose id holds 'acme'"
+    top = json.loads(
+        ok(
+            cli(
+                redis_url,
+                "groups",
+                queue.name,
+                "--find",
+                "acme",
+                "--count",
+                "1",
+                "--json",
+            )
+        )
+    )
+    assert [(g["id"], g["waiting"]) for g in top] == [("acme/us", 3)]
+    none = ok(cli(redis_url, "groups", queue.name, "--find", "zzz")).splitlines()
+    assert none[-1] == "0 groups whose id holds 'zzz'"
+    assert_error(cli(redis_url, "groups", queue.name, "--find", "a*"), "group must")
+    assert_error(
+        cli(redis_url, "groups", queue.name, "--find", "a", "--start", "1"),
+        "no --start",
+    )
 
 
 def test_groups_name_each_state(redis_url: str, queue: Queue) -> None:

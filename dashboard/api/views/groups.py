@@ -20,6 +20,7 @@ from queues.group_types import GroupInfo
 from ...shared import conf
 from .. import store
 from ..exceptions import BadRequest, NotFound
+from ..grouping import check_group_id
 from ..groups_schema import GROUP_DEFAULTS_UPDATE, GROUP_UPDATE
 from ..handling import Call, json_response
 from ..operations import Param, operation
@@ -131,9 +132,18 @@ def _found(q: Queue, queue: str, group: str) -> dict[str, Any]:
     path=_GROUPS,
     operation_id="listGroups",
     summary="The queue's groups, largest backlog first, one page",
+    description="With `contains`, only the groups whose id holds that text "
+    "(the first `limit`; `total` counts every match, `complete` says whether "
+    "the search went through the whole index).",
     scope="admin",
     params=(
         Param("offset", "query", {"type": "integer", "minimum": 0}, "Default 0."),
+        Param(
+            "contains",
+            "query",
+            {"type": "string", "minLength": 1, "maxLength": 100},
+            "Part of a group id (the id rule's characters).",
+        ),
         Param(
             "limit",
             "query",
@@ -148,13 +158,25 @@ def list_groups(request: HttpRequest, call: Call, queue: str) -> HttpResponse:
     """One page of `get_groups` and the count of every group."""
     offset = _int_param(request, "offset", 0, 10**9)
     limit = _int_param(request, "limit", PAGE_DEFAULT, PAGE_MAX)
+    contains = request.GET.get("contains")
     q = queue_of(queue)
-    found, total = q.get_groups_and_count(start=offset, end=offset + limit - 1)
+    complete = True
+    if contains is not None:
+        check_group_id(contains, "contains")
+        if offset:
+            raise BadRequest(
+                "invalid_body", "contains lists the first `limit` matches: no offset"
+            )
+        search = q.find_groups(contains, limit)
+        found, total, complete = search.groups, search.matched, search.complete
+    else:
+        found, total = q.get_groups_and_count(start=offset, end=offset + limit - 1)
     quotas = _quotas().get_quotas(q.keys, [info.id for info in found])
     return json_response(
         {
             "queue": queue,
             "total": total,
+            "complete": complete,
             "offset": offset,
             "limit": limit,
             "groups": [group_body(queue, info, quotas.get(info.id)) for info in found],
