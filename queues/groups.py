@@ -223,26 +223,19 @@ def find_groups(
     run are not searched (their jobs' pages name them)."""
     pattern = f"*{text}*"
     scores: dict[str, float] = {}  # (a ZSCAN may answer an entry twice)
-    cursor = "0"
+    cursor = 0
     for _ in range(calls):
+        # (redis-py parses the reply: an int cursor, (member, score) pairs)
         cursor, page = yield Cmd(
             ("ZSCAN", keys.groups_index, cursor, "MATCH", pattern, "COUNT", SEARCH_PAGE)
         )
-        scores.update(_scanned(page))
-        if str(cursor) == "0":
+        scores.update(page)
+        if cursor == 0:
             break
     # (ZREVRANGE's order: score, then id, both descending)
     best = heapq.nlargest(limit, scores, key=lambda g: (scores[g], g))
     found = yield from read_groups(keys, best, now)
-    return GroupSearch(found, len(scores), str(cursor) == "0")
-
-
-def _scanned(page: Any) -> list[tuple[str, float]]:
-    """A ZSCAN page's (member, score) pairs, from a flat member, score list
-    or the pairs a client's reply parser makes (redis-py's)."""
-    if page and isinstance(page[0], (tuple, list)):
-        return [(m, float(score)) for m, score in page]
-    return [(m, float(score)) for m, score in zip(page[::2], page[1::2])]
+    return GroupSearch(found, len(scores), cursor == 0)
 
 
 def count_groups(keys: QueueKeys) -> Op[int]:
