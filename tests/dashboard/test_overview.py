@@ -85,13 +85,20 @@ def test_throughput_oldest_waiting_and_workers(
     """Sparklines count completed/failed per minute; the oldest waiting job's
     age and the connected workers (BullMQ connection names) are shown."""
     q = Queue(qname, dashboard_redis)
-    run_jobs(q, 3, "completed", value=1)
     run_jobs(q, 2, "failed")
+    [first, *_] = run_jobs(q, 3, "completed", value=1)
     q.add("old", {}, timestamp=ops.now_ms() - 3_600_000)
     worker = sync_from_url(dashboard_redis)
     worker.client_setname(f"bull:{base64.b64encode(qname.encode()).decode()}:w:host-a")
+    # Read as of the completions (one finish call, one finishedOn, after the
+    # failures): a minute turning before the read would put them in the
+    # minute before the last.
+    done = q.get_job(first)
+    assert done is not None and done.finished_on is not None
     try:
-        [stats] = overview.overview([discovery.QueueRef("bull", qname)])
+        [stats] = overview.overview(
+            [discovery.QueueRef("bull", qname)], now_ms=done.finished_on
+        )
         assert sum(stats.completed_per_min) == 3
         assert sum(stats.failed_per_min) == 2
         assert stats.completed_per_min[-1] == 3
