@@ -13,7 +13,7 @@ from dashboard.shared.discovery import QueueRef
 from dashboard.shared.redis import client, queue
 from gpu_workers.quota import QUOTA_HOLD, Quota, Quotas
 from queues import Job, ops
-from queues.group_types import GroupInfo, GroupSettings, GroupSummary
+from queues.group_types import GroupInfo, GroupSearch, GroupSettings, GroupSummary
 from queues.names import GROUP_ID_RULE, is_group_id
 
 __all__ = ["GROUP_ID_RULE"]
@@ -85,6 +85,12 @@ def with_quotas(ref: QueueRef, rows: list[GroupRow]) -> list[GroupRow]:
     return rows
 
 
+def _rows(ref: QueueRef, infos: list[GroupInfo]) -> list[GroupRow]:
+    """The groups as rows (their states as of now) with their quotas."""
+    now = ops.now_ms()
+    return with_quotas(ref, [row(g, now) for g in infos])
+
+
 def group_panel(ref: QueueRef) -> GroupPanel | None:
     """The summary and the PANEL_GROUPS largest backlogs, or None when the
     queue has no group (the panel is not shown)."""
@@ -92,9 +98,7 @@ def group_panel(ref: QueueRef) -> GroupPanel | None:
     summary = q.get_group_summary()
     if summary.groups == 0:
         return None
-    now = ops.now_ms()
-    top = q.get_groups(0, PANEL_GROUPS - 1)
-    rows = with_quotas(ref, [row(g, now) for g in top])
+    rows = _rows(ref, q.get_groups(0, PANEL_GROUPS - 1))
     return GroupPanel(summary, rows, q.get_group_defaults())
 
 
@@ -102,28 +106,17 @@ def groups_page(ref: QueueRef, page_no: int, size: int) -> tuple[list[GroupRow],
     """One page of every group, largest backlog first, and how many there are."""
     q = queue(ref.prefix, ref.name)
     start = (page_no - 1) * size
-    now = ops.now_ms()
     found, total = q.get_groups_and_count(start, start + size - 1)
-    rows = [row(g, now) for g in found]
-    return with_quotas(ref, rows), total
+    return _rows(ref, found), total
 
 
-@dataclass
-class GroupMatches:
-    """The groups whose id holds a text, as the page of every group lists
-    them (Queue.find_groups)."""
-
-    rows: list[GroupRow]
-    matched: int
-    complete: bool
-
-
-def find_groups(ref: QueueRef, text: str, limit: int) -> GroupMatches:
-    """The `limit` groups with the largest backlogs whose id holds `text`."""
+def find_groups(
+    ref: QueueRef, text: str, limit: int
+) -> tuple[list[GroupRow], GroupSearch]:
+    """The rows of the `limit` groups with the largest backlogs whose id
+    holds `text`, and the search (how many matched, whether complete)."""
     found = queue(ref.prefix, ref.name).find_groups(text, limit)
-    now = ops.now_ms()
-    rows = with_quotas(ref, [row(g, now) for g in found.groups])
-    return GroupMatches(rows, found.matched, found.complete)
+    return _rows(ref, found.groups), found
 
 
 def group(ref: QueueRef, group_id: str) -> GroupRow | None:
@@ -131,7 +124,7 @@ def group(ref: QueueRef, group_id: str) -> GroupRow | None:
     found = queue(ref.prefix, ref.name).get_group(group_id)
     if found is None:
         return None
-    return with_quotas(ref, [row(found, ops.now_ms())])[0]
+    return _rows(ref, [found])[0]
 
 
 def group_jobs(ref: QueueRef, group_id: str, start: int, end: int) -> list[Job]:

@@ -21,6 +21,7 @@ from dashboard.console import forms
 from dashboard.shared import conf, discovery
 from dashboard.shared import redis as pages_redis
 from dashboard.shared.discovery import QueueRef
+from queues.group_types import GroupSearch
 
 from ..reads import groups as reads
 from .common import (
@@ -57,12 +58,16 @@ def may(request: HttpRequest, ref: QueueRef) -> dict[str, bool]:
 
 
 def _matches_page(
-    request: HttpRequest, ref: QueueRef, wanted: str, matches: reads.GroupMatches
+    request: HttpRequest,
+    ref: QueueRef,
+    wanted: str,
+    rows: list[reads.GroupRow],
+    matches: GroupSearch,
 ) -> HttpResponse:
     """The page of every group listing those whose id holds `wanted`."""
     context: dict[str, Any] = {
         "ref": ref,
-        "rows": matches.rows,
+        "rows": rows,
         "matches": matches,
         "wanted": wanted,
         "read_only": discovery.is_read_only(ref),
@@ -93,9 +98,9 @@ def groups_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
         elif reads.group(ref, wanted) is not None:
             return HttpResponseRedirect(group_url(ref, wanted))
         else:
-            matches = reads.find_groups(ref, wanted, size)
-            if matches.rows:
-                return _matches_page(request, ref, wanted, matches)
+            rows, matches = reads.find_groups(ref, wanted, size)
+            if rows:
+                return _matches_page(request, ref, wanted, rows, matches)
             message = f"{ref.key} has no group {wanted!r}, nor one whose id holds it"
     page_no = int_param(request, "page", 1, 1)
     rows, total = reads.groups_page(ref, page_no, size)
