@@ -31,6 +31,13 @@ TTL_PER_SCAN = 20
 #: A stale result is rescanned inside the call when the last scan took at most
 #: this long (a small keyspace), else in the background.
 INLINE_SCAN_S = 0.05
+#: A scan is charged at most this much, plus `SCAN_S_PER_KEY` a key of the
+#: keyspace (Redis's SCAN takes about 0.6 us a key on a 2-core VM): time
+#: beyond that is this process waiting for a CPU or its GIL (a busy host, a
+#: server still starting up), not Redis's work, and must not keep a new queue
+#: off the pages for up to the whole TTL.
+SCAN_S_FLOOR = 0.005
+SCAN_S_PER_KEY = 2e-6
 
 #: A keyspace larger than this (DBSIZE) takes a scan too long to wait for
 #: on a first page (about 0.15 s of SCAN on a small machine): there every
@@ -132,7 +139,8 @@ class CachedDiscovery:
     """The SCAN for queues under `prefixes()`, shared by a process's callers.
 
     A result is reused while fresh, for `TTL_PER_SCAN` times what the scan
-    cost, at most `max_ttl_s()` (0: no caching, every call scans): a few
+    cost (its time, at most `SCAN_S_FLOOR` + `SCAN_S_PER_KEY` a key), at
+    most `max_ttl_s()` (0: no caching, every call scans): a few
     thousand keys (a millisecond) rescan on nearly every call, inside it, so
     a new queue shows at once; a million keys (~1 s of SCAN) every ~17 s, in
     the background, while callers keep the previous list. Without a result
@@ -193,23 +201,36 @@ class CachedDiscovery:
         try:
             started = time.monotonic()
             found = self.scan(conn, self.prefixes())
-            took = time.monotonic() - started
+            ended = time.monotonic()
+            took = ended - started
+            keys = self._keys(conn)
+            if keys is not None:
+                took = min(took, SCAN_S_FLOOR + SCAN_S_PER_KEY * keys)
             with self.lock:
                 if self.client is conn:
-                    self.found, self.at, self.scan_s = found, started + took, took
-            self._register(conn, found)
+                    self.found, self.at, self.scan_s = found, ended, took
+            if keys is not None and keys > SMALL_KEYSPACE:
+                self._register(conn, found)
         finally:
             with self.lock:
                 if self.scanning is done:
                     self.scanning = None
             done.set()
 
+    @staticmethod
+    def _keys(conn: redis.Redis) -> int | None:
+        """The keyspace's size after a scan (None, logged, if Redis fails it)."""
+        try:
+            return keyspace_size(conn)
+        except redis.RedisError as exc:
+            log.info("keyspace size not read: %s", exc)
+            return None
+
     def _register(self, conn: redis.Redis, found: list[tuple[str, str]]) -> None:
         """Write a large keyspace's scan to the registry (best effort: a
         read-only replica or an outage only logs)."""
         try:
-            if keyspace_size(conn) > SMALL_KEYSPACE:
-                register_queues(conn, self.prefixes(), found)
+            register_queues(conn, self.prefixes(), found)
         except (redis.RedisError, UnicodeError) as exc:
             log.info("queue registry not written: %s", exc)
 

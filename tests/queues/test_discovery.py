@@ -130,3 +130,30 @@ def test_on_a_small_keyspace_a_first_call_waits_for_the_scan(
         assert cache.get(r) == [("bull", "only"), ("bull", "other")]
         assert cache.complete()
     assert r.smembers(REGISTRY_KEY) == {"bull:only"}  # a small keyspace's scan
+
+
+def test_a_small_keyspace_scan_that_waited_for_a_cpu_is_not_kept_for_long(
+    r: redis.Redis,
+) -> None:
+    """A scan is charged its time at most `SCAN_S_FLOOR` + `SCAN_S_PER_KEY`
+    a key: time beyond that is the process waiting for a CPU (a busy host, a
+    server starting up), not Redis's work. A small keyspace's scan that took
+    half a second (as a busy CI host's start-up scan may) is not kept for 20x
+    that (10 s), off the pages: a queue made after it shows on the call
+    after the short TTL, scanned inside that call."""
+    Queue("before", r).add("x", {})
+    delays = [0.5]
+
+    def scan(conn: redis.Redis, prefixes: Sequence[str]) -> list[tuple[str, str]]:
+        time.sleep(delays.pop() if delays else 0)
+        return discover_queues(conn, prefixes)
+
+    cache = CachedDiscovery(lambda: ["bull"], lambda: 60.0, lambda: 5.0, scan)
+    assert cache.get(r) == [("bull", "before")]
+    ceiling = discovery.SCAN_S_FLOOR + discovery.SCAN_S_PER_KEY * r.dbsize()
+    assert cache.scan_s <= ceiling < discovery.INLINE_SCAN_S
+    assert cache.ttl() <= discovery.TTL_PER_SCAN * ceiling < 0.5
+    Queue("after", r).add("x", {})
+    time.sleep(cache.ttl() + 0.01)
+    assert cache.get(r) == [("bull", "after"), ("bull", "before")]
+    assert not delays and cache.scanning is None  # inside the call
