@@ -31,7 +31,7 @@ from .group_types import (
 )
 from .job import Job
 from .keys import QueueKeys
-from .ops import Cmd, Eval, Op, get_job_hashes, now_ms
+from .ops import Cmd, Eval, Op, get_job_hashes, grouped_waiting, now_ms
 from .reads import MakesJobs
 
 Q = TypeVar("Q", bound=Driver)
@@ -251,14 +251,14 @@ def summary(keys: QueueKeys) -> Op[GroupSummary]:
     groups, unlisted, waiting, active, paused, held = yield [
         Cmd(("ZCARD", keys.groups_index)),
         unlisted_groups(keys),
-        Cmd(("ZCARD", keys.groups_waiting)),
+        grouped_waiting(keys),
         Cmd(("HGET", keys.groups_meta, "running")),
         Cmd(("SCARD", keys.groups_paused)),
         Cmd(("SCARD", keys.groups_held)),
     ]
     return GroupSummary(
         groups=int(groups) + len(unlisted),
-        waiting=int(waiting),
+        waiting=sum(int(n) for n in waiting),
         active=max(int(active or 0), 0),
         paused=int(paused),
         held=int(held),

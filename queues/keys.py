@@ -73,7 +73,6 @@ class QueueKeys:
         "groups_q",
         "groups_tail",
         "groups_index",
-        "groups_waiting",
         "groups_delayed",
         "groups_timed",
         "groups_leases",
@@ -111,7 +110,6 @@ class QueueKeys:
         self.groups_q = base + "groups:q"
         self.groups_tail = base + "groups:tail"
         self.groups_index = base + "groups:index"
-        self.groups_waiting = base + "groups:waiting"
         self.groups_delayed = base + "groups:delayed"
         self.groups_timed = base + "groups:timed"
         self.groups_leases = base + "groups:leases"

@@ -48,14 +48,15 @@ def _window_op(
         ops.Cmd(("LLEN", keys.active)),
         # The groups' index and totals (docs/groups.md).
         ops.Cmd(("ZREVRANGE", keys.groups_index, 0, GROUPS_KEPT - 1)),
-        ops.Cmd(("ZCARD", keys.groups_waiting)),
+        ops.grouped_waiting(keys),
         ops.Cmd(("ZCARD", keys.groups_delayed)),
     ]
     counted, ids, metas, backlog = reply[:2], reply[2:4], reply[4:6], reply[6:10]
     active, top_groups, grouped = reply[10], reply[11], reply[12]
     # Grouped jobs wait (and are delayed) in their groups' keys, not in the
     # lists above: the backlog counts them too, as get_counts does.
-    grouped_backlog = (codec.to_int(grouped, 0) or 0) + int(reply[13])
+    grouped_waiting = sum(int(n) for n in grouped)
+    grouped_backlog = grouped_waiting + int(reply[13])
     wanted = [i for found in ids for i in found]
     kept = [t for t, meta in zip(TARGETS, metas) if meta[0] is not None]
     top = [str(g) for g in top_groups or []]
@@ -98,7 +99,7 @@ def _window_op(
     if top:
         counts = second[-1]
         point["g"] = {gid: int(c[0]) for gid, c in zip(top, counts)}
-        point["gw"] = codec.to_int(grouped, 0)
+        point["gw"] = grouped_waiting
     return point
 
 

@@ -43,7 +43,7 @@ if delay > 0 then
   emitTrimmed(KEYS[3], maxEvents, "event", "delayed", "jobId", jobId, "delay", due)
 else
   enqueueGrouped(prefix, jobKey, jobId, gid, tonumber(args["priority"]) or 0,
-    args["lifo"], false, {false, args["timestamp"], args["delay"]})
+    args["lifo"], false, true)
   emitTrimmed(KEYS[3], maxEvents, "event", "waiting", "jobId", jobId)
 end
 addToParentDependencies(args, prefix, jobId)

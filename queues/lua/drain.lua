@@ -59,17 +59,27 @@ end
 if rcall("ZCARD", KEYS[3]) == 0 then
   rcall("DEL", KEYS[5])
 end
--- Grouped jobs (docs/groups.md): every group's waiting jobs, and the grouped
--- delayed ones when asked.
-for _, jobId in ipairs(rcall("ZRANGE", prefix .. "groups:waiting", 0, -1)) do
-  if not isCurrentSchedulerIteration(prefix, prefix .. jobId, jobId) then
-    local gid = jobGroup(prefix .. jobId)
-    if not (gid and unqueueGrouped(prefix, jobId, gid)) then
-      rcall("ZREM", prefix .. "groups:waiting", jobId)  -- (no ticket: the entry alone)
+-- Grouped jobs (docs/groups.md): every group's waiting jobs (their tickets
+-- in `groups:q` and parked), and the grouped delayed ones when asked.
+local function drainTickets(key)
+  for _, member in ipairs(rcall("ZRANGE", key, 0, -1)) do
+    local gid, _, jobId = ticketParts(member)
+    if not isCurrentSchedulerIteration(prefix, prefix .. jobId, jobId) then
+      if not unqueueGrouped(prefix, jobId, gid) then
+        rcall("ZREM", key, member)  -- (its job is gone or names another ticket)
+      end
+      removeJob(prefix, jobId)
+      removed = removed + 1
     end
-    removeJob(prefix, jobId)
-    removed = removed + 1
   end
+end
+drainTickets(prefix .. "groups:q")
+for _, gid in ipairs(rcall("SMEMBERS", prefix .. "groups:parked")) do
+  drainTickets(groupKey(prefix, gid) .. ":parked")
+  unmarkIfGone(prefix, "parked", gid, groupKey(prefix, gid) .. ":parked")
+end
+if groupsInUse(prefix) then  -- (a queue without groups gets no group key)
+  recountParked(prefix)
 end
 if ARGV[2] == "1" then
   drainIds(rcall("ZRANGE", prefix .. "groups:delayed", 0, -1))

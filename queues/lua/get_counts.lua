@@ -5,7 +5,9 @@
 
   KEYS[i] the key of each requested state
 
-  ARGV[i] the state name of KEYS[i] (wait, paused, active, or a set name)
+  ARGV[i] the state name of KEYS[i] (wait, paused, active, or a set name;
+          "pk": KEYS[i] is `groups:meta`, whose field `pk` counts the
+          groups' parked tickets, docs/groups.md)
 
   Returns one count per key.
 ]]
@@ -26,6 +28,8 @@ for i, key in ipairs(KEYS) do
       end
     end
     counts[i] = n
+  elseif state == "pk" then
+    counts[i] = math.max(tonumber(rcall("HGET", key, "pk")) or 0, 0)
   else
     counts[i] = rcall("ZCARD", key)
   end

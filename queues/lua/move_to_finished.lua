@@ -200,7 +200,7 @@ local concurrency = meta[2]
 if concurrency and not meta[1] then
   if rcall("LLEN", q.active) < tonumber(concurrency) and
      (rcall("LLEN", q.wait) > 0 or rcall("ZCARD", q.prioritized) > 0 or
-      rcall("ZCARD", prefix .. "groups:waiting") > 0) then
+      rcall("EXISTS", prefix .. "groups:q") > 0) then
     addBaseMarkerIfNeeded(q.marker, false)
   end
 end
@@ -215,8 +215,7 @@ if fetchCount > 0 and not (concurrency and contended) then
   end
 end
 if rcall("LLEN", q.wait) == 0 and rcall("LLEN", q.active) == 0 and
-   rcall("ZCARD", q.prioritized) == 0 and
-   rcall("ZCARD", prefix .. "groups:waiting") == 0 then
+   rcall("ZCARD", q.prioritized) == 0 and not groupedWaiting(prefix) then
   rcall("XADD", q.events, "*", "event", "drained")
 end
 return {codes, {}, 0, getNextDelayedTimestamp(q.delayed) or 0}

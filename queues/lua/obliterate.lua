@@ -43,13 +43,22 @@ local function obliterateList(key, withLocks)
   budget = budget - #ids
 end
 
-local function obliterateSet(key)
+-- `tickets`: the zset holds groups' tickets (docs/groups.md), each named
+-- `gid:KEY16:jobId`, not job ids.
+local function obliterateSet(key, tickets)
   local ids = rcall("ZRANGE", key, 0, budget - 1)
-  deleteIds(ids, false)
-  if #ids > 0 then
-    rcall("ZREMRANGEBYRANK", key, 0, #ids - 1)
+  local n = #ids
+  if tickets then
+    for i = 1, n do
+      local cut = string.find(ids[i], ":", 1, true)
+      ids[i] = cut and string.sub(ids[i], cut + 18) or ids[i]
+    end
   end
-  budget = budget - #ids
+  deleteIds(ids, false)
+  if n > 0 then
+    rcall("ZREMRANGEBYRANK", key, 0, n - 1)
+  end
+  budget = budget - n
 end
 
 obliterateList(base .. "active", true)
@@ -71,20 +80,23 @@ if budget > 0 then obliterateSet(base .. "prioritized") end
 if budget > 0 then obliterateSet(base .. "failed") end
 if budget > 0 then obliterateSet(base .. "waiting-children") end
 if budget > 0 then obliterateSet(base .. "groups:delayed") end
--- Groups (docs/groups.md): every grouped waiting job, then each known
--- group's keys.
+-- Groups (docs/groups.md): every grouped waiting job (a ticket in
+-- `groups:q`, or parked in its group), then each known group's keys; the
+-- layout before 2026-12-07 listed them in `groups:waiting` too.
+if budget > 0 then obliterateSet(base .. "groups:q", true) end
 if budget > 0 then obliterateSet(base .. "groups:waiting") end
 while budget > 0 do
-  local gids = rcall("ZRANGE", base .. "groups:index", 0, 99)
+  local gids = rcall("ZRANGE", base .. "groups:index", 0, 0)
   if #gids == 0 then
     break
   end
-  for _, gid in ipairs(gids) do
-    local gkey = base .. "group:" .. gid
-    rcall("DEL", gkey, gkey .. ":limiter", gkey .. ":wait", gkey .. ":q", gkey .. ":parked")
+  local gkey = base .. "group:" .. gids[1]
+  obliterateSet(gkey .. ":parked", true)
+  if rcall("EXISTS", gkey .. ":parked") == 0 then
+    rcall("DEL", gkey, gkey .. ":limiter", gkey .. ":wait", gkey .. ":q")
+    rcall("ZREM", base .. "groups:index", gids[1])
+    budget = budget - 1
   end
-  rcall("ZREM", base .. "groups:index", unpack(gids))
-  budget = budget - #gids
 end
 if budget <= 0 then
   return 1

@@ -48,7 +48,7 @@ if rcall("EXISTS", KEYS[2]) == 1 then
 end
 local prefix = string.sub(KEYS[1], 1, #KEYS[1] - #"wait")
 if rcall("LLEN", KEYS[1]) > 0 or rcall("ZCARD", KEYS[4]) > 0 or
-   rcall("ZCARD", prefix .. "groups:waiting") > 0 or
+   rcall("EXISTS", prefix .. "groups:q") > 0 or
    rcall("ZCARD", prefix .. "groups:delayed") > 0 or
    rcall("ZCARD", prefix .. "groups:timed") > 0 then
   -- Grouped jobs too (docs/groups.md): a woken worker finds their next time.

@@ -87,7 +87,8 @@ def get_job_hashes(
 
 def get_counts(keys: QueueKeys, states: Iterable[str | JobState]) -> Op[dict[str, int]]:
     """Counts per state name (`waiting` includes a legacy `paused` list and
-    the grouped jobs waiting in their groups; `delayed` the grouped delayed)."""
+    the grouped jobs waiting in their groups, by their tickets in `groups:q`
+    and the parked count; `delayed` the grouped delayed)."""
     wanted = [parse_state(s) for s in states] or list(DEFAULT_STATES)
     script_keys: list[str] = []
     names: list[str] = []
@@ -96,8 +97,8 @@ def get_counts(keys: QueueKeys, states: Iterable[str | JobState]) -> Op[dict[str
         names.append(state.key_suffix)
         if state is JobState.WAITING:
             # BullMQ 5's `paused` list, and the grouped jobs (docs/groups.md).
-            script_keys += [keys.paused, keys.groups_waiting]
-            names += ["paused", "groups:waiting"]
+            script_keys += [keys.paused, keys.groups_q, keys.groups_meta]
+            names += ["paused", "groups:q", "pk"]
         elif state is JobState.DELAYED:
             script_keys.append(keys.groups_delayed)
             names.append("groups:delayed")
@@ -105,10 +106,16 @@ def get_counts(keys: QueueKeys, states: Iterable[str | JobState]) -> Op[dict[str
     result: dict[str, int] = {}
     i = 0
     for state in wanted:
-        extra = {JobState.WAITING: 2, JobState.DELAYED: 1}.get(state, 0)
+        extra = {JobState.WAITING: 3, JobState.DELAYED: 1}.get(state, 0)
         result[state.value] = sum(int(c) for c in counts[i : i + 1 + extra])
         i += 1 + extra
     return result
+
+
+def grouped_waiting(keys: QueueKeys) -> Eval:
+    """How many grouped jobs wait (docs/groups.md), O(1): the reply is
+    [tickets in `groups:q`, tickets parked in their groups], to add up."""
+    return Eval("get_counts", (keys.groups_q, keys.groups_meta), ("groups:q", "pk"))
 
 
 def get_state(keys: QueueKeys, job_id: str) -> Op[JobState]:
@@ -120,40 +127,71 @@ def get_state(keys: QueueKeys, job_id: str) -> Op[JobState]:
     return JobState(state)
 
 
+#: What a `page_ids` source holds: a list of ids, a zset of ids, or a zset
+#: of groups' tickets (`gid:KEY16:jobId`, docs/groups.md).
+_LIST, _ZSET, _TICKETS = "list", "zset", "tickets"
+
+
+def ticket_job(member: str) -> str:
+    """The job id a group's ticket names (`gid:KEY16:jobId`)."""
+    return member.split(":", 2)[-1]
+
+
 def page_ids(
     keys: QueueKeys, states: Sequence[str | JobState], start: int, end: int, asc: bool
 ) -> Op[list[str]]:
     """Ids of one page across states in order, reading O(page) entries.
 
     Lists are newest-first at the head (`asc` reads from the tail); sorted
-    sets are oldest-first by score. Waiting and delayed include the grouped
-    jobs (`groups:waiting`, by when they became ready; `groups:delayed`).
+    sets are oldest-first by score. Waiting includes the grouped jobs after
+    the ungrouped: those with a turn in `groups:q` in turn order, then the
+    parked ones group by group (their groups are read only when the page
+    reaches them); delayed includes `groups:delayed`.
     """
     wanted = [parse_state(s) for s in states] or list(DEFAULT_STATES)
-    # (is a list, key); grouped jobs (docs/groups.md) after the state's own.
-    sources: list[tuple[bool, str]] = []
+    # (kind, key); grouped jobs (docs/groups.md) after the state's own.
+    sources: list[tuple[str, str]] = []
+    parked_at: int | None = None  # where the parked tickets go in `sources`
     for state in wanted:
-        sources.append((state in LIST_STATES, keys.state(state)))
+        sources.append((_LIST if state in LIST_STATES else _ZSET, keys.state(state)))
         if state is JobState.WAITING:
-            sources += [(True, keys.paused), (False, keys.groups_waiting)]
+            sources += [(_LIST, keys.paused), (_TICKETS, keys.groups_q)]
+            parked_at = len(sources)
         elif state is JobState.DELAYED:
-            sources.append((False, keys.groups_delayed))
-    sizes = yield [Cmd(("LLEN" if listed else "ZCARD", key)) for listed, key in sources]
-    total = sum(int(n) for n in sizes)
+            sources.append((_ZSET, keys.groups_delayed))
+    asks: list[Cmd | Eval] = [
+        Cmd(("LLEN" if k == _LIST else "ZCARD", key)) for k, key in sources
+    ]
+    if parked_at is not None:
+        asks.append(Cmd(("HGET", keys.groups_meta, "pk")))
+    reply = yield asks
+    sizes = [int(n) for n in reply[: len(sources)]]
+    parked = 0
+    if parked_at is not None:
+        parked = codec.to_int(reply[-1], 0) or 0
+    if parked and parked_at is not None and not 0 <= end < sum(sizes[:parked_at]):
+        # The page may reach the parked tickets: their groups' zsets, in order.
+        gids = sorted((yield Cmd(("SMEMBERS", keys.groups_parked))))
+        groups = [(_TICKETS, keys.group(g) + ":parked") for g in gids]
+        counts = yield [Cmd(("ZCARD", key)) for _, key in groups]
+        sources[parked_at:parked_at] = groups
+        sizes[parked_at:parked_at] = [int(n) for n in counts]
+    total = sum(sizes)
     if end < 0:
         end = total + end
     end = min(end, total - 1)
     if start < 0 or start > end:
         return []
     requests: list[Cmd | Eval] = []
+    kinds: list[str] = []
     offset = 0
-    for (listed, key), size in zip(sources, sizes):
-        size = int(size)
+    for (kind, key), size in zip(sources, sizes):
         lo, hi = max(start - offset, 0), min(end - offset, size - 1)
         offset += size
         if lo > hi:
             continue
-        if listed:
+        kinds.append(kind)
+        if kind == _LIST:
             if asc:
                 requests.append(Cmd(("LRANGE", key, -hi - 1, -lo - 1)))
             else:
@@ -166,9 +204,11 @@ def page_ids(
         return []
     ranges = yield requests
     ids: list[str] = []
-    for request, found in zip(requests, ranges):
-        if request.args[0] == "LRANGE" and asc:
+    for kind, found in zip(kinds, ranges):
+        if kind == _LIST and asc:
             found = list(reversed(found))
+        elif kind == _TICKETS:
+            found = [ticket_job(m) for m in found]
         ids.extend(i for i in found if not i.startswith("0:"))
     return ids
 
@@ -212,36 +252,26 @@ def children_values(keys: QueueKeys, job_id: str) -> Op[dict[str, Any]]:
     return {k: codec.json_or_text(v) for k, v in processed.items()}
 
 
-def _score(withscores: list[Any]) -> int:
-    """The score of a one-member `ZRANGE ... WITHSCORES` reply, flat
-    ([member, score]) or paired ([(member, score)]) as the client parses it."""
-    first = withscores[0]
-    return int(float(first[1] if isinstance(first, (list, tuple)) else withscores[1]))
-
-
 def oldest_waiting(keys: QueueKeys) -> Op[int | None]:
     """When the job next in line has been waiting since (ms since the epoch:
     its timestamp plus its delay), or None when nothing waits. Reads the
-    tails of `wait` and of a legacy `paused` list and the head of
-    `prioritized` (the jobs taken next) and the oldest grouped job, O(1):
-    the oldest of those."""
-    wait_tail, paused_tail, first_prioritized, first_grouped = yield [
+    tails of `wait` and of a legacy `paused` list, the head of
+    `prioritized` and the grouped job with the next turn (the jobs taken
+    next; a parked job's group cannot run), O(1): the oldest of those."""
+    wait_tail, paused_tail, first_prioritized, first_ticket = yield [
         Cmd(("LRANGE", keys.wait, -1, -1)),
         Cmd(("LRANGE", keys.paused, -1, -1)),
         Cmd(("ZRANGE", keys.prioritized, 0, 0)),
-        Cmd(("ZRANGE", keys.groups_waiting, 0, 0, "WITHSCORES")),
+        Cmd(("ZRANGE", keys.groups_q, 0, 0)),
     ]
     listed = [i for i in (*wait_tail, *paused_tail) if not i.startswith("0:")][:1]
-    ids = listed + list(first_prioritized)
-    # The oldest grouped job: `groups:waiting` scores when it became ready.
-    grouped = [_score(first_grouped)] if first_grouped else []
+    ids = listed + list(first_prioritized) + [ticket_job(t) for t in first_ticket]
     if not ids:
-        return min(grouped) if grouped else None
+        return None
     fields = yield [job_fields(keys, i, ("timestamp", "delay")) for i in ids]
     since = []
     for stamp, delay in fields:
         ready = codec.to_int(stamp)
         if ready is not None:  # else removed meanwhile
             since.append(ready + (codec.to_int(delay, 0) or 0))
-    since += grouped
     return min(since) if since else None

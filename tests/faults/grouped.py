@@ -152,9 +152,10 @@ def concurrent_reruns(runs: Iterable[Run]) -> list[tuple[Run, Run]]:
 def group_problems(url: str, queue: str) -> list[str]:
     """What is inconsistent in the queue's group keys once nothing runs
     (docs/groups.md): a ticket left in `groups:q` or parked, a group with
-    jobs in its zset, a running count left, `groups:waiting`, grouped jobs
-    counted as running, grouped delayed jobs, a group still marked slotted
-    or parked."""
+    jobs in its zset, a running count left, a parked count left (`pk`), the
+    old layout's `groups:waiting`, grouped jobs counted as running, grouped
+    delayed jobs, a group still
+    marked slotted or parked."""
     client = redis.Redis.from_url(url, decode_responses=True)
     try:
         keys = Queue(queue, client).keys
@@ -170,9 +171,11 @@ def group_problems(url: str, queue: str) -> list[str]:
                 problems.append(
                     f"group {gid}: {waiting} in its zset, {parked} parked, a={active}"
                 )
-        listed = client.zcard(keys.groups_waiting)
-        if listed:
-            problems.append(f"groups:waiting holds {listed} at the end")
+        parked = client.hget(keys.groups_meta, "pk")
+        if int(parked or 0) != 0:
+            problems.append(f"groups:meta counts {parked} parked tickets")
+        if client.exists(keys.base + "groups:waiting"):  # the layout before 12-07
+            problems.append("groups:waiting is back")
         running = client.hget(keys.groups_meta, "running")
         if int(running or 0) != 0:
             problems.append(f"groups:meta counts {running} grouped jobs running")

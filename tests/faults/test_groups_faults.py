@@ -2,7 +2,7 @@
 SIGKILL loop under a producer adding grouped jobs across capped groups and
 3 worker processes. Every acknowledged add completes, no job runs twice at
 once, no group is left with jobs and no progress, and the group counters end
-consistent (`a` 0, `groups:waiting` = the groups' waits = 0, no lease)."""
+consistent (`a` 0, no ticket left nor counted parked (`pk`), no lease)."""
 
 from __future__ import annotations
 

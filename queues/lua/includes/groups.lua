@@ -11,9 +11,6 @@
   Requires: base, markers.
 ]]
 local GROUP_SPAN = 0x100000000
---- Jobs ready in one ms that `groups:waiting` keeps in order (a double
---- holds 11 bits below the ms of a date in ms until 2109).
-local READY_TIES = 2048
 --- How many tickets or promotions one call steps through at most.
 local GROUP_STEP_LIMIT = 100
 --- `groups:tail` keeps a group's last turn plus the tickets it used in it
@@ -166,6 +163,12 @@ local function limitsInForce(prefix)
   local d = rcall("HMGET", prefix .. "groups:meta", "concurrency", "max", "own", "parked")
   return (limitOrNil(d[1]) or limitOrNil(d[2]) or (tonumber(d[3]) or 0) > 0) and true
     or false, (tonumber(d[4]) or 0) > 0
+end
+
+-- Whether a grouped job waits: a ticket in `groups:q` or parked.
+local function groupedWaiting(prefix)
+  return rcall("EXISTS", prefix .. "groups:q") == 1 or
+    (tonumber(rcall("HGET", prefix .. "groups:meta", "pk")) or 0) > 0
 end
 
 -- A ticket's name: the group, the job's FIFO key (16 digits: one turn's
@@ -354,14 +357,15 @@ end
 -- job of its priority, as a stalled job goes back to the head of `wait`),
 -- the job in the group's zset (priority, then seq; lifo newest first).
 -- `fresh`: the job was stored by this call with `gid` in its hash, never
--- placed before ({false, timestamp, delay}: what its hash would say).
+-- placed before.
 local function enqueueGrouped(prefix, jobKey, jobId, gid, priority, lifo, front, fresh)
   local m = turnMeta(prefix)
   if not m[5] then
-    rcall("HSET", prefix .. "groups:meta", "seq", 0)  -- (groups are in use)
+    -- (groups are in use, in this layout: migrateWaiting)
+    rcall("HSET", prefix .. "groups:meta", "seq", 0, "wl", 1)
   end
-  local job = fresh or rcall("HMGET", jobKey, "gid", "timestamp", "delay")
-  local seq = fifoKey(prefix, jobKey, jobId, job[1])
+  local placed = not fresh and rcall("HGET", jobKey, "gid")
+  local seq = fifoKey(prefix, jobKey, jobId, placed)
   local member = ticketName(gid, seq, jobId)
   local key = groupKey(prefix, gid)
   if priority > 0 or lifo or front or ((tonumber(m[6]) or 0) > 0 and
@@ -391,12 +395,6 @@ local function enqueueGrouped(prefix, jobKey, jobId, gid, priority, lifo, front,
   if not fresh then
     rcall("HSET", jobKey, "gid", gid)
   end
-  -- Every grouped waiting job, by when it became ready (lists, oldest);
-  -- jobs ready in the same ms in the order they came (a fraction of a ms
-  -- from `seq`: as text, equal scores would list job 10 before job 2).
-  local ready = (tonumber(job[2]) or 0) + (tonumber(job[3]) or 0) +
-    (seq % READY_TIES) / READY_TIES
-  rcall("ZADD", prefix .. "groups:waiting", ready, jobId)
   wakeWorker(prefix)  -- every add wakes a worker, as BullMQ's adds do
 end
 
@@ -462,6 +460,7 @@ local function parkTicket(prefix, gid, member, seq, jobId)
   rcall("ZADD", key .. ":parked", score, member)
   rcall("ZREM", key .. ":q", member)
   markGroup(prefix, "parked", gid, true)
+  rcall("HINCRBY", prefix .. "groups:meta", "pk", 1)
 end
 
 -- Why the group `s` (its limits, running count, key) cannot take a turn
@@ -540,6 +539,7 @@ local function unparkGroup(prefix, gid, now)
     for i = 1, #items, 2 do
       members[#members + 1] = items[i]
     end
+    rcall("HINCRBY", prefix .. "groups:meta", "pk", -#members)
     giveTurns(prefix, gid, members, s.weight, s.v + 1, false)
     wakeWorker(prefix)
   end
@@ -631,13 +631,13 @@ local function unqueueGrouped(prefix, jobId, gid)
     if rcall("ZREM", key .. ":parked", member) == 0 then
       return false
     end
+    rcall("HINCRBY", prefix .. "groups:meta", "pk", -1)
     unmarkIfGone(prefix, "parked", gid, key .. ":parked")
   end
   rcall("ZREM", key .. ":q", member)
   if rcall("ZREM", key .. ":wait", jobId) == 1 then
     unmarkIfGone(prefix, "slotted", gid, key .. ":wait")
   end
-  rcall("ZREM", prefix .. "groups:waiting", jobId)
   return true
 end
 
@@ -670,6 +670,28 @@ local function migrateRotation(prefix)
   rcall("HDEL", prefix .. "groups:meta", "u")
   recountRunning(prefix, nil)
   return true
+end
+
+-- The parked tickets counted again from the groups' zsets into
+-- `groups:meta` field `pk` (which parking and unparking keep): O(groups
+-- with parked tickets).
+local function recountParked(prefix)
+  local n = 0
+  for _, gid in ipairs(rcall("SMEMBERS", prefix .. "groups:parked")) do
+    n = n + rcall("ZCARD", groupKey(prefix, gid) .. ":parked")
+  end
+  rcall("HSET", prefix .. "groups:meta", "pk", n)
+end
+
+-- The layout before 2026-12-07 also listed every grouped waiting job in
+-- `groups:waiting` (for counts and lists, now read from the tickets:
+-- `groups:q` and the parked count): that key goes and the count starts.
+-- Once, at the first claim after an upgrade (`groups:meta` field `wl`
+-- missing): O(groups with parked tickets), and the old key is unlinked.
+local function migrateWaiting(prefix)
+  rcall("UNLINK", prefix .. "groups:waiting")
+  recountParked(prefix)
+  rcall("HSET", prefix .. "groups:meta", "wl", 1)
 end
 
 -- Put a grouped job in `groups:delayed` until `due` ms.

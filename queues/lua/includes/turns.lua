@@ -172,8 +172,8 @@ end
 -- End of a claim call (or before anything else writes groups in it): the
 -- popped tickets it did not use back in `groups:q`, the running counts of
 -- limited groups, the turn served, drained groups swept, and the grouped
--- jobs it took on `active` and out of `groups:waiting`, counted as running
--- and under the lease of the worker that took them (its token).
+-- jobs it took on `active`, counted as running and under the lease of the
+-- worker that took them (its token).
 local function flushGroupClaims(prefix, st)
   local buf = st.buf
   if buf then
@@ -233,7 +233,6 @@ local function flushGroupClaims(prefix, st)
   end
   if st.taken and #st.taken > 0 then
     rcall("LPUSH", st.activeKey, unpack(st.taken))
-    rcall("ZREM", prefix .. "groups:waiting", unpack(st.taken))
     rcall("ZADD", prefix .. "groups:leases", st.leaseEnd, st.leaseOwner)
     rcall("HINCRBY", prefix .. "groups:meta", "running", #st.taken)
     st.taken = {}
@@ -250,9 +249,13 @@ local function nextGroupedJob(q, prefix, now, st)
   if not st.meta then
     local fields = {"v", "vm", "u", "own", "slotted", "parked", "sw", "rt",
       unpack(GROUP_LIMITS)}
+    fields[#fields + 1] = "wl"
     local m = rcall("HMGET", prefix .. "groups:meta", unpack(fields))
     if not m[1] and migrateRotation(prefix) then  -- (no turn served yet)
       m = rcall("HMGET", prefix .. "groups:meta", unpack(fields))
+    end
+    if not m[13] then
+      migrateWaiting(prefix)
     end
     if m[8] then  -- a weight change an admin left under way goes on
       retagGroups(prefix, RETAG_CLAIM_CHUNK)
@@ -321,7 +324,7 @@ local function nextGroupedJob(q, prefix, now, st)
       if s and s.slotted then
         jobId = takeSlotted(prefix, gid, s, key, jobId, st)
       end
-      st.taken[#st.taken + 1] = jobId  -- to active, out of groups:waiting
+      st.taken[#st.taken + 1] = jobId  -- to active
       st.v, st.vm = turn, member
       if s and s.counted then
         s.active, s.dirty = s.active + 1, true
