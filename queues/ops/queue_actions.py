@@ -151,14 +151,19 @@ def remove(keys: QueueKeys, job_id: str, remove_children: bool = True) -> Op[boo
 
 
 def drain(keys: QueueKeys, delayed: bool) -> Op[int]:
-    """Delete waiting and prioritized jobs (and delayed ones when asked);
-    returns how many."""
-    removed = yield Eval(
-        "drain",
-        (keys.wait, keys.paused, keys.prioritized, keys.delayed, keys.pc),
-        (keys.base, "1" if delayed else "0"),
-    )
-    return int(removed)
+    """Delete waiting and prioritized jobs (and delayed ones when asked),
+    `defaults.DRAIN_BATCH` a call, so that Redis serves its other clients
+    between calls (jobs added meanwhile may go too); returns how many."""
+    total = 0
+    while True:
+        removed, more = yield Eval(
+            "drain",
+            (keys.wait, keys.paused, keys.prioritized, keys.delayed, keys.pc),
+            (keys.base, "1" if delayed else "0", defaults.DRAIN_BATCH),
+        )
+        total += int(removed)
+        if not int(more):
+            return total
 
 
 def set_meta(keys: QueueKeys, *fields: Any) -> Op[None]:
