@@ -53,6 +53,7 @@ def test_a_worker_takes_warm_jobs_first_and_the_others_when_they_suit(
     keys = BullpenKeys()
     view = View(here=frozenset({"m2"}))
     runs: list[str] = []
+    olds: list[Any] = []  # the m1 jobs' `old`, in the order they ran
 
     async def main() -> None:
         client = await client_for(redis_url)
@@ -74,6 +75,8 @@ def test_a_worker_takes_warm_jobs_first_and_the_others_when_they_suit(
 
             async def process(job: Job) -> Any:
                 runs.append(job.name)
+                if job.name == "m1":
+                    olds.append(job.data.get("old"))
 
             worker = AsyncWorker(
                 qname, process, connection=redis_url, claim_policy=gate
@@ -91,17 +94,29 @@ def test_a_worker_takes_warm_jobs_first_and_the_others_when_they_suit(
             await settle(q, 5)
             r.zadd(keys.model_open("m1"), {OTHER: 10**13})
             view.want = frozenset()
+            # A new m1, open elsewhere and not wanted: held. The old one comes
+            # while the worker holds, so the gate sees it (with nothing
+            # waiting, a job added between its look and the claim is taken in
+            # BullMQ's order, which on a busy machine left `last` unchanged).
+            q.add("m1", {"old": False})
+            async with asyncio.timeout(20):
+                while gate.last is None or gate.last.job_id is not None:
+                    await asyncio.sleep(0.02)
             stamp = int(time.time() * 1000 - BOUND_S * 1000 - 1)
             q.add("m1", {"old": True}, timestamp=stamp)
             await settle(q, 6)
             worker.close()
             await asyncio.wait_for(run, 10)
             assert gate.stats.errors == 0
-            assert gate.last is not None and "age bound" in gate.last.reason
+            # The old one was chosen for its age; the new one is held since.
+            assert gate.stats.reasons.get("waited past the age bound") == 1
+            assert gate.last is not None and gate.last.job_id is None
+            assert q.get_counts("waiting")["waiting"] == 1
         await client.aclose()
 
     asyncio.run(main())
     assert runs == ["m2", "plain", "m2", "m3", "m1", "m1"]
+    assert olds == [None, True]
 
 
 def test_a_hold_wakes_the_idle_gpu_the_job_suits(redis_url: str, qname: str) -> None:
