@@ -187,7 +187,17 @@ for i, e in ipairs(entries) do
   end
 end
 
-settleGroupJobs(prefix, groupsLeft, now)
+-- The running count's change and the read of `groups:meta` go on to the
+-- claim below (one HMGET, one HINCRBY for both); what it leaves is written
+-- at the end.
+local carry = {running = 0}
+settleGroupJobs(prefix, groupsLeft, now, carry)
+local function settleRunning()
+  if carry.running ~= 0 then
+    rcall("HINCRBY", prefix .. "groups:meta", "running", carry.running)
+    carry.running = 0
+  end
+end
 
 -- BullMQ never re-adds a marker when a globally limited queue drops below
 -- its concurrency; do it here so idle workers of any client wake up. When
@@ -207,13 +217,15 @@ end
 
 local fetchCount = tonumber(opts["fetch"]) or 0
 if fetchCount > 0 and not (concurrency and contended) then
-  local claimed, held = claimJobs(q, prefix, now, opts, fetchCount, contended)
+  local claimed, held = claimJobs(q, prefix, now, opts, fetchCount, contended, carry)
+  settleRunning()
   -- As BullMQ's fetchNextJob: a claim, a rate limit, a paused or maxed queue
   -- or a pending delayed job answers the fetch, and no `drained` follows.
   if #claimed[1] > 0 or claimed[2] > 0 or claimed[3] > 0 or held then
     return {codes, claimed[1], claimed[2], claimed[3]}
   end
 end
+settleRunning()
 if rcall("LLEN", q.wait) == 0 and rcall("LLEN", q.active) == 0 and
    rcall("ZCARD", q.prioritized) == 0 and not groupedWaiting(prefix) then
   rcall("XADD", q.events, "*", "event", "drained")

@@ -62,6 +62,7 @@ class Claimer:
         calls: AsyncCalls | None,
         connection_name: str,
         static: str,
+        lock_duration: int,
         drain_delay: float,
         start: Start,
         outage: Outage,
@@ -81,6 +82,13 @@ class Claimer:
         self._reports = reports
         #: Jobs claimed so far (the opts' seq).
         self._seq = 0
+        #: Until when (monotonic s) claims may leave this worker's lease in
+        #: `groups:leases` as it is: a quarter of a lock duration after a
+        #: call that renewed it was made.
+        self._lease_fresh_for = lock_duration / 4 / 1000
+        self._lease_fresh_until = 0.0
+        #: When the last opts made were made, if their claims renew the lease.
+        self._renewing: float | None = None
         #: The last claim found the queue empty: wait on the marker.
         self.drained = False
         #: When the rate limit window ends (ms), or 0.
@@ -97,10 +105,22 @@ class Claimer:
     def opts(self, fetch: int = 0, claims: int = 0) -> str:
         """The worker opts of a claim of `claims` jobs, or of a finish
         claiming `fetch`; their seq numbers (in their lock tokens) are
-        reserved, so calls in flight together never share one."""
+        reserved, so calls in flight together never share one. With
+        `leased` while this worker's lease was renewed lately: a claim of
+        grouped jobs then leaves it as it is (a TIME and a ZADD fewer)."""
         seq = self._seq
         self._seq += fetch + claims
+        now = time.monotonic()
+        if now < self._lease_fresh_until:
+            self._renewing = None
+            return f'{{"seq":{seq},"fetch":{fetch},"leased":1,{self._static}'
+        self._renewing = now
         return f'{{"seq":{seq},"fetch":{fetch},{self._static}'
+
+    def renewing(self) -> float | None:
+        """When the opts just made were made, if a claim they carry renews
+        this worker's lease (the call's `take` gets it); None otherwise."""
+        return self._renewing
 
     def limited_for(self) -> float:
         """Seconds until the rate limit window ends (0 or less: not limited)."""
@@ -119,12 +139,10 @@ class Claimer:
 
     async def claim(self, count: int) -> None:
         """Claim up to `count` jobs and start them."""
+        opts = self.opts(claims=count)
+        renewing = self._renewing
         claim = ops.claim(
-            self._claim_keys,
-            self._keys.base,
-            int(time.time() * 1000),
-            self.opts(claims=count),
-            count,
+            self._claim_keys, self._keys.base, int(time.time() * 1000), opts, count
         )
         flat, ttl, next_delay = await run_async(
             claim,
@@ -136,13 +154,28 @@ class Claimer:
         # Only a claim or a finish ends an outage: reads (and a script with
         # nothing to write) may succeed while Redis still refuses writes.
         self._outage.succeeded()
-        self.take(flat, ttl, next_delay)
+        self.take(flat, ttl, next_delay, renewing=renewing)
 
-    def take(self, flat: list[Any], ttl: Any, next_delay: Any) -> None:
+    def take(
+        self,
+        flat: list[Any],
+        ttl: Any,
+        next_delay: Any,
+        renewing: float | None = None,
+    ) -> None:
         """Start the jobs of a claim's answer (or a finish's); note a rate
-        limit reached, or an empty queue and its next due time."""
+        limit reached, or an empty queue and its next due time. `renewing`:
+        the call's opts renewed the lease (`renewing()`), which a grouped
+        job claimed says it did."""
+        grouped = False
         for i in range(0, len(flat), 3):
-            self._start(flat[i], codec.pairs_to_dict(flat[i + 2]), flat[i + 1])
+            fields = codec.pairs_to_dict(flat[i + 2])
+            grouped = grouped or bool(fields.get("gid"))
+            self._start(flat[i], fields, flat[i + 1])
+        if grouped and renewing is not None:
+            self._lease_fresh_until = max(
+                self._lease_fresh_until, renewing + self._lease_fresh_for
+            )
         ttl = int(ttl or 0)
         if ttl > 0:
             self.hold(ttl)

@@ -158,6 +158,7 @@ class AsyncWorker:
             static=static_options(
                 self.id, lock_duration, limiter, worker_name, metrics
             ),
+            lock_duration=lock_duration,
             drain_delay=drain_delay,
             start=self._runner.start,
             outage=self._outage,
@@ -340,12 +341,13 @@ class AsyncWorker:
             return
         await self._claimer.claim(batch)
 
-    def _next_save(self) -> tuple[str, list[dict[str, Any]], int]:
-        """The next finish call: its opts, the attempts it saves, and how many
+    def _next_save(self) -> tuple[str, list[dict[str, Any]], int, float | None]:
+        """The next finish call: its opts, the attempts it saves, how many
         jobs it claims -- none when closing, rate limited, or the policy's
         gate picks each claim; with room for more than one job, at most
         half of it, so that the other half rides in the next call while
-        this one is in Redis."""
+        this one is in Redis -- and whether its claim renews the lease
+        (Claimer.renewing)."""
         fetch = 0
         if (
             self._gate is None
@@ -357,7 +359,7 @@ class AsyncWorker:
                 fetch = min(fetch, (self.concurrency + 1) // 2)
         self._fetching += fetch
         opts = self._claimer.opts(fetch)
-        return opts, self._finisher.begin(), fetch
+        return opts, self._finisher.begin(), fetch, self._claimer.renewing()
 
     def _start_save(self) -> None:
         """Save what finished in a call of its own, SAVES_IN_FLIGHT at most
@@ -381,14 +383,18 @@ class AsyncWorker:
             await self._save_finished(*self._next_save())
 
     async def _save_finished(
-        self, opts: str, entries: list[dict[str, Any]], fetch: int
+        self,
+        opts: str,
+        entries: list[dict[str, Any]],
+        fetch: int,
+        renewing: float | None,
     ) -> None:
         try:
             claimed = await self._finisher.save(opts, entries)
         finally:
             self._fetching -= fetch
         if fetch:
-            self._claimer.take(*claimed)
+            self._claimer.take(*claimed, renewing=renewing)
 
     def _reap_saves(self) -> None:
         """Forget the finish calls that ended; raise the first one's error

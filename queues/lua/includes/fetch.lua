@@ -104,6 +104,9 @@ local function popNext(q, prefix, now, st)
     end
     rcall("LREM", q.active, 1, jobId)
     flushGroupClaims(prefix, st)  -- the tickets and groups as this call left them
+    if st.carry then
+      st.carry.meta = nil  -- (the adds below change the groups)
+    end
     enqueueGrouped(prefix, jobKey, jobId, gid,
       tonumber(rcall("HGET", jobKey, "priority")) or 0, false, false)
     adoptTail(q, prefix)
@@ -113,15 +116,19 @@ local function popNext(q, prefix, now, st)
   return nil
 end
 
-local function claimJobs(q, prefix, now, opts, count, contended)
+local function claimJobs(q, prefix, now, opts, count, contended, carry)
   local isPausedOrMaxed, metaMax, metaDuration = getQueueMetadata(q.meta, q.active)
   promoteDelayedJobs(q.delayed, q.marker, q.wait, q.prioritized, q.events, prefix,
                      now, q.pc, isPausedOrMaxed)
   local st = {grouped = groupsInUse(prefix), taken = {}, activeKey = q.active,
-    leaseOwner = opts["token"]}
+    leaseOwner = opts["token"], carry = carry}
   local groupsNext
   if st.grouped then
-    groupsNext = promoteGroups(prefix, now, q.events, q.meta)
+    local promoted
+    groupsNext, promoted = promoteGroups(prefix, now, q.events, q.meta)
+    if promoted and carry then
+      carry.meta = nil
+    end
   end
   local limiter = opts["limiter"]
   local maxJobs = tonumber(metaMax or (limiter and limiter["max"]))
@@ -172,7 +179,16 @@ local function claimJobs(q, prefix, now, opts, count, contended)
       -- No expiry: a Node worker's stalled check never moves a grouped job;
       -- its worker's lease in `groups:leases` says whether that worker lives.
       rcall("SET", jobKey .. ":lock", token)
-      st.leaseEnd = st.leaseEnd or serverTimeMs() + opts["lockDuration"]
+      if st.leaseEnd == nil then
+        -- A worker whose lease it renewed lately says `leased` (then its
+        -- lease ends at least 3/4 of a lock duration from now, and its lock
+        -- renewal extends it): kept as it is while it is there.
+        if opts["leased"] and rcall("ZRANK", prefix .. "groups:leases", st.leaseOwner) then
+          st.leaseEnd = false
+        else
+          st.leaseEnd = serverTimeMs() + opts["lockDuration"]
+        end
+      end
     else
       rcall("SET", jobKey .. ":lock", token, "PX", intText(opts["lockDuration"]))
     end

@@ -156,13 +156,25 @@ end
 --- A group without a hash of its own: every setting from the defaults.
 local NO_SETTINGS = {false, false, false, false, false, false, false}
 
--- Whether a limit applies to some group (defaults that set a concurrency
--- or a rate, or any group with settings of its own), and whether any group
--- has parked tickets.
-local function limitsInForce(prefix)
-  local d = rcall("HMGET", prefix .. "groups:meta", "concurrency", "max", "own", "parked")
-  return (limitOrNil(d[1]) or limitOrNil(d[2]) or (tonumber(d[3]) or 0) > 0) and true
-    or false, (tonumber(d[4]) or 0) > 0
+-- What a claim reads of `groups:meta` (turns.lua's nextGroupedJob, in this
+-- order): the turn served and the last ticket taken, the ungrouped jobs'
+-- turn, the sizes of `own`, `slotted` and `parked`, the swept turn, a
+-- re-turn under way, the default limits (GROUP_LIMITS) and the layout mark.
+-- A finish that claims in the same call reads it once for both.
+local function claimMetaFields()
+  local fields = {"v", "vm", "u", "own", "slotted", "parked", "sw", "rt",
+    unpack(GROUP_LIMITS)}
+  fields[#fields + 1] = "wl"
+  return fields
+end
+local CLAIM_META = claimMetaFields()
+
+-- From a CLAIM_META read: whether a limit applies to some group (defaults
+-- that set a concurrency or a rate, or any group with settings of its
+-- own), and whether any group has parked tickets.
+local function limitsInForce(m)
+  return (limitOrNil(m[10]) or limitOrNil(m[11]) or (tonumber(m[4]) or 0) > 0) and true
+    or false, (tonumber(m[6]) or 0) > 0
 end
 
 -- Whether a grouped job waits: a ticket in `groups:q` or parked.
@@ -552,15 +564,28 @@ end
 -- tally). The summary's running count goes down; where a limit applies,
 -- the groups' running counts too (one HMGET and one HSET for all), and a
 -- group with parked tickets gets turns for the slots it freed.
-local function settleGroupJobs(prefix, done, now)
+-- `carry` (a finish that claims next in the same call): the running count's
+-- change is left in `carry.running` for the claim to write with its own,
+-- and the tally's read of `groups:meta` (groupJobLeft, at the batch's first
+-- grouped job) in `carry.meta` for the claim to use, unless this wrote to it
+-- (unparked a group). Nothing else a finish does writes `groups:meta`: a
+-- flow parent or a deduplicated next job it releases goes to `wait`, and
+-- the claim adopts it.
+local function settleGroupJobs(prefix, done, now, carry)
   if done.total == 0 then
     return
   end
-  rcall("HINCRBY", prefix .. "groups:meta", "running", -done.total)
-  local order = done.order
-  if #order == 0 then
+  if carry then
+    carry.running = carry.running - done.total
+    carry.meta = done.meta
+  else
+    rcall("HINCRBY", prefix .. "groups:meta", "running", -done.total)
+  end
+  if not done.limits then  -- (running counts are kept only where a limit applies)
     return
   end
+  local parked = done.parked
+  local order = done.order
   local activeKey = prefix .. "groups:active"
   local stored = rcall("HMGET", activeKey, unpack(order))
   local writes, gone = {GROUP_PIN, 0}, {}
@@ -582,10 +607,13 @@ local function settleGroupJobs(prefix, done, now)
   if #gone > 0 then
     rcall("HDEL", activeKey, unpack(gone))
   end
-  if done.parked then
-    local parked = rcall("SMISMEMBER", prefix .. "groups:parked", unpack(order))
+  if parked then
+    if carry then
+      carry.meta = nil  -- (an unparked group changes it)
+    end
+    local isParked = rcall("SMISMEMBER", prefix .. "groups:parked", unpack(order))
     for i = 1, #order do
-      if parked[i] == 1 then
+      if isParked[i] == 1 then
         unparkGroup(prefix, order[i], now)
       end
     end
@@ -593,15 +621,17 @@ local function settleGroupJobs(prefix, done, now)
 end
 
 -- A grouped job left `active`. `done`: a batch's tally that the caller
--- settles with settleGroupJobs; without it, now. (Its lease is its
--- worker's: it stays.)
+-- settles with settleGroupJobs (its first grouped job reads `groups:meta`:
+-- whether limits apply, then its jobs are counted per group); without it,
+-- now. (Its lease is its worker's: it stays.)
 local function groupJobLeft(prefix, gid, done, now)
   local settleNow = not done
   if settleNow then
     done = {total = 0, order = {}, count = {}}
   end
-  if done.limits == nil then
-    done.limits, done.parked = limitsInForce(prefix)
+  if done.meta == nil then
+    done.meta = rcall("HMGET", prefix .. "groups:meta", unpack(CLAIM_META))
+    done.limits, done.parked = limitsInForce(done.meta)
   end
   done.total = done.total + 1
   if done.limits then  -- (per group only where a limit may count it)
@@ -714,15 +744,17 @@ end
 -- Due grouped delayed jobs to their groups, due timed groups' parked
 -- tickets back to turns (bounded per call). One EXISTS when neither zset
 -- has anything, else one peek per zset when nothing is due. Returns the
--- earliest pending time or nil.
+-- earliest pending time or nil, and true when it moved anything.
 local function promoteGroups(prefix, now, eventsKey, metaKey)
   local delayedKey = prefix .. "groups:delayed"
   local timedKey = prefix .. "groups:timed"
   if rcall("EXISTS", delayedKey, timedKey) == 0 then
     return nil  -- (one call where two peeks would find nothing)
   end
+  local promoted = false
   local _, at = firstDue(delayedKey)
   if at and at <= now then
+    promoted = true
     local maxEvents = getOrSetMaxEvents(metaKey)
     local due = rcall("ZRANGEBYSCORE", delayedKey, "-inf", now, "LIMIT", 0,
       GROUP_STEP_LIMIT)
@@ -742,6 +774,7 @@ local function promoteGroups(prefix, now, eventsKey, metaKey)
   end
   local _, timedAt = firstDue(timedKey)
   if timedAt and timedAt <= now then
+    promoted = true
     local timed = rcall("ZRANGEBYSCORE", timedKey, "-inf", now, "LIMIT", 0,
       GROUP_STEP_LIMIT)
     rcall("ZREM", timedKey, unpack(timed))
@@ -751,7 +784,7 @@ local function promoteGroups(prefix, now, eventsKey, metaKey)
     _, timedAt = firstDue(timedKey)
   end
   if timedAt and (not at or timedAt < at) then
-    return timedAt
+    return timedAt, promoted
   end
-  return at
+  return at, promoted
 end

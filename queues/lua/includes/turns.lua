@@ -231,11 +231,20 @@ local function flushGroupClaims(prefix, st)
       st.uDirty = false
     end
   end
+  local running = 0
+  if st.carry then  -- (a finish's change of the running count, written with ours)
+    running, st.carry.running = st.carry.running, 0
+  end
   if st.taken and #st.taken > 0 then
     rcall("LPUSH", st.activeKey, unpack(st.taken))
-    rcall("ZADD", prefix .. "groups:leases", st.leaseEnd, st.leaseOwner)
-    rcall("HINCRBY", prefix .. "groups:meta", "running", #st.taken)
+    if st.leaseEnd then
+      rcall("ZADD", prefix .. "groups:leases", st.leaseEnd, st.leaseOwner)
+    end
+    running = running + #st.taken
     st.taken = {}
+  end
+  if running ~= 0 then
+    rcall("HINCRBY", prefix .. "groups:meta", "running", running)
   end
 end
 
@@ -247,12 +256,15 @@ end
 ]]
 local function nextGroupedJob(q, prefix, now, st)
   if not st.meta then
-    local fields = {"v", "vm", "u", "own", "slotted", "parked", "sw", "rt",
-      unpack(GROUP_LIMITS)}
-    fields[#fields + 1] = "wl"
-    local m = rcall("HMGET", prefix .. "groups:meta", unpack(fields))
+    -- (What the finish before it in this call read, unless it changed since.)
+    local m = st.carry and st.carry.meta
+    if m then
+      st.carry.meta = nil
+    else
+      m = rcall("HMGET", prefix .. "groups:meta", unpack(CLAIM_META))
+    end
     if not m[1] and migrateRotation(prefix) then  -- (no turn served yet)
-      m = rcall("HMGET", prefix .. "groups:meta", unpack(fields))
+      m = rcall("HMGET", prefix .. "groups:meta", unpack(CLAIM_META))
     end
     if not m[13] then
       migrateWaiting(prefix)

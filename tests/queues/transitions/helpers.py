@@ -34,8 +34,10 @@ def worker_opts(
     name: str | None = None,
     fetch: int = 0,
     max_metrics: int | None = None,
+    leased: bool = False,
 ) -> str:
-    """The JSON worker opts the worker sends to move_to_active / move_to_finished."""
+    """The JSON worker opts the worker sends to move_to_active / move_to_finished
+    (`leased`: its lease in `groups:leases` was renewed lately)."""
     opts: dict[str, Any] = {
         "token": token,
         "seq": seq,
@@ -48,6 +50,8 @@ def worker_opts(
         opts["name"] = name
     if max_metrics is not None:
         opts["maxMetricsSize"] = max_metrics
+    if leased:
+        opts["leased"] = 1
     return codec.dumps(opts)
 
 

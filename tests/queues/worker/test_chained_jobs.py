@@ -139,8 +139,8 @@ def test_a_job_claimed_by_a_chain_call_that_failed_after_its_claim_runs(
         take = worker._claimer.take
         calls: list[int] = []
 
-        def take_then_fail(*answer: Any) -> None:
-            take(*answer)
+        def take_then_fail(*answer: Any, **how: Any) -> None:
+            take(*answer, **how)
             calls.append(1)
             if len(calls) == 2:  # (1: the loop's first claim; 2: a chain's)
                 raise RuntimeError("after the claim")
