@@ -21,16 +21,26 @@ from . import conf
 REDIS_DOWN = (redis.ConnectionError, redis.TimeoutError)
 
 
-def connect(url: str) -> Any:
+#: The most a readiness probe waits for Redis (connect, then PING's reply):
+#: an orchestrator's probe gives up after a second or a few, and a probe
+#: that waited a page's timeout (30 s by default) on a hung Redis would hold
+#: a server thread per probe meanwhile.
+PROBE_TIMEOUT_S = 2.0
+
+
+def connect(url: str, most_s: float | None = None) -> Any:
     """A client decoding as the queue core does, with the dashboard's timeouts,
     so that a request to an unreachable Redis fails in seconds, not minutes
-    (timeouts in the URL's query string win)."""
+    (timeouts in the URL's query string win); `most_s` caps both."""
     c = conf.get()
+    connect_s, reply_s = c.redis_connect_timeout_s, c.redis_timeout_s
+    if most_s is not None:
+        connect_s, reply_s = min(connect_s, most_s), min(reply_s, most_s)
     return sync_client(
         sync_from_url(
             url,
-            socket_connect_timeout=c.redis_connect_timeout_s,
-            socket_timeout=c.redis_timeout_s,
+            socket_connect_timeout=connect_s,
+            socket_timeout=reply_s,
             decode_responses=True,
             encoding_errors="surrogateescape",
         )
@@ -53,10 +63,19 @@ def client() -> redis.Redis:
         return _client_for(url)
 
 
+def probe_client() -> redis.Redis:
+    """The process's client for readiness probes: the Redis in settings,
+    waited on PROBE_TIMEOUT_S at most (a pool of its own, so that a probe
+    never takes a page's connection nor a page's timeout)."""
+    url = conf.get().redis_url
+    with _client_lock:
+        return _client_for(url, PROBE_TIMEOUT_S)
+
+
 @lru_cache(maxsize=8)
-def _client_for(url: str) -> redis.Redis:
+def _client_for(url: str, most_s: float | None = None) -> redis.Redis:
     try:
-        made: redis.Redis = connect(url)
+        made: redis.Redis = connect(url, most_s)
     except RedisClusterException as exc:
         raise redis.ConnectionError(str(exc)) from exc
     return made

@@ -5,6 +5,7 @@ is not, with no password in it."""
 from __future__ import annotations
 
 import json
+import signal
 import time
 import urllib.error
 import urllib.request
@@ -19,6 +20,8 @@ from django.test import Client
 
 from dashboard.console import reads
 from dashboard.console.views.health import forget_migrations
+from dashboard.shared.redis import PROBE_TIMEOUT_S
+from dashboard.shared.redis import client as dashboard_client
 from dashboard.shared.redis import reset as redis_reset
 from tests.dashboard.daphne_helpers import daphne
 from tests.redis_server import RedisServer
@@ -70,6 +73,32 @@ def test_readyz_ready_then_names_a_stopped_redis(own_redis: RedisServer) -> None
     assert body["redis"].startswith("down: "), body
     assert body["database"] == "ok"
     assert body["migrations"] == "ok"
+
+
+def test_readyz_names_a_hung_redis_within_its_probe_timeout(
+    own_redis: RedisServer, settings: Any
+) -> None:
+    """A Redis that stops answering (SIGSTOP: the connection open, no reply)
+    is "down" after PROBE_TIMEOUT_S, not after the pages' reply timeout (here
+    60 s); the pages' client is not the probe's, and once Redis answers
+    again /readyz says ready."""
+    settings.BULLPEN_REDIS_TIMEOUT_S = 60.0
+    redis_reset()
+    client = Client()
+    assert client.get("/readyz").status_code == 200
+    assert own_redis.proc is not None
+    own_redis.proc.send_signal(signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        response = client.get("/readyz")
+        spent = time.monotonic() - started
+    finally:
+        own_redis.proc.send_signal(signal.SIGCONT)
+    assert response.status_code == 503
+    assert response.json()["redis"].startswith("down: Timeout"), response.json()
+    assert PROBE_TIMEOUT_S <= spent < 30, spent
+    assert dashboard_client().connection_pool.connection_kwargs["socket_timeout"] == 60
+    assert client.get("/readyz").status_code == 200
 
 
 def test_readyz_hides_the_redis_password(settings: Any) -> None:

@@ -1,7 +1,8 @@
 """`/healthz` and `/readyz` for load balancers and orchestrators.
 
 `/healthz` answers 200 while the process serves requests, touching neither
-Redis nor the database. `/readyz` answers 200 when Redis answers PING, the
+Redis nor the database. `/readyz` answers 200 when Redis answers PING (within
+`PROBE_TIMEOUT_S`, 2 s: a hung Redis is "down" then, not a 30 s wait), the
 database answers `SELECT 1` and no migration is left unapplied, else 503
 naming what failed. Neither needs a login nor /metrics' allowed networks:
 they say only whether the process can serve, and the reasons they give hold
@@ -33,7 +34,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
 
 def _redis() -> str:
     try:
-        dashboard_redis.client().ping()
+        dashboard_redis.probe_client().ping()
     except Exception as exc:  # noqa: BLE001 - any failure is "down", named
         return f"down: {describe(exc)}"
     return "ok"
