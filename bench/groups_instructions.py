@@ -2,7 +2,8 @@
 (docs/groups.md, issue 25's throughput goal), steady on a noisy machine.
 
     .venv/bin/python bench/groups_instructions.py [--jobs 2000] [--groups 0 1 100 2000]
-        [--batch 50] [--chain] [--evalsha] [--history] [--cache] [--keep DIR]
+        [--batch 50] [--fetch | --chain] [--evalsha] [--history] [--cache]
+        [--keep DIR]
     .venv/bin/python bench/groups_instructions.py --real [--jobs 10000] [--rounds 5]
         [--groups 1 100 10000]
 
@@ -12,10 +13,11 @@ One throwaway redis-server runs under valgrind's callgrind (Debian's
 jobs are added, then claimed 50 at a time and finished 50 at a time, as a
 worker at concurrency 50 does (tests/queues/transitions/helpers.py). Only the
 claims and finishes are counted (`callgrind_control -z` before, `-d` after).
-`--batch N` claims and finishes N at a time instead; `--chain` finishes each
-job with a fetch of the next in the same call, as a worker at concurrency 1
-does (one script call per job: what each call costs Redis to set up counts
-whole). `--history` gives each finish the attempt record a worker's attempt
+`--batch N` claims and finishes N at a time instead; `--fetch` finishes N
+at a time, each call fetching the next N, as a worker does (its claims after
+the first saying `leased`); `--chain` is `--fetch --batch 1`, a worker at
+concurrency 1 (one script call per job: what each call costs Redis to set up
+counts whole). `--history` gives each finish the attempt record a worker's attempt
 history attaches (queues/attempts.py), as every Bullpen worker does by
 default. The calls go as workers send them on Redis 7 (FCALL of each
 script's function library, queues/luafunctions.py); `--evalsha` sends
@@ -150,12 +152,13 @@ def measure(
     groups: int,
     jobs: int,
     batch: int = BATCH,
-    chain: bool = False,
+    chain: int = 0,
     evalsha: bool = False,
     history: bool = False,
 ) -> tuple[float, float]:
     """(instructions per job, Redis commands per job) of claiming and
-    finishing `jobs` jobs over `groups` groups (0: ungrouped)."""
+    finishing `jobs` jobs over `groups` groups (0: ungrouped); `chain`: in
+    finishes of that many, each fetching as many (finish_chained)."""
     admin = redis.Redis.from_url(url)
     admin.flushall()
     q = Queue(f"cost{groups}", url)
@@ -175,7 +178,7 @@ def measure(
     control(pid, "-z")
     now, done, seq = int(time.time() * 1000), 0, 0
     if chain:
-        done = finish_chained(q, groups, added, now, recorder, kept)
+        done = finish_chained(q, groups, added, now, recorder, kept, chain)
     while done < added:
         got = claim_and_finish(q, now, seq, batch, recorder, kept)
         seq += got
@@ -319,17 +322,22 @@ def finish_chained(
     now: int,
     recorder: AttemptRecorder | None,
     kept: dict[str, Any],
+    batch: int = 1,
 ) -> int:
-    """Claim one job, then finish each with a fetch of the next (a worker at
-    concurrency 1); returns the jobs finished."""
-    got = claimed(move_to_active(q, now=now, count=1, seq=0))
-    done = 0
+    """Claim `batch` jobs, then finish each batch with a fetch of the next
+    (a worker's calls; batch 1: a worker at concurrency 1), the claims after
+    the first saying `leased` as a worker's do; returns the jobs finished."""
+    got = claimed(move_to_active(q, now=now, count=batch, seq=0))
+    done, seq = 0, batch
     while got:
-        e = finish_entry(q, got[0], recorder)
-        reply = move_to_finished(q, [e], now=now, fetch=1, seq=done + 1, **kept)
-        if reply[0] != [0]:
+        entries = [finish_entry(q, job, recorder) for job in got]
+        reply = move_to_finished(
+            q, entries, now=now, fetch=batch, seq=seq, leased=True, **kept
+        )
+        if reply[0] != [0] * len(entries):
             raise SystemExit(f"{groups} groups: finish codes {reply[0]}")
-        done += 1
+        done += len(entries)
+        seq += batch
         got = claimed(reply[1:])
     if done < jobs:
         raise SystemExit(f"{groups} groups: the chain ended after {done} jobs")
@@ -349,6 +357,11 @@ def main() -> int:
         "--chain",
         action="store_true",
         help="finish each job with a fetch of the next (a worker at concurrency 1)",
+    )
+    parser.add_argument(
+        "--fetch",
+        action="store_true",
+        help="finishes of --batch fetching the next --batch (a worker's calls)",
     )
     parser.add_argument(
         "--evalsha", action="store_true", help="send EVALSHA, not FCALL"
@@ -383,6 +396,7 @@ def main() -> int:
         print("needs valgrind (apt install valgrind)", file=sys.stderr)
         return 2
     configs = args.groups if 0 in args.groups else [0, *args.groups]
+    chain = 1 if args.chain else (args.batch if args.fetch else 0)
     with callgrind_redis(args.keep, args.cache) as (url, pid, folder):
         results = {
             g: measure(
@@ -392,7 +406,7 @@ def main() -> int:
                 g,
                 args.jobs,
                 args.batch,
-                args.chain,
+                chain,
                 args.evalsha,
                 args.history,
             )
@@ -400,8 +414,8 @@ def main() -> int:
         }
     base = results[0][0]
     how = (
-        "each finished with a fetch of the next"
-        if args.chain
+        f"finishes of {chain} each fetching the next {chain}"
+        if chain
         else f"claims and finishes of {args.batch}"
     )
     sent = "EVALSHA" if args.evalsha else "FCALL"
@@ -411,7 +425,7 @@ def main() -> int:
     print(f"{'':<14}{unit:>18}{'commands/job':>14}{'vs ungrouped':>14}")
     for groups, (per_job, cmds) in results.items():
         label = {0: "ungrouped", 1: "1 group"}.get(groups, f"{groups:,} groups")
-        print(f"{label:<14}{per_job:>18,.0f}{cmds:>14.2f}{per_job / base:>14.2f}")
+        print(f"{label:<14}{per_job:>18,.0f}{cmds:>14.2f}{per_job / base:>14.3f}")
     return 0
 
 
