@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -267,3 +269,17 @@ def django_process(
         text=True,
         timeout=180,
     )
+
+
+def get_while_hung(server: Any, client: Client, path: str) -> tuple[Any, float]:
+    """GET `path` while `server` (a RedisServer) is stopped (SIGSTOP: its
+    connections open, no replies; SIGCONT after): the response and the
+    seconds it took."""
+    assert server.proc is not None
+    server.proc.send_signal(signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        response = client.get(path)
+        return response, time.monotonic() - started
+    finally:
+        server.proc.send_signal(signal.SIGCONT)

@@ -8,6 +8,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+import redis
+
 from queues import AsyncQueue, AsyncWorker, Job, Queue
 from tests.queues.transitions.helpers import entry, move_to_finished
 
@@ -54,3 +56,9 @@ def finish_grouped(q: Queue, taken: list[tuple[str, str, dict[str, str]]]) -> No
         e["gid"] = h["gid"]
         entries.append(e)
     assert move_to_finished(q, entries)[0] == [0] * len(entries)
+
+
+def server_ms(r: redis.Redis) -> int:
+    """Redis's clock in ms."""
+    seconds, micros = r.time()
+    return seconds * 1000 + micros // 1000

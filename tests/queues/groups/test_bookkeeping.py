@@ -13,7 +13,7 @@ from typing import Any
 import redis
 
 from queues import Job, Queue
-from tests.queues.groups.helpers import completed, running
+from tests.queues.groups.helpers import completed, running, server_ms
 from tests.queues.transitions.helpers import (
     LOCK_MS,
     claimed,
@@ -21,11 +21,6 @@ from tests.queues.transitions.helpers import (
     move_to_active,
     move_to_finished,
 )
-
-
-def server_ms(r: redis.Redis) -> int:
-    seconds, micros = r.time()
-    return seconds * 1000 + micros // 1000
 
 
 def calls(r: redis.Redis, command: str) -> int:

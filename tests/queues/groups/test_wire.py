@@ -14,7 +14,7 @@ from queues.drive import run_sync
 from queues.exceptions import InvalidJobId
 from queues.groups import group_counts
 from queues.state import JobState
-from tests.queues.groups.helpers import finish_grouped
+from tests.queues.groups.helpers import finish_grouped, server_ms
 from tests.queues.transitions.helpers import (
     LOCK_MS,
     NOW,
@@ -27,12 +27,6 @@ from tests.queues.transitions.helpers import (
     move_to_finished,
     retry_job,
 )
-
-
-def server_ms(r: redis.Redis) -> int:
-    """Redis's clock in ms."""
-    seconds, micros = r.time()
-    return seconds * 1000 + micros // 1000
 
 
 def test_a_grouped_lock_never_expires_and_a_lapsed_lease_requeues_it(
