@@ -183,7 +183,7 @@ local function claimJobs(q, prefix, now, opts, count, contended, carry)
         -- A worker whose lease it renewed lately says `leased` (then its
         -- lease ends at least 3/4 of a lock duration from now, and its lock
         -- renewal extends it): kept as it is while it is there.
-        if opts["leased"] and rcall("ZRANK", prefix .. "groups:leases", st.leaseOwner) then
+        if opts["leased"] == 1 and rcall("ZRANK", prefix .. "groups:leases", st.leaseOwner) then
           st.leaseEnd = false
         else
           st.leaseEnd = serverTimeMs() + opts["lockDuration"]
