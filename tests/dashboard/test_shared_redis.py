@@ -36,9 +36,9 @@ def test_threads_asking_at_once_get_one_client(
     shared_redis.reset()
     real_connect = shared_redis.connect
 
-    def slow_connect(url: str) -> Any:
+    def slow_connect(url: str, most_s: float | None = None) -> Any:
         time.sleep(0.2)  # a cluster client asks a node for the layout
-        return real_connect(url)
+        return real_connect(url, most_s)
 
     monkeypatch.setattr(shared_redis, "connect", slow_connect)
     start = threading.Barrier(8)
