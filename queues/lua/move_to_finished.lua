@@ -187,16 +187,14 @@ for i, e in ipairs(entries) do
   end
 end
 
--- The running count's change and the read of `groups:meta` go on to the
--- claim below (one HMGET, one HINCRBY for both); what it leaves is written
--- at the end.
-local carry = {running = 0}
-settleGroupJobs(prefix, groupsLeft, now, carry)
-local function settleRunning()
-  if carry.running ~= 0 then
-    rcall("HINCRBY", prefix .. "groups:meta", "running", carry.running)
-    carry.running = 0
-  end
+-- After grouped jobs, the running count's change and the read of
+-- `groups:meta` go on to the claim below (one HMGET, one HINCRBY for both);
+-- what it leaves is written after it. (No table without them: a call's
+-- garbage costs every call its share of the Lua GC.)
+local carry = nil
+if groupsLeft.total > 0 then
+  carry = {running = 0}
+  settleGroupJobs(prefix, groupsLeft, now, carry)
 end
 
 -- BullMQ never re-adds a marker when a globally limited queue drops below
@@ -218,14 +216,17 @@ end
 local fetchCount = tonumber(opts["fetch"]) or 0
 if fetchCount > 0 and not (concurrency and contended) then
   local claimed, held = claimJobs(q, prefix, now, opts, fetchCount, contended, carry)
-  settleRunning()
+  if carry and carry.running ~= 0 then
+    rcall("HINCRBY", prefix .. "groups:meta", "running", carry.running)
+  end
   -- As BullMQ's fetchNextJob: a claim, a rate limit, a paused or maxed queue
   -- or a pending delayed job answers the fetch, and no `drained` follows.
   if #claimed[1] > 0 or claimed[2] > 0 or claimed[3] > 0 or held then
     return {codes, claimed[1], claimed[2], claimed[3]}
   end
+elseif carry and carry.running ~= 0 then
+  rcall("HINCRBY", prefix .. "groups:meta", "running", carry.running)
 end
-settleRunning()
 if rcall("LLEN", q.wait) == 0 and rcall("LLEN", q.active) == 0 and
    rcall("ZCARD", q.prioritized) == 0 and not groupedWaiting(prefix) then
   rcall("XADD", q.events, "*", "event", "drained")
