@@ -295,7 +295,7 @@ class JobContext:
     def sim_allocate(self, nbytes: int) -> None:
         """Hold simulated VRAM (SimulatedOutOfMemory past the device's capacity)."""
         if self.device.memory is not None:
-            self.device.memory.allocate(nbytes)
+            self.device.memory.allocate(nbytes, job=True)
         self.meter.sim_held_bytes += nbytes
         self.meter.sim_peak_bytes = max(
             self.meter.sim_peak_bytes or 0, self.meter.sim_held_bytes
@@ -309,7 +309,7 @@ class JobContext:
             else min(nbytes, self.meter.sim_held_bytes)
         )
         if self.device.memory is not None:
-            self.device.memory.free(amount)
+            self.device.memory.free(amount, job=True)
         self.meter.sim_held_bytes -= amount
 
     async def _best_effort(self, write: Callable[[], Awaitable[Any]], what: str) -> Any:

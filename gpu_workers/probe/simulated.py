@@ -20,6 +20,9 @@ class SimulatedMemory:
         self.capacity_bytes = capacity_bytes
         self.context_bytes = context_bytes
         self.allocated_bytes = 0
+        #: The part of `allocated_bytes` running jobs hold (the rest: resident
+        #: weights), what makes the device read busy (SimulatedProbe.snapshot).
+        self.job_bytes = 0
         self.peak_bytes = 0
         self.broken = False
         self._lock = threading.Lock()
@@ -29,8 +32,9 @@ class SimulatedMemory:
         """Allocations plus the CUDA context this process would hold."""
         return self.allocated_bytes + self.context_bytes
 
-    def allocate(self, nbytes: int) -> None:
-        """Take `nbytes` or raise SimulatedOutOfMemory (worded like PyTorch's)."""
+    def allocate(self, nbytes: int, job: bool = False) -> None:
+        """Take `nbytes` (for a running job, or resident weights) or raise
+        SimulatedOutOfMemory (worded like PyTorch's)."""
         with self._lock:
             free = self.capacity_bytes - self.used_bytes
             if nbytes > free:
@@ -41,12 +45,16 @@ class SimulatedMemory:
                     f"{format_bytes(free)} is free."
                 )
             self.allocated_bytes += nbytes
+            if job:
+                self.job_bytes += nbytes
             self.peak_bytes = max(self.peak_bytes, self.used_bytes)
 
-    def free(self, nbytes: int) -> None:
-        """Give `nbytes` back."""
+    def free(self, nbytes: int, job: bool = False) -> None:
+        """Give `nbytes` back (a job's, or resident weights')."""
         with self._lock:
             self.allocated_bytes = max(0, self.allocated_bytes - nbytes)
+            if job:
+                self.job_bytes = max(0, self.job_bytes - nbytes)
 
 
 _SIM_ITEM = re.compile(r"^\s*(?:(\d+)\s*[xX*]\s*)?(.+?)\s*$")
@@ -121,10 +129,14 @@ class SimulatedProbe:
         return {os.getpid(): mem.used_bytes} if mem is not None else {}
 
     def snapshot(self, uuid: str) -> GpuSnapshot:
-        """A reading derived from this process's simulated allocations."""
+        """A reading derived from this process's simulated allocations: busy
+        (utilisation 100 %, 70 degrees C) while a job holds memory, else idle
+        (0 %, 35 degrees C): a CUDA context or resident weights alone run no
+        kernels, as an idle real GPU holding them reads 0 %."""
         info = self._info(uuid)
         used = sum(v or 0 for v in self.process_memory(uuid).values())
-        busy = used > 0
+        mem = self.memory.get(uuid)
+        busy = mem is not None and mem.job_bytes > 0
         return GpuSnapshot(
             index=info.index,
             uuid=uuid,

@@ -127,6 +127,31 @@ def test_simulated_probe_is_marked_and_tracks_memory() -> None:
     assert probe.snapshot("SIM-node-a-0").memory_used_bytes == 512 * 2**20
 
 
+def test_simulated_gpu_is_busy_only_while_a_job_holds_memory() -> None:
+    """A CUDA context and resident weights run no kernels: the device reads
+    idle (0 %, 35 C) until a job allocates, busy (100 %, 70 C) while it
+    holds memory, idle again once it gave it back. (Every idle simulated GPU
+    of `make run` once read 100 %: its context counted as work.)"""
+    probe = make_probe("sim:1x24GiB", host="node-a")
+    uuid = "SIM-node-a-0"
+
+    def reading() -> tuple[int | None, int | None]:
+        snap = probe.snapshot(uuid)
+        return snap.utilization_gpu_pct, snap.temperature_c
+
+    assert reading() == (0, 35)  # not opened: nothing of this process's
+    mem = probe.open(uuid, context_bytes=512 * 2**20)
+    mem.allocate(4 * 2**30)  # a model's resident weights
+    assert reading() == (0, 35)
+    mem.allocate(2 * 2**30, job=True)
+    assert reading() == (100, 70)
+    assert probe.snapshot(uuid).memory_used_bytes == (6 * 2**30) + 512 * 2**20
+    mem.free(2 * 2**30, job=True)
+    assert reading() == (0, 35) and mem.job_bytes == 0
+    mem.free(4 * 2**30)
+    assert probe.snapshot(uuid).memory_used_bytes == 512 * 2**20
+
+
 def test_sim_spec_parsing() -> None:
     """Counts, lists and mixes; nonsense is a ConfigError."""
     assert parse_sim_spec("sim:24GiB,80GiB") == [24 * 2**30, 80 * 2**30]
