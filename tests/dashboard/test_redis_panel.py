@@ -87,12 +87,26 @@ def test_numbers_are_infos(viewer_client: Client, r: redis.Redis) -> None:
 def test_memory_warning_from_80_percent(
     viewer_client: Client, r: redis.Redis, restore_config: None
 ) -> None:
-    """maxmemory set so that use is ~85% of it warns; ~50% does not."""
-    used = r.info("memory")["used_memory"]
-    r.config_set("maxmemory", int(used / 0.85))
-    page = get_page(viewer_client)
-    assert 'data-warning="memory"' in page
-    assert fields(page)["maxmemory"] == str(r.config_get("maxmemory")["maxmemory"])
+    """maxmemory set so that use is ~85% of it warns; ~50% does not.
+
+    The warning follows the figures the page shows (used / maxmemory from
+    80 %). Use moves between the test's INFO and the page's (a client's
+    buffers, freed memory: a CI run once showed under 80 % there), so a page
+    that shows less than 80 % is checked for no warning and the limit set
+    again; one of a few tries must show the warning."""
+    warned = False
+    for _ in range(5):
+        used = r.info("memory")["used_memory"]
+        r.config_set("maxmemory", int(used / 0.85))
+        page = get_page(viewer_client)
+        shown = fields(page)
+        assert shown["maxmemory"] == str(r.config_get("maxmemory")["maxmemory"])
+        ratio = int(shown["used_memory"]) / int(shown["maxmemory"])
+        assert ('data-warning="memory"' in page) == (ratio >= 0.8), ratio
+        if ratio >= 0.8:
+            warned = True
+            break
+    assert warned, "no page showed 80 % or more of maxmemory in use"
     r.config_set("maxmemory", int(used / 0.5))
     page = get_page(viewer_client)
     assert 'data-warning="memory"' not in page
