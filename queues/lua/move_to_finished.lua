@@ -214,18 +214,17 @@ if concurrency and not meta[1] then
 end
 
 local fetchCount = tonumber(opts["fetch"]) or 0
+local claimed, held
 if fetchCount > 0 and not (concurrency and contended) then
-  local claimed, held = claimJobs(q, prefix, now, opts, fetchCount, contended, carry)
-  if carry and carry.running ~= 0 then
-    rcall("HINCRBY", prefix .. "groups:meta", "running", carry.running)
-  end
-  -- As BullMQ's fetchNextJob: a claim, a rate limit, a paused or maxed queue
-  -- or a pending delayed job answers the fetch, and no `drained` follows.
-  if #claimed[1] > 0 or claimed[2] > 0 or claimed[3] > 0 or held then
-    return {codes, claimed[1], claimed[2], claimed[3]}
-  end
-elseif carry and carry.running ~= 0 then
+  claimed, held = claimJobs(q, prefix, now, opts, fetchCount, contended, carry)
+end
+if carry and carry.running ~= 0 then  -- (what a claim did not write with its own)
   rcall("HINCRBY", prefix .. "groups:meta", "running", carry.running)
+end
+-- As BullMQ's fetchNextJob: a claim, a rate limit, a paused or maxed queue
+-- or a pending delayed job answers the fetch, and no `drained` follows.
+if claimed and (#claimed[1] > 0 or claimed[2] > 0 or claimed[3] > 0 or held) then
+  return {codes, claimed[1], claimed[2], claimed[3]}
 end
 if rcall("LLEN", q.wait) == 0 and rcall("LLEN", q.active) == 0 and
    rcall("ZCARD", q.prioritized) == 0 and not groupedWaiting(prefix) then
