@@ -50,26 +50,20 @@ def connect(url: str, most_s: float | None = None) -> Any:
 _client_lock = threading.Lock()
 
 
-def client() -> redis.Redis:
+def client(most_s: float | None = None) -> redis.Redis:
     """The process's client for the Redis in settings (a cluster client on a
     cluster, which serves the same commands). A cluster client asks a node for
     the cluster's layout when made: none answering raises a ConnectionError,
     so requests answer the 503 of a dead Redis (nothing is cached: the next
     request tries again). Made under a lock: threads that both found none
     would each make one, and the one not kept, dropped, closes its pool
-    under the pipeline its caller still runs ("Bad file descriptor")."""
+    under the pipeline its caller still runs ("Bad file descriptor").
+    `most_s` (readiness probes: PROBE_TIMEOUT_S): a client of its own whose
+    connect and reply timeouts it caps, so that a probe never takes a page's
+    connection nor a page's timeout."""
     url = conf.get().redis_url
     with _client_lock:
-        return _client_for(url)
-
-
-def probe_client() -> redis.Redis:
-    """The process's client for readiness probes: the Redis in settings,
-    waited on PROBE_TIMEOUT_S at most (a pool of its own, so that a probe
-    never takes a page's connection nor a page's timeout)."""
-    url = conf.get().redis_url
-    with _client_lock:
-        return _client_for(url, PROBE_TIMEOUT_S)
+        return _client_for(url, most_s)
 
 
 @lru_cache(maxsize=8)

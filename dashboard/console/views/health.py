@@ -34,7 +34,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
 
 def _redis() -> str:
     try:
-        dashboard_redis.probe_client().ping()
+        dashboard_redis.client(dashboard_redis.PROBE_TIMEOUT_S).ping()
     except Exception as exc:  # noqa: BLE001 - any failure is "down", named
         return f"down: {describe(exc)}"
     return "ok"
